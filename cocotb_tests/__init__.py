@@ -1,0 +1,1 @@
+"""cocotb_tests."""

