@@ -52,9 +52,13 @@ class PayloadLayout:
         word = 0
         for f in self.fields:
             v = int(values.get(f.name, 0))
-            lo, hi = (-(1 << (f.width - 1)), (1 << (f.width - 1)) - 1) if f.signed else (
-                0,
-                (1 << f.width) - 1,
+            lo, hi = (
+                (-(1 << (f.width - 1)), (1 << (f.width - 1)) - 1)
+                if f.signed
+                else (
+                    0,
+                    (1 << f.width) - 1,
+                )
             )
             if not lo <= v <= hi:
                 raise ValueError(f"payload field {f.name!r}={v} does not fit {lo}..{hi}")

