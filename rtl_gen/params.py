@@ -1,0 +1,264 @@
+"""Generator parameters: one validated configuration and the widths derived from it.
+
+Every width of the generated hardware is a property of :class:`RTLConfig`, so the components,
+the image packer, the manifest and the test benches agree on one definition. The accumulator
+width comes from :func:`golden_models.accumulator_bound`, which bounds every partial sum for any
+``I_max``, any event order and any weights, so no membrane can overflow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from golden_models import CodeSpace, FAMILIES, accumulator_bound, signed_width, weight_range
+
+__all__ = ["MAX_T", "RTLConfig", "bits_for", "check_int"]
+
+#: The generator supports ``T = 2**n`` with ``n`` in 1..6.
+MAX_T = 64
+#: Upper limits that keep elaboration and the SRAM images of a tile reasonable.
+MAX_N_IN = 4096
+MAX_TILE_NEURONS = 256
+MAX_MESH = 64
+
+
+def check_int(name: str, value: object, lo: int, hi: int) -> int:
+    """Return ``value`` if it is an ``int`` (not ``bool``) in ``lo..hi``, else raise.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not an integer.
+    ValueError
+        ``value`` is outside ``lo..hi``.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must be in {lo}..{hi}, not {value!r}")
+    return value
+
+
+def bits_for(n: int) -> int:
+    """Bits of an unsigned register that holds ``0..n`` (at least one)."""
+    return max(int(n).bit_length(), 1)
+
+
+def index_width(n: int) -> int:
+    """Bits of an index ``0..n-1`` (at least one, so every field exists in Verilog)."""
+    return max((int(n) - 1).bit_length(), 1)
+
+
+@dataclass(frozen=True)
+class RTLConfig:
+    """Parameters of the generated hardware (validated on construction).
+
+    Parameters
+    ----------
+    T : int
+        Time steps and activation levels, ``2**n`` with ``n`` in 1..6.
+    k : int
+        Dead-zone radius ``0..T-1`` of the output mask (tile) and of the encoder's mask.
+    family : {"sym", "asym"}
+        Code family of the layer input (encoder codes, accumulator bound).
+    i_max_in, i_max_out : int or None
+        Silent centres of the consumed and produced positions, ``0..T-1``; ``None`` means
+        ``c`` (code 0 silent).
+    weight_bits : int
+        1 (weights +-1) or a signed width 2..8.
+    n_in : int
+        Input addresses of a tile (weight rows) and encoder vector length, 1..4096.
+    tile_neurons : int
+        Output neurons ``N`` of a tile, 1..256.
+    lanes : int or None
+        Comparator lanes ``L`` of the fire phase, ``1..N``; ``None`` means ``N``.
+    mesh_rows, mesh_cols : int
+        Mesh size, 1..64 each.
+    sram_macro : bool
+        Emit ``mttfs_sram`` as a wrapper around a black-box macro.
+
+    Raises
+    ------
+    TypeError, ValueError
+        On the first invalid field, naming it and the valid range.
+    """
+
+    T: int = 16
+    k: int = 1
+    family: str = "sym"
+    i_max_in: int | None = None
+    i_max_out: int | None = None
+    weight_bits: int = 1
+    n_in: int = 16
+    tile_neurons: int = 8
+    lanes: int | None = None
+    mesh_rows: int = 2
+    mesh_cols: int = 2
+    sram_macro: bool = False
+
+    def __post_init__(self) -> None:
+        T = check_int("T", self.T, 2, MAX_T)
+        if T & (T - 1):
+            raise ValueError(f"T must be a power of two 2**n with n in 1..6, not {T!r}")
+        check_int("k", self.k, 0, T - 1)
+        if self.family not in FAMILIES:
+            raise ValueError(f"family must be one of {FAMILIES}, not {self.family!r}")
+        for name in ("i_max_in", "i_max_out"):
+            value = getattr(self, name)
+            if value is None:
+                object.__setattr__(self, name, self.space.c)
+            else:
+                check_int(name, value, 0, T - 1)
+        check_int("weight_bits", self.weight_bits, 1, 8)
+        check_int("n_in", self.n_in, 1, MAX_N_IN)
+        check_int("tile_neurons", self.tile_neurons, 1, MAX_TILE_NEURONS)
+        if self.lanes is None:
+            object.__setattr__(self, "lanes", self.tile_neurons)
+        else:
+            check_int("lanes", self.lanes, 1, self.tile_neurons)
+        check_int("mesh_rows", self.mesh_rows, 1, MAX_MESH)
+        check_int("mesh_cols", self.mesh_cols, 1, MAX_MESH)
+        if not isinstance(self.sram_macro, bool):
+            raise TypeError(f"sram_macro must be a bool, not {self.sram_macro!r}")
+
+    # -- code space ------------------------------------------------------------------------------
+
+    @property
+    def space(self) -> CodeSpace:
+        return CodeSpace(self.T, self.family)
+
+    @property
+    def c(self) -> int:
+        return self.space.c
+
+    @property
+    def time_width(self) -> int:
+        """Bits of an event time ``0..T-1``."""
+        return self.T.bit_length() - 1
+
+    @property
+    def d_width(self) -> int:
+        """Bits of the signed centred value ``d = i_max_in - tau`` (``|d| <= T-1``)."""
+        return self.time_width + 1
+
+    # -- tile geometry ---------------------------------------------------------------------------
+
+    @property
+    def groups(self) -> int:
+        """Comparator groups ``G = ceil(N / L)``."""
+        return -(-self.tile_neurons // self.lanes)
+
+    @property
+    def in_addr_width(self) -> int:
+        return index_width(self.n_in)
+
+    @property
+    def out_addr_width(self) -> int:
+        return index_width(self.tile_neurons)
+
+    @property
+    def w_max(self) -> int:
+        lo, hi = weight_range(self.weight_bits)
+        return max(-lo, hi)
+
+    @property
+    def acc_bound(self) -> int:
+        """Largest ``|V|`` of any partial sum (:func:`golden_models.accumulator_bound`)."""
+        return accumulator_bound(self.n_in, self.weight_bits, self.space)
+
+    @property
+    def acc_width(self) -> int:
+        return signed_width(self.acc_bound)
+
+    @property
+    def init_bound(self) -> int:
+        """Largest accepted ``|B[j]|``: keeps ``|B| + n_in*w_max*(T-1)`` within ``acc_bound``."""
+        return self.n_in * self.w_max * self.space.max_abs
+
+    @property
+    def theta_width(self) -> int:
+        """Thresholds are clamped to ``[-acc_bound, acc_bound + 1]`` (no comparison changes)."""
+        return signed_width(self.acc_bound + 1)
+
+    @property
+    def weight_row_width(self) -> int:
+        return self.tile_neurons * self.weight_bits
+
+    @property
+    def theta_row_width(self) -> int:
+        return self.lanes * self.theta_width
+
+    @property
+    def init_row_width(self) -> int:
+        return self.lanes * self.acc_width
+
+    @property
+    def config_width(self) -> int:
+        return 3 * self.time_width
+
+    @property
+    def theta_depth(self) -> int:
+        return (self.T - 1) * self.groups
+
+    @property
+    def load_addr_width(self) -> int:
+        return index_width(max(self.n_in, self.theta_depth, self.groups))
+
+    @property
+    def load_data_width(self) -> int:
+        return max(self.weight_row_width, self.theta_row_width, self.init_row_width,
+                   self.config_width)
+
+    # -- counters --------------------------------------------------------------------------------
+
+    @property
+    def tile_counters(self) -> dict[str, int]:
+        """Counter name -> width, in the order of :class:`golden_models.Counters`."""
+        n, e = self.tile_neurons, self.n_in
+        compares = bits_for(n * (self.T - 1))
+        return {
+            "events_in": bits_for(e),
+            "weight_row_reads": bits_for(e),
+            "accumulate_ops": bits_for(e * n),
+            "compare_ops": compares,
+            "threshold_reads": compares,
+            "events_out": bits_for(n),
+            "events_suppressed": bits_for(n),
+        }
+
+    @property
+    def encoder_counters(self) -> dict[str, int]:
+        return {"events_out": bits_for(self.n_in), "events_suppressed": bits_for(self.n_in)}
+
+    # -- export ----------------------------------------------------------------------------------
+
+    def as_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+    def derived(self) -> dict[str, object]:
+        """Every derived width and bound, for the manifest."""
+        return {
+            "c": self.c,
+            "time_width": self.time_width,
+            "d_width": self.d_width,
+            "in_addr_width": self.in_addr_width,
+            "out_addr_width": self.out_addr_width,
+            "groups": self.groups,
+            "w_max": self.w_max,
+            "acc_bound": self.acc_bound,
+            "acc_bound_formula": "n_in * w_max * (max|q| + T - 1) "
+            "(golden_models.accumulator_bound): every partial sum B + sum W*d, "
+            "|B| <= init_bound, |d| <= T-1",
+            "acc_width": self.acc_width,
+            "acc_width_formula": "golden_models.signed_width(acc_bound)",
+            "init_bound": self.init_bound,
+            "theta_width": self.theta_width,
+            "theta_clamp": [-self.acc_bound, self.acc_bound + 1],
+            "weight_row_width": self.weight_row_width,
+            "theta_row_width": self.theta_row_width,
+            "init_row_width": self.init_row_width,
+            "theta_depth": self.theta_depth,
+            "load_addr_width": self.load_addr_width,
+            "load_data_width": self.load_data_width,
+        }

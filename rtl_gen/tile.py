@@ -1,0 +1,541 @@
+"""The M-TTFS neuron tile: integrate one event per clock, then fire with a dynamic threshold.
+
+The tile is the hardware form of :meth:`golden_models.IntegerLayer.run_events` for ``N`` output
+neurons (DESIGN.md, "Hardware shape"; docs/rtl_tile.md):
+
+- membranes start at the folded init values ``B`` read from the init SRAM;
+- integrate: each input event ``(addr, tau)`` reads weight row ``addr`` and adds
+  ``W[addr, j] * d`` with ``d = i_max_in - tau`` (= ``c - tau - mu_in``) to every membrane,
+  one event per clock (add/subtract for 1-bit weights, multiply-accumulate otherwise);
+- fire: for ``t = 0..T-1`` and each group of ``L`` comparator lanes, a not-yet-fired neuron
+  fires when ``V >= theta[j][t]`` (threshold row read from SRAM), or unconditionally at
+  ``t = T-1``; it is emitted as ``(j, t)`` unless ``t`` is in the output dead zone.
+
+Walking ``t`` in the outer loop and the groups in the inner loop makes the output stream come
+out in time order with ascending addresses within a step, the order of
+:func:`golden_models.encode_events`, without any sorting buffer.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from golden_models import IntegerLayer
+from rtl_gen.params import RTLConfig
+from rtl_gen.sram import SRAM
+
+__all__ = [
+    "TARGETS",
+    "NeuronTile",
+    "WindowResult",
+    "in_event_layout",
+    "load_beats",
+    "load_layout",
+    "out_event_layout",
+    "simulate_tile",
+]
+
+#: Load-stream targets: which SRAM (or the config registers) a load beat writes.
+TARGETS = {"weights": 0, "thresholds": 1, "init": 2, "config": 3}
+
+
+def load_layout(config: RTLConfig) -> data.StructLayout:
+    """Payload of the tile's ``load`` stream: ``target, addr, data`` (LSB first)."""
+    return data.StructLayout({
+        "target": 2,
+        "addr": config.load_addr_width,
+        "data": config.load_data_width,
+    })
+
+
+def in_event_layout(config: RTLConfig) -> data.StructLayout:
+    """Payload of an input event stream: ``addr, tau, last`` (``last`` beats carry no event)."""
+    return data.StructLayout({
+        "addr": config.in_addr_width,
+        "tau": config.time_width,
+        "last": 1,
+    })
+
+
+def out_event_layout(config: RTLConfig) -> data.StructLayout:
+    """Payload of the tile's output events: ``addr, t, last`` (``last`` beats carry no event)."""
+    return data.StructLayout({
+        "addr": config.out_addr_width,
+        "t": config.time_width,
+        "last": 1,
+    })
+
+
+def _popcount(value) -> object:
+    total = Const(0, 1)
+    for b in range(len(value)):
+        total = total + value[b]
+    return total
+
+
+def _transmitted(t, i_max, k) -> object:
+    """``|t - i_max| > k``: the event time is outside the dead zone ``Omega_k``."""
+    diff = t - i_max
+    return Mux(diff < 0, -diff, diff) > k
+
+
+class NeuronTile(wiring.Component):
+    """``N`` M-TTFS neurons with weight, threshold and init SRAMs.
+
+    Parameters
+    ----------
+    config : RTLConfig
+        Uses ``T``, ``k``, ``i_max_in``, ``i_max_out`` (config register reset values),
+        ``weight_bits``, ``n_in``, ``tile_neurons``, ``lanes`` and the derived widths.
+
+    Members
+    -------
+    load : In(stream.Signature(load_layout(config)))
+        SRAM rows and config registers; accepted only while idle.
+    i : In(stream.Signature(in_event_layout(config)))
+        Input events of a window, ended by a ``last`` marker beat.
+    o : Out(stream.Signature(out_event_layout(config)))
+        Output events in time order, then a ``last`` marker beat.
+    busy : Out(1)
+        A window is in progress.
+    cnt_<name> : Out(width)
+        Activity counters of the last window, ``config.tile_counters``.
+
+    Raises
+    ------
+    TypeError
+        ``config`` is not an :class:`RTLConfig`.
+    """
+
+    def __init__(self, config: RTLConfig):
+        if not isinstance(config, RTLConfig):
+            raise TypeError(f"config must be an RTLConfig, not {config!r}")
+        self._config = config
+        members = {
+            "load": In(stream.Signature(load_layout(config))),
+            "i": In(stream.Signature(in_event_layout(config))),
+            "o": Out(stream.Signature(out_event_layout(config))),
+            "busy": Out(1),
+        }
+        for name, width in config.tile_counters.items():
+            members[f"cnt_{name}"] = Out(width)
+        super().__init__(members)
+
+    @property
+    def config(self) -> RTLConfig:
+        return self._config
+
+    def elaborate(self, platform):
+        cfg = self._config
+        m = Module()
+        N, L, G, T = cfg.tile_neurons, cfg.lanes, cfg.groups, cfg.T
+        tw, wb = cfg.time_width, cfg.weight_bits
+
+        m.submodules.weights = wsram = SRAM(depth=cfg.n_in, width=cfg.weight_row_width)
+        m.submodules.thresholds = tsram = SRAM(depth=cfg.theta_depth, width=cfg.theta_row_width)
+        m.submodules.init = isram = SRAM(depth=G, width=cfg.init_row_width)
+
+        # config registers: reset to the elaboration values, rewritable through `load`
+        i_max_in = Signal(tw, init=cfg.i_max_in)
+        i_max_out = Signal(tw, init=cfg.i_max_out)
+        k = Signal(tw, init=cfg.k)
+
+        # membranes, padded to G*L lanes so every group has L of them
+        v = [Signal(signed(cfg.acc_width), name=f"v{j}") for j in range(N)]
+        v_pad = v + [Const(0, signed(cfg.acc_width))] * (G * L - N)
+        # fired flags; padding lanes start (and stay) fired so they never compare or emit
+        fired = Signal(G * L)
+        pad_mask = sum(1 << j for j in range(N, G * L))
+
+        counters = {name: getattr(self, f"cnt_{name}") for name in cfg.tile_counters}
+
+        def count(name, amount):
+            m.d.sync += counters[name].eq(counters[name] + amount)
+
+        # --- integrate datapath: the weight row arrives one clock after the event ---------------
+        p_valid = Signal()
+        p_d = Signal(signed(cfg.d_width))
+        m.d.sync += p_valid.eq(0)
+        with m.If(p_valid):
+            for j in range(N):
+                w = wsram.bus.rdata[j * wb:(j + 1) * wb]
+                if wb == 1:
+                    term = Mux(w[0], p_d, -p_d)
+                else:
+                    term = w.as_signed() * p_d
+                m.d.sync += v[j].eq(v[j] + term)
+
+        # --- fire pipeline: A issues (t, g), B compares, C emits ---------------------------------
+        a_valid = Signal()
+        a_t = Signal(range(T))
+        a_g = Signal(range(max(G, 2)))
+        a_addr = Signal(range(max(cfg.theta_depth, 2)))
+        b_valid = Signal()
+        b_t = Signal(range(T))
+        b_g = Signal(range(max(G, 2)))
+        pend = Signal(L)
+        c_t = Signal(range(T))
+        c_g = Signal(range(max(G, 2)))
+
+        lane_v = [Array([v_pad[g * L + lane] for g in range(G)])[b_g] for lane in range(L)]
+        theta = [tsram.bus.rdata[lane * cfg.theta_width:(lane + 1) * cfg.theta_width].as_signed()
+                 for lane in range(L)]
+        active = Signal(L)
+        cross = Signal(L)
+        m.d.comb += active.eq(~fired.word_select(b_g, L))
+        last_step = b_t == T - 1
+        crossed = Cat(*[lane_v[lane] >= theta[lane] for lane in range(L)])
+        m.d.comb += cross.eq(Mux(last_step, active, crossed & active))
+        b_tx = Signal()
+        m.d.comb += b_tx.eq(_transmitted(b_t, i_max_out, k))
+
+        # lowest pending lane (ascending address within a step)
+        c_lane = Signal(range(max(L, 2)))
+        for lane in reversed(range(L)):
+            with m.If(pend[lane]):
+                m.d.comb += c_lane.eq(lane)
+        o_fire = Signal()
+        m.d.comb += o_fire.eq(self.o.valid & self.o.ready)
+        pend_rest = pend & (pend - 1)
+        c_free = Signal()
+        m.d.comb += c_free.eq((pend == 0) | (o_fire & (pend_rest == 0)))
+        b_adv = Signal()
+        m.d.comb += b_adv.eq(~b_valid | c_free)
+
+        m.d.comb += self.busy.eq(1)
+
+        with m.FSM(name="phase"):
+            with m.State("IDLE"):
+                m.d.comb += [
+                    self.busy.eq(0),
+                    self.load.ready.eq(1),
+                ]
+                ld = self.load.payload
+                with m.If(self.load.valid):
+                    for bus, target in ((wsram.bus, "weights"), (tsram.bus, "thresholds"),
+                                        (isram.bus, "init")):
+                        m.d.comb += [
+                            bus.addr.eq(ld.addr),
+                            bus.wdata.eq(ld.data),
+                            bus.wen.eq(ld.target == TARGETS[target]),
+                        ]
+                    with m.If(ld.target == TARGETS["config"]):
+                        m.d.sync += [
+                            i_max_in.eq(ld.data[0:tw]),
+                            i_max_out.eq(ld.data[tw:2 * tw]),
+                            k.eq(ld.data[2 * tw:3 * tw]),
+                        ]
+                with m.Elif(self.i.valid):
+                    m.d.sync += [c.eq(0) for c in counters.values()]
+                    m.d.sync += fired.eq(pad_mask)
+                    m.next = "INIT"
+
+            init_idx = Signal(range(G + 1))
+            with m.State("INIT"):
+                # read init row g at clock g, load group g into the membranes at clock g+1
+                m.d.comb += [
+                    isram.bus.addr.eq(init_idx),
+                    isram.bus.ren.eq(init_idx < G),
+                ]
+                m.d.sync += init_idx.eq(init_idx + 1)
+                for g in range(G):
+                    with m.If(init_idx == g + 1):
+                        for lane in range(L):
+                            j = g * L + lane
+                            if j < N:
+                                w = cfg.acc_width
+                                m.d.sync += v[j].eq(isram.bus.rdata[lane * w:(lane + 1) * w])
+                with m.If(init_idx == G):
+                    m.d.sync += init_idx.eq(0)
+                    m.next = "INTEGRATE"
+
+            with m.State("INTEGRATE"):
+                m.d.comb += self.i.ready.eq(1)
+                ev = self.i.payload
+                with m.If(self.i.valid):
+                    with m.If(ev.last):
+                        m.d.sync += [
+                            a_valid.eq(1),
+                            a_t.eq(0),
+                            a_g.eq(0),
+                            a_addr.eq(0),
+                            b_valid.eq(0),
+                            pend.eq(0),
+                        ]
+                        m.next = "FIRE"
+                    with m.Else():
+                        m.d.comb += [
+                            wsram.bus.addr.eq(ev.addr),
+                            wsram.bus.ren.eq(1),
+                        ]
+                        m.d.sync += [
+                            p_valid.eq(1),
+                            p_d.eq(i_max_in - ev.tau),
+                        ]
+                        count("events_in", 1)
+                        count("weight_row_reads", 1)
+                        count("accumulate_ops", N)
+
+            with m.State("FIRE"):
+                # C: emit the lowest pending lane
+                m.d.comb += [
+                    self.o.valid.eq(pend != 0),
+                    self.o.payload.addr.eq(c_g * L + c_lane),
+                    self.o.payload.t.eq(c_t),
+                ]
+                with m.If(o_fire):
+                    m.d.sync += pend.eq(pend_rest)
+                with m.If(b_adv):
+                    # B -> C: compare results of (b_t, b_g) become pending events
+                    with m.If(b_valid):
+                        m.d.sync += [
+                            fired.word_select(b_g, L).eq(fired.word_select(b_g, L) | cross),
+                            pend.eq(Mux(b_tx, cross, 0)),
+                            c_t.eq(b_t),
+                            c_g.eq(b_g),
+                        ]
+                        with m.If(~last_step):
+                            count("compare_ops", _popcount(active))
+                            count("threshold_reads", _popcount(active))
+                        with m.If(b_tx):
+                            count("events_out", _popcount(cross))
+                        with m.Else():
+                            count("events_suppressed", _popcount(cross))
+                    # A -> B: issue the threshold read of (a_t, a_g)
+                    m.d.sync += [
+                        b_valid.eq(a_valid),
+                        b_t.eq(a_t),
+                        b_g.eq(a_g),
+                    ]
+                    with m.If(a_valid):
+                        m.d.comb += [
+                            tsram.bus.addr.eq(a_addr),
+                            tsram.bus.ren.eq(a_t != T - 1),
+                        ]
+                        m.d.sync += a_addr.eq(a_addr + 1)
+                        with m.If(a_g == G - 1):
+                            m.d.sync += [a_g.eq(0), a_t.eq(a_t + 1)]
+                            with m.If(a_t == T - 1):
+                                m.d.sync += a_valid.eq(0)
+                        with m.Else():
+                            m.d.sync += a_g.eq(a_g + 1)
+                with m.If(~a_valid & ~b_valid & ((pend == 0) | (o_fire & (pend_rest == 0)))):
+                    m.next = "END"
+
+            with m.State("END"):
+                m.d.comb += [
+                    self.o.valid.eq(1),
+                    self.o.payload.last.eq(1),
+                ]
+                with m.If(self.o.ready):
+                    m.next = "IDLE"
+
+        return m
+
+
+# -- SRAM images -------------------------------------------------------------------------------
+
+
+def _field(value: int, width: int, what: str) -> int:
+    lo, hi = -(1 << (width - 1)), (1 << (width - 1)) - 1
+    if not lo <= value <= hi:
+        raise ValueError(f"{what} = {value} does not fit {width} signed bits ({lo}..{hi})")
+    return value & ((1 << width) - 1)
+
+
+def load_beats(config: RTLConfig, layer: IntegerLayer) -> list[tuple[int, int, int]]:
+    """The ``load`` stream beats ``(target, addr, data)`` that program a tile with ``layer``.
+
+    Parameters
+    ----------
+    config : RTLConfig
+    layer : golden_models.IntegerLayer
+        ``n_out == config.tile_neurons``, ``n_in <= config.n_in``, ``weight_bits`` and ``T`` of
+        both masks equal to the config's.
+
+    Returns
+    -------
+    list of (int, int, int)
+        Weight rows (one per input address), threshold rows (``t*G + g``), init rows (``g``),
+        then one config beat (``i_max_in``, ``i_max_out``, ``k`` from the layer's masks).
+
+    Raises
+    ------
+    TypeError, ValueError
+        When the layer does not fit the tile; the message names the quantity.
+    """
+    if not isinstance(config, RTLConfig):
+        raise TypeError(f"config must be an RTLConfig, not {config!r}")
+    if not isinstance(layer, IntegerLayer):
+        raise TypeError(f"layer must be a golden_models.IntegerLayer, not {layer!r}")
+    N, L, G, T = config.tile_neurons, config.lanes, config.groups, config.T
+    if layer.n_out != N:
+        raise ValueError(f"layer has {layer.n_out} outputs, the tile has {N} neurons")
+    if layer.n_in > config.n_in:
+        raise ValueError(f"layer has {layer.n_in} inputs, the tile has {config.n_in} rows")
+    if layer.weight_bits != config.weight_bits:
+        raise ValueError(
+            f"layer has {layer.weight_bits}-bit weights, the tile {config.weight_bits}-bit")
+    for name, mask in (("in_mask", layer.in_mask), ("out_mask", layer.out_mask)):
+        if mask.T != T:
+            raise ValueError(f"layer {name} has T={mask.T}, the tile T={T}")
+    wb, tw, aw = config.weight_bits, config.theta_width, config.acc_width
+    beats = []
+    weights = layer.weights.tolist()
+    for i, row in enumerate(weights):
+        word = 0
+        for j, w in enumerate(row):
+            bits = (1 if w > 0 else 0) if wb == 1 else _field(int(w), wb, f"W[{i}][{j}]")
+            word |= bits << (j * wb)
+        beats.append((TARGETS["weights"], i, word))
+    bound = config.acc_bound
+    theta = layer.theta.clamp(-bound, bound + 1).tolist()
+    for t in range(T - 1):
+        for g in range(G):
+            word = 0
+            for lane in range(L):
+                j = g * L + lane
+                if j < N:
+                    word |= _field(int(theta[j][t]), tw, f"theta[{j}][{t}]") << (lane * tw)
+            beats.append((TARGETS["thresholds"], t * G + g, word))
+    init = layer.init.tolist()
+    for j, b in enumerate(init):
+        if abs(b) > config.init_bound:
+            raise ValueError(
+                f"init B[{j}] = {b} exceeds init_bound {config.init_bound} "
+                f"(n_in * w_max * max|q|), which keeps the accumulator from overflowing")
+    for g in range(G):
+        word = 0
+        for lane in range(L):
+            j = g * L + lane
+            if j < N:
+                word |= _field(int(init[j]), aw, f"B[{j}]") << (lane * aw)
+        beats.append((TARGETS["init"], g, word))
+    cfg_word = (layer.in_mask.i_max | layer.out_mask.i_max << config.time_width
+                | layer.out_mask.k << 2 * config.time_width)
+    beats.append((TARGETS["config"], 0, cfg_word))
+    return beats
+
+
+# -- simulation driver -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WindowResult:
+    """What one simulated window produced.
+
+    ``events`` are the ``(addr, t)`` output events in emission order; ``counters`` the
+    ``cnt_*`` ports after the window; ``cycles`` the clock edge (counted from 1) of: the window's
+    first input beat ``first_in``, its marker ``last_in``, the output marker ``last_out``.
+    """
+
+    events: list[tuple[int, int]]
+    counters: dict[str, int]
+    cycles: dict[str, int]
+
+
+def simulate_tile(
+    config: RTLConfig,
+    windows: list[tuple[IntegerLayer, list[int], list[int]]],
+    *,
+    o_ready: float = 1.0,
+    i_valid: float = 1.0,
+    seed: int = 0,
+    vcd: str | None = None,
+) -> list[WindowResult]:
+    """Run windows of input events through :class:`NeuronTile` in the Amaranth simulator.
+
+    Parameters
+    ----------
+    config : RTLConfig
+    windows : list of (layer, index, time)
+        Each window's layer is loaded through the ``load`` port when it differs from the
+        previous window's; then the events ``(index[e], time[e])`` and a marker are sent.
+    o_ready, i_valid : float
+        Probability that ``o.ready`` / ``i.valid`` is high on a clock (random backpressure and
+        input bubbles), from a ``random.Random(seed)``.
+    vcd : str, optional
+        Write a waveform file.
+    """
+    from amaranth.sim import Simulator
+
+    for name, p in (("o_ready", o_ready), ("i_valid", i_valid)):
+        if not 0.0 < p <= 1.0:
+            raise ValueError(f"{name} must be in (0, 1], not {p!r}")
+    dut = NeuronTile(config)
+    rng = random.Random(seed)
+    seen: list[tuple[int, int, int, int]] = []
+    results: list[WindowResult] = []
+
+    async def collect(ctx):
+        cycle = 0
+        while True:
+            ready = o_ready >= 1.0 or rng.random() < o_ready
+            ctx.set(dut.o.ready, ready)
+            _, _, valid, payload = await ctx.tick().sample(dut.o.valid, dut.o.payload)
+            cycle += 1
+            if valid and ready:
+                seen.append((int(payload.addr), int(payload.t), int(payload.last), cycle))
+
+    async def drive(ctx):
+        cycle = 0
+
+        async def send(stream, payload, gaps=False):
+            nonlocal cycle
+            while gaps and i_valid < 1.0 and rng.random() >= i_valid:
+                await ctx.tick()
+                cycle += 1
+            ctx.set(stream.valid, 1)
+            ctx.set(stream.payload, payload)
+            while True:
+                _, _, ready = await ctx.tick().sample(stream.ready)
+                cycle += 1
+                if ready:
+                    break
+            ctx.set(stream.valid, 0)
+            return cycle
+
+        loaded = None
+        for layer, index, time in windows:
+            if layer is not loaded:
+                for target, addr, word in load_beats(config, layer):
+                    await send(dut.load, {"target": target, "addr": addr, "data": word})
+                loaded = layer
+            start = len(seen)
+            first = None
+            for a, t in zip(index, time, strict=True):
+                edge = await send(dut.i, {"addr": int(a), "tau": int(t), "last": 0}, gaps=True)
+                first = edge if first is None else first
+            last_in = await send(dut.i, {"addr": 0, "tau": 0, "last": 1}, gaps=True)
+            while True:
+                _, _, busy = await ctx.tick().sample(dut.busy)
+                cycle += 1
+                if not busy:
+                    break
+            window = seen[start:]
+            if not window or not window[-1][2] or any(e[2] for e in window[:-1]):
+                raise RuntimeError(f"output of window {len(results)} is not ended by one marker")
+            counters = {name: ctx.get(getattr(dut, f"cnt_{name}"))
+                        for name in config.tile_counters}
+            results.append(WindowResult(
+                events=[(a, t) for a, t, _, _ in window[:-1]],
+                counters=counters,
+                cycles={"first_in": first if first is not None else last_in,
+                        "last_in": last_in, "last_out": window[-1][3]},
+            ))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(collect, background=True)
+    sim.add_testbench(drive)
+    if vcd is None:
+        sim.run()
+    else:
+        with sim.write_vcd(vcd):
+            sim.run()
+    return results
