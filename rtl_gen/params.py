@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from golden_models import CodeSpace, FAMILIES, accumulator_bound, signed_width, weight_range
+from golden_models import FAMILIES, CodeSpace, accumulator_bound, signed_width, weight_range
 
 __all__ = ["MAX_T", "RTLConfig", "bits_for", "check_int"]
 
