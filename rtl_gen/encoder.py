@@ -1,0 +1,210 @@
+"""The M-TTFS encoder: a vector of dense codes in, the masked event stream out.
+
+Hardware form of :func:`golden_models.encode_events` (docs/rtl_encoder.md): codes arrive one
+per clock in address order; each becomes the event time ``tau = c - q`` and a keep flag
+``|tau - I_max| > k`` (the dead zone is dropped at the door). Once the vector is complete the
+encoder walks ``t = 0..T-1`` and, per step, emits the kept addresses whose time is ``t`` lowest
+address first with a priority encoder, so the stream comes out in time order without sorting.
+"""
+
+from __future__ import annotations
+
+import random
+
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl_gen.params import RTLConfig
+from rtl_gen.tile import in_event_layout
+
+__all__ = ["Encoder", "code_layout", "simulate_encoder"]
+
+
+def code_layout(config: RTLConfig) -> data.StructLayout:
+    """Payload of the encoder's input: one code ``q`` (signed for "sym", unsigned for "asym")."""
+    shape = signed if config.family == "sym" else unsigned
+    return data.StructLayout({"q": shape(config.time_width)})
+
+
+class Encoder(wiring.Component):
+    """Dense codes -> masked event stream, for vectors of ``n_in`` codes.
+
+    Parameters
+    ----------
+    config : RTLConfig
+        Uses ``T``, ``family`` (``c``), ``i_max_in`` and ``k`` (the mask, fixed at elaboration)
+        and ``n_in`` (vector length).
+
+    Members
+    -------
+    i : In(stream.Signature(code_layout(config)))
+        Codes in address order, ``n_in`` per vector.
+    o : Out(stream.Signature(in_event_layout(config)))
+        Events ``(addr, tau)`` in time order, then a ``last`` marker beat.
+    busy : Out(1)
+        A vector is being collected or emitted.
+    cnt_events_out, cnt_events_suppressed : Out(bits of n_in)
+        Of the last vector.
+
+    Raises
+    ------
+    TypeError
+        ``config`` is not an :class:`RTLConfig`.
+    """
+
+    def __init__(self, config: RTLConfig):
+        if not isinstance(config, RTLConfig):
+            raise TypeError(f"config must be an RTLConfig, not {config!r}")
+        self._config = config
+        members = {
+            "i": In(stream.Signature(code_layout(config))),
+            "o": Out(stream.Signature(in_event_layout(config))),
+            "busy": Out(1),
+        }
+        for name, width in config.encoder_counters.items():
+            members[f"cnt_{name}"] = Out(width)
+        super().__init__(members)
+
+    @property
+    def config(self) -> RTLConfig:
+        return self._config
+
+    def elaborate(self, platform):
+        cfg = self._config
+        m = Module()
+        n, T, tw = cfg.n_in, cfg.T, cfg.time_width
+        taus = Array(Signal(tw, name=f"tau{a}") for a in range(n))
+        keep = Signal(n)
+        addr = Signal(range(max(n, 2)))
+        t = Signal(tw)
+        cnt_out, cnt_sup = self.cnt_events_out, self.cnt_events_suppressed
+
+        # events of step t, lowest address first
+        match = Signal(n)
+        m.d.comb += match.eq(keep & Cat(*[taus[a] == t for a in range(n)]))
+        lowest = Signal(range(max(n, 2)))
+        for a in reversed(range(n)):
+            with m.If(match[a]):
+                m.d.comb += lowest.eq(a)
+        only_one = (match & (match - 1)) == 0
+
+        with m.FSM(name="phase"):
+            with m.State("COLLECT"):
+                m.d.comb += [
+                    self.i.ready.eq(1),
+                    self.busy.eq(addr != 0),
+                ]
+                with m.If(self.i.valid):
+                    tau = Signal(tw)
+                    m.d.comb += tau.eq(cfg.c - self.i.payload.q)
+                    diff = tau - cfg.i_max_in
+                    kept = Mux(diff < 0, -diff, diff) > cfg.k
+                    m.d.sync += [
+                        taus[addr].eq(tau),
+                        keep.bit_select(addr, 1).eq(kept),
+                        addr.eq(addr + 1),
+                    ]
+                    with m.If(addr == 0):
+                        m.d.sync += [cnt_out.eq(kept), cnt_sup.eq(~kept)]
+                    with m.Else():
+                        m.d.sync += [cnt_out.eq(cnt_out + kept), cnt_sup.eq(cnt_sup + ~kept)]
+                    with m.If(addr == n - 1):
+                        m.d.sync += [addr.eq(0), t.eq(0)]
+                        m.next = "EMIT"
+
+            with m.State("EMIT"):
+                m.d.comb += [
+                    self.busy.eq(1),
+                    self.o.valid.eq(match != 0),
+                    self.o.payload.addr.eq(lowest),
+                    self.o.payload.tau.eq(t),
+                ]
+                # a step ends with its last event (or at once when it has none)
+                step_done = Signal()
+                m.d.comb += step_done.eq((match == 0) | (self.o.ready & only_one))
+                with m.If(self.o.valid & self.o.ready):
+                    m.d.sync += keep.bit_select(lowest, 1).eq(0)
+                with m.If(step_done):
+                    m.d.sync += t.eq(t + 1)
+                    with m.If(t == T - 1):
+                        m.next = "END"
+
+            with m.State("END"):
+                m.d.comb += [
+                    self.busy.eq(1),
+                    self.o.valid.eq(1),
+                    self.o.payload.last.eq(1),
+                ]
+                with m.If(self.o.ready):
+                    m.next = "COLLECT"
+        return m
+
+
+def simulate_encoder(
+    config: RTLConfig,
+    vectors: list[list[int]],
+    *,
+    o_ready: float = 1.0,
+    seed: int = 0,
+) -> list[tuple[list[tuple[int, int]], dict[str, int], int]]:
+    """Encode ``vectors`` of codes in the Amaranth simulator.
+
+    Returns, per vector, the ``(addr, tau)`` events in emission order, the counters, and the
+    clocks from the last code's handshake to the marker's.
+    """
+    from amaranth.sim import Simulator
+
+    if not 0.0 < o_ready <= 1.0:
+        raise ValueError(f"o_ready must be in (0, 1], not {o_ready!r}")
+    for v in vectors:
+        if len(v) != config.n_in:
+            raise ValueError(f"each vector must hold n_in={config.n_in} codes, not {len(v)}")
+    dut = Encoder(config)
+    rng = random.Random(seed)
+    seen: list[tuple[int, int, int, int]] = []
+    results = []
+
+    async def collect(ctx):
+        cycle = 0
+        while True:
+            ready = o_ready >= 1.0 or rng.random() < o_ready
+            ctx.set(dut.o.ready, ready)
+            _, _, valid, payload = await ctx.tick().sample(dut.o.valid, dut.o.payload)
+            cycle += 1
+            if valid and ready:
+                seen.append((int(payload.addr), int(payload.tau), int(payload.last), cycle))
+
+    async def drive(ctx):
+        cycle = 0
+        for v in vectors:
+            start = len(seen)
+            for q in v:
+                ctx.set(dut.i.valid, 1)
+                ctx.set(dut.i.payload, {"q": int(q)})
+                while True:
+                    _, _, ready = await ctx.tick().sample(dut.i.ready)
+                    cycle += 1
+                    if ready:
+                        break
+            ctx.set(dut.i.valid, 0)
+            last_in = cycle
+            while True:
+                _, _, busy = await ctx.tick().sample(dut.busy)
+                cycle += 1
+                if not busy:
+                    break
+            window = seen[start:]
+            if not window or not window[-1][2] or any(e[2] for e in window[:-1]):
+                raise RuntimeError(f"output of vector {len(results)} is not ended by one marker")
+            counters = {name: ctx.get(getattr(dut, f"cnt_{name}"))
+                        for name in config.encoder_counters}
+            results.append(([(a, t) for a, t, _, _ in window[:-1]], counters,
+                            window[-1][3] - last_in))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(collect, background=True)
+    sim.add_testbench(drive)
+    sim.run()
+    return results
