@@ -1,1 +1,56 @@
-"""energy_model."""
+"""The paper's analytical energy model, driven by unit costs and spike rates with provenance.
+
+Typical use::
+
+    import energy_model as em
+    report = em.compute(model="bert-base", rates=em.Rates.paper(), unit_costs=em.paper_unit_costs())
+    print(report.table())
+    report.to_json(); report.to_csv()
+"""
+
+from energy_model.dims import POSITIONS, PRESETS, ModelDims, block_totals, position_counts, preset
+from energy_model.histogram import (
+    BIT_CONVENTIONS,
+    Histogram,
+    bit_events_per_value,
+    events_per_value,
+    mttfs_rate,
+    ttfs_rate,
+)
+from energy_model.model import (
+    Breakdown,
+    EnergyReport,
+    Options,
+    RowResult,
+    RowSpec,
+    compute,
+    rows_of,
+)
+from energy_model.quantity import Quantity
+from energy_model.rates import (
+    Baseline,
+    BitEvents,
+    Rate,
+    Rates,
+    load_stats,
+    paper_baselines,
+    paper_reference,
+)
+from energy_model.sensitivity import Sweep, linear_coefficients, sensitivity
+from energy_model.unit_costs import (
+    REQUIRED,
+    UnitCost,
+    UnitCosts,
+    load_unit_costs,
+    paper_unit_costs,
+    resolve_unit_costs,
+)
+
+__all__ = [
+    "BIT_CONVENTIONS", "POSITIONS", "PRESETS", "REQUIRED", "Baseline", "BitEvents", "Breakdown",
+    "EnergyReport", "Histogram", "ModelDims", "Options", "Quantity", "Rate", "Rates", "RowResult",
+    "RowSpec", "Sweep", "UnitCost", "UnitCosts", "bit_events_per_value", "block_totals", "compute",
+    "events_per_value", "linear_coefficients", "load_stats", "load_unit_costs", "mttfs_rate",
+    "paper_baselines", "paper_reference", "paper_unit_costs", "position_counts", "preset",
+    "resolve_unit_costs", "rows_of", "sensitivity", "ttfs_rate",
+]

@@ -1,0 +1,442 @@
+"""The paper's analytical energy model (Eqs. opt-fc and opto-score), per position and per block.
+
+Every row is a sum over the eight spike-encoded positions of one encoder block. At position
+``p`` with ``D`` deliveries (elements times fan-out), ``N`` outputs of the consuming layer, ``KV``
+K/V elements written there, per-step rate ``r`` and ``s = T*r`` events per value per window:
+
+Dense INT4 QNN (``a`` activation bits)
+    Move ``D*a*E_move_dense`` (+ the same again on attention positions: the K/V operand moves too)
+    W-read ``(D*1 | D*a on attention) * E_weight + KV*a*E_weight`` (K/V write)
+    Compute ``D*(E_MAC4 | E_MAC4x4 on attention) + 2*N*E_clamp4``
+TTFS family (Otters T=15, Matterhorn TTFS and M-TTFS)
+    Move ``s*D*E_move_event``
+    W-read ``(s*D*(1 | a) + T*N*threshold_bits + KV*a) * E_weight``
+    Compute ``s*D*(E_MAC4 + E_enc) + T*N*E_CMP`` (attention path also at E_MAC4)
+Rate-coded (``b = log2 T``)
+    Move ``s*D*E_move_event``
+    W-read ``(s*D*(1 | b) + KV*b) * E_weight``
+    Compute ``s*D*(E_ACC1 | E_ACC<b>) + T*N*E_CMP + s*N*E_SUB`` (a reset per output spike)
+Bit-serial QNN (``e`` routed bit-events per delivery)
+    Move ``e*D*E_move_event``; W-read ``e*D*(1 | attention read bits)*E_weight``;
+    Compute ``e*D*E_ACC1 + 2*N*E_clamp4``
+
+Each asymmetry of these conventions is an :class:`Options` field; the defaults are the paper's.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+from energy_model.dims import ModelDims, PositionCounts, block_totals, position_counts, preset
+from energy_model.quantity import Quantity, format_sig
+from energy_model.rates import BitEvents, Rate, Rates
+from energy_model.unit_costs import UnitCosts, paper_unit_costs
+
+#: Energy components, in the paper's column order.
+COMPONENTS = ("move", "wread", "compute")
+COMPONENT_LABELS = {"move": "Move", "wread": "W-read", "compute": "Compute", "total": "Total"}
+ENCODINGS = ("rate", "ttfs", "dense", "bit-serial")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Named conventions of the accounting. Defaults reproduce the paper.
+
+    Parameters
+    ----------
+    qnn_kv_operand_move : bool
+        Dense QNN: charge movement for the K/V operand of every attention delivery as well as
+        the activation (paper: yes; the spiking rows move only the activation).
+    bitserial_kv_write : bool
+        Bit-serial QNN: charge the K/V write (paper: no; every other row pays it).
+    bitserial_attention_read_bits : int
+        Bit-serial QNN: bits read per attention delivery (paper: 1, like a 1-bit weight; the
+        other rows read ``activation_bits``).
+    pooler_amortization : bool
+        Add the QNN pooler transfer (``B*C`` values delivered to ``C`` outputs at
+        ``activation_bits`` dense bits each) divided over ``layers`` blocks to every row's Move
+        (paper: below the printed precision, left out).
+    attention_outputs : {"paper", "exact"}
+        Outputs of ``P V``: ``B*h*S^2`` like ``Q K^T`` (paper) or ``B*h*S*d_k``.
+    activation_bits : int
+        ``a``: dense activation and K/V width (paper: 4).
+    threshold_bits : int
+        TTFS family: threshold-table bits read per output per step (paper: 4).
+    rate_reset_per_spike : bool
+        Rate-coded rows: one ``E_SUB`` reset per output spike (paper: yes).
+    bit_convention : {"signed", "magnitude"}
+        How bit-events are counted from a code histogram (see :mod:`energy_model.histogram`);
+        recorded in reports; the conversion itself happens when rates are built.
+    """
+
+    qnn_kv_operand_move: bool = True
+    bitserial_kv_write: bool = False
+    bitserial_attention_read_bits: int = 1
+    pooler_amortization: bool = False
+    attention_outputs: str = "paper"
+    activation_bits: int = 4
+    threshold_bits: int = 4
+    rate_reset_per_spike: bool = True
+    bit_convention: str = "signed"
+
+    def __post_init__(self) -> None:
+        for name in ("qnn_kv_operand_move", "bitserial_kv_write", "pooler_amortization",
+                     "rate_reset_per_spike"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, not {getattr(self, name)!r}")
+        for name in ("bitserial_attention_read_bits", "activation_bits", "threshold_bits"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 16:
+                raise ValueError(f"{name} must be an integer in 1..16, not {v!r}")
+        if self.attention_outputs not in ("paper", "exact"):
+            raise ValueError(
+                f"attention_outputs must be 'paper' or 'exact', not {self.attention_outputs!r}"
+            )
+        if self.bit_convention not in ("signed", "magnitude"):
+            raise ValueError(
+                f"bit_convention must be 'signed' or 'magnitude', not {self.bit_convention!r}"
+            )
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """One row of the table: an encoding with its activity input.
+
+    Parameters
+    ----------
+    name : str
+    encoding : {"rate", "ttfs", "dense", "bit-serial"}
+    T : int, optional
+        Time steps (rate and TTFS families).
+    rate : Rate, optional
+        Per-step spike rate (rate and TTFS families).
+    bit_events : BitEvents, optional
+        Bit-events per delivery (bit-serial).
+    k : int, optional
+        Mask radius the row belongs to (M-TTFS and bit-serial).
+    """
+
+    name: str
+    encoding: str
+    T: int | None = None
+    rate: Rate | None = None
+    bit_events: BitEvents | None = None
+    k: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.encoding not in ENCODINGS:
+            raise ValueError(f"encoding must be one of {ENCODINGS}, not {self.encoding!r}")
+        if self.encoding in ("rate", "ttfs") and (self.T is None or self.rate is None):
+            raise ValueError(f"row {self.name!r} ({self.encoding}) needs T and a rate")
+        if self.encoding == "bit-serial" and self.bit_events is None:
+            raise ValueError(f"row {self.name!r} (bit-serial) needs bit_events")
+        if self.T is not None and (isinstance(self.T, bool) or not isinstance(self.T, int)
+                                   or self.T < 1):
+            raise ValueError(f"T of row {self.name!r} must be a positive integer, not {self.T!r}")
+
+
+def rows_of(rates: Rates) -> list[RowSpec]:
+    """The rows of a report in the paper's order: baselines, dense QNN, bit-serial, TTFS, M-TTFS."""
+    rows = [RowSpec(b.name, b.encoding, b.T, b.rate) for b in rates.baselines]
+    rows.append(RowSpec("Matterhorn QNN (dense)", "dense"))
+    for k, bits in rates.bit_serial.items():
+        rows.append(RowSpec(f"Bit-serial QNN (k={k} pattern)", "bit-serial", bit_events=bits, k=k))
+    if rates.ttfs is not None:
+        rows.append(RowSpec("Matterhorn TTFS", "ttfs", rates.T, rates.ttfs))
+    for k, rate in rates.mttfs.items():
+        rows.append(RowSpec(f"Matterhorn M-TTFS (k={k})", "ttfs", rates.T, rate, k=k))
+    return rows
+
+
+def _bits_of_T(T: int, name: str) -> int:
+    if T & (T - 1):
+        raise ValueError(f"rate-coded row {name!r} needs T a power of two (b = log2 T), not {T}")
+    return max(T.bit_length() - 1, 1)
+
+
+def position_energy(
+    spec: RowSpec, c: PositionCounts, costs: UnitCosts, options: Options
+) -> dict[str, float]:
+    """Move, W-read and Compute in joules of row ``spec`` at one position."""
+    E = costs.joules
+    D, N, KV, att = c.deliveries, c.outputs, c.kv_elements, c.attention
+    a = options.activation_bits
+    if spec.encoding == "dense":
+        move = D * a * E("E_move_dense") * (2 if att and options.qnn_kv_operand_move else 1)
+        wread = ((D * a if att else D) + KV * a) * E("E_weight")
+        compute = D * E("E_MAC4x4" if att else "E_MAC4") + 2 * N * E("E_clamp4")
+    elif spec.encoding == "bit-serial":
+        ev = spec.bit_events.at(c.position) * D
+        read_bits = options.bitserial_attention_read_bits if att else 1
+        kv_write = KV * a if options.bitserial_kv_write else 0
+        move = ev * E("E_move_event")
+        wread = (ev * read_bits + kv_write) * E("E_weight")
+        compute = ev * E("E_ACC1") + 2 * N * E("E_clamp4")
+    elif spec.encoding == "ttfs":
+        T = spec.T
+        s = T * spec.rate.at(c.position)
+        move = s * D * E("E_move_event")
+        wread = (s * D * (a if att else 1) + T * N * options.threshold_bits + KV * a) * E(
+            "E_weight"
+        )
+        compute = s * D * (E("E_MAC4") + E("E_enc")) + T * N * E("E_CMP")
+    else:  # rate-coded
+        T = spec.T
+        b = _bits_of_T(T, spec.name)
+        s = T * spec.rate.at(c.position)
+        move = s * D * E("E_move_event")
+        wread = (s * D * (b if att else 1) + KV * b) * E("E_weight")
+        compute = s * D * E(f"E_ACC{b}" if att else "E_ACC1") + T * N * E("E_CMP")
+        if options.rate_reset_per_spike:
+            compute += s * N * E("E_SUB")
+    return {"move": move, "wread": wread, "compute": compute}
+
+
+def _pooler_move(dims: ModelDims, costs: UnitCosts, options: Options) -> float:
+    deliveries = dims.batch * dims.hidden * dims.hidden
+    return deliveries * options.activation_bits * costs.joules("E_move_dense") / dims.layers
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Move, W-read and Compute of one row (or one position of a row), in joules."""
+
+    move: Quantity
+    wread: Quantity
+    compute: Quantity
+
+    @property
+    def total(self) -> Quantity:
+        return self.move + self.wread + self.compute
+
+    @classmethod
+    def of(cls, parts: dict[str, float]) -> Breakdown:
+        return cls(*(Quantity(parts[c], "J") for c in COMPONENTS))
+
+    def to_json(self) -> dict:
+        return {
+            "move_J": self.move.value,
+            "wread_J": self.wread.value,
+            "compute_J": self.compute.value,
+            "total_J": self.total.value,
+        }
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """One row of an energy report.
+
+    Members
+    -------
+    spec : RowSpec
+    energy : Breakdown
+        Per block.
+    positions : dict[str, Breakdown]
+        Per spike-encoded position (plus ``"Pooler (amortized)"`` if that option is on).
+    rel : float
+        Total relative to the dense QNN row.
+    effective_rate : float or None
+        Delivery-weighted per-step rate (what drives Move), as a fraction.
+    events_per_delivery : float or None
+        Routed events per delivery (``s`` for spiking rows, bit-events for bit-serial).
+    """
+
+    spec: RowSpec
+    energy: Breakdown
+    positions: dict[str, Breakdown]
+    rel: float
+    effective_rate: float | None
+    events_per_delivery: float | None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def to_json(self) -> dict:
+        spec = self.spec
+        activity = None
+        if spec.rate is not None:
+            activity = spec.rate.to_json()
+        elif spec.bit_events is not None:
+            activity = spec.bit_events.to_json()
+        return {
+            "name": spec.name,
+            "encoding": spec.encoding,
+            "T": spec.T,
+            "k": spec.k,
+            "rate_percent": None if self.effective_rate is None else self.effective_rate * 100,
+            "events_per_delivery": self.events_per_delivery,
+            "activity": activity,
+            **self.energy.to_json(),
+            "rel_to_dense_qnn": self.rel,
+            "positions": {p: b.to_json() for p, b in self.positions.items()},
+        }
+
+
+@dataclass(frozen=True)
+class EnergyReport:
+    """The result of :func:`compute`: rows, inputs and their provenance."""
+
+    model: ModelDims
+    rates: Rates
+    unit_costs: UnitCosts
+    options: Options
+    rows: tuple[RowResult, ...]
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def row(self, name: str) -> RowResult:
+        for r in self.rows:
+            if r.name == name:
+                return r
+        raise KeyError(f"no row {name!r}; rows: {', '.join(r.name for r in self.rows)}")
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": "matterhorn-energy-report/1",
+            "unit": "J per encoder block",
+            "model": self.model.to_json(),
+            "counts_per_block": self.counts,
+            "options": self.options.to_json(),
+            "unit_costs": self.unit_costs.to_json(),
+            "rates": self.rates.to_json(),
+            "rows": [r.to_json() for r in self.rows],
+        }
+
+    def to_json(self) -> str:
+        """Deterministic JSON text (same inputs, same bytes)."""
+        return json.dumps(self.to_dict(), indent=1) + "\n"
+
+    def to_csv(self) -> str:
+        """One line per row: Move, W-read, Compute, Total in mJ per block, and Rel."""
+        out = io.StringIO()
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow(["row", "encoding", "T", "k", "rate_percent", "events_per_delivery",
+                    "move_mJ", "wread_mJ", "compute_mJ", "total_mJ", "rel_to_dense_qnn"])
+        for r in self.rows:
+            w.writerow([
+                r.name, r.spec.encoding, _blank(r.spec.T), _blank(r.spec.k),
+                _blank(None if r.effective_rate is None else repr(r.effective_rate * 100)),
+                _blank(None if r.events_per_delivery is None else repr(r.events_per_delivery)),
+                repr(r.energy.move.mJ), repr(r.energy.wread.mJ), repr(r.energy.compute.mJ),
+                repr(r.energy.total.mJ), repr(r.rel),
+            ])
+        return out.getvalue()
+
+    def positions_csv(self) -> str:
+        """One line per (row, position): the per-position breakdown in mJ per block."""
+        out = io.StringIO()
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow(["row", "position", "move_mJ", "wread_mJ", "compute_mJ", "total_mJ"])
+        for r in self.rows:
+            for p, b in r.positions.items():
+                w.writerow([r.name, p, repr(b.move.mJ), repr(b.wread.mJ), repr(b.compute.mJ),
+                            repr(b.total.mJ)])
+        return out.getvalue()
+
+    def table(self) -> str:
+        """The paper's table layout: mJ per block to four significant digits, and Rel."""
+        head = ["Model", "T", "Rate/step", "Move", "W-read", "Compute", "Total", "Rel."]
+        lines = []
+        for r in self.rows:
+            rate = "n/a" if r.effective_rate is None else f"{r.effective_rate * 100:.2f}%"
+            if r.spec.encoding == "bit-serial":
+                rate = f"{r.events_per_delivery:.3g} bit/dlv"
+            lines.append([
+                r.name, "n/a" if r.spec.T is None else str(r.spec.T), rate,
+                *(format_sig(getattr(r.energy, c).mJ) for c in COMPONENTS),
+                format_sig(r.energy.total.mJ), f"{r.rel:.2f}x",
+            ])
+        widths = [max(len(x) for x in col) for col in zip(head, *lines, strict=True)]
+        fmt = "  ".join(["{:<%d}" % widths[0]] + ["{:>%d}" % w for w in widths[1:]])
+        title = (f"Energy per encoder block (mJ), {self.model.name}, B={self.model.batch}, "
+                 f"S={self.model.seq}; event cost "
+                 f"{format_sig(self.unit_costs['E_move_event'].quantity.pJ)} pJ")
+        rule = "-" * (sum(widths) + 2 * (len(widths) - 1))
+        return "\n".join([title, fmt.format(*head), rule, *(fmt.format(*x) for x in lines)]) + "\n"
+
+
+def _blank(x: object) -> object:
+    return "" if x is None else x
+
+
+def _effective(spec: RowSpec, counts: Sequence[PositionCounts]) -> tuple[float | None, float | None]:
+    total = sum(c.deliveries for c in counts)
+    if spec.encoding in ("rate", "ttfs"):
+        r = sum(spec.rate.at(c.position) * c.deliveries for c in counts) / total
+        return r, r * spec.T
+    if spec.encoding == "bit-serial":
+        return None, sum(spec.bit_events.at(c.position) * c.deliveries for c in counts) / total
+    return None, None
+
+
+def compute(
+    model: ModelDims | str = "bert-base",
+    rates: Rates | None = None,
+    unit_costs: UnitCosts | None = None,
+    options: Options | None = None,
+    *,
+    rows: Sequence[RowSpec] | None = None,
+) -> EnergyReport:
+    """Energy per encoder block of every row.
+
+    Parameters
+    ----------
+    model : ModelDims or preset name
+        Default BERT-base at the paper's B=64, S=128.
+    rates : Rates
+        Activity inputs; default :meth:`Rates.paper` (SST-2).
+    unit_costs : UnitCosts
+        Default the paper's table.
+    options : Options
+        Accounting conventions; default the paper's.
+    rows : sequence of RowSpec, optional
+        Explicit rows instead of those derived from ``rates``; a dense QNN row is added if
+        missing, since Rel. needs it.
+    """
+    dims = preset(model) if isinstance(model, str) else model
+    if not isinstance(dims, ModelDims):
+        raise TypeError(f"model must be a ModelDims or a preset name, not {model!r}")
+    rates = Rates.paper() if rates is None else rates
+    costs = paper_unit_costs() if unit_costs is None else unit_costs
+    options = Options() if options is None else options
+    specs = list(rows_of(rates) if rows is None else rows)
+    if not any(s.encoding == "dense" for s in specs):
+        specs.insert(0, RowSpec("Matterhorn QNN (dense)", "dense"))
+    counts = position_counts(dims, attention_outputs=options.attention_outputs)
+    pooler = _pooler_move(dims, costs, options) if options.pooler_amortization else 0.0
+
+    raw = []
+    for spec in specs:
+        per_pos = {c.position: position_energy(spec, c, costs, options) for c in counts}
+        if options.pooler_amortization:
+            per_pos["Pooler (amortized)"] = {"move": pooler, "wread": 0.0, "compute": 0.0}
+        totals = {comp: math.fsum(p[comp] for p in per_pos.values()) for comp in COMPONENTS}
+        raw.append((spec, per_pos, totals))
+    dense_total = next(sum(t.values()) for s, _, t in raw if s.encoding == "dense")
+    results = []
+    for spec, per_pos, totals in raw:
+        rate, events = _effective(spec, counts)
+        results.append(RowResult(
+            spec=spec,
+            energy=Breakdown.of(totals),
+            positions={p: Breakdown.of(v) for p, v in per_pos.items()},
+            rel=sum(totals.values()) / dense_total,
+            effective_rate=rate,
+            events_per_delivery=events,
+        ))
+    return EnergyReport(
+        model=dims,
+        rates=rates,
+        unit_costs=costs,
+        options=options,
+        rows=tuple(results),
+        counts=block_totals(dims, attention_outputs=options.attention_outputs),
+    )

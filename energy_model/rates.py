@@ -1,0 +1,450 @@
+"""Spike rates and bit-events: one average, per position, or read from a statistics file.
+
+A :class:`Rates` holds everything activity-dependent a report needs, each value with its source:
+
+- the rate-coded and TTFS baselines (the paper re-evaluates them at their published rates);
+- the per-step spike rate of Matterhorn's standard TTFS and of M-TTFS at each radius ``k``;
+- bit-events per delivery of the bit-serial QNN at each ``k``;
+- optionally the code histograms they were computed from (for plots).
+
+Rates are fractions inside (``0.0157``); files and the CLI speak percent (``1.57``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from energy_model.dims import POSITION_FAMILY, POSITIONS
+from energy_model.histogram import (
+    BIT_CONVENTIONS,
+    Histogram,
+    bit_events_per_value,
+    mttfs_rate,
+    ttfs_rate,
+)
+from golden_models.codespace import CodeSpace, check_T
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+_POSITION_KEYS = {_norm(p): p for p in POSITIONS}
+# Short names a statistics producer may use.
+_POSITION_KEYS.update(
+    {
+        "qin": "Q-proj. input",
+        "kin": "K-proj. input",
+        "vin": "V-proj. input",
+        "query": "Query activation",
+        "queryact": "Query activation",
+        "attnprob": "Attn. probability",
+        "attnprobs": "Attn. probability",
+        "attnout": "Attn.-out. input",
+        "attnoutin": "Attn.-out. input",
+        "ffnin": "FFN-expand input",
+        "ffnexpand": "FFN-expand input",
+        "ffnmid": "FFN-contract input",
+        "ffncontract": "FFN-contract input",
+    }
+)
+
+
+def position_name(name: object) -> str:
+    """The canonical position name for ``name`` (case, spaces and punctuation ignored)."""
+    if isinstance(name, str) and _norm(name) in _POSITION_KEYS:
+        return _POSITION_KEYS[_norm(name)]
+    raise ValueError(f"unknown spike-encoded position {name!r}; valid: {', '.join(POSITIONS)}")
+
+
+def _check_fraction(value: object, label: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise TypeError(f"spike rate for {label} must be a number of percent, not {value!r}")
+    if not 0 <= value <= 1:
+        raise ValueError(
+            f"spike rate for {label} must be in 0..100 %, not {value * 100:g} %"
+        )
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A per-step spike rate, one value for the block or one per position.
+
+    Parameters
+    ----------
+    value : float or Mapping[str, float]
+        Fraction of values spiking per step (``s / T``); a mapping must name all eight positions.
+    source : str
+        Provenance.
+    label : str
+        What it is the rate of (used in messages).
+    """
+
+    value: float | Mapping[str, float]
+    source: str
+    label: str = "rate"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.value, Mapping):
+            values = {}
+            for name, v in self.value.items():
+                pos = position_name(name)
+                values[pos] = _check_fraction(v, f"{self.label} at {pos}")
+            missing = [p for p in POSITIONS if p not in values]
+            if missing:
+                raise ValueError(
+                    f"per-position rates for {self.label} lack {', '.join(map(repr, missing))}"
+                )
+            object.__setattr__(self, "value", {p: values[p] for p in POSITIONS})
+        else:
+            object.__setattr__(self, "value", _check_fraction(self.value, self.label))
+
+    @classmethod
+    def percent(cls, value: float | Mapping[str, float], source: str, label: str = "rate") -> Rate:
+        """A rate given in percent (what the paper prints)."""
+        if isinstance(value, Mapping):
+            return cls({k: _percent(v, f"{label} at {k}") for k, v in value.items()}, source, label)
+        return cls(_percent(value, label), source, label)
+
+    @property
+    def per_position(self) -> bool:
+        return isinstance(self.value, Mapping)
+
+    def at(self, position: str) -> float:
+        return self.value[position] if isinstance(self.value, Mapping) else self.value
+
+    def to_json(self) -> dict:
+        value = (
+            {p: v * 100 for p, v in self.value.items()}
+            if isinstance(self.value, Mapping)
+            else self.value * 100
+        )
+        return {"percent": value, "source": self.source}
+
+
+def _percent(value: object, label: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise TypeError(f"spike rate for {label} must be a number of percent, not {value!r}")
+    if not 0 <= value <= 100:
+        raise ValueError(f"spike rate for {label} must be in 0..100 %, not {value:g} %")
+    return value / 100
+
+
+@dataclass(frozen=True)
+class BitEvents:
+    """Bit-serial routed bit-events per delivery, one value or one per position.
+
+    Parameters
+    ----------
+    value : float or Mapping[str, float]
+    source : str
+    """
+
+    value: float | Mapping[str, float]
+    source: str
+
+    def __post_init__(self) -> None:
+        def check(v: object, where: str) -> float:
+            if isinstance(v, bool) or not isinstance(v, int | float) or not (
+                math.isfinite(v) and v >= 0
+            ):
+                raise ValueError(f"bit-events per delivery{where} must be a number >= 0, not {v!r}")
+            return float(v)
+
+        if isinstance(self.value, Mapping):
+            values = {position_name(k): check(v, f" at {k}") for k, v in self.value.items()}
+            missing = [p for p in POSITIONS if p not in values]
+            if missing:
+                raise ValueError(f"per-position bit-events lack {', '.join(map(repr, missing))}")
+            object.__setattr__(self, "value", {p: values[p] for p in POSITIONS})
+        else:
+            object.__setattr__(self, "value", check(self.value, ""))
+
+    def at(self, position: str) -> float:
+        return self.value[position] if isinstance(self.value, Mapping) else self.value
+
+    def to_json(self) -> dict:
+        return {"per_delivery": self.value, "source": self.source}
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A published spiking model re-evaluated under our unit costs at its reported rate."""
+
+    name: str
+    encoding: str  # "rate" or "ttfs"
+    T: int
+    rate: Rate
+
+
+@dataclass(frozen=True)
+class Rates:
+    """The activity inputs of one report.
+
+    Parameters
+    ----------
+    T : int
+        Time steps of Matterhorn's TTFS and M-TTFS rows.
+    ttfs : Rate, optional
+        Standard TTFS at ``T``.
+    mttfs : Mapping[int, Rate]
+        M-TTFS rate per radius ``k``.
+    bit_serial : Mapping[int, BitEvents]
+        Bit-serial QNN bit-events per delivery per ``k`` pattern.
+    baselines : tuple of Baseline
+    histograms : Mapping[str, Histogram]
+        Code histograms per position, if the rates came from statistics.
+    source : str
+    """
+
+    T: int = 16
+    ttfs: Rate | None = None
+    mttfs: Mapping[int, Rate] = field(default_factory=dict)
+    bit_serial: Mapping[int, BitEvents] = field(default_factory=dict)
+    baselines: tuple[Baseline, ...] = ()
+    histograms: Mapping[str, Histogram] = field(default_factory=dict)
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        check_T(self.T)
+        for k in list(self.mttfs) + list(self.bit_serial):
+            if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < self.T:
+                raise ValueError(f"dead-zone radius k must be in 0..{self.T - 1}, not {k!r}")
+        object.__setattr__(self, "mttfs", dict(sorted(self.mttfs.items())))
+        object.__setattr__(self, "bit_serial", dict(sorted(self.bit_serial.items())))
+
+    @classmethod
+    def paper(cls, task: str = "SST-2", *, implied_bit_events: bool = True) -> Rates:
+        """The paper's printed rates for ``task`` (a GLUE task or ``"avg"``) at T=16.
+
+        ``implied_bit_events`` adds the bit-serial rows with the bit-events per delivery the
+        paper's printed rows imply (1.08 / 0.64 / 0.43); its histograms are not published, so
+        these are labelled inputs, never computed.
+        """
+        ref = paper_reference()
+        table = ref["spike_rate_percent_T16"]
+        if task not in table["TTFS"] or task == "s":
+            tasks = [t for t in table["TTFS"] if t != "s"]
+            raise ValueError(f"unknown task {task!r}; valid tasks: {', '.join(tasks)}")
+        src = f"paper, Table 'Per-step spike rate', {task}"
+        bits = {}
+        if implied_bit_events:
+            implied = ref["implied_bit_events_per_delivery"]
+            bits = {k: BitEvents(implied[f"k={k}"], implied["source"]) for k in (0, 1, 2)}
+        return cls(
+            T=16,
+            ttfs=Rate.percent(table["TTFS"][task], src, "TTFS"),
+            mttfs={
+                k: Rate.percent(table[f"M-TTFS k={k}"][task], src, f"M-TTFS k={k}")
+                for k in (0, 1)
+            },
+            bit_serial=bits,
+            baselines=paper_baselines(),
+            source=f"paper ({task})",
+        )
+
+    @classmethod
+    def uniform(
+        cls,
+        percent: float | Mapping[str, float],
+        *,
+        T: int = 16,
+        k: int = 1,
+        source: str = "given",
+        baselines: bool = True,
+    ) -> Rates:
+        """One M-TTFS row at radius ``k`` with the given rate (percent, or per position)."""
+        return cls(
+            T=T,
+            mttfs={k: Rate.percent(percent, source, f"M-TTFS k={k}")},
+            baselines=paper_baselines() if baselines else (),
+            source=source,
+        )
+
+    @classmethod
+    def from_histograms(
+        cls,
+        histograms: Mapping[str, Histogram],
+        *,
+        ks: tuple[int, ...] = (0, 1, 2),
+        convention: str = "signed",
+        source: str = "histograms",
+        baselines: bool = True,
+    ) -> Rates:
+        """Per-position rates and bit-events computed from one code histogram per position."""
+        if convention not in BIT_CONVENTIONS:
+            raise ValueError(f"bit convention must be one of {BIT_CONVENTIONS}, not {convention!r}")
+        hists = {position_name(p): h for p, h in histograms.items()}
+        missing = [p for p in POSITIONS if p not in hists]
+        if missing:
+            raise ValueError(f"statistics lack positions {', '.join(map(repr, missing))}")
+        Ts = {h.space.T for h in hists.values()}
+        if len(Ts) != 1:
+            raise ValueError(f"histograms must share one T, not {sorted(Ts)}")
+        (T,) = Ts
+        hists = {p: hists[p] for p in POSITIONS}
+        label = f"{source} ({convention} bit convention)"
+        return cls(
+            T=T,
+            ttfs=Rate({p: ttfs_rate(h) for p, h in hists.items()}, source, "TTFS"),
+            mttfs={
+                k: Rate({p: mttfs_rate(h, k) for p, h in hists.items()}, source, f"M-TTFS k={k}")
+                for k in ks
+            },
+            bit_serial={
+                k: BitEvents(
+                    {p: bit_events_per_value(h, k, convention=convention) for p, h in hists.items()},
+                    label,
+                )
+                for k in ks
+            },
+            baselines=paper_baselines() if baselines else (),
+            histograms=hists,
+            source=source,
+        )
+
+    def to_json(self) -> dict:
+        return {
+            "T": self.T,
+            "source": self.source,
+            "ttfs": self.ttfs.to_json() if self.ttfs else None,
+            "mttfs": {f"k={k}": r.to_json() for k, r in self.mttfs.items()},
+            "bit_serial": {f"k={k}": b.to_json() for k, b in self.bit_serial.items()},
+            "baselines": [
+                {"name": b.name, "encoding": b.encoding, "T": b.T, **b.rate.to_json()}
+                for b in self.baselines
+            ],
+        }
+
+
+def paper_reference() -> dict:
+    """The paper's printed tables (rates, breakdown, Rel. column, sensitivity claims)."""
+    text = resources.files("energy_model").joinpath("data/paper_reference.json").read_text()
+    return json.loads(text)
+
+
+def paper_baselines() -> tuple[Baseline, ...]:
+    """SpikingBERT, SpikingLM, Sorbet and Otters at their reported T and rates."""
+    out = []
+    for name, b in paper_reference()["baselines"].items():
+        src = f"paper, Table 'Energy per transformer block': {name}'s reported rate"
+        encoding = "rate" if b["encoding"] == "rate" else "ttfs"
+        out.append(Baseline(name, encoding, b["T"], Rate.percent(b["rate_percent"], src, name)))
+    return tuple(out)
+
+
+# --- statistics files -------------------------------------------------------------------------
+
+
+def _histogram_of(entry: object, where: str, T: int | None) -> Histogram:
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where} must be an object with 'histogram' and 'family'")
+    T = entry.get("T", T)
+    family = entry.get("family")
+    if family is None:
+        raise ValueError(f"{where} lacks 'family' ('sym' or 'asym')")
+    if T is None:
+        raise ValueError(f"{where} lacks 'T' (give it per position or at the top level)")
+    space = CodeSpace(T, family)
+    raw = entry.get("histogram")
+    if isinstance(raw, dict) and "counts" in raw:
+        q_min = raw.get("q_min", space.q_min)
+        counts = dict(enumerate(raw["counts"], start=q_min))
+    elif isinstance(raw, dict):
+        try:
+            counts = {int(code): c for code, c in raw.items()}
+        except ValueError:
+            raise ValueError(f"{where} histogram keys must be integer codes") from None
+    elif isinstance(raw, list):
+        counts = dict(enumerate(raw, start=space.q_min))
+    else:
+        raise ValueError(
+            f"{where} 'histogram' must be a code->count object, a list of counts from the lowest "
+            f"level, or {{'q_min': ..., 'counts': [...]}}"
+        )
+    try:
+        return Histogram(space, counts)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def load_stats(
+    path: str | Path, *, ks: tuple[int, ...] = (0, 1, 2), convention: str = "signed"
+) -> Rates:
+    """Read a statistics file (golden-model statistics or a regression summary).
+
+    Read fields (everything else is ignored):
+
+    - ``positions``: position -> ``{"family", "histogram", ["T"]}``: code histograms; rates and
+      bit-events are computed from them;
+    - or ``spike_rate_percent``: ``{"TTFS": x, "M-TTFS k=1": x or {position: x}, ...}`` with
+      ``T`` at the top level (a regression summary's measured rates);
+    - optional ``bit_events_per_delivery``: ``{"k=0": x or {position: x}, ...}``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"statistics file {str(path)!r} does not exist")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"statistics file {path.name} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"statistics file {path.name} must hold a JSON object")
+    source = f"statistics file {path.name}"
+    T = data.get("T")
+    if "positions" in data:
+        positions = data["positions"]
+        if not isinstance(positions, dict):
+            raise ValueError(f"'positions' in {path.name} must be an object")
+        hists = {
+            position_name(name): _histogram_of(entry, f"{path.name}: position {name!r}", T)
+            for name, entry in positions.items()
+        }
+        return Rates.from_histograms(hists, ks=ks, convention=convention, source=source)
+    if "spike_rate_percent" in data:
+        if T is None:
+            raise ValueError(f"statistics file {path.name} lacks 'T'")
+        table = data["spike_rate_percent"]
+        if not isinstance(table, dict):
+            raise ValueError(f"'spike_rate_percent' in {path.name} must be an object")
+        ttfs, mttfs = None, {}
+        for key, value in table.items():
+            m = re.fullmatch(r"M-TTFS k=(\d+)", key)
+            if key == "TTFS":
+                ttfs = Rate.percent(value, source, key)
+            elif m:
+                mttfs[int(m.group(1))] = Rate.percent(value, source, key)
+            else:
+                raise ValueError(
+                    f"unknown key {key!r} in 'spike_rate_percent' of {path.name}; "
+                    "valid: 'TTFS', 'M-TTFS k=<k>'"
+                )
+        bits = {}
+        for key, value in data.get("bit_events_per_delivery", {}).items():
+            m = re.fullmatch(r"k=(\d+)", key)
+            if not m:
+                raise ValueError(
+                    f"unknown key {key!r} in 'bit_events_per_delivery' of {path.name}; "
+                    "valid: 'k=<k>'"
+                )
+            bits[int(m.group(1))] = BitEvents(value, source)
+        return Rates(
+            T=T, ttfs=ttfs, mttfs=mttfs, bit_serial=bits, baselines=paper_baselines(),
+            source=source,
+        )
+    raise ValueError(
+        f"statistics file {path.name} has neither 'positions' (code histograms) nor "
+        "'spike_rate_percent'"
+    )
+
+
+def family_of(position: str) -> str:
+    """The paper's quantizer family of ``position``."""
+    return POSITION_FAMILY[position_name(position)]

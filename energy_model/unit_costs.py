@@ -1,0 +1,260 @@
+"""Unit costs: the paper's table, a synthesis report or a user file, each value with provenance.
+
+Every file uses the shape of the paper's table (``paper_tables.json``)::
+
+    {"unit_costs_pJ": {"E_MAC4": {"value": 0.06634, "unit": "pJ/op", "provenance": "..."}, ...}}
+
+The section name is historical: the ``unit`` field decides the scale, so ``"fJ/op"`` works too.
+A complete table (``--unit-costs FILE``) must hold every key of :data:`REQUIRED`; a synthesis
+report may hold only some and is laid over a complete table (:meth:`UnitCosts.overlay`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from energy_model.quantity import Quantity, parse_energy_unit
+
+#: Each key the model uses and the denominator its unit must have.
+REQUIRED: dict[str, str] = {
+    "E_MAC4": "op",
+    "E_MAC4x4": "op",
+    "E_ACC1": "op",
+    "E_ACC2": "op",
+    "E_ACC4": "op",
+    "E_CMP": "op",
+    "E_SUB": "op",
+    "E_clamp4": "op",
+    "E_weight": "bit",
+    "E_move_dense": "bit/hop",
+    "E_move_event": "event/hop",
+    "E_enc": "event",
+}
+#: Optional keys: accumulators of other widths, for rate-coded rows at other T (``E_ACC<b>``).
+OPTIONAL_PREFIXES = ("E_ACC",)
+#: The section of a file that holds the costs.
+SECTION = "unit_costs_pJ"
+
+
+def _denominator_of(key: str) -> str | None:
+    if key in REQUIRED:
+        return REQUIRED[key]
+    if key.startswith("E_ACC") and key[5:].isdigit():
+        return "op"
+    return None
+
+
+@dataclass(frozen=True)
+class UnitCost:
+    """One unit cost.
+
+    Parameters
+    ----------
+    key : str
+        Symbol, e.g. ``"E_MAC4"``.
+    quantity : Quantity
+        Value in joules per denominator (``J/op``, ``J/bit/hop`` ...).
+    provenance : str
+        Where the number comes from (file and, inside it, the producer's own note).
+    note : str
+        What the cost covers.
+    """
+
+    key: str
+    quantity: Quantity
+    provenance: str
+    note: str = ""
+
+    @property
+    def joules(self) -> float:
+        return self.quantity.value
+
+    def to_json(self) -> dict:
+        return {
+            "value": self.quantity.pJ,
+            "unit": "p" + self.quantity.unit,
+            "note": self.note,
+            "provenance": self.provenance,
+        }
+
+
+class UnitCosts(Mapping[str, UnitCost]):
+    """An immutable table of unit costs, keyed by symbol; ``costs.joules("E_MAC4")`` in J."""
+
+    def __init__(self, costs: Mapping[str, UnitCost], *, name: str = "") -> None:
+        self._costs = dict(costs)
+        self._name = name
+
+    def __getitem__(self, key: str) -> UnitCost:
+        return self._costs[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._costs)
+
+    def __len__(self) -> int:
+        return len(self._costs)
+
+    @property
+    def name(self) -> str:
+        """A short label for the table as a whole (``"paper"``, a file name, ...)."""
+        return self._name
+
+    def joules(self, key: str) -> float:
+        """The cost ``key`` in joules per item; a clear error if the table lacks it."""
+        if key not in self._costs:
+            raise ValueError(
+                f"unit cost {key!r} is needed but missing from the unit costs {self._name!r} "
+                f"(present: {', '.join(sorted(self._costs))})"
+            )
+        return self._costs[key].joules
+
+    def with_value(self, key: str, joules: float, provenance: str) -> UnitCosts:
+        """A copy with ``key`` replaced (e.g. the event cost of a sensitivity sweep)."""
+        denominator = _denominator_of(key)
+        if denominator is None:
+            raise ValueError(f"unknown unit cost {key!r}; valid keys: {', '.join(REQUIRED)}")
+        if not math.isfinite(joules) or joules < 0:
+            raise ValueError(f"unit cost {key} must be a finite value >= 0 J, not {joules!r}")
+        note = self._costs[key].note if key in self._costs else ""
+        costs = dict(self._costs)
+        costs[key] = UnitCost(key, Quantity(float(joules), "J/" + denominator), provenance, note)
+        return UnitCosts(costs, name=self._name)
+
+    def overlay(self, other: UnitCosts) -> UnitCosts:
+        """A copy where every key of ``other`` replaces ours (provenance travels with it)."""
+        costs = dict(self._costs)
+        costs.update(other._costs)
+        return UnitCosts(costs, name=f"{self._name} + {other._name}")
+
+    def sources(self) -> dict[str, str]:
+        """Key -> provenance, in key order."""
+        return {key: cost.provenance for key, cost in self._costs.items()}
+
+    def to_json(self) -> dict:
+        return {key: cost.to_json() for key, cost in self._costs.items()}
+
+
+def parse_unit_costs(
+    data: object, *, origin: str, complete: bool = True
+) -> UnitCosts:
+    """Check and convert the ``unit_costs_pJ`` section of a decoded JSON document.
+
+    Parameters
+    ----------
+    data : object
+        The whole document (a dict with a ``unit_costs_pJ`` section).
+    origin : str
+        Name of the file, used in messages and provenance (no directories).
+    complete : bool
+        Require every key of :data:`REQUIRED`.
+
+    Raises
+    ------
+    ValueError
+        Missing section or key, unknown key, value that is not a finite number >= 0, or a unit
+        whose denominator does not match the key; the message names the key and the file.
+    """
+    if not isinstance(data, dict) or SECTION not in data:
+        raise ValueError(f"unit-cost file {origin} has no {SECTION!r} section")
+    section = data[SECTION]
+    if not isinstance(section, dict):
+        raise ValueError(f"{SECTION!r} in {origin} must be an object of unit costs")
+    costs = {}
+    for key, entry in section.items():
+        denominator = _denominator_of(key)
+        if denominator is None:
+            raise ValueError(
+                f"unknown unit cost {key!r} in {origin}; valid keys: {', '.join(REQUIRED)} "
+                f"(and E_ACC<bits>)"
+            )
+        if not isinstance(entry, dict) or "value" not in entry or "unit" not in entry:
+            raise ValueError(
+                f"unit cost {key!r} in {origin} must be an object with 'value' and 'unit'"
+            )
+        value = entry["value"]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            math.isfinite(value) and value >= 0
+        ):
+            raise ValueError(f"unit cost {key!r} in {origin} must be a number >= 0, not {value!r}")
+        scale, got = parse_energy_unit(entry["unit"], f"{key!r} in {origin}")
+        if got != denominator:
+            raise ValueError(
+                f"unit cost {key!r} in {origin} has unit {entry['unit']!r}, expected an energy "
+                f"per {denominator} such as 'pJ/{denominator}'"
+            )
+        own = entry.get("provenance") or entry.get("source") or ""
+        provenance = f"{origin}: {own}" if own else origin
+        costs[key] = UnitCost(
+            key,
+            Quantity(float(value) * scale, "J/" + denominator),
+            provenance,
+            str(entry.get("note", "")),
+        )
+    if complete:
+        missing = [key for key in REQUIRED if key not in costs]
+        if missing:
+            raise ValueError(
+                f"unit-cost file {origin} is missing {', '.join(repr(k) for k in missing)}"
+            )
+    return UnitCosts(costs, name=origin)
+
+
+def _read_json(path: str | Path) -> object:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"unit-cost file {str(path)!r} does not exist")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"unit-cost file {path.name} is not valid JSON: {exc}") from None
+
+
+def paper_unit_costs() -> UnitCosts:
+    """The paper's unit-cost table (Appendix 'Energy Model and Unit Costs'), bundled as data."""
+    text = resources.files("energy_model").joinpath("data/paper_unit_costs.json").read_text()
+    costs = parse_unit_costs(json.loads(text), origin="paper")
+    return UnitCosts(costs, name="paper")
+
+
+def load_unit_costs(path: str | Path, *, complete: bool = True) -> UnitCosts:
+    """Read a unit-cost file (user table or ``synth_report.json``); see :func:`parse_unit_costs`."""
+    return parse_unit_costs(_read_json(path), origin=Path(path).name, complete=complete)
+
+
+def resolve_unit_costs(
+    unit_costs: str | Path | UnitCosts | None = "paper",
+    *,
+    synth: str | Path | None = None,
+    event_cost_pJ: float | None = None,
+) -> UnitCosts:
+    """The table the CLI and the flow use: base table, then synthesis overlay, then event cost.
+
+    Parameters
+    ----------
+    unit_costs : "paper", path or UnitCosts
+        The complete base table.
+    synth : path, optional
+        A ``synth_report.json``; every key in its ``unit_costs_pJ`` section replaces the base.
+    event_cost_pJ : float, optional
+        Override of ``E_move_event`` in pJ per event per hop.
+    """
+    if unit_costs is None or (isinstance(unit_costs, str) and unit_costs == "paper"):
+        table = paper_unit_costs()
+    elif isinstance(unit_costs, UnitCosts):
+        table = unit_costs
+    else:
+        table = load_unit_costs(unit_costs)
+    if synth is not None:
+        table = table.overlay(load_unit_costs(synth, complete=False))
+    if event_cost_pJ is not None:
+        if isinstance(event_cost_pJ, bool) or not isinstance(event_cost_pJ, int | float) or not (
+            math.isfinite(event_cost_pJ) and event_cost_pJ >= 0
+        ):
+            raise ValueError(f"event cost must be a number of pJ >= 0, not {event_cost_pJ!r}")
+        table = table.with_value("E_move_event", event_cost_pJ * 1e-12, "command line --event-cost")
+    return table
