@@ -119,7 +119,9 @@ def _check_counts(counts: object, space: CodeSpace) -> torch.Tensor:
     if counts.dtype.is_floating_point or counts.dtype == torch.bool:
         raise TypeError(f"counts must hold integers, not dtype {counts.dtype}")
     if tuple(counts.shape) != (space.T,):
-        raise ValueError(f"counts must have shape ({space.T},) for {space}, not {tuple(counts.shape)}")
+        raise ValueError(
+            f"counts must have shape ({space.T},) for {space}, not {tuple(counts.shape)}"
+        )
     if bool((counts < 0).any()):
         raise ValueError("counts must be non-negative")
     if int(counts.sum()) == 0:

@@ -21,7 +21,7 @@ from golden_models.quantizer import check_rounding, check_scale, level_of
 
 
 def weight_range(weight_bits: int) -> tuple[int, int]:
-    """Integer weight range: ``+-1`` for 1 bit, two's complement ``[-2**(b-1), 2**(b-1)-1]`` else."""
+    """Integer weight range: ``+-1`` for 1 bit, else ``[-2**(b-1), 2**(b-1)-1]``."""
     if isinstance(weight_bits, bool) or not isinstance(weight_bits, int):
         raise TypeError(f"weight_bits must be an integer, not {weight_bits!r}")
     if not 1 <= weight_bits <= 8:

@@ -121,7 +121,7 @@ class Mask:
         return torch.where((q - self.mu).abs() <= self.k, torch.full_like(q, self.mu), q)
 
     def centred(self, tau: torch.Tensor) -> torch.Tensor:
-        """Centred value ``d = c - tau - mu`` carried by an event at ``tau`` (Eq. centered_decay)."""
+        """Centred value ``d = c - tau - mu`` of an event at ``tau`` (Eq. centered_decay)."""
         check_times(tau, self.T)
         return self.space.c - tau - self.mu
 
