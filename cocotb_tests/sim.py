@@ -30,6 +30,13 @@ TIMESCALE = ("1ns", "1ps")
 #: Amaranth's Verilog raises WIDTH/UNUSED lint warnings; they are warnings, not errors.
 VERILATOR_BASE_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2")
 
+#: The runner compiles with ``-g2012``, under which Icarus 11 applies declaration initialisers
+#: (``reg x = 0;``) before any process runs. Amaranth's Verilog relies on that initialiser
+#: being an event at time 0 to wake its ``always @*`` blocks; without it a combinational output
+#: whose inputs never change after reset (``busy`` of an idle tile) stays X. ``-g2005`` (which
+#: wins over the runner's ``-g2012``) restores the Verilog-2005 semantics.
+ICARUS_BASE_ARGS = ("-g2005",)
+
 #: Environment variables that carry the bench configuration and report path into the simulator.
 ENV_CONFIG = "MATTERHORN_TB_CONFIG"
 ENV_REPORT = "MATTERHORN_TB_REPORT"
@@ -128,7 +135,10 @@ def build(
     for src in srcs:
         if not src.is_file():
             raise FileNotFoundError(f"Verilog source {src} does not exist")
-    args = list(VERILATOR_BASE_ARGS) + list(extra_args) if sim == "verilator" else []
+    if sim == "verilator":
+        args = [*VERILATOR_BASE_ARGS, *extra_args]
+    else:
+        args = list(ICARUS_BASE_ARGS)
     build_dir = Path(build_dir).resolve()
     key = _digest(srcs, [sim, toplevel, repr(args), repr(waves)])
     stamp = build_dir / "matterhorn_build.json"

@@ -1,0 +1,112 @@
+"""Functional coverage (cocotb-coverage) and its merge across runs.
+
+Cover items, per bench and per ``T`` (bins depend only on ``T``):
+
+- ``<bench>.T<T>.out.cross``: event time ``t`` x masked/unmasked x backpressure (the beat saw
+  ``ready`` low before it transferred). A masked event never leaves, so (masked, stalled) is an
+  ignored bin: ``3*T`` bins.
+- ``<bench>.T<T>.fire.step``: fire step ``t`` x how many neurons fired in that step of the
+  window (one / several, several makes the fire walk stall): ``2*T`` bins (tile).
+- ``<bench>.T<T>.in.time``: input event time ``tau``: ``T`` bins (tile).
+- ``<bench>.T<T>.reset.phase``: the phase a mid-window reset hit: integrate / fire (tile).
+
+Inside the simulator :class:`CoverageModel` samples; it exports hits per bin as JSON, and
+:func:`merge` adds exports of several runs (both simulators, several builds) together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+
+class CoverageModel:
+    """Cover items of one bench run (simulator side; needs ``cocotb_coverage``)."""
+
+    def __init__(self, bench: str, T: int, *, tile: bool = False) -> None:
+        from cocotb_coverage import coverage as cov
+
+        self.prefix = p = f"{bench}.T{T}"
+        times = list(range(T))
+
+        @cov.CoverPoint(f"{p}.out.time", xf=lambda t, m, s: t, bins=times)
+        @cov.CoverPoint(f"{p}.out.masked", xf=lambda t, m, s: m, bins=[False, True])
+        @cov.CoverPoint(f"{p}.out.stall", xf=lambda t, m, s: s, bins=[False, True])
+        @cov.CoverCross(
+            f"{p}.out.cross",
+            items=[f"{p}.out.time", f"{p}.out.masked", f"{p}.out.stall"],
+            ign_bins=[(None, True, True)],
+        )
+        def sample_out(t, masked, stalled):
+            pass
+
+        self.sample_out = sample_out
+        self.items = [f"{p}.out.cross"]
+        if tile:
+
+            @cov.CoverPoint(f"{p}.fire.time", xf=lambda t, n: t, bins=times)
+            @cov.CoverPoint(f"{p}.fire.many", xf=lambda t, n: n > 1, bins=[False, True])
+            @cov.CoverCross(f"{p}.fire.step", items=[f"{p}.fire.time", f"{p}.fire.many"])
+            def sample_fire(t, n):
+                pass
+
+            @cov.CoverPoint(f"{p}.in.time", bins=times)
+            def sample_in(tau):
+                pass
+
+            @cov.CoverPoint(f"{p}.reset.phase", bins=["integrate", "fire"])
+            def sample_reset(phase):
+                pass
+
+            self.sample_fire = sample_fire
+            self.sample_in = sample_in
+            self.sample_reset = sample_reset
+            self.items += [f"{p}.fire.step", f"{p}.in.time", f"{p}.reset.phase"]
+
+    def export(self) -> dict:
+        """``{item: {bin label: hits}}`` for every declared item (JSON-able)."""
+        from cocotb_coverage.coverage import coverage_db
+
+        return {
+            name: {_label(b): int(h) for b, h in coverage_db[name].detailed_coverage.items()}
+            for name in self.items
+        }
+
+
+def _label(b) -> str:
+    if isinstance(b, tuple):
+        return "(" + ",".join(_label(x) for x in b) + ")"
+    return str(b)
+
+
+def merge(exports: Iterable[Mapping]) -> dict:
+    """Add the hits of several exports bin by bin."""
+    out: dict[str, dict[str, int]] = {}
+    for export in exports:
+        for name, bins in export.items():
+            dst = out.setdefault(name, {})
+            for label, hits in bins.items():
+                dst[label] = dst.get(label, 0) + int(hits)
+    return out
+
+
+def summary(merged: Mapping) -> dict:
+    """Per item: declared bins, covered bins, percent, and the labels still uncovered."""
+    items = {}
+    total = covered = 0
+    for name in sorted(merged):
+        bins = merged[name]
+        hit = sum(1 for h in bins.values() if h > 0)
+        items[name] = {
+            "bins": len(bins),
+            "covered": hit,
+            "percent": round(100.0 * hit / len(bins), 2) if bins else 100.0,
+            "missing": sorted(label for label, h in bins.items() if h == 0),
+        }
+        total += len(bins)
+        covered += hit
+    return {
+        "bins": total,
+        "covered": covered,
+        "percent": round(100.0 * covered / total, 2) if total else 100.0,
+        "items": items,
+    }

@@ -1,0 +1,255 @@
+"""cocotb bench for ``mttfs_tile``: load SRAM images, run windows, check events and counters.
+
+Stimulus and expected results come from :mod:`cocotb_tests.reference` (golden models) as JSON.
+Windows of one block run back to back (the next window's events wait on ``i`` while the tile
+fires), with random idle cycles on ``load`` and ``i`` and random ``ready`` on ``o``. One window
+per run is hit by a reset (during integrate or during fire); the tile must come back idle,
+keep its SRAM, take a fresh config and then run that same window exactly.
+"""
+
+from __future__ import annotations
+
+import cocotb
+from cocotb.triggers import ReadOnly, RisingEdge
+
+from cocotb_tests.bench import (
+    WallClock,
+    corrupt_expectation,
+    cycles,
+    load_config,
+    merge_report,
+    start_clock,
+    wait_until,
+)
+from cocotb_tests.coverage import CoverageModel
+from cocotb_tests.layout import PayloadLayout
+from cocotb_tests.scoreboard import InOrderScoreboard
+from cocotb_tests.stream import StreamDriver, StreamMonitor, make_rng
+
+END = "end"
+
+
+class TileBench:
+    """Drivers, monitor, counter watcher, scoreboards and coverage around one tile."""
+
+    def __init__(self, dut, cfg: dict) -> None:
+        self.dut = dut
+        self.cfg = cfg
+        self.seed = int(cfg["seed"])
+        streams = cfg["module"]["streams"]
+        self.T = int(cfg["T"])
+        self.counters = [(c["name"], c["port"]) for c in cfg["counters"]]
+        p_idle, p_stall = float(cfg["p_idle"]), float(cfg["p_stall"])
+        lay = {name: PayloadLayout.of(streams[name]["fields"]) for name in ("load", "i", "o")}
+        rst = dut.rst
+        self.load = StreamDriver(
+            dut, "load", lay["load"], dut.clk, rst, make_rng(self.seed, "load"), p_idle
+        )
+        self.inp = StreamDriver(dut, "i", lay["i"], dut.clk, rst, make_rng(self.seed, "i"), p_idle)
+        self.out = StreamMonitor(
+            dut, "o", lay["o"], dut.clk, rst, make_rng(self.seed, "o"), p_stall
+        )
+        self.events = InOrderScoreboard("o")
+        self.counts = InOrderScoreboard("counters")
+        self.aborted: InOrderScoreboard | None = None
+        self.snapshots: list[tuple] = []
+        self.markers = 0
+        self.cov = CoverageModel("tile", self.T, tile=True)
+        self.out.on_beat.append(self._on_out)
+        self.inp.on_beat.append(self._on_in)
+        self.stats = {
+            "windows": 0,
+            "events_in": 0,
+            "events_out": 0,
+            "suppressed": 0,
+            "resets": 0,
+            "cycles": 0,
+        }
+        self._watch = None
+
+    # -- monitors ------------------------------------------------------------------------------
+
+    def _on_out(self, beat) -> None:
+        p = beat.payload
+        item = (END, p["addr"], p["t"]) if p["last"] else (p["addr"], p["t"])
+        board = self.aborted if self.aborted is not None else self.events
+        board.observe(item)
+        if p["last"]:
+            self.markers += 1
+        elif self.aborted is None:
+            self.cov.sample_out(p["t"], False, beat.stalled)
+
+    def _on_in(self, beat) -> None:
+        if not beat.payload["last"]:
+            self.cov.sample_in(beat.payload["tau"])
+
+    async def _watch_busy(self) -> None:
+        """Snapshot the counters in the cycle ``busy`` falls (they hold until the next start)."""
+        prev = False
+        while True:
+            await RisingEdge(self.dut.clk)
+            await ReadOnly()
+            self.stats["cycles"] += 1
+            if int(self.dut.rst.value):
+                prev = False
+                continue
+            busy = bool(int(self.dut.busy.value))
+            if prev and not busy and self.aborted is None:
+                self.snapshots.append(
+                    tuple(int(getattr(self.dut, port).value) for _, port in self.counters)
+                )
+                self.counts.observe(self.snapshots[-1])
+            prev = busy
+
+    # -- phases --------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await start_clock(self.dut)
+        self.dut.rst.value = 1
+        for d in (self.load, self.inp, self.out):
+            d.start()
+        await cycles(self.dut, 3)
+        self.dut.rst.value = 0
+        self._watch = cocotb.start_soon(self._watch_busy())
+
+    async def drain(self, timeout: int) -> None:
+        """Wait until every queued window has left its marker and the tile is idle."""
+        target = self.markers_expected
+        await wait_until(
+            self.dut,
+            lambda: (
+                self.markers >= target
+                and self.inp.idle
+                and self.load.idle
+                and not int(self.dut.busy.value)
+            ),
+            timeout,
+            f"{target} window markers (saw {self.markers})",
+        )
+        await cycles(self.dut, 2)
+
+    markers_expected = 0
+
+    async def load_block(self, beats: list[dict], timeout: int) -> None:
+        self.load.send(beats)
+        await wait_until(self.dut, lambda: self.load.idle, timeout, "load beats accepted")
+        await cycles(self.dut, 2)
+
+    def queue_window(self, win: dict, corrupt: str | None = None) -> None:
+        events = [tuple(e) for e in win["out"]]
+        events = corrupt_expectation(events, corrupt, make_rng(self.seed, "corrupt"))
+        self.events.expect_all(events)
+        self.events.expect((END, 0, 0))
+        self.counts.expect(tuple(win["counters"][name] for name, _ in self.counters))
+        self.inp.send([{"addr": a, "tau": t, "last": 0} for a, t in win["in"]])
+        self.inp.send([{"addr": 0, "tau": 0, "last": 1}])
+        self.markers_expected += 1
+
+    def window_done(self, win: dict, mask: tuple[int, int]) -> None:
+        """Sample the coverage only the golden taus give (masked events, fire-step groups)."""
+        i_max, k = mask
+        per_step: dict[int, int] = {}
+        for tau in win["tau"]:
+            per_step[tau] = per_step.get(tau, 0) + 1
+            if abs(tau - i_max) <= k:
+                self.cov.sample_out(tau, True, False)
+        for t, n in per_step.items():
+            self.cov.sample_fire(t, n)
+        self.stats["windows"] += 1
+        self.stats["events_in"] += len(win["in"])
+        self.stats["events_out"] += len(win["out"])
+        self.stats["suppressed"] += win["counters"]["events_suppressed"]
+
+    async def reset_window(self, win: dict, phase: str, rng, timeout: int) -> None:
+        """Run ``win`` and reset the tile in ``phase``; check it returns idle."""
+        self.aborted = InOrderScoreboard("o(aborted)")
+        self.aborted.expect_all([tuple(e) for e in win["out"]])
+        self.inp.send([{"addr": a, "tau": t, "last": 0} for a, t in win["in"]])
+        self.inp.send([{"addr": 0, "tau": 0, "last": 1}])
+        await wait_until(self.dut, lambda: int(self.dut.busy.value), timeout, "window start")
+        if phase == "integrate":
+            await cycles(self.dut, rng.randrange(1, max(2, len(win["in"]))))
+        else:
+            await wait_until(self.dut, lambda: self.inp.idle, timeout, "marker accepted")
+            await cycles(self.dut, rng.randrange(1, self.T + 2))
+        self.dut.rst.value = 1
+        self.inp.clear()
+        await cycles(self.dut, 2)
+        self.dut.rst.value = 0
+        await ReadOnly()
+        errors = []
+        for name in ("busy", "i__ready", "o__valid"):
+            if int(getattr(self.dut, name).value):
+                errors.append(f"{name} high right after reset")
+        await RisingEdge(self.dut.clk)
+        # the aborted window may only have produced a correct prefix of its events
+        errors += [str(m) for m in self.aborted.mismatches]
+        self.aborted = None
+        self.stats["resets"] += 1
+        self.cov.sample_reset(phase)
+        assert not errors, "; ".join(errors)
+
+
+@cocotb.test()
+async def test_tile(dut):
+    cfg = load_config()
+    clock = WallClock()
+    tb = TileBench(dut, cfg)
+    await tb.start()
+    rng = make_rng(tb.seed, "bench")
+    blocks = cfg["blocks"]
+    reset_at = cfg.get("reset")  # [block, window, phase] or None
+    corrupt = cfg.get("corrupt")
+    p = max(float(cfg["p_idle"]), float(cfg["p_stall"]))
+    slack = 1.0 / max(0.05, 1.0 - p)
+    geo = cfg["geometry"]
+    per_window = int(slack * 4 * (geo["n_in"] + geo["T"] * geo["groups"] + geo["neurons"] + 8))
+    for b, block in enumerate(blocks):
+        await tb.drain(per_window * (len(block["windows"]) + 1))
+        await tb.load_block(block["load"], int(slack * 4 * len(block["load"])) + 50)
+        mask = (block["i_max_out"], block["k"])
+        for w, win in enumerate(block["windows"]):
+            if reset_at is not None and reset_at[:2] == [b, w]:
+                await tb.drain(per_window * (len(block["windows"]) + 1))
+                await tb.reset_window(win, reset_at[2], rng, per_window)
+                # config registers reset to their generated values; SRAM rows survive
+                await tb.load_block([block["load"][-1]], 200)
+            tb.queue_window(win, corrupt if (b, w) == (0, 0) else None)
+            tb.window_done(win, mask)
+        if b == 0 and corrupt:
+            corrupt = None
+    await tb.drain(per_window * (sum(len(b["windows"]) for b in blocks) + 1))
+    await cycles(dut, 4)
+    mismatches = tb.events.finish() + tb.counts.finish()
+    errors = [str(m) for m in mismatches[:10]] + tb.out.stats.protocol_errors[:5]
+    merge_report(
+        {
+            "bench": "tile",
+            "T": tb.T,
+            "windows": tb.stats["windows"],
+            "vectors": tb.stats["windows"],
+            "events_in": tb.stats["events_in"],
+            "events_out": tb.stats["events_out"],
+            "events": tb.stats["events_in"] + tb.stats["events_out"],
+            "events_suppressed": tb.stats["suppressed"],
+            "resets": tb.stats["resets"],
+            "cycles": tb.stats["cycles"],
+            "stalled_out_beats": sum(b.stalled for b in tb.out.beats),
+            "mismatches": len(mismatches) + len(tb.out.stats.protocol_errors),
+            "mismatch_examples": errors,
+            "counters_checked": len(tb.snapshots),
+            "counters_expected": tb.counts.matched + len(tb.counts.mismatches),
+            "counter_totals_rtl": _totals(tb.counters, tb.snapshots),
+            "counter_totals_golden": {
+                name: sum(win["counters"][name] for blk in blocks for win in blk["windows"])
+                for name, _ in tb.counters
+            },
+            "coverage": tb.cov.export(),
+            "sim_seconds": clock.seconds,
+        }
+    )
+    assert not errors, "\n".join(errors)
+
+
+def _totals(counters, snapshots) -> dict:
+    return {name: sum(s[i] for s in snapshots) for i, (name, _) in enumerate(counters)}
