@@ -148,7 +148,9 @@ def decode_dense(spikes: torch.Tensor, mask: Mask) -> torch.Tensor:
     if spikes.dtype.is_floating_point:
         raise TypeError(f"spikes must hold 0/1 integers, not dtype {spikes.dtype}")
     counts = spikes.sum(-1)
-    if int(spikes.min()) < 0 or int(spikes.max()) > 1 or int(counts.max(initial=0)) > 1:
+    if spikes.numel() and (
+        int(spikes.min()) < 0 or int(spikes.max()) > 1 or int(counts.max()) > 1
+    ):
         raise ValueError("each spike train must hold at most one spike of value 1")
     if bool((spikes[..., list(mask.silent_times)] != 0).any()):
         raise ValueError(f"a spike falls in the silent set {mask.silent_times}")
