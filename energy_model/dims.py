@@ -100,11 +100,11 @@ class ModelDims:
             object.__setattr__(self, "kv_heads", self.heads)
         _check_positive_int("kv_heads", self.kv_heads)
         if self.hidden % self.heads:
-            raise ValueError(
-                f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})"
-            )
+            raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
         if self.heads % self.kv_heads:
-            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+            raise ValueError(
+                f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})"
+            )
         if self.ffn_linears not in (2, 3):
             raise ValueError(f"ffn_linears must be 2 or 3, not {self.ffn_linears!r}")
 
@@ -146,20 +146,42 @@ class ModelDims:
 #: heads, layers, key/value heads).
 PRESETS: dict[str, ModelDims] = {
     "bert-base": ModelDims(
-        "bert-base", 768, 3072, 12, 12,
+        "bert-base",
+        768,
+        3072,
+        12,
+        12,
         source="BERT-base (Devlin et al. 2019); the paper's Appendix parameters B=64, S=128",
     ),
     "llama2-7b": ModelDims(
-        "llama2-7b", 4096, 11008, 32, 32, kv_heads=32, ffn_linears=3,
+        "llama2-7b",
+        4096,
+        11008,
+        32,
+        32,
+        kv_heads=32,
+        ffn_linears=3,
         source="LLaMA-2 7B published config (hidden 4096, intermediate 11008, 32 heads, 32 layers)",
     ),
     "llama2-13b": ModelDims(
-        "llama2-13b", 5120, 13824, 40, 40, kv_heads=40, ffn_linears=3,
+        "llama2-13b",
+        5120,
+        13824,
+        40,
+        40,
+        kv_heads=40,
+        ffn_linears=3,
         source="LLaMA-2 13B published config (hidden 5120, intermediate 13824, 40 heads, "
         "40 layers)",
     ),
     "llama2-70b": ModelDims(
-        "llama2-70b", 8192, 28672, 64, 80, kv_heads=8, ffn_linears=3,
+        "llama2-70b",
+        8192,
+        28672,
+        64,
+        80,
+        kv_heads=8,
+        ffn_linears=3,
         source="LLaMA-2 70B published config (hidden 8192, intermediate 28672, 64 heads, "
         "8 key/value heads, 80 layers)",
     ),
@@ -197,7 +219,9 @@ class PositionCounts:
     kv_elements: int
 
 
-def position_counts(dims: ModelDims, *, attention_outputs: str = "paper") -> tuple[PositionCounts, ...]:
+def position_counts(
+    dims: ModelDims, *, attention_outputs: str = "paper"
+) -> tuple[PositionCounts, ...]:
     """The eight positions' counts for one block.
 
     ``attention_outputs="paper"`` counts the ``P V`` outputs as ``B*h*S^2`` like ``Q K^T`` (the

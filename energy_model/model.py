@@ -85,8 +85,12 @@ class Options:
     bit_convention: str = "signed"
 
     def __post_init__(self) -> None:
-        for name in ("qnn_kv_operand_move", "bitserial_kv_write", "pooler_amortization",
-                     "rate_reset_per_spike"):
+        for name in (
+            "qnn_kv_operand_move",
+            "bitserial_kv_write",
+            "pooler_amortization",
+            "rate_reset_per_spike",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, not {getattr(self, name)!r}")
         for name in ("bitserial_attention_read_bits", "activation_bits", "threshold_bits"):
@@ -138,8 +142,9 @@ class RowSpec:
             raise ValueError(f"row {self.name!r} ({self.encoding}) needs T and a rate")
         if self.encoding == "bit-serial" and self.bit_events is None:
             raise ValueError(f"row {self.name!r} (bit-serial) needs bit_events")
-        if self.T is not None and (isinstance(self.T, bool) or not isinstance(self.T, int)
-                                   or self.T < 1):
+        if self.T is not None and (
+            isinstance(self.T, bool) or not isinstance(self.T, int) or self.T < 1
+        ):
             raise ValueError(f"T of row {self.name!r} must be a positive integer, not {self.T!r}")
 
 
@@ -318,16 +323,37 @@ class EnergyReport:
         """One line per row: Move, W-read, Compute, Total in mJ per block, and Rel."""
         out = io.StringIO()
         w = csv.writer(out, lineterminator="\n")
-        w.writerow(["row", "encoding", "T", "k", "rate_percent", "events_per_delivery",
-                    "move_mJ", "wread_mJ", "compute_mJ", "total_mJ", "rel_to_dense_qnn"])
+        w.writerow(
+            [
+                "row",
+                "encoding",
+                "T",
+                "k",
+                "rate_percent",
+                "events_per_delivery",
+                "move_mJ",
+                "wread_mJ",
+                "compute_mJ",
+                "total_mJ",
+                "rel_to_dense_qnn",
+            ]
+        )
         for r in self.rows:
-            w.writerow([
-                r.name, r.spec.encoding, _blank(r.spec.T), _blank(r.spec.k),
-                _blank(None if r.effective_rate is None else repr(r.effective_rate * 100)),
-                _blank(None if r.events_per_delivery is None else repr(r.events_per_delivery)),
-                repr(r.energy.move.mJ), repr(r.energy.wread.mJ), repr(r.energy.compute.mJ),
-                repr(r.energy.total.mJ), repr(r.rel),
-            ])
+            w.writerow(
+                [
+                    r.name,
+                    r.spec.encoding,
+                    _blank(r.spec.T),
+                    _blank(r.spec.k),
+                    _blank(None if r.effective_rate is None else repr(r.effective_rate * 100)),
+                    _blank(None if r.events_per_delivery is None else repr(r.events_per_delivery)),
+                    repr(r.energy.move.mJ),
+                    repr(r.energy.wread.mJ),
+                    repr(r.energy.compute.mJ),
+                    repr(r.energy.total.mJ),
+                    repr(r.rel),
+                ]
+            )
         return out.getvalue()
 
     def positions_csv(self) -> str:
@@ -337,8 +363,16 @@ class EnergyReport:
         w.writerow(["row", "position", "move_mJ", "wread_mJ", "compute_mJ", "total_mJ"])
         for r in self.rows:
             for p, b in r.positions.items():
-                w.writerow([r.name, p, repr(b.move.mJ), repr(b.wread.mJ), repr(b.compute.mJ),
-                            repr(b.total.mJ)])
+                w.writerow(
+                    [
+                        r.name,
+                        p,
+                        repr(b.move.mJ),
+                        repr(b.wread.mJ),
+                        repr(b.compute.mJ),
+                        repr(b.total.mJ),
+                    ]
+                )
         return out.getvalue()
 
     def table(self) -> str:
@@ -349,16 +383,23 @@ class EnergyReport:
             rate = "n/a" if r.effective_rate is None else f"{r.effective_rate * 100:.2f}%"
             if r.spec.encoding == "bit-serial":
                 rate = f"{r.events_per_delivery:.3g} bit/dlv"
-            lines.append([
-                r.name, "n/a" if r.spec.T is None else str(r.spec.T), rate,
-                *(format_sig(getattr(r.energy, c).mJ) for c in COMPONENTS),
-                format_sig(r.energy.total.mJ), f"{r.rel:.2f}x",
-            ])
+            lines.append(
+                [
+                    r.name,
+                    "n/a" if r.spec.T is None else str(r.spec.T),
+                    rate,
+                    *(format_sig(getattr(r.energy, c).mJ) for c in COMPONENTS),
+                    format_sig(r.energy.total.mJ),
+                    f"{r.rel:.2f}x",
+                ]
+            )
         widths = [max(len(x) for x in col) for col in zip(head, *lines, strict=True)]
-        fmt = "  ".join(["{:<%d}" % widths[0]] + ["{:>%d}" % w for w in widths[1:]])
-        title = (f"Energy per encoder block (mJ), {self.model.name}, B={self.model.batch}, "
-                 f"S={self.model.seq}; event cost "
-                 f"{format_sig(self.unit_costs['E_move_event'].quantity.pJ)} pJ")
+        fmt = "  ".join([f"{{:<{widths[0]}}}"] + [f"{{:>{w}}}" for w in widths[1:]])
+        title = (
+            f"Energy per encoder block (mJ), {self.model.name}, B={self.model.batch}, "
+            f"S={self.model.seq}; event cost "
+            f"{format_sig(self.unit_costs['E_move_event'].quantity.pJ)} pJ"
+        )
         rule = "-" * (sum(widths) + 2 * (len(widths) - 1))
         return "\n".join([title, fmt.format(*head), rule, *(fmt.format(*x) for x in lines)]) + "\n"
 
@@ -367,7 +408,9 @@ def _blank(x: object) -> object:
     return "" if x is None else x
 
 
-def _effective(spec: RowSpec, counts: Sequence[PositionCounts]) -> tuple[float | None, float | None]:
+def _effective(
+    spec: RowSpec, counts: Sequence[PositionCounts]
+) -> tuple[float | None, float | None]:
     total = sum(c.deliveries for c in counts)
     if spec.encoding in ("rate", "ttfs"):
         r = sum(spec.rate.at(c.position) * c.deliveries for c in counts) / total
@@ -424,14 +467,16 @@ def compute(
     results = []
     for spec, per_pos, totals in raw:
         rate, events = _effective(spec, counts)
-        results.append(RowResult(
-            spec=spec,
-            energy=Breakdown.of(totals),
-            positions={p: Breakdown.of(v) for p, v in per_pos.items()},
-            rel=sum(totals.values()) / dense_total,
-            effective_rate=rate,
-            events_per_delivery=events,
-        ))
+        results.append(
+            RowResult(
+                spec=spec,
+                energy=Breakdown.of(totals),
+                positions={p: Breakdown.of(v) for p, v in per_pos.items()},
+                rel=sum(totals.values()) / dense_total,
+                effective_rate=rate,
+                events_per_delivery=events,
+            )
+        )
     return EnergyReport(
         model=dims,
         rates=rates,

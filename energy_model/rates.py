@@ -67,9 +67,7 @@ def _check_fraction(value: object, label: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise TypeError(f"spike rate for {label} must be a number of percent, not {value!r}")
     if not 0 <= value <= 1:
-        raise ValueError(
-            f"spike rate for {label} must be in 0..100 %, not {value * 100:g} %"
-        )
+        raise ValueError(f"spike rate for {label} must be in 0..100 %, not {value * 100:g} %")
     return float(value)
 
 
@@ -152,8 +150,10 @@ class BitEvents:
 
     def __post_init__(self) -> None:
         def check(v: object, where: str) -> float:
-            if isinstance(v, bool) or not isinstance(v, int | float) or not (
-                math.isfinite(v) and v >= 0
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, int | float)
+                or not (math.isfinite(v) and v >= 0)
             ):
                 raise ValueError(f"bit-events per delivery{where} must be a number >= 0, not {v!r}")
             return float(v)
@@ -242,8 +242,7 @@ class Rates:
             T=16,
             ttfs=Rate.percent(table["TTFS"][task], src, "TTFS"),
             mttfs={
-                k: Rate.percent(table[f"M-TTFS k={k}"][task], src, f"M-TTFS k={k}")
-                for k in (0, 1)
+                k: Rate.percent(table[f"M-TTFS k={k}"][task], src, f"M-TTFS k={k}") for k in (0, 1)
             },
             bit_serial=bits,
             baselines=paper_baselines(),
@@ -300,7 +299,10 @@ class Rates:
             },
             bit_serial={
                 k: BitEvents(
-                    {p: bit_events_per_value(h, k, convention=convention) for p, h in hists.items()},
+                    {
+                        p: bit_events_per_value(h, k, convention=convention)
+                        for p, h in hists.items()
+                    },
                     label,
                 )
                 for k in ks
@@ -436,7 +438,11 @@ def load_stats(
                 )
             bits[int(m.group(1))] = BitEvents(value, source)
         return Rates(
-            T=T, ttfs=ttfs, mttfs=mttfs, bit_serial=bits, baselines=paper_baselines(),
+            T=T,
+            ttfs=ttfs,
+            mttfs=mttfs,
+            bit_serial=bits,
+            baselines=paper_baselines(),
             source=source,
         )
     raise ValueError(

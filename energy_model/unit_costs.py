@@ -139,9 +139,7 @@ class UnitCosts(Mapping[str, UnitCost]):
         return {key: cost.to_json() for key, cost in self._costs.items()}
 
 
-def parse_unit_costs(
-    data: object, *, origin: str, complete: bool = True
-) -> UnitCosts:
+def parse_unit_costs(data: object, *, origin: str, complete: bool = True) -> UnitCosts:
     """Check and convert the ``unit_costs_pJ`` section of a decoded JSON document.
 
     Parameters
@@ -177,8 +175,10 @@ def parse_unit_costs(
                 f"unit cost {key!r} in {origin} must be an object with 'value' and 'unit'"
             )
         value = entry["value"]
-        if isinstance(value, bool) or not isinstance(value, int | float) or not (
-            math.isfinite(value) and value >= 0
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not (math.isfinite(value) and value >= 0)
         ):
             raise ValueError(f"unit cost {key!r} in {origin} must be a number >= 0, not {value!r}")
         scale, got = parse_energy_unit(entry["unit"], f"{key!r} in {origin}")
@@ -252,8 +252,10 @@ def resolve_unit_costs(
     if synth is not None:
         table = table.overlay(load_unit_costs(synth, complete=False))
     if event_cost_pJ is not None:
-        if isinstance(event_cost_pJ, bool) or not isinstance(event_cost_pJ, int | float) or not (
-            math.isfinite(event_cost_pJ) and event_cost_pJ >= 0
+        if (
+            isinstance(event_cost_pJ, bool)
+            or not isinstance(event_cost_pJ, int | float)
+            or not (math.isfinite(event_cost_pJ) and event_cost_pJ >= 0)
         ):
             raise ValueError(f"event cost must be a number of pJ >= 0, not {event_cost_pJ!r}")
         table = table.with_value("E_move_event", event_cost_pJ * 1e-12, "command line --event-cost")
