@@ -136,9 +136,12 @@ class NeuronTile(wiring.Component):
         N, L, G, T = cfg.tile_neurons, cfg.lanes, cfg.groups, cfg.T
         tw, wb = cfg.time_width, cfg.weight_bits
 
-        m.submodules.weights = wsram = SRAM(depth=cfg.n_in, width=cfg.weight_row_width)
-        m.submodules.thresholds = tsram = SRAM(depth=cfg.theta_depth, width=cfg.theta_row_width)
-        m.submodules.init = isram = SRAM(depth=G, width=cfg.init_row_width)
+        macro = cfg.sram_macro
+        m.submodules.weights = wsram = SRAM(depth=cfg.n_in, width=cfg.weight_row_width,
+                                            macro=macro)
+        m.submodules.thresholds = tsram = SRAM(depth=cfg.theta_depth,
+                                               width=cfg.theta_row_width, macro=macro)
+        m.submodules.init = isram = SRAM(depth=G, width=cfg.init_row_width, macro=macro)
 
         # config registers: reset to the elaboration values, rewritable through `load`
         i_max_in = Signal(tw, init=cfg.i_max_in)

@@ -1,0 +1,72 @@
+"""``matterhorn generate``: Verilog of every top-level block plus manifest.json."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+HELP = "elaborate the Amaranth RTL to Verilog (one file per top-level block) + manifest.json"
+
+
+def _mesh(text: str) -> tuple[int, int]:
+    match = re.fullmatch(r"(\d+)x(\d+)", text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"mesh must be ROWSxCOLS such as 2x2, not {text!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--T", type=int, default=16, help="time steps 2**n, n in 1..6 [16]")
+    parser.add_argument("--k", type=int, default=1, help="dead-zone radius 0..T-1 [1]")
+    parser.add_argument("--family", choices=("sym", "asym"), default="sym",
+                        help="code family of the layer input [sym]")
+    parser.add_argument("--i-max", type=int, nargs="+", metavar=("IN", "OUT"), default=None,
+                        help="silent centres: one value for input and output, or IN OUT "
+                        "[c, code 0 silent]")
+    parser.add_argument("--weight-bits", type=int, default=1,
+                        help="1 (+-1 weights) or signed 2..8 [1]")
+    parser.add_argument("--n-in", type=int, default=16, help="input addresses of a tile [16]")
+    parser.add_argument("--tile-neurons", type=int, default=8, help="neurons per tile [8]")
+    parser.add_argument("--lanes", type=int, default=None,
+                        help="comparator lanes of the fire phase [tile neurons]")
+    parser.add_argument("--mesh", type=_mesh, default=(2, 2), metavar="RxC",
+                        help="mesh rows x cols [2x2]")
+    parser.add_argument("--sram-macro", action="store_true",
+                        help="emit mttfs_sram as a wrapper of a black-box macro")
+    parser.add_argument("--lint", action="store_true",
+                        help="run verilator --lint-only -Wall (with the listed waivers) after")
+    parser.add_argument("--out", required=True, help="output directory")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rtl_gen.generate import generate, lint
+    from rtl_gen.params import RTLConfig
+
+    i_max_in = i_max_out = None
+    if args.i_max is not None:
+        if len(args.i_max) > 2:
+            raise ValueError(f"--i-max takes one or two values (IN [OUT]), not {args.i_max}")
+        i_max_in, i_max_out = args.i_max[0], args.i_max[-1]
+    config = RTLConfig(
+        T=args.T, k=args.k, family=args.family, i_max_in=i_max_in, i_max_out=i_max_out,
+        weight_bits=args.weight_bits, n_in=args.n_in, tile_neurons=args.tile_neurons,
+        lanes=args.lanes, mesh_rows=args.mesh[0], mesh_cols=args.mesh[1],
+        sram_macro=args.sram_macro,
+    )
+    manifest = generate(config, args.out)
+    derived = manifest["derived"]
+    for name, entry in manifest["modules"].items():
+        if "skipped" in entry:
+            print(f"{name}: skipped ({entry['skipped']})")
+        else:
+            print(f"{name}: {args.out}/{entry['file']} sha256 {entry['sha256'][:16]}")
+    print(f"accumulator: {derived['acc_width']} bits, |V| <= {derived['acc_bound']} "
+          f"({derived['acc_bound_formula'].split(' (')[0]})")
+    if args.lint:
+        try:
+            lint(args.out, manifest)
+        except RuntimeError as exc:
+            print(f"matterhorn generate: {exc}")
+            return 1
+        print("verilator lint: clean (waivers listed in manifest.json)")
+    return 0

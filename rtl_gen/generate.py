@@ -1,0 +1,460 @@
+"""Elaborate the top-level blocks to Verilog and describe them in ``manifest.json``.
+
+One Verilog file per top-level module (``mttfs_encoder``, ``mttfs_sram``, ``mttfs_tile``,
+``mttfs_router``, ``mttfs_system``), converted with ``emit_src=False`` so the text carries no
+paths, and a manifest that lists every port, every stream payload field with its offset, the
+derived widths with the accumulator bound, the counters, the SRAM image layout, the load
+protocol and the sha256 of each file (docs/rtl_interfaces.md, docs/cmd_generate.md).
+
+Everything is elaborated in memory first and written to a temporary directory next to the
+output; only then are the files moved into place, so a failed elaboration leaves no partial
+output and files of other tools in the output directory are never touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import amaranth
+from amaranth.back import verilog
+from amaranth.hdl import Shape
+from amaranth.lib import data, stream, wiring
+
+from rtl_gen.encoder import Encoder
+from rtl_gen.params import RTLConfig
+from rtl_gen.sram import MACRO_NAME, SRAM
+from rtl_gen.tile import TARGETS, NeuronTile
+
+__all__ = [
+    "LINT_FLAGS",
+    "LINT_WAIVERS",
+    "MACRO_MODEL",
+    "MANIFEST",
+    "MODULES",
+    "SCHEMA",
+    "build_manifest",
+    "elaborate",
+    "generate",
+    "lint",
+    "port_list",
+]
+
+SCHEMA = "matterhorn-rtl-manifest/1"
+MANIFEST = "manifest.json"
+#: Top-level modules in the order they are generated.
+MODULES = ("mttfs_encoder", "mttfs_sram", "mttfs_tile", "mttfs_router", "mttfs_system")
+#: Blocks built by another part of ``rtl_gen``: module name -> (python module, factory).
+EXTERNAL = {
+    "mttfs_router": ("rtl_gen.router", "router_from_config"),
+    "mttfs_system": ("rtl_gen.system", "system_from_config"),
+}
+
+#: Verilator ``-Wall`` warnings waived for the generated files, with the reason. Every one is
+#: a property of how Amaranth's Verilog backend writes code, not of the design; the function
+#: is fixed by Amaranth's IR, which the simulator tests check against the golden model.
+LINT_WAIVERS = (
+    {
+        "warning": "WIDTHEXPAND",
+        "reason": "Amaranth writes operands at their own widths and relies on Verilog's "
+        "context-determined extension (sign-extension for signed operands); the IR widths are "
+        "exact and the accumulator width is derived so nothing can overflow.",
+    },
+    {
+        "warning": "WIDTHTRUNC",
+        "reason": "Amaranth writes boolean tests of multi-bit values as '!x' / 'x ? :' and "
+        "assigns wider intermediates to narrower targets where the IR truncates on purpose "
+        "(e.g. event address from lane index).",
+    },
+    {
+        "warning": "CASEINCOMPLETE",
+        "reason": "Amaranth emits casez statements without a default arm after assigning "
+        "every target its default value first, so no latch or unassigned path exists.",
+    },
+    {
+        "warning": "PROCASSINIT",
+        "reason": "Amaranth declares registers with their reset value as an initial value "
+        "(simulation power-up) and assigns them in always blocks; the synchronous reset "
+        "loads the same value.",
+    },
+    {
+        "warning": "UNUSEDSIGNAL",
+        "reason": "Amaranth keeps every declared signal, including unused stream payload "
+        "bits (e.g. addr/tau of a marker beat) and internal aliases; synthesis removes them.",
+    },
+    {
+        "warning": "DECLFILENAME",
+        "reason": "Amaranth names submodules '<top>.<sub>' in the same file as the top "
+        "module; the file is named after the top module.",
+    },
+    {
+        "warning": "ALWNEVER",
+        "reason": "Amaranth writes a signal driven by a constant as an 'always @*' block "
+        "that reads nothing; it holds its initial value, which is the constant.",
+    },
+    {
+        "warning": "CMPCONST",
+        "reason": "Amaranth does not fold comparisons against elaboration constants (e.g. a "
+        "1-bit mesh coordinate compared with the router's fixed position); synthesis does.",
+    },
+    {
+        "warning": "UNSIGNED",
+        "reason": "same as CMPCONST for 'x < 0' on unsigned values, which Amaranth emits for "
+        "a position 0 or a lower bound of 0.",
+    },
+    {
+        "warning": "ASCRANGE",
+        "reason": "a one-row memory (e.g. the init SRAM with a single comparator group) has "
+        "a zero-width address, which Amaranth writes as an unused [-1:0] range.",
+    },
+)
+
+#: Verilator flags of the lint check: all warnings on, the waivers above off.
+LINT_FLAGS = ("--lint-only", "-Wall", *(f"-Wno-{w['warning']}" for w in LINT_WAIVERS))
+
+#: Behavioural stand-in for the memory compiler's macro (written only with ``sram_macro``).
+MACRO_MODEL = f"""// Behavioural stand-in for the SRAM macro instantiated with sram_macro.
+// Replace this file with the memory compiler's model; the ports and timing are the same:
+// synchronous single port, RDATA shows mem[ADDR] after the edge where REN is high.
+module {MACRO_NAME} #(
+    parameter DEPTH = 1,
+    parameter WIDTH = 1,
+    parameter ADDR_WIDTH = 1
+) (
+    input wire CLK,
+    input wire [ADDR_WIDTH-1:0] ADDR,
+    input wire REN,
+    output reg [WIDTH-1:0] RDATA,
+    input wire WEN,
+    input wire [WIDTH-1:0] WDATA
+);
+    reg [WIDTH-1:0] mem [0:DEPTH-1];
+    always @(posedge CLK) begin
+        if (WEN) mem[ADDR] <= WDATA;
+        if (REN) RDATA <= mem[ADDR];
+    end
+endmodule
+"""
+
+
+def module_waivers(name: str) -> tuple[dict[str, str], ...]:
+    """Extra lint waivers a block built elsewhere declares (``LINT_WAIVERS`` of its module)."""
+    if name not in EXTERNAL:
+        return ()
+    try:
+        module = importlib.import_module(EXTERNAL[name][0])
+    except ModuleNotFoundError:
+        return ()
+    return tuple(getattr(module, "LINT_WAIVERS", ()))
+
+
+def _external(name: str, config: RTLConfig):
+    """The component of a block built elsewhere in ``rtl_gen``, or the reason it is absent."""
+    module_name, factory = EXTERNAL[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:
+            raise
+        return f"{module_name.replace('.', '/')}.py is not present in this tree"
+    return getattr(module, factory)(config)
+
+
+def components(config: RTLConfig) -> dict[str, object]:
+    """Module name -> component to elaborate, or a string saying why the block is skipped."""
+    if not isinstance(config, RTLConfig):
+        raise TypeError(f"config must be an RTLConfig, not {config!r}")
+    return {
+        "mttfs_encoder": Encoder(config),
+        "mttfs_sram": SRAM(depth=config.n_in, width=config.weight_row_width,
+                           macro=config.sram_macro),
+        "mttfs_tile": NeuronTile(config),
+        "mttfs_router": _external("mttfs_router", config),
+        "mttfs_system": _external("mttfs_system", config),
+    }
+
+
+def _width(shape) -> int:
+    return Shape.cast(shape).width
+
+
+def port_list(component: wiring.Component) -> list[dict[str, object]]:
+    """Verilog ports of ``component``: ``clk``, ``rst``, then its signature members in order."""
+    ports = [
+        {"name": "clk", "dir": "in", "width": 1},
+        {"name": "rst", "dir": "in", "width": 1},
+    ]
+    for path, member in component.signature.members.flatten():
+        if not member.is_port:
+            continue
+        ports.append({
+            "name": "__".join(str(p) for p in path),
+            "dir": "in" if member.flow == wiring.In else "out",
+            "width": _width(member.shape),
+        })
+    return ports
+
+
+def _fields(shape) -> list[dict[str, object]]:
+    if not isinstance(shape, data.StructLayout):
+        s = Shape.cast(shape)
+        return [{"name": "", "offset": 0, "width": s.width, "signed": s.signed}]
+    fields = []
+    for name, field in shape:
+        s = Shape.cast(field.shape)
+        entry = {"name": name, "offset": field.offset, "width": field.width,
+                 "signed": s.signed}
+        if isinstance(field.shape, data.StructLayout):
+            entry["fields"] = _fields(field.shape)
+        fields.append(entry)
+    return fields
+
+
+def stream_ports(component: wiring.Component) -> dict[str, dict[str, object]]:
+    """Every stream interface of ``component``: direction, payload width and fields."""
+    found = {}
+
+    def walk(members, prefix, flipped):
+        for name, member in members.items():
+            if not member.is_signature:
+                continue
+            sig = member.signature
+            flow_in = (member.flow == wiring.In) != flipped
+            plain = sig.flip() if isinstance(sig, wiring.FlippedSignature) else sig
+            path = (*prefix, str(name))
+            if isinstance(plain, stream.Signature):
+                payload = plain.members["payload"].shape
+                found["__".join(path)] = {
+                    "direction": "in" if flow_in else "out",
+                    "payload_width": _width(payload),
+                    "fields": _fields(payload),
+                }
+            else:
+                walk(sig.members, path, not flow_in if member.flow == wiring.In else flipped)
+
+    walk(component.signature.members, (), False)
+    return found
+
+
+def _sram_images(config: RTLConfig) -> dict[str, object]:
+    N, L, G = config.tile_neurons, config.lanes, config.groups
+    return {
+        "weights": {
+            "target": TARGETS["weights"], "depth": config.n_in,
+            "width": config.weight_row_width, "addr": "input address i (0..n_in-1)",
+            "word": f"neuron j at bits [j*{config.weight_bits}, (j+1)*{config.weight_bits}); "
+            + ("1 = +1, 0 = -1" if config.weight_bits == 1 else "two's complement"),
+            "element_width": config.weight_bits, "elements": N,
+        },
+        "thresholds": {
+            "target": TARGETS["thresholds"], "depth": config.theta_depth,
+            "width": config.theta_row_width, "addr": f"t*{G} + g (t in 0..T-2, g in 0..{G - 1})",
+            "word": f"lane l = neuron g*{L}+l at bits [l*{config.theta_width}, "
+            f"(l+1)*{config.theta_width}), two's complement, clamped to "
+            f"[-acc_bound, acc_bound+1]; lanes past N-1 are 0",
+            "element_width": config.theta_width, "elements": L,
+        },
+        "init": {
+            "target": TARGETS["init"], "depth": G, "width": config.init_row_width,
+            "addr": f"group g (0..{G - 1})",
+            "word": f"lane l = folded init B[g*{L}+l] at bits [l*{config.acc_width}, "
+            f"(l+1)*{config.acc_width}), two's complement, |B| <= init_bound",
+            "element_width": config.acc_width, "elements": L,
+        },
+        "config": {
+            "target": TARGETS["config"], "depth": 1, "width": config.config_width,
+            "addr": "ignored",
+            "word": f"i_max_in at [0, {config.time_width}), i_max_out at "
+            f"[{config.time_width}, {2 * config.time_width}), k at "
+            f"[{2 * config.time_width}, {3 * config.time_width})",
+            "element_width": config.time_width, "elements": 3,
+            "reset": {"i_max_in": config.i_max_in, "i_max_out": config.i_max_out,
+                      "k": config.k},
+        },
+    }
+
+
+def _protocols(config: RTLConfig) -> tuple[dict[str, object], dict[str, object]]:
+    load = {
+        "port": "load",
+        "targets": dict(TARGETS),
+        "beat": "one row per accepted beat (target, addr, data); data in the LSBs",
+        "accepted": "only while busy = 0 (idle); SRAM contents survive rst, config "
+        "registers reset to the parameters",
+        "packer": "rtl_gen.tile.load_beats(config, golden_models.IntegerLayer)",
+    }
+    window = {
+        "input": "i: events {addr, tau, last=0}, then one marker beat {last=1} (no event)",
+        "start": "i.valid while idle (and no load beat offered) starts a window: counters "
+        f"clear, {config.groups} init rows load the membranes ({config.groups + 1} clocks, "
+        "i.ready low)",
+        "integrate": "i.ready high every clock; V[j] += W[addr][j] * (i_max_in - tau)",
+        "fire": "t = 0..T-1 outer, group g inner, one (t, g) per clock; V >= theta[j][t] "
+        "fires (t <= T-2), t = T-1 fires the rest; |t - i_max_out| > k are emitted on o, "
+        "the others counted as suppressed; several firings of one (t, g) or o.ready low "
+        "stall the walk",
+        "output": "o: events {addr, t, last=0} in time order, ascending addr within a step, "
+        "then one marker beat {addr=0, t=0, last=1}",
+        "end": "busy falls when the output marker is taken; cnt_* hold until the next "
+        "window starts",
+        "reset": "rst returns to idle; membranes are re-initialised by the next window",
+    }
+    return load, window
+
+
+def build_manifest(config: RTLConfig, comps: dict[str, object],
+                   texts: dict[str, str]) -> dict[str, object]:
+    """The manifest of ``config``, its components and their Verilog texts."""
+    load, window = _protocols(config)
+    modules: dict[str, object] = {}
+    for name, comp in comps.items():
+        if isinstance(comp, str):
+            modules[name] = {"skipped": comp}
+            continue
+        entry = {
+            "file": f"{name}.v",
+            "sha256": hashlib.sha256(texts[name].encode()).hexdigest(),
+            "ports": port_list(comp),
+            "streams": stream_ports(comp),
+        }
+        if isinstance(comp, NeuronTile):
+            entry["counters"] = [
+                {"name": n, "port": f"cnt_{n}", "width": w}
+                for n, w in config.tile_counters.items()
+            ]
+        elif isinstance(comp, Encoder):
+            entry["counters"] = [
+                {"name": n, "port": f"cnt_{n}", "width": w}
+                for n, w in config.encoder_counters.items()
+            ]
+        elif isinstance(comp, SRAM):
+            entry["sram"] = {"depth": comp.depth, "width": comp.width, "macro": comp.macro,
+                             "reads_port": "reads"}
+        extra = module_waivers(name)
+        if extra:
+            entry["lint_waivers"] = list(extra)
+        modules[name] = entry
+    manifest = {
+        "schema": SCHEMA,
+        "generator": {"amaranth": amaranth.__version__, "emit_src": False},
+        "parameters": config.as_dict(),
+        "derived": config.derived(),
+        "counters": [
+            {"name": n, "port": f"cnt_{n}", "width": w} for n, w in config.tile_counters.items()
+        ],
+        "sram_images": _sram_images(config),
+        "load_protocol": load,
+        "window_protocol": window,
+        "modules": modules,
+        "lint": {
+            "tool": "verilator",
+            "flags": list(LINT_FLAGS),
+            "waivers": list(LINT_WAIVERS),
+        },
+    }
+    if config.sram_macro:
+        manifest["sram_macro_model"] = {
+            "file": f"{MACRO_NAME}.v",
+            "sha256": hashlib.sha256(MACRO_MODEL.encode()).hexdigest(),
+            "note": "behavioural stand-in; replace with the memory compiler's model",
+        }
+    return manifest
+
+
+def elaborate(config: RTLConfig) -> tuple[dict[str, str], dict[str, object]]:
+    """Verilog text of every top-level module, and the manifest (nothing is written)."""
+    comps = components(config)
+    texts = {}
+    for name, comp in comps.items():
+        if isinstance(comp, str):
+            continue
+        texts[name] = verilog.convert(comp, name=name, emit_src=False)
+    return texts, build_manifest(config, comps, texts)
+
+
+def generate(config: RTLConfig, out_dir: str | os.PathLike) -> dict[str, object]:
+    """Write ``<module>.v`` for each top-level block and ``manifest.json`` into ``out_dir``.
+
+    Parameters
+    ----------
+    config : RTLConfig
+    out_dir : path
+        Created if missing. Only the generator's own files are replaced (and its own files
+        of blocks no longer generated removed); other files stay.
+
+    Returns
+    -------
+    dict
+        The manifest.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad arguments, before anything is written.
+    """
+    if not isinstance(config, RTLConfig):
+        raise TypeError(f"config must be an RTLConfig, not {config!r}")
+    if not isinstance(out_dir, (str, os.PathLike)):
+        raise TypeError(f"out_dir must be a path, not {out_dir!r}")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"out_dir {str(out)!r} exists and is not a directory")
+    texts, manifest = elaborate(config)
+    files = {f"{name}.v": text for name, text in texts.items()}
+    if config.sram_macro:
+        files[f"{MACRO_NAME}.v"] = MACRO_MODEL
+    files[MANIFEST] = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
+    own = {f"{name}.v" for name in MODULES} | {f"{MACRO_NAME}.v", MANIFEST}
+
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".rtl_gen-", dir=out))
+    try:
+        for fname, text in files.items():
+            (tmp / fname).write_text(text, encoding="utf-8", newline="\n")
+        for fname in sorted(own - set(files)):
+            stale = out / fname
+            if stale.is_file():
+                stale.unlink()
+        # the manifest goes last: its presence says the Verilog next to it is complete
+        for fname in sorted(files, key=lambda f: f == MANIFEST):
+            os.replace(tmp / fname, out / fname)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return manifest
+
+
+def lint(out_dir: str | os.PathLike, manifest: dict[str, object] | None = None) -> dict[str, str]:
+    """Run Verilator's lint (:data:`LINT_FLAGS`) on every generated module in ``out_dir``.
+
+    Returns module name -> Verilator's output; raises :class:`RuntimeError` naming the module
+    and showing the output when one fails, and
+    :class:`matterhorn.toolchain.ToolNotFoundError` when Verilator is missing.
+    """
+    from matterhorn.toolchain import require
+
+    out = Path(out_dir)
+    if manifest is None:
+        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    exe = require("verilator")
+    extra = []
+    if "sram_macro_model" in manifest:
+        extra.append(str(out / manifest["sram_macro_model"]["file"]))
+    report = {}
+    for name, entry in manifest["modules"].items():
+        if "skipped" in entry:
+            continue
+        flags = [*LINT_FLAGS, *(f"-Wno-{w['warning']}" for w in entry.get("lint_waivers", ()))]
+        cmd = [exe, *flags, "--top-module", name, str(out / entry["file"]), *extra]
+        proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              check=False)
+        text = (proc.stdout + proc.stderr).strip()
+        if proc.returncode != 0:
+            raise RuntimeError(f"verilator lint of {name} failed:\n{text}")
+        report[name] = text
+    return report
