@@ -197,8 +197,17 @@ def random_layer(
     alpha = 1.0
     scale = torch.tensor([rng.uniform(0.6, 1.6) for _ in range(geo.neurons)], dtype=torch.float64)
     scale = scale * (geo.T / 4.0) / std
+    # outputs peak at the produced position's silent code (as calibrated I_max would make
+    # them) for about half of the neurons; the others spread over every level
+    mu_out = out_mask.mu
     target = torch.tensor(
-        [rng.uniform(space.q_min, space.q_max) for _ in range(geo.neurons)], dtype=torch.float64
+        [
+            rng.uniform(mu_out - k - 0.5, mu_out + k + 0.5)
+            if rng.random() < 0.5
+            else rng.uniform(space.q_min, space.q_max)
+            for _ in range(geo.neurons)
+        ],
+        dtype=torch.float64,
     )
     bias = target - scale * mean
     theta = threshold_table(
@@ -232,18 +241,24 @@ def tile_blocks(
 ) -> list[dict]:
     """Stimulus for a tile run: ``blocks`` layers (one load each), ``windows`` windows each.
 
-    Each block has its own ``k`` (cycled through ``ks``), ``I_max`` in and out (spread over the
-    window so every time is masked in some block) and activation distribution.
+    Each block has its own ``k`` (cycled through ``ks``), ``I_max`` in and out (the output
+    centres sweep the window so every time is masked in some block; ``blocks`` is raised to
+    what that takes) and activation distribution.
     """
     rng = random.Random(f"tile:{seed}")
     T = geo.T
-    # spread the silent centres: a shuffled sweep over 0..T-1
-    centres = list(range(T))
-    rng.shuffle(centres)
+    # silent centres: sweep the window so every time is masked in some block, then random
+    uncovered = set(range(T))
     out = []
-    for b in range(blocks):
+    b = 0
+    while b < blocks or uncovered:
         k = ks[b % len(ks)]
-        i_max_out = centres[b % T]
+        b += 1
+        if uncovered:
+            i_max_out = min(min(uncovered) + k, T - 1)
+            uncovered -= {t for t in range(T) if abs(t - i_max_out) <= k}
+        else:
+            i_max_out = rng.randrange(T)
         i_max_in = rng.randrange(T)
         dist = DISTRIBUTIONS[b % len(DISTRIBUTIONS)]
         layer = random_layer(rng, geo, i_max_in=i_max_in, i_max_out=i_max_out, k=k, dist=dist)

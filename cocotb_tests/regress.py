@@ -174,22 +174,22 @@ def _tile_config(job: Job, manifest: Mapping) -> dict:
         geo, job.seed, blocks=int(stim.get("blocks", 6)), windows=int(stim.get("windows", 8)), ks=ks
     )
     rng = random.Random(f"reset:{job.seed}")
-    reset = None
+    resets = []
     if stim.get("reset", True):
-        b = rng.randrange(len(blocks))
-        reset = [b, rng.randrange(len(blocks[b]["windows"])), rng.choice(("integrate", "fire"))]
-        if "reset_phase" in stim:
-            reset[2] = stim["reset_phase"]
+        # one reset during integrate and one during fire, in distinct windows
+        spots = [(b, w) for b, blk in enumerate(blocks) for w in range(len(blk["windows"]))]
+        for phase, (b, w) in zip(("integrate", "fire"), rng.sample(spots, 2), strict=True):
+            resets.append([b, w, phase])
     return {
         "seed": job.seed,
         "T": geo.T,
         "module": module_entry(manifest, "mttfs_tile"),
-        "counters": manifest["counters"],
+        "counters": module_entry(manifest, "mttfs_tile")["counters"],
         "geometry": {"T": geo.T, "n_in": geo.n_in, "neurons": geo.neurons, "groups": geo.groups},
         "p_idle": float(stim.get("p_idle", 0.25)),
         "p_stall": float(stim.get("p_stall", 0.35)),
         "blocks": blocks,
-        "reset": reset,
+        "resets": resets,
         "corrupt": stim.get("corrupt"),
     }
 

@@ -171,7 +171,12 @@ class TileBench:
             await cycles(self.dut, rng.randrange(1, max(2, len(win["in"]))))
         else:
             await wait_until(self.dut, lambda: self.inp.idle, timeout, "marker accepted")
-            await cycles(self.dut, rng.randrange(1, self.T + 2))
+            # the fire walk takes at least T clocks after the marker
+            await cycles(self.dut, rng.randrange(0, self.T // 2 + 1))
+        await ReadOnly()
+        if not int(self.dut.busy.value):
+            raise AssertionError(f"bench error: the {phase} reset came after the window ended")
+        await RisingEdge(self.dut.clk)
         self.dut.rst.value = 1
         self.inp.clear()
         await cycles(self.dut, 2)
@@ -198,7 +203,7 @@ async def test_tile(dut):
     await tb.start()
     rng = make_rng(tb.seed, "bench")
     blocks = cfg["blocks"]
-    reset_at = cfg.get("reset")  # [block, window, phase] or None
+    resets = {(b, w): phase for b, w, phase in cfg.get("resets", [])}
     corrupt = cfg.get("corrupt")
     p = max(float(cfg["p_idle"]), float(cfg["p_stall"]))
     slack = 1.0 / max(0.05, 1.0 - p)
@@ -209,9 +214,9 @@ async def test_tile(dut):
         await tb.load_block(block["load"], int(slack * 4 * len(block["load"])) + 50)
         mask = (block["i_max_out"], block["k"])
         for w, win in enumerate(block["windows"]):
-            if reset_at is not None and reset_at[:2] == [b, w]:
+            if (b, w) in resets:
                 await tb.drain(per_window * (len(block["windows"]) + 1))
-                await tb.reset_window(win, reset_at[2], rng, per_window)
+                await tb.reset_window(win, resets[(b, w)], rng, per_window)
                 # config registers reset to their generated values; SRAM rows survive
                 await tb.load_block([block["load"][-1]], 200)
             tb.queue_window(win, corrupt if (b, w) == (0, 0) else None)
