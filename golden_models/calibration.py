@@ -62,10 +62,11 @@ def event_histogram(
         shifted = part - space.q_min if space.q_min else part
         lo, hi = torch.aminmax(shifted)
         if int(lo) < 0 or int(hi) >= space.T:
-            bad = int(lo) if int(lo) < 0 else int(hi)
+            # error path only: re-read the offending code without int8 wrap-around
+            wide = part.to(torch.int64)
+            bad = wide[(wide < space.q_min) | (wide > space.q_max)][0]
             raise ValueError(
-                f"q holds {bad + space.q_min}, outside the levels "
-                f"{space.q_min}..{space.q_max} of {space}"
+                f"q holds {int(bad)}, outside the levels {space.q_min}..{space.q_max} of {space}"
             )
         counts += torch.bincount(shifted, minlength=space.T).flip(0)
     return counts
