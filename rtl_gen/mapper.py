@@ -40,6 +40,7 @@ __all__ = [
     "config_for_chain",
     "map_chain",
     "system_reference",
+    "system_widths",
 ]
 
 #: Load targets of the system's ``load`` stream: the tile's four, then the system's own.
@@ -151,15 +152,15 @@ class SystemMap:
         from rtl_gen.tile import load_beats as tile_load_beats
 
         cfg = self.config
-        cw = _coord_widths(cfg)
+        sw = system_widths(cfg)
         beats = []
         for t in self.tiles:
             for target, addr, data in tile_load_beats(cfg, t.tile_layer):
                 beats.append((t.node, target, addr, data))
             for e, (_node, x, y) in enumerate(t.dests):
-                word = x | y << cw[0] | t.dest_offset << (cw[0] + cw[1])
+                word = x | y << sw["dst_x"] | t.dest_offset << (sw["dst_x"] + sw["dst_y"])
                 beats.append((t.node, SYSTEM_TARGETS["route"], e, word))
-        lw, dw, _ = _node_widths(cfg)
+        lw, dw = sw["layer"], sw["n_dst"]
         for node in range(self.nodes):
             t = self.tile_at(node)
             if t is None:
@@ -173,15 +174,26 @@ class SystemMap:
         return beats
 
 
-def _coord_widths(cfg: RTLConfig) -> tuple[int, int]:
-    return max((cfg.mesh_cols - 1).bit_length(), 1), max((cfg.mesh_rows - 1).bit_length(), 1)
+def system_widths(config: RTLConfig) -> dict[str, int]:
+    """Field widths of the system's route-table entries, node configuration and output.
+
+    ``P = mesh_rows * mesh_cols`` nodes; a chain has at most ``P`` layers and a tile at most
+    ``P`` destinations.
+    """
+    nodes = config.mesh_rows * config.mesh_cols
+    return {
+        "node": _index_width(nodes),
+        "dst_x": _index_width(config.mesh_cols),
+        "dst_y": _index_width(config.mesh_rows),
+        "offset": config.in_addr_width,
+        "layer": _index_width(nodes),
+        "n_dst": max(nodes.bit_length(), 1),
+        "out_addr": _index_width(nodes * config.tile_neurons),
+    }
 
 
-def _node_widths(cfg: RTLConfig) -> tuple[int, int, int]:
-    """Widths of the node-config fields ``layer``, ``n_dst``, ``out_offset``."""
-    nodes = cfg.mesh_rows * cfg.mesh_cols
-    return (max((nodes - 1).bit_length(), 1), max(nodes.bit_length(), 1),
-            max((nodes * cfg.tile_neurons - 1).bit_length(), 1))
+def _index_width(n: int) -> int:
+    return max((n - 1).bit_length(), 1)
 
 
 def config_for_chain(layers, *, tile_neurons: int, mesh_rows: int, mesh_cols: int,

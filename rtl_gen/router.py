@@ -37,6 +37,7 @@ __all__ = [
     "coord_width",
     "flit_layout",
     "hop_width",
+    "router_from_config",
     "xy_route",
 ]
 
@@ -348,15 +349,13 @@ class Mesh(wiring.Component):
 def router_from_config(config) -> Router:
     """The stand-alone ``mttfs_router`` of an :class:`rtl_gen.params.RTLConfig`.
 
-    Its position is an input port (one module for every node); the flit widths follow the
-    config's mesh size, the address width of the widest layer input and ``T``.
+    Its position is an input port (one module for every node); the flit widths are those of
+    the system's mesh: ``mesh_rows x mesh_cols``, ``addr`` = ``config.in_addr_width`` (a tile
+    input address), ``t`` = ``config.time_width``.
     """
-    rows, cols = int(config.mesh_rows), int(config.mesh_cols)
-    return Router(rows, cols, addr_width=flit_addr_width(config),
-                  time_width=max((int(config.T) - 1).bit_length(), 1))
+    from rtl_gen.params import RTLConfig
 
-
-def flit_addr_width(config) -> int:
-    """Bits of a flit's address: enough for every input row of a tile (``n_in``)."""
-    return max((int(config.n_in) - 1).bit_length(), 1)
-
+    if not isinstance(config, RTLConfig):
+        raise TypeError(f"config must be an RTLConfig, not {config!r}")
+    return Router(config.mesh_rows, config.mesh_cols, addr_width=config.in_addr_width,
+                  time_width=config.time_width)

@@ -1,0 +1,136 @@
+# amaranth: UnusedElaboratable=no
+"""Amaranth-simulator tests of the system: encoder + tile mesh + sequencer (rtl_gen/system.py).
+
+Every inference is compared with :func:`rtl_gen.mapper.system_reference`: the system output
+events (order included), every tile's counters, the encoder counters, the number of flits and
+the sum of their hop counts.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from golden_models.qnn import random_qnn
+from rtl_gen.mapper import config_for_chain, map_chain, system_reference
+from rtl_gen.params import RTLConfig
+from rtl_gen.system import System, simulate_system, system_from_config, system_load_layout
+
+
+def check_system(widths, *, T, k, N, mesh, weight_bits=1, families=None, lanes=None,
+                 batch=4, seed=0, o_ready=0.6, distribution="uniform"):
+    qnn = random_qnn(widths, T=T, k=k, weight_bits=weight_bits, seed=seed,
+                     distribution=distribution, families=families)
+    layers = qnn.integer_layers()
+    cfg = config_for_chain(layers, tile_neurons=N, mesh_rows=mesh[0], mesh_cols=mesh[1],
+                           lanes=lanes)
+    smap = map_chain(cfg, layers)
+    inputs = qnn.random_input(batch, seed=seed + 1)
+    results = simulate_system(smap, inputs, o_ready=o_ready, seed=seed)
+    total_events = 0
+    for b, (q, res) in enumerate(zip(inputs, results, strict=True)):
+        ref = system_reference(smap, q)
+        want = list(zip(ref.out_index.tolist(), ref.out_time.tolist(), strict=True))
+        assert res.events == want, f"inference {b}: output events differ"
+        for node, counters in ref.tile_counters.items():
+            assert res.tile_counters[node] == counters.as_dict(), f"inference {b}, node {node}"
+        assert res.encoder["events_out"] == ref.encoder_events
+        assert res.encoder["events_suppressed"] == layers[0].n_in - ref.encoder_events + (
+            cfg.n_in - layers[0].n_in)
+        assert (res.flits, res.hops) == (len(ref.flits), ref.total_hops), f"inference {b}"
+        total_events += sum(len(e) for e in ref.tile_events.values())
+    return smap, results, total_events
+
+
+@pytest.mark.parametrize(
+    ("T", "k", "weight_bits", "families"),
+    [(8, 1, 1, None), (4, 0, 2, ("asym", "sym", "asym", "sym")), (16, 1, 1, None)],
+)
+def test_three_layers_on_2x2(T, k, weight_bits, families):
+    # layer 0: two tiles, layer 1: one tile, layer 2: one tile
+    smap, _, events = check_system((8, 8, 4, 4), T=T, k=k, N=4, mesh=(2, 2),
+                                   weight_bits=weight_bits, families=families)
+    assert [t.node for t in smap.tiles] == [0, 1, 2, 3]
+    assert events > 0
+
+
+def test_split_final_layer_fanout_padding_and_idle_node():
+    # N = 3 on 2x3: layer 0 one tile feeding two layer-1 tiles, layer 1 padded (5 = 3 + 2),
+    # final layer split over two tiles (the output merge), one node left idle
+    smap, _, _ = check_system((6, 3, 5, 4), T=8, k=1, N=3, mesh=(2, 3), batch=5, seed=3)
+    assert [len(t.dests) for t in smap.tiles] == [2, 2, 2, 0, 0]
+    assert [t.n_live for t in smap.tiles] == [3, 3, 2, 3, 1]
+    assert smap.tile_at(5) is None
+
+
+def test_lane_groups_and_multibit_weights():
+    check_system((6, 4, 4, 4), T=4, k=1, N=4, lanes=3, mesh=(2, 2), weight_bits=3, seed=5)
+
+
+def test_everything_silent_gives_empty_windows():
+    # k = T-1: every event is in the dead zone; every window is a lone marker
+    _, results, events = check_system((4, 2, 2, 2), T=4, k=3, N=2, mesh=(1, 3), batch=2)
+    assert events == 0
+    assert all(r.events == [] and r.flits == 0 for r in results)
+
+
+def test_single_layer_on_one_node():
+    check_system((5, 3), T=8, k=0, N=3, mesh=(1, 1), batch=3, o_ready=1.0)
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_ports_and_load_layout():
+    cfg = RTLConfig(T=8, k=1, n_in=8, tile_neurons=4, mesh_rows=2, mesh_cols=2)
+    dut = system_from_config(cfg)
+    assert isinstance(dut, System)
+    members = list(dut.signature.members)
+    assert members[:4] == ["load", "i", "o", "busy"]
+    assert members[4:] == [f"cnt_{n}" for n in cfg.tile_counters] + [
+        "cnt_enc_events_out", "cnt_enc_events_suppressed", "cnt_flits", "cnt_hops"]
+    fields = [(name, f.width) for name, f in system_load_layout(cfg)]
+    assert fields == [("node", 2), ("target", 3), ("addr", cfg.load_addr_width),
+                      ("data", cfg.load_data_width)]
+
+
+def test_rejects_non_config():
+    with pytest.raises(TypeError) as info:
+        System({"T": 8})
+    assert str(info.value) == "config must be an RTLConfig, not {'T': 8}"
+
+
+def test_loads_refused_while_busy():
+    from amaranth.sim import Simulator
+
+    qnn = random_qnn((4, 2, 2), T=4, k=0, seed=2, distribution="uniform")
+    layers = qnn.integer_layers()
+    cfg = config_for_chain(layers, tile_neurons=2, mesh_rows=1, mesh_cols=2)
+    smap = map_chain(cfg, layers)
+    dut = System(cfg)
+    seen = []
+
+    async def bench(ctx):
+        for node, target, addr, word in smap.load_beats():
+            ctx.set(dut.load.valid, 1)
+            ctx.set(dut.load.payload, {"node": node, "target": target, "addr": addr,
+                                       "data": word})
+            await ctx.tick().until(dut.load.ready)
+        ctx.set(dut.load.payload, {"node": 0, "target": 5, "addr": 0, "data": 0})
+        for q in smap.pad_input(torch.tensor([1, -2, 0, 1])).tolist():
+            ctx.set(dut.i.valid, 1)
+            ctx.set(dut.i.payload, {"q": q})
+            await ctx.tick().until(dut.i.ready)
+        ctx.set(dut.i.valid, 0)
+        ctx.set(dut.o.ready, 1)
+        while True:
+            _, _, busy, ready, valid, last = await ctx.tick().sample(
+                dut.busy, dut.load.ready, dut.o.valid, dut.o.payload.last)
+            seen.append((busy, ready))
+            if valid and last:
+                break
+        ctx.set(dut.load.valid, 0)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert all(busy and not ready for busy, ready in seen)
