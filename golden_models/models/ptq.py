@@ -1,0 +1,205 @@
+"""Post-training conversion of a float BERT encoder into a W4A4 QNN and its M-TTFS masks.
+
+The recipe follows the paper's LLaMA track (training-free, no fine-tuning at any radius):
+
+1. weights: per-output-channel symmetric integers (``weight_bits``, levels ``-2**(b-1) ..
+   2**(b-1)-1``), the scale of each channel chosen by a mean-squared-error search over clipping
+   ratios of ``max|w| / (2**(b-1)-1)``;
+2. activations: one scale per position and block, chosen by a mean-squared-error search over
+   clipping ratios of the calibration split's largest magnitude (observed on the model with
+   integer weights and float activations), rounding ``"round"`` (DESIGN.md, "Rounding");
+3. masks: ``I_max`` of each position and block is the mode of its event-time histogram on the
+   calibration split (paper Eq. mttfs_imax; ties go to the earlier time), the dead zone of
+   radius ``k`` around it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from golden_models.codespace import CodeSpace
+from golden_models.models.bert import BertEncoder, QuantPoint, Tokenizer
+from golden_models.mttfs import Mask
+from golden_models.quantizer import quantize
+
+#: Clipping ratios of the activation scale search.
+ACT_RATIOS = torch.linspace(0.05, 1.0, 64, dtype=torch.float64)
+#: Clipping ratios of the per-channel weight scale search.
+WEIGHT_RATIOS = torch.linspace(0.4, 1.0, 61, dtype=torch.float64)
+#: Activation samples kept per quant point and sentence for the scale search.
+SAMPLES_PER_CALL = 4096
+#: Samples per quant point the scale search runs on (a random subset of all kept samples).
+MAX_SAMPLES = 65536
+
+
+@dataclass(frozen=True)
+class PTQConfig:
+    """Settings of the post-training conversion."""
+
+    weight_bits: int = 4
+    act_bits: int = 4
+    rounding: str = "round"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("weight_bits", "act_bits"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not 2 <= v <= 8:
+                raise ValueError(f"{name} must be an integer in 2..8, not {v!r}")
+
+
+def weight_scales(w: torch.Tensor, bits: int, rounding: str = "round") -> torch.Tensor:
+    """Per-output-channel scales ``[out]`` of ``w [out, in]`` minimising the squared error."""
+    space = CodeSpace(2**bits, "sym")
+    w = w.to(torch.float64)
+    top = w.abs().amax(1).clamp(min=1e-12) / space.c
+    best_err = torch.full_like(top, float("inf"))
+    best = top.clone()
+    for r in WEIGHT_RATIOS:
+        s = top * r
+        err = ((quantize(w, s[:, None], space, rounding) * s[:, None] - w) ** 2).sum(1)
+        better = err < best_err
+        best = torch.where(better, s, best)
+        best_err = torch.where(better, err, best_err)
+    return best
+
+
+def quantize_weights_(model: BertEncoder, bits: int = 4, rounding: str = "round") -> None:
+    """Give every linear layer of the blocks integer weights (in place)."""
+    space = CodeSpace(2**bits, "sym")
+    for lin in model.linears():
+        s = weight_scales(lin.weight, bits, rounding)
+        lin.w_int = quantize(lin.weight.to(torch.float64), s[:, None], space, rounding)
+        lin.w_scale = s
+        lin.weight_bits = bits
+
+
+def activation_scale(x: torch.Tensor, space: CodeSpace, rounding: str = "round") -> float:
+    """The scale of samples ``x`` (1-D) that minimises the squared quantization error."""
+    x = x.to(torch.float64).reshape(-1)
+    top = float(x.abs().max()) if space.family == "sym" else float(x.clamp(min=0).max())
+    if not top > 0:
+        return 1.0  # an all-zero (or all-negative asym) position: any scale codes it as 0
+    best, best_err = top / space.c, float("inf")
+    for r in ACT_RATIOS:
+        a = top / space.c * float(r)
+        err = float(((quantize(x, a, space, rounding) * a - x) ** 2).mean())
+        if err < best_err:
+            best, best_err = a, err
+    return best
+
+
+def _per_sentence(model: BertEncoder, tokenizer: Tokenizer, sentences: Sequence[str]) -> None:
+    # one sentence a call: no padding, so every observed value belongs to a real token
+    with torch.no_grad():
+        for s in sentences:
+            ids, mask = tokenizer([s])
+            model(ids, mask)
+
+
+def calibrate_scales_(
+    model: BertEncoder, tokenizer: Tokenizer, sentences: Sequence[str], cfg: PTQConfig
+) -> None:
+    """Set the activation scale of every quant point from the float activations (in place)."""
+    if not sentences:
+        raise ValueError("calibration needs at least one sentence")
+    gen = torch.Generator().manual_seed(cfg.seed)
+    samples: dict[int, list[torch.Tensor]] = {}
+
+    def observe(point: QuantPoint, x: torch.Tensor) -> None:
+        flat = x.detach().reshape(-1)
+        if flat.numel() > SAMPLES_PER_CALL:
+            idx = torch.randint(flat.numel(), (SAMPLES_PER_CALL,), generator=gen)
+            # the largest magnitude sets the search range: keep it
+            flat = torch.cat([flat[idx], flat[flat.abs().argmax()].reshape(1)])
+        samples.setdefault(id(point), []).append(flat.to(torch.float64))
+
+    points = model.points()
+    for p in points:
+        p.alpha, p.mask, p.observer, p.recorder = None, None, observe, None
+    try:
+        _per_sentence(model, tokenizer, sentences)
+    finally:
+        for p in points:
+            p.observer = None
+    for p in points:
+        x = torch.cat(samples[id(p)])
+        if x.numel() > MAX_SAMPLES:
+            top = x[x.abs().argmax()].reshape(1)
+            x = torch.cat([x[torch.randperm(x.numel(), generator=gen)[:MAX_SAMPLES]], top])
+        p.rounding = cfg.rounding
+        p.alpha = activation_scale(x, p.space, cfg.rounding)
+
+
+def code_histograms(
+    model: BertEncoder, tokenizer: Tokenizer, sentences: Sequence[str]
+) -> dict[tuple[int, str], torch.Tensor]:
+    """Event-time histograms ``[T]`` (pre-mask) of every spike-encoded point, per sentence run."""
+    hist: dict[tuple[int, str], torch.Tensor] = {}
+
+    def record(point: QuantPoint, q: torch.Tensor, n_events: int) -> None:
+        tau = (point.space.c - q).reshape(-1)
+        h = torch.bincount(tau, minlength=point.space.T)
+        key = (point.block, point.name)
+        hist[key] = hist.get(key, 0) + h
+
+    points = model.spike_points()
+    for p in points:
+        p.recorder = record
+    try:
+        _per_sentence(model, tokenizer, sentences)
+    finally:
+        for p in points:
+            p.recorder = None
+    return hist
+
+
+def calibrate_masks_(
+    model: BertEncoder, tokenizer: Tokenizer, sentences: Sequence[str]
+) -> dict[tuple[int, str], torch.Tensor]:
+    """Set ``I_max`` of every spike-encoded point to its calibration mode, ``k = 0`` (in place).
+
+    Returns the calibration histograms.
+    """
+    set_masks_(model, None)
+    hist = code_histograms(model, tokenizer, sentences)
+    for p in model.spike_points():
+        i_max = int(torch.argmax(hist[(p.block, p.name)]))  # first maximum: earlier time
+        p.mask = Mask(p.space, i_max, 0)
+    return hist
+
+
+def set_masks_(model: BertEncoder, k: int | None) -> None:
+    """Dead-zone radius ``k`` at every spike-encoded point (keeping ``I_max``); None: no mask."""
+    for p in model.spike_points():
+        if k is None:
+            p.mask = None
+        else:
+            if p.mask is None:
+                raise ValueError("masks are not calibrated; call calibrate_masks_ first")
+            p.mask = Mask(p.space, p.mask.i_max, k)
+
+
+def convert(
+    float_model: BertEncoder,
+    tokenizer: Tokenizer,
+    calibration: Sequence[str],
+    cfg: PTQConfig | None = None,
+) -> BertEncoder:
+    """A float64 W4A4 QNN copy of ``float_model`` with calibrated scales and ``k = 0`` masks.
+
+    The QNN runs in float64 so that every linear layer evaluates exactly the affine map its
+    integer form (:class:`golden_models.integer_layer.IntegerLayer`) inverts.
+    """
+    cfg = cfg or PTQConfig()
+    qnn = copy.deepcopy(float_model).to(torch.float64)
+    for p in qnn.points():
+        p.space = CodeSpace(2**cfg.act_bits, p.space.family)
+    quantize_weights_(qnn, cfg.weight_bits, cfg.rounding)
+    calibrate_scales_(qnn, tokenizer, calibration, cfg)
+    calibrate_masks_(qnn, tokenizer, calibration)
+    return qnn

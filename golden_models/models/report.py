@@ -1,0 +1,304 @@
+"""The MiniLM statistics report: one call from corpus name to JSON, plots and Markdown.
+
+``matterhorn stats --model minilm`` is a thin wrapper over :func:`minilm_stats`. Plots use
+matplotlib (a dependency of the project), imported only here and only when plots are drawn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from golden_models.models.bert import POSITION_LABELS, POSITIONS, load_minilm
+from golden_models.models.corpus import load_corpus
+from golden_models.models.ptq import PTQConfig, convert
+from golden_models.models.stats import check_k_max, collect, dumps, summarise
+
+MODELS = ("minilm",)
+
+#: The paper's p(q=0) per position (SST-2, source QNN; Table "Proportion of the most frequent
+#: quantized value"), printed beside the measured values.
+PAPER_P_Q0 = {
+    "q_proj_in": 0.264,
+    "k_proj_in": 0.264,
+    "v_proj_in": 0.293,
+    "query": 0.200,
+    "attn_prob": 0.807,
+    "attn_out_in": 0.878,
+    "ffn_expand_in": 0.330,
+    "ffn_contract_in": 0.911,
+}
+#: The paper's per-step spike rates in percent (BERT GLUE average T=16; LLaMA-2 7B).
+PAPER_RATES = {
+    "BERT GLUE avg": {"TTFS": 3.74, "k=0": 2.60, "k=1": 1.64},
+    "LLaMA-2 7B": {"TTFS": 6.18, "k=0": 5.19, "k=1": 3.57, "k=2": 2.33},
+}
+
+MINILM_DIMS = {"hidden": 384, "ffn": 1536, "heads": 12, "layers": 6, "head_dim": 32}
+
+
+def _check_count(n: object, name: str) -> int | None:
+    if n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"{name} must be an integer, not {n!r}")
+    if n < 1:
+        raise ValueError(f"{name} must be at least 1, not {n!r}")
+    return n
+
+
+def minilm_stats(
+    corpus: str = "pydoc-topics",
+    *,
+    sentences: int | None = None,
+    calibration: int | None = None,
+    k_max: int = 4,
+    out: Path | str | None = None,
+    plots: bool = True,
+) -> dict:
+    """Convert MiniLM post-training, measure spike statistics, and write the report.
+
+    Parameters
+    ----------
+    corpus : str
+        Corpus name (:data:`golden_models.models.corpus.CORPORA`) or a ``.txt`` path.
+    sentences, calibration : int, optional
+        Use the first ``sentences`` evaluation and ``calibration`` calibration sentences
+        (default: the whole split).
+    k_max : int
+        Largest dead-zone radius.
+    out : path, optional
+        Folder for ``stats.json``, ``rates.json``, ``summary.md`` and the PNG plots; it is
+        written completely into a temporary folder first, then moved into place.
+
+    Returns
+    -------
+    dict
+        The statistics document (as in ``stats.json``), plus ``"sentences_per_second"``
+        (not written: it is not deterministic).
+    """
+    sentences = _check_count(sentences, "sentences")
+    calibration = _check_count(calibration, "calibration")
+    check_k_max(k_max)
+    data = load_corpus(corpus)
+    cal = data.calibration[:calibration]
+    ev = data.evaluation[:sentences]
+    float_model, tok = load_minilm()
+    cfg = PTQConfig()
+    qnn = convert(float_model, tok, cal, cfg)
+    run = collect(float_model, qnn, tok, ev, k_max)
+    meta = {
+        "model": "all-MiniLM-L6-v2",
+        "dims": MINILM_DIMS,
+        "corpus": {
+            "name": data.name,
+            "source": data.source,
+            "calibration_sentences": len(cal),
+            "evaluation_sentences": len(ev),
+        },
+        "quantization": {
+            "weight_bits": cfg.weight_bits,
+            "weights": "per-output-channel symmetric, MSE-searched clipping",
+            "act_bits": cfg.act_bits,
+            "activations": "per position and block, MSE-searched clipping on calibration split",
+            "rounding": cfg.rounding,
+            "key_value": "4-bit symmetric per block, consumed as weights (not spike-encoded)",
+            "i_max": "mode of the calibration histogram per position and block",
+        },
+    }
+    doc = summarise(qnn, run, meta)
+    if out is not None:
+        write_report(doc, Path(out), plots=plots)
+    doc = dict(doc)
+    doc["sentences_per_second"] = run.emb_float.shape[0] / run.seconds
+    return doc
+
+
+def rates_document(doc: dict) -> dict:
+    """Per-position and per-block rates, in the shape an energy model consumes."""
+    return {
+        "schema": "matterhorn.minilm_rates/1",
+        "model": doc["model"],
+        "dims": doc["dims"],
+        "T": doc["T"],
+        "rate_unit": "events per element per time step",
+        "network": doc["rates"],
+        "positions": {p["position"]: p["rates"] for p in doc["positions"]},
+        "blocks": [
+            {name: b["positions"][name]["rates"] for name in POSITIONS} for b in doc["blocks"]
+        ],
+    }
+
+
+def write_report(doc: dict, out: Path, *, plots: bool = True) -> None:
+    """Write ``stats.json``, ``rates.json``, ``summary.md`` (and PNGs) to ``out`` atomically."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".stats-", dir=out.parent))
+    try:
+        (tmp / "stats.json").write_text(dumps(doc), "utf-8")
+        (tmp / "rates.json").write_text(json.dumps(rates_document(doc), indent=1) + "\n", "utf-8")
+        (tmp / "summary.md").write_text(summary_markdown(doc), "utf-8")
+        if plots:
+            plot_positions(doc, tmp / "positions.png")
+            plot_block_modes(doc, tmp / "block_modes.png")
+            plot_rates(doc, tmp / "rates.png")
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def summary_markdown(doc: dict) -> str:
+    """A Markdown summary: p(q=0) and modes per position, rates per k, quality per k."""
+    ks = [f"k={k}" for k in range(doc["k_max"] + 1)]
+    c = doc["corpus"]
+    lines = [
+        f"# {doc['model']}: spike statistics",
+        "",
+        f"Corpus `{c['name']}` ({c['source']}): {c['calibration_sentences']} calibration, "
+        f"{c['evaluation_sentences']} evaluation sentences ({doc['tokens']} tokens). "
+        f"W{doc['quantization']['weight_bits']}A{doc['quantization']['act_bits']}, "
+        f"T={doc['T']}, rounding `{doc['quantization']['rounding']}`.",
+        "",
+        "## Most frequent code per position (QNN, all blocks pooled)",
+        "",
+        "| position | family | p(q=0) | paper p(q=0) | mode q | per-block modes q |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for p in doc["positions"]:
+        modes = " ".join(str(m) for m in p["block_modes_q"])
+        lines.append(
+            f"| {p['label']} | {p['family']} | {p['p_q0']:.3f} | "
+            f"{PAPER_P_Q0[p['position']]:.3f} | {p['mode_q']} | {modes} |"
+        )
+    lines += [
+        "",
+        f"Per-block modes at q=0: {doc['block_modes_zero']} of {doc['block_mode_cells']}.",
+        "",
+        "## Spike rate per step (%)",
+        "",
+        "| position | TTFS | " + " | ".join(ks) + " |",
+        "| --- | --- | " + " | ".join("---" for _ in ks) + " |",
+    ]
+    for p in doc["positions"]:
+        r = p["rates"]
+        vals = " | ".join(f"{100 * r[k]:.2f}" for k in ks)
+        lines.append(f"| {p['label']} | {100 * r['TTFS']:.2f} | {vals} |")
+    r = doc["rates"]
+    lines.append(
+        "| **network** | **" + f"{100 * r['TTFS']:.2f}" + "** | "
+        + " | ".join(f"**{100 * r[k]:.2f}**" for k in ks) + " |"
+    )
+    for name, pr in PAPER_RATES.items():
+        lines.append(
+            f"| paper, {name} | {pr['TTFS']:.2f} | "
+            + " | ".join(f"{pr[k]:.2f}" if k in pr else "" for k in ks) + " |"
+        )
+    q = doc["quality"]
+    lines += [
+        "",
+        "## Quality: cosine similarity of sentence embeddings (mean / min)",
+        "",
+        "| network | to float | to QNN | bit-exact to QNN |",
+        "| --- | --- | --- | --- |",
+        f"| QNN | {q['qnn']['cos_float']['mean']:.4f} / {q['qnn']['cos_float']['min']:.4f} "
+        "| 1 | yes |",
+    ]
+    for k in ks:
+        e = q[k]
+        lines.append(
+            f"| M-TTFS {k} | {e['cos_float']['mean']:.4f} / {e['cos_float']['min']:.4f} | "
+            f"{e['cos_qnn']['mean']:.4f} / {e['cos_qnn']['min']:.4f} | "
+            f"{'yes' if e['bit_exact_qnn'] else 'no'} |"
+        )
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["svg.hashsalt"] = "matterhorn"
+    return plt
+
+
+def _save(fig, path: Path) -> None:
+    # no date or software stamp in the PNG: same data, same bytes
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+
+
+def plot_positions(doc: dict, path: Path) -> None:
+    """The paper's per-position figure: event-time histogram, silent step and mode, p(q=0)."""
+    plt = _pyplot()
+    T = doc["T"]
+    fig, axes = plt.subplots(2, 4, figsize=(14, 6), constrained_layout=True)
+    for ax, p in zip(axes.flat, doc["positions"], strict=True):
+        h = p["histogram_tau"]
+        n = max(sum(h), 1)
+        frac = [v / n for v in h]
+        c = T // 2 - 1 if p["family"] == "sym" else T - 1
+        colors = ["tab:orange" if t == c else "tab:blue" for t in range(T)]
+        bars = ax.bar(range(T), frac, color=colors, edgecolor="black", linewidth=0.4)
+        bars[p["mode_tau"]].set_hatch("//")
+        ax.set_title(f"{p['label']} ({p['family']})", fontsize=10)
+        ax.text(0.02, 0.95, f"p(q=0)={p['p_q0']:.3f}\nmode q={p['mode_q']}",
+                transform=ax.transAxes, va="top", fontsize=8)
+        ax.set_xticks(range(0, T, 3))
+        ax.set_xlabel("event time t = c - q", fontsize=8)
+    fig.suptitle(
+        f"{doc['model']} W4A4 post-training QNN, corpus {doc['corpus']['name']}: event times "
+        f"per position (orange: silent step t=c, q=0; hatched: mode)",
+        fontsize=10,
+    )
+    _save(fig, path)
+    plt.close(fig)
+
+
+def plot_block_modes(doc: dict, path: Path) -> None:
+    """Heat map of p(q=0) per block and position, annotated with the block mode."""
+    plt = _pyplot()
+    names = [POSITION_LABELS[p] for p in POSITIONS]
+    data = [[b["positions"][p]["p_q0"] for b in doc["blocks"]] for p in POSITIONS]
+    fig, ax = plt.subplots(figsize=(8, 4.5), constrained_layout=True)
+    im = ax.imshow(data, cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    for i, p in enumerate(POSITIONS):
+        for j, b in enumerate(doc["blocks"]):
+            m = b["positions"][p]["mode_q"]
+            ax.text(j, i, f"{m}", ha="center", va="center",
+                    color="white" if data[i][j] < 0.5 else "black", fontsize=9)
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    ax.set_xticks(range(len(doc["blocks"])))
+    ax.set_xlabel("block")
+    ax.set_title("p(q=0) per block and position (colour), block mode q (text)", fontsize=10)
+    fig.colorbar(im, ax=ax)
+    _save(fig, path)
+    plt.close(fig)
+
+
+def plot_rates(doc: dict, path: Path) -> None:
+    """Spike rate per step of each position for TTFS and M-TTFS k=0..k_max."""
+    plt = _pyplot()
+    encs = ["TTFS"] + [f"k={k}" for k in range(doc["k_max"] + 1)]
+    fig, ax = plt.subplots(figsize=(11, 4.5), constrained_layout=True)
+    width = 0.8 / len(encs)
+    for e_i, enc in enumerate(encs):
+        vals = [100 * p["rates"][enc] for p in doc["positions"]]
+        xs = [i + (e_i - len(encs) / 2 + 0.5) * width for i in range(len(vals))]
+        ax.bar(xs, vals, width, label=enc if enc == "TTFS" else f"M-TTFS {enc}")
+    ax.set_xticks(range(len(POSITIONS)), [POSITION_LABELS[p] for p in POSITIONS],
+                  rotation=20, fontsize=8)
+    ax.set_ylabel("spike rate per step (%)")
+    net = doc["rates"]
+    ax.set_title("network: " + ", ".join(f"{e} {100 * net[e]:.2f}%" for e in encs), fontsize=9)
+    ax.legend(fontsize=8)
+    _save(fig, path)
+    plt.close(fig)
