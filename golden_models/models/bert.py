@@ -371,6 +371,8 @@ def load_minilm(path: Path | None = None) -> tuple[BertEncoder, Tokenizer]:
             state[name] = value
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
-        raise ValueError(f"weights do not fit the encoder: missing {missing}, unexpected {unexpected}")
+        raise ValueError(
+            f"weights do not fit the encoder: missing {missing}, unexpected {unexpected}"
+        )
     model.eval()
     return model, Tokenizer(folder / "tokenizer.json")

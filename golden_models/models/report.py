@@ -161,10 +161,12 @@ def summary_markdown(doc: dict) -> str:
     lines = [
         f"# {doc['model']}: spike statistics",
         "",
-        f"Corpus `{c['name']}` ({c['source']}): {c['calibration_sentences']} calibration, "
-        f"{c['evaluation_sentences']} evaluation sentences ({doc['tokens']} tokens). "
-        f"W{doc['quantization']['weight_bits']}A{doc['quantization']['act_bits']}, "
-        f"T={doc['T']}, rounding `{doc['quantization']['rounding']}`.",
+        (
+            f"Corpus `{c['name']}` ({c['source']}): {c['calibration_sentences']} calibration, "
+            f"{c['evaluation_sentences']} evaluation sentences ({doc['tokens']} tokens). "
+            f"W{doc['quantization']['weight_bits']}A{doc['quantization']['act_bits']}, "
+            f"T={doc['T']}, rounding `{doc['quantization']['rounding']}`."
+        ),
         "",
         "## Most frequent code per position (QNN, all blocks pooled)",
         "",
@@ -192,13 +194,15 @@ def summary_markdown(doc: dict) -> str:
         lines.append(f"| {p['label']} | {100 * r['TTFS']:.2f} | {vals} |")
     r = doc["rates"]
     lines.append(
-        "| **network** | **" + f"{100 * r['TTFS']:.2f}" + "** | "
-        + " | ".join(f"**{100 * r[k]:.2f}**" for k in ks) + " |"
+        f"| **network** | **{100 * r['TTFS']:.2f}** | "
+        + " | ".join(f"**{100 * r[k]:.2f}**" for k in ks)
+        + " |"
     )
     for name, pr in PAPER_RATES.items():
         lines.append(
             f"| paper, {name} | {pr['TTFS']:.2f} | "
-            + " | ".join(f"{pr[k]:.2f}" if k in pr else "" for k in ks) + " |"
+            + " | ".join(f"{pr[k]:.2f}" if k in pr else "" for k in ks)
+            + " |"
         )
     q = doc["quality"]
     lines += [
@@ -207,8 +211,10 @@ def summary_markdown(doc: dict) -> str:
         "",
         "| network | to float | to QNN | bit-exact to QNN |",
         "| --- | --- | --- | --- |",
-        f"| QNN | {q['qnn']['cos_float']['mean']:.4f} / {q['qnn']['cos_float']['min']:.4f} "
-        "| 1 | yes |",
+        (
+            f"| QNN | {q['qnn']['cos_float']['mean']:.4f} / {q['qnn']['cos_float']['min']:.4f} "
+            "| 1 | yes |"
+        ),
     ]
     for k in ks:
         e = q[k]
@@ -250,8 +256,14 @@ def plot_positions(doc: dict, path: Path) -> None:
         bars = ax.bar(range(T), frac, color=colors, edgecolor="black", linewidth=0.4)
         bars[p["mode_tau"]].set_hatch("//")
         ax.set_title(f"{p['label']} ({p['family']})", fontsize=10)
-        ax.text(0.02, 0.95, f"p(q=0)={p['p_q0']:.3f}\nmode q={p['mode_q']}",
-                transform=ax.transAxes, va="top", fontsize=8)
+        ax.text(
+            0.02,
+            0.95,
+            f"p(q=0)={p['p_q0']:.3f}\nmode q={p['mode_q']}",
+            transform=ax.transAxes,
+            va="top",
+            fontsize=8,
+        )
         ax.set_xticks(range(0, T, 3))
         ax.set_xlabel("event time t = c - q", fontsize=8)
     fig.suptitle(
@@ -273,8 +285,15 @@ def plot_block_modes(doc: dict, path: Path) -> None:
     for i, p in enumerate(POSITIONS):
         for j, b in enumerate(doc["blocks"]):
             m = b["positions"][p]["mode_q"]
-            ax.text(j, i, f"{m}", ha="center", va="center",
-                    color="white" if data[i][j] < 0.5 else "black", fontsize=9)
+            ax.text(
+                j,
+                i,
+                f"{m}",
+                ha="center",
+                va="center",
+                color="white" if data[i][j] < 0.5 else "black",
+                fontsize=9,
+            )
     ax.set_yticks(range(len(names)), names, fontsize=8)
     ax.set_xticks(range(len(doc["blocks"])))
     ax.set_xlabel("block")
@@ -294,8 +313,9 @@ def plot_rates(doc: dict, path: Path) -> None:
         vals = [100 * p["rates"][enc] for p in doc["positions"]]
         xs = [i + (e_i - len(encs) / 2 + 0.5) * width for i in range(len(vals))]
         ax.bar(xs, vals, width, label=enc if enc == "TTFS" else f"M-TTFS {enc}")
-    ax.set_xticks(range(len(POSITIONS)), [POSITION_LABELS[p] for p in POSITIONS],
-                  rotation=20, fontsize=8)
+    ax.set_xticks(
+        range(len(POSITIONS)), [POSITION_LABELS[p] for p in POSITIONS], rotation=20, fontsize=8
+    )
     ax.set_ylabel("spike rate per step (%)")
     net = doc["rates"]
     ax.set_title("network: " + ", ".join(f"{e} {100 * net[e]:.2f}%" for e in encs), fontsize=9)

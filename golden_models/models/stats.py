@@ -163,8 +163,10 @@ def summarise(qnn: BertEncoder, run: StatsRun, meta: dict) -> dict:
 
     def rates_of(keys: list[tuple[int, str]]) -> dict[str, float]:
         n = sum(int(t0.hist[key].sum()) for key in keys)
-        ttfs = sum(n_ - int(t0.hist[key][T - 1]) for key, n_ in
-                   ((key, int(t0.hist[key].sum())) for key in keys))
+        ttfs = sum(
+            n_ - int(t0.hist[key][T - 1])
+            for key, n_ in ((key, int(t0.hist[key].sum())) for key in keys)
+        )
         out = {"TTFS": _r(ttfs / (n * T))}
         for k, tally in tallies.items():
             out[f"k={k}"] = _r(sum(tally.events[key] for key in keys) / (n * T))
@@ -222,9 +224,7 @@ def summarise(qnn: BertEncoder, run: StatsRun, meta: dict) -> dict:
         "positions": positions,
         "blocks": blocks,
         "quality": quality,
-        "block_modes_zero": sum(
-            blocks[b]["positions"][n]["mode_is_zero"] for b, n in all_keys
-        ),
+        "block_modes_zero": sum(blocks[b]["positions"][n]["mode_is_zero"] for b, n in all_keys),
         "block_mode_cells": len(all_keys),
     }
 
