@@ -250,6 +250,24 @@ class Rates:
         )
 
     @classmethod
+    def paper_llama(cls, size: str) -> Rates:
+        """The paper's LLaMA-2 rates (Table 'Spiking LLaMA', WikiText-2/C4 average) at T=16.
+
+        ``size`` is ``"7B"``, ``"13B"`` or ``"70B"``. No baselines: they are BERT-sized models.
+        """
+        table = paper_reference()["llama_spike_rate_percent"]
+        if size not in table:
+            raise ValueError(f"unknown LLaMA-2 size {size!r}; valid: {', '.join(table)}")
+        src = f"paper, Table 'Spiking LLaMA at three scales', {size}"
+        rates = table[size]
+        return cls(
+            T=16,
+            ttfs=Rate.percent(rates["TTFS"], src, "TTFS"),
+            mttfs={k: Rate.percent(rates[f"k={k}"], src, f"M-TTFS k={k}") for k in (0, 1, 2)},
+            source=f"paper (LLaMA-2 {size})",
+        )
+
+    @classmethod
     def uniform(
         cls,
         percent: float | Mapping[str, float],

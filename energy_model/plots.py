@@ -1,0 +1,162 @@
+"""PNG plots of an energy report (matplotlib, Agg backend, deterministic bytes).
+
+- :func:`plot_breakdown`: stacked Move / W-read / Compute per row (the paper's Appendix figure);
+- :func:`plot_sensitivity`: energy relative to the dense QNN against the event price, crossovers
+  marked (the paper's sensitivity figure);
+- :func:`plot_spike_times`: spike-time distribution of each position with the silent sets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+
+from energy_model.histogram import Histogram  # noqa: E402
+from energy_model.model import EnergyReport  # noqa: E402
+from energy_model.quantity import format_sig  # noqa: E402
+from energy_model.sensitivity import Sweep  # noqa: E402
+
+#: PNG metadata without version or date, so the same figure gives the same bytes.
+_METADATA = {"Software": None}
+_COLORS = {"move": "#4C72B0", "wread": "#DD8452", "compute": "#55A868"}
+
+
+def _save(fig, path: str | Path) -> Path:
+    path = Path(path)
+    fig.savefig(path, dpi=120, metadata=_METADATA)
+    plt.close(fig)
+    return path
+
+
+def plot_breakdown(report: EnergyReport, path: str | Path) -> Path:
+    """Horizontal stacked bars, one per row, in mJ per block, annotated with total and Rel."""
+    rows = list(report.rows)
+    names = [r.name for r in rows]
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.6))
+    left = [0.0] * len(rows)
+    labels = {"move": "Move", "wread": "W-read", "compute": "Compute"}
+    for comp in ("move", "wread", "compute"):
+        values = [getattr(r.energy, comp).mJ for r in rows]
+        ax.barh(names, values, left=left, color=_COLORS[comp], label=labels[comp])
+        left = [a + b for a, b in zip(left, values, strict=True)]
+    top = max(left)
+    for i, r in enumerate(rows):
+        ax.text(
+            left[i] + top * 0.01,
+            i,
+            f"{format_sig(r.energy.total.mJ)} mJ ({r.rel:.2f}x)",
+            va="center",
+            fontsize=8,
+        )
+    dense = next(r for r in rows if r.spec.encoding == "dense")
+    ax.axvline(dense.energy.total.mJ, color="k", lw=0.8, ls="--")
+    ax.set_xlim(0, top * 1.25)
+    ax.invert_yaxis()
+    ax.set_xlabel("Energy per encoder block (mJ)")
+    ev = report.unit_costs["E_move_event"].quantity.pJ
+    ax.set_title(
+        f"Energy breakdown, {report.model.name} (B={report.model.batch}, "
+        f"S={report.model.seq}), event cost {format_sig(ev, 3)} pJ; dashed: dense QNN",
+        fontsize=9,
+    )
+    ax.legend(loc="lower right", fontsize=8)
+    ax.tick_params(axis="y", labelsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_sensitivity(sweep: Sweep, path: str | Path, rows: Sequence[str] | None = None) -> Path:
+    """Energy relative to the dense QNN against the event price, crossovers marked.
+
+    ``rows`` defaults to Matterhorn's own rows (TTFS, M-TTFS, bit-serial); the rate-coded
+    baselines are far off the scale of the figure.
+    """
+    if rows is None:
+        rows = [
+            r
+            for r in sweep.coefficients
+            if r != sweep.dense and (r.startswith("Matterhorn") or r.startswith("Bit-serial"))
+        ]
+    xs = sweep.event_costs_pJ
+    lo, hi = min(xs), max(xs)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    ax.axhline(1.0, color="k", lw=1.0, label=f"{sweep.dense} (1.0)")
+    cmap = plt.get_cmap("tab10")
+    for i, row in enumerate(rows):
+        style = "--" if row.startswith("Bit-serial") else "-"
+        label = f"{row}: {sweep.advantage(row, lo):.2f}x .. {sweep.advantage(row, hi):.2f}x"
+        x = sweep.crossover_pJ(row)
+        crosses = x is not None and lo <= x <= hi
+        if crosses:
+            label += f", crossover {x:.3f} pJ"
+        ax.plot(xs, [sweep.rel(row, x) for x in xs], style, color=cmap(i % 10), label=label)
+        if crosses:
+            ax.plot([x], [1.0], "o", color=cmap(i % 10), ms=6, zorder=5)
+            ax.axvline(x, color=cmap(i % 10), lw=0.6, ls=":")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("Sparse-event movement cost E_move_event (pJ per event per hop)")
+    ax.set_ylabel("Energy relative to dense QNN")
+    ax.set_title(
+        "Event-cost sensitivity; legend: advantage over the dense QNN at "
+        f"{lo:g} .. {hi:g} pJ, dots: crossovers",
+        fontsize=9,
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_spike_times(
+    histograms: Mapping[str, Histogram], path: str | Path, ks: Sequence[int] = (0, 1)
+) -> Path:
+    """Spike-time distribution ``p(tau)`` per position, ``tau = c - q``, silent sets shaded.
+
+    The standard-TTFS silent step is ``T-1``; M-TTFS silences ``Omega_k`` around ``I_max``
+    (the time of code 0, the paper's global rule).
+    """
+    names = list(histograms)
+    cols = min(4, len(names))
+    nrows = (len(names) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 2.6 * nrows), squeeze=False)
+    # widest dead zone drawn first and lightest, so every narrower one stays visible
+    shades = (
+        ["#fde0cc", "#f9b48a", "#e8743b"][-len(ks) :] if len(ks) <= 3 else ["#fde0cc"] * len(ks)
+    )
+    for ax, name in zip(axes.flat, names, strict=False):
+        hist = histograms[name]
+        space = hist.space
+        T = space.T
+        probs = [hist.probability(space.c - t) for t in range(T)]
+        i_max = space.c  # time of code 0
+        for j, k in enumerate(sorted(ks, reverse=True)):
+            ax.axvspan(
+                max(i_max - k, 0) - 0.5,
+                min(i_max + k, T - 1) + 0.5,
+                color=shades[min(j, 2)],
+                label=f"silent, k={k}",
+            )
+        ax.bar(range(T), probs, color="#4C72B0", width=0.8)
+        ax.axvline(T - 1, color="k", ls=":", lw=1.0, label="TTFS silent")
+        ax.set_title(f"{name} ({space.family})", fontsize=9)
+        ax.set_xlim(-0.6, T - 0.4)
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel("spike time t", fontsize=8)
+    for ax in list(axes.flat)[len(names) :]:
+        ax.axis("off")
+    axes.flat[0].set_ylabel("fraction of values", fontsize=8)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
+    fig.suptitle(
+        "Spike-time distributions (t = c - q); shaded: M-TTFS silent sets around "
+        "code 0; dotted: standard TTFS silent step",
+        fontsize=9,
+    )
+    fig.tight_layout(rect=(0, 0.06, 1, 0.96))
+    return _save(fig, path)

@@ -1,0 +1,213 @@
+"""``matterhorn energy``: the paper's analytical energy model per encoder block."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "analytical energy per encoder block: table, CSV/JSON and plots"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("model")
+    g.add_argument(
+        "--preset",
+        default="bert-base",
+        help="bert-base (default), llama2-7b, llama2-13b or llama2-70b",
+    )
+    for name, what in (
+        ("hidden", "width C"),
+        ("ffn", "FFN width F"),
+        ("heads", "attention heads"),
+        ("layers", "blocks L"),
+        ("kv-heads", "K/V heads (grouped-query attention)"),
+        ("ffn-linears", "FFN matrices: 2 (GELU) or 3 (SwiGLU)"),
+    ):
+        g.add_argument(f"--{name}", type=int, help=f"override the preset's {what} (custom model)")
+    g.add_argument("--batch", type=int, help="batch B (default 64)")
+    g.add_argument("--seq", type=int, help="sequence length S (default 128)")
+
+    g = parser.add_argument_group("activity")
+    g.add_argument(
+        "--T",
+        type=int,
+        help="time steps of the TTFS/M-TTFS rows (needs --rate or --rates-file unless 16)",
+    )
+    g.add_argument(
+        "--k", type=int, default=1, help="dead-zone radius of the --rate row (default 1)"
+    )
+    src = g.add_mutually_exclusive_group()
+    src.add_argument(
+        "--rate",
+        type=float,
+        metavar="PCT",
+        help="per-step spike rate in percent of one M-TTFS row at radius --k",
+    )
+    src.add_argument(
+        "--rates-file",
+        metavar="F",
+        help="statistics JSON (code histograms or measured rates, docs/energy.md)",
+    )
+    g.add_argument(
+        "--task",
+        default="SST-2",
+        help="the paper's task whose printed rates to use (default SST-2; 'avg')",
+    )
+    g.add_argument(
+        "--bit-convention",
+        default="signed",
+        choices=("signed", "magnitude"),
+        help="bit-serial bit-events from histograms: one-bits of the two's-complement "
+        "code (default, what the paper's rows fit) or of the magnitude",
+    )
+
+    g = parser.add_argument_group("unit costs")
+    g.add_argument(
+        "--unit-costs",
+        default="paper",
+        metavar="paper|FILE",
+        help="complete unit-cost table: the paper's (default) or a JSON file",
+    )
+    g.add_argument(
+        "--synth",
+        metavar="synth_report.json",
+        help="overlay the unit costs a synthesis report provides",
+    )
+    g.add_argument(
+        "--event-cost",
+        type=float,
+        metavar="PJ",
+        help="sparse-event movement cost E_move_event in pJ (paper: 3.0)",
+    )
+
+    g = parser.add_argument_group("conventions (defaults reproduce the paper)")
+    g.add_argument(
+        "--no-qnn-kv-move",
+        action="store_true",
+        help="do not charge the dense QNN movement for K/V operands",
+    )
+    g.add_argument(
+        "--bitserial-kv-write", action="store_true", help="charge the bit-serial QNN the K/V write"
+    )
+    g.add_argument(
+        "--bitserial-attention-bits",
+        type=int,
+        default=1,
+        metavar="N",
+        help="bits the bit-serial QNN reads per attention delivery (default 1)",
+    )
+    g.add_argument(
+        "--pooler", action="store_true", help="add the QNN pooler transfer amortized over L blocks"
+    )
+    g.add_argument(
+        "--attention-outputs",
+        default="paper",
+        choices=("paper", "exact"),
+        help="P V outputs counted as B*h*S^2 (paper) or B*h*S*d_k (exact)",
+    )
+
+    g = parser.add_argument_group("output")
+    g.add_argument(
+        "--out", default="build/energy", metavar="DIR", help="report folder (default build/energy)"
+    )
+    g.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+
+
+def _dims(args):
+    import energy_model as em
+
+    dims = em.preset(args.preset)
+    overrides = {
+        "hidden": args.hidden,
+        "ffn": args.ffn,
+        "heads": args.heads,
+        "layers": args.layers,
+        "kv_heads": args.kv_heads,
+        "ffn_linears": args.ffn_linears,
+        "batch": args.batch,
+        "seq": args.seq,
+    }
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    if not overrides:
+        return dims
+    structural = set(overrides) - {"batch", "seq"}
+    fields = {**dims.to_json(), **overrides}
+    name = f"custom ({dims.name} with {', '.join(sorted(structural))})" if structural else dims.name
+    if "heads" in overrides and "kv_heads" not in overrides and dims.kv_heads == dims.heads:
+        fields["kv_heads"] = overrides["heads"]
+    return em.ModelDims(
+        name,
+        fields["hidden"],
+        fields["ffn"],
+        fields["heads"],
+        fields["layers"],
+        kv_heads=fields["kv_heads"],
+        ffn_linears=fields["ffn_linears"],
+        batch=fields["batch"],
+        seq=fields["seq"],
+        source=dims.source + ("; overridden on the command line" if overrides else ""),
+    )
+
+
+def _rates(args, dims):
+    import energy_model as em
+
+    T = 16 if args.T is None else args.T
+    if args.rates_file is not None:
+        rates = em.load_stats(args.rates_file, convention=args.bit_convention)
+        if args.T is not None and rates.T != args.T:
+            raise ValueError(f"--T {args.T} differs from T={rates.T} in {args.rates_file}")
+        return rates
+    if args.rate is not None:
+        return em.Rates.uniform(
+            args.rate,
+            T=T,
+            k=args.k,
+            source="command line --rate",
+            baselines=dims.name == "bert-base",
+        )
+    if T != 16:
+        raise ValueError(f"--T {T} needs --rate or --rates-file: the paper's rates are for T=16")
+    if args.preset.startswith("llama2-"):
+        return em.Rates.paper_llama(args.preset.split("-")[1].upper())
+    return em.Rates.paper(args.task)
+
+
+def run(args: argparse.Namespace) -> int:
+    import energy_model as em
+    from energy_model.output import write_report
+
+    dims = _dims(args)
+    rates = _rates(args, dims)
+    costs = em.resolve_unit_costs(args.unit_costs, synth=args.synth, event_cost_pJ=args.event_cost)
+    options = em.Options(
+        qnn_kv_operand_move=not args.no_qnn_kv_move,
+        bitserial_kv_write=args.bitserial_kv_write,
+        bitserial_attention_read_bits=args.bitserial_attention_bits,
+        pooler_amortization=args.pooler,
+        attention_outputs=args.attention_outputs,
+        bit_convention=args.bit_convention,
+    )
+    report = em.compute(dims, rates, costs, options)
+    sweep = em.sensitivity(dims, rates, costs, options)
+    written = write_report(report, args.out, sweep=sweep, plots=not args.no_plots)
+
+    print(report.table(), end="")
+    print(f"rates: {rates.source}")
+    sources = sorted({c.provenance.split(":")[0] for c in costs.values()})
+    print(f"unit costs: {', '.join(sources)}")
+    for key, cost in costs.items():
+        if not cost.provenance.startswith("paper"):
+            print(f"  {key} = {cost.quantity.pJ:.6g} p{cost.quantity.unit} from {cost.provenance}")
+    for row, x in sweep.crossovers_in_range().items():
+        print(f"crossover with dense QNN: {row} at {x:.4f} pJ/event")
+    for row in sweep.coefficients:
+        if row.startswith("Matterhorn M-TTFS"):
+            lo, hi = min(sweep.event_costs_pJ), max(sweep.event_costs_pJ)
+            print(
+                f"advantage over dense QNN: {row}: {sweep.advantage(row, lo):.3f}x at "
+                f"{lo:g} pJ, {sweep.advantage(row, hi):.3f}x at {hi:g} pJ"
+            )
+    out = Path(args.out)
+    print(f"wrote {', '.join(str(out / p.name) for p in written.values())}")
+    return 0

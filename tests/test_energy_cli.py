@@ -1,0 +1,191 @@
+"""``matterhorn energy``: table, files, plots and clear errors."""
+
+import json
+import re
+
+import pytest
+
+import energy_model as em
+from matterhorn.cli import main
+
+
+def run(capsys, *argv):
+    status = main(["energy", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def check_error(capsys, tmp_path, message, *argv):
+    out_dir = tmp_path / "never"
+    status, out, err = run(capsys, *argv, "--out", str(out_dir))
+    assert status == 2
+    assert err == f"matterhorn energy: error: {message}\n"
+    assert not out_dir.exists()  # nothing half-written
+
+
+def test_default_run_reproduces_the_paper_and_writes_everything(capsys, tmp_path):
+    status, out, _ = run(capsys, "--out", str(tmp_path / "a"))
+    assert status == 0
+    assert "Matterhorn M-TTFS (k=1)        16         1.57%  44.91   2.114    1.303  48.33" in out
+    assert "Matterhorn QNN (dense)" in out and "71.54   1.00x" in out
+    assert "crossover with dense QNN: Matterhorn M-TTFS (k=0) at 2.7640 pJ/event" in out
+    assert "Matterhorn M-TTFS (k=1): 9.994x at 0.25 pJ, 1.480x at 3 pJ" in out
+    names = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert names == sorted(
+        [
+            "energy_table.txt",
+            "energy_report.json",
+            "energy_table.csv",
+            "energy_positions.csv",
+            "energy_sensitivity.json",
+            "energy_sensitivity.csv",
+            "energy_breakdown.png",
+            "energy_sensitivity.png",
+        ]
+    )
+    report = json.loads((tmp_path / "a" / "energy_report.json").read_text())
+    assert report["rows"][-1]["name"] == "Matterhorn M-TTFS (k=1)"
+    # deterministic: a second run gives the same bytes, plots included; no absolute paths
+    run(capsys, "--out", str(tmp_path / "b"))
+    for name in names:
+        a = (tmp_path / "a" / name).read_bytes()
+        assert a == (tmp_path / "b" / name).read_bytes(), name
+        assert str(tmp_path).encode() not in a
+
+
+def test_stats_file_adds_the_spike_time_plot(capsys, tmp_path):
+    positions = {
+        p: {"family": em.rates.family_of(p), "histogram": {"0": 8, "1": 1, "2": 1}}
+        for p in em.POSITIONS
+    }
+    stats = tmp_path / "stats.json"
+    stats.write_text(json.dumps({"T": 16, "positions": positions}))
+    status, out, _ = run(capsys, "--rates-file", str(stats), "--out", str(tmp_path / "o"))
+    assert status == 0
+    assert (tmp_path / "o" / "spike_times.png").stat().st_size > 10_000
+    assert "rates: statistics file stats.json" in out
+    assert "Matterhorn M-TTFS (k=2)" in out
+
+
+def test_rate_event_cost_and_synth(capsys, tmp_path):
+    synth = tmp_path / "synth_report.json"
+    synth.write_text(
+        json.dumps(
+            {
+                "unit_costs_pJ": {
+                    "E_MAC4": {
+                        "value": 0.05,
+                        "unit": "pJ/op",
+                        "provenance": "yosys 0.23 + OpenSTA, sky130",
+                    }
+                }
+            }
+        )
+    )
+    status, out, _ = run(
+        capsys,
+        "--rate",
+        "2.0",
+        "--k",
+        "1",
+        "--event-cost",
+        "1.0",
+        "--synth",
+        str(synth),
+        "--no-plots",
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert status == 0
+    assert "event cost 1.000 pJ" in out
+    assert re.search(r"\nMatterhorn M-TTFS \(k=1\) +16 +2\.00% ", out)
+    assert "E_MAC4 = 0.05 pJ/op from synth_report.json: yosys 0.23 + OpenSTA, sky130" in out
+    assert "E_move_event = 1 pJ/event/hop from command line --event-cost" in out
+    assert not (tmp_path / "o" / "energy_breakdown.png").exists()
+
+
+def test_llama_preset_uses_the_papers_llama_rates(capsys, tmp_path):
+    status, out, _ = run(capsys, "--preset", "llama2-70b", "--no-plots", "--out", str(tmp_path))
+    assert status == 0
+    assert "llama2-70b" in out and "rates: paper (LLaMA-2 70B)" in out
+    assert "Matterhorn M-TTFS (k=1)" in out and "3.48%" in out
+    assert "SpikingBERT" not in out
+
+
+def test_unknown_preset(capsys, tmp_path):
+    check_error(
+        capsys,
+        tmp_path,
+        "unknown preset 'bert-huge'; valid presets: bert-base, llama2-7b, llama2-13b, llama2-70b",
+        "--preset",
+        "bert-huge",
+    )
+
+
+def test_negative_rate(capsys, tmp_path):
+    check_error(
+        capsys,
+        tmp_path,
+        "spike rate for M-TTFS k=1 must be in 0..100 %, not -0.5 %",
+        "--rate",
+        "-0.5",
+    )
+
+
+def test_rate_above_100(capsys, tmp_path):
+    check_error(
+        capsys,
+        tmp_path,
+        "spike rate for M-TTFS k=2 must be in 0..100 %, not 150 %",
+        "--rate",
+        "150",
+        "--k",
+        "2",
+    )
+
+
+def test_unit_cost_file_missing_key(capsys, tmp_path):
+    data = {
+        "unit_costs_pJ": {k: c.to_json() for k, c in em.paper_unit_costs().items() if k != "E_SUB"}
+    }
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(data))
+    check_error(
+        capsys, tmp_path, "unit-cost file mine.json is missing 'E_SUB'", "--unit-costs", str(path)
+    )
+
+
+def test_synth_report_with_wrong_unit(capsys, tmp_path):
+    path = tmp_path / "synth_report.json"
+    path.write_text(
+        json.dumps({"unit_costs_pJ": {"E_move_dense": {"value": 0.2, "unit": "pJ/event/hop"}}})
+    )
+    check_error(
+        capsys,
+        tmp_path,
+        "unit cost 'E_move_dense' in synth_report.json has unit "
+        "'pJ/event/hop', expected an energy per bit/hop such as 'pJ/bit/hop'",
+        "--synth",
+        str(path),
+    )
+
+
+def test_T_without_rates(capsys, tmp_path):
+    check_error(
+        capsys,
+        tmp_path,
+        "--T 8 needs --rate or --rates-file: the paper's rates are for T=16",
+        "--T",
+        "8",
+    )
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (("--hidden", "100"), "hidden (100) must be a multiple of heads (12)"),
+        (("--event-cost", "-1"), "event cost must be a number of pJ >= 0, not -1.0"),
+    ],
+)
+def test_other_bad_values(capsys, tmp_path, argv, message):
+    check_error(capsys, tmp_path, message, *argv)
