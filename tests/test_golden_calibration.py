@@ -78,9 +78,13 @@ def test_histogram_rejects_out_of_range_int8():
     space = CodeSpace(16, "sym")
     with pytest.raises(ValueError, match=exact("q holds 8, outside the levels -8..7 of T=16 sym")):
         event_histogram(torch.tensor([0, 8], dtype=torch.int8), space)
-    with pytest.raises(ValueError, match=exact("q holds 127, outside the levels -8..7 of T=16 sym")):
+    with pytest.raises(ValueError, match=exact(
+            "q holds 127, outside the levels -8..7 of T=16 sym"
+    )):
         event_histogram(torch.tensor([127], dtype=torch.int8), space)  # wraps in int8
-    with pytest.raises(TypeError, match=exact("q must hold integer codes, not dtype torch.float32")):
+    with pytest.raises(TypeError, match=exact(
+            "q must hold integer codes, not dtype torch.float32"
+    )):
         event_histogram(torch.zeros(3), space)
     with pytest.raises(ValueError, match=exact("chunk must be at least 1, not 0")):
         event_histogram(torch.zeros(3, dtype=torch.int8), space, chunk=0)
@@ -148,12 +152,16 @@ def test_i_max_tie_rule():
 
 def test_i_max_bad_input():
     space = CodeSpace(8, "sym")
-    with pytest.raises(ValueError, match=exact("counts must have shape (8,) for T=8 sym, not (7,)")):
+    with pytest.raises(ValueError, match=exact(
+            "counts must have shape (8,) for T=8 sym, not (7,)"
+    )):
         select_i_max([1] * 7, space)
     with pytest.raises(ValueError, match=exact(
             "counts are all zero: calibrate on at least one activation")):
         select_i_max([0] * 8, space)
-    with pytest.raises(TypeError, match=exact("counts must hold integers, not dtype torch.float32")):
+    with pytest.raises(TypeError, match=exact(
+            "counts must hold integers, not dtype torch.float32"
+    )):
         select_i_max(torch.ones(8), space)
     with pytest.raises(ValueError, match=exact("near_tie must be in [0, 1), not 1.5")):
         select_i_max([1] * 8, space, near_tie=1.5)

@@ -162,7 +162,7 @@ def test_k0_is_lossless_end_to_end():
         for b in range(8):
             codes = q[b]
             src = q[b]
-            for layer, qnn in zip(layers, chain.layers):
+            for layer, qnn in zip(layers, chain.layers, strict=True):
                 res = layer.run_codes(codes)
                 codes = layer.output_codes(res)
                 # the source QNN has no projection at all

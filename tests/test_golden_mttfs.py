@@ -80,14 +80,14 @@ def test_sparse_round_trip(case):
     index, time = encode_events(q, mask)
     assert index.numel() == transmitted_count(q, mask)
     # time order, ascending index within a step (the order the hardware emits them)
-    pairs = list(zip(time.tolist(), index.tolist()))
+    pairs = list(zip(time.tolist(), index.tolist(), strict=True))
     assert pairs == sorted(pairs)
     assert not set(time.tolist()) & set(mask.silent_times)
     assert torch.equal(decode_events(index, time, tuple(q.shape), mask), mask.project(q))
     # sparse and dense agree event for event
     dense = encode_dense(q, mask).reshape(-1, mask.T)
     nz = torch.nonzero(dense).tolist()
-    assert sorted(map(tuple, nz)) == sorted(zip(index.tolist(), time.tolist()))
+    assert sorted(map(tuple, nz)) == sorted(zip(index.tolist(), time.tolist(), strict=True))
 
 
 @settings(max_examples=100, deadline=None)
@@ -163,9 +163,13 @@ def test_i_max_out_of_range(i_max):
 
 def test_float_codes_rejected():
     mask = Mask.at_zero(CodeSpace(16))
-    with pytest.raises(TypeError, match=exact("q must hold integer codes, not dtype torch.float32")):
+    with pytest.raises(TypeError, match=exact(
+            "q must hold integer codes, not dtype torch.float32"
+    )):
         encode_events(torch.tensor([0.0, 1.0]), mask)
-    with pytest.raises(TypeError, match=exact("q must hold integer codes, not dtype torch.float64")):
+    with pytest.raises(TypeError, match=exact(
+            "q must hold integer codes, not dtype torch.float64"
+    )):
         encode_dense(torch.tensor([0.5], dtype=torch.float64), mask)
     with pytest.raises(TypeError, match=exact("q must be a torch.Tensor of integer codes, "
                                               "not list")):
@@ -174,9 +178,13 @@ def test_float_codes_rejected():
 
 def test_codes_out_of_range():
     mask = Mask.at_zero(CodeSpace(16, "asym"))
-    with pytest.raises(ValueError, match=exact("q holds -1, outside the levels 0..15 of T=16 asym")):
+    with pytest.raises(ValueError, match=exact(
+            "q holds -1, outside the levels 0..15 of T=16 asym"
+    )):
         encode_events(torch.tensor([3, -1]), mask)
-    with pytest.raises(ValueError, match=exact("q holds 16, outside the levels 0..15 of T=16 asym")):
+    with pytest.raises(ValueError, match=exact(
+            "q holds 16, outside the levels 0..15 of T=16 asym"
+    )):
         encode_dense(torch.tensor([16]), mask)
 
 
