@@ -1,0 +1,51 @@
+"""``matterhorn synth``: Yosys (+ OpenSTA) on the unit-cost operators and the generated blocks."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "synthesize operators and blocks (Yosys, OpenSTA with a liberty) -> synth_report.json"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from synth_scripts.run import DEFAULT_CLOCK_NS
+
+    parser.add_argument("--T", type=int, default=16, help="time steps, a power of two (16)")
+    parser.add_argument("--k", type=int, default=1, help="dead-zone radius (1)")
+    parser.add_argument(
+        "--liberty",
+        default=None,
+        metavar="FILE",
+        help="Liberty file (.lib or .lib.gz); default: PDK_ROOT's sky130_fd_sc_hd typical "
+        "corner; without either only the generic flow runs",
+    )
+    parser.add_argument(
+        "--clock-ns",
+        type=float,
+        default=DEFAULT_CLOCK_NS,
+        metavar="P",
+        help=f"clock period of the power analysis in ns ({DEFAULT_CLOCK_NS:g})",
+    )
+    parser.add_argument("--out", default="build/synth", metavar="DIR", help="output directory")
+    parser.add_argument(
+        "--no-blocks", action="store_true", help="operators only (skip the rtl_gen blocks)"
+    )
+    parser.add_argument("--jobs", type=int, default=2, help="parallel tool runs (2)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from synth_scripts import report
+    from synth_scripts.run import REPORT_JSON, REPORT_MD, synthesize
+
+    doc = synthesize(
+        args.T,
+        args.k,
+        args.out,
+        liberty_file=args.liberty,
+        clock_ns=args.clock_ns,
+        blocks=not args.no_blocks,
+        jobs=args.jobs,
+    )
+    print(report.markdown(doc))
+    print(f"wrote {args.out}/{REPORT_JSON} and {args.out}/{REPORT_MD}")
+    return 0

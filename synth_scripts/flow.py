@@ -1,0 +1,143 @@
+"""Running Yosys and OpenSTA on one design at a time, and reading what they wrote.
+
+Scripts come from the ``.ys``/``.tcl`` templates beside this module. Every tool runs in its
+own working directory with relative file names, so nothing it writes names a path of this
+machine.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from matterhorn import toolchain
+from synth_scripts import parse
+from synth_scripts.liberty import Liberty
+
+
+def template(name: str) -> str:
+    """The text of a script template shipped with this package."""
+    return resources.files("synth_scripts").joinpath(name).read_text(encoding="utf-8")
+
+
+class ToolError(RuntimeError):
+    """A tool ran but failed; the message carries the end of its log."""
+
+
+def _run(cmd: list[str], cwd: Path, log: Path, what: str) -> str:
+    proc = subprocess.run(
+        cmd, cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False
+    )
+    text = proc.stdout + proc.stderr
+    log.write_text(text, encoding="utf-8")
+    if proc.returncode != 0:
+        tail = "\n".join(text.strip().splitlines()[-15:])
+        raise ToolError(f"{what} failed (exit status {proc.returncode}):\n{tail}")
+    return text
+
+
+@dataclass
+class Synthesized:
+    """What Yosys gave for one design."""
+
+    top: str
+    workdir: Path
+    generic: dict  # cells, cells_by_type, transistors
+    depth: int
+    mapped: dict | None = None  # cells, cells_by_type (library cells)
+    area_um2: float | None = None
+    netlist: Path | None = None
+    flops: int = 0  # flip-flops of the mapped netlist
+
+
+def synthesize(
+    top: str, read_commands: list[str], workdir: Path, lib: Liberty | None
+) -> Synthesized:
+    """Run Yosys on one design in ``workdir``: generic statistics, then mapping if ``lib``."""
+    yosys = toolchain.require("yosys")
+    workdir.mkdir(parents=True, exist_ok=True)
+    script = "\n".join(read_commands) + "\n" + template("synth_generic.ys").format(top=top)
+    if lib is not None:
+        rel = Path(os.path.relpath(lib.path, workdir)).as_posix()
+        script += template("synth_liberty.ys").format(liberty=rel)
+    (workdir / "synth.ys").write_text(script, encoding="utf-8")
+    _run([yosys, "-q", "-s", "synth.ys"], workdir, workdir / "yosys.log", f"yosys on {top}")
+    generic = parse.stat_json(
+        _read(workdir / "generic_stat.json"), top, "yosys stat -json -tech cmos"
+    )
+    if "transistors" not in generic:
+        raise parse.ReportError("yosys stat -tech cmos: no 'estimated_num_transistors'")
+    out = Synthesized(
+        top, workdir, generic, parse.ltp_length(_read(workdir / "generic_ltp.txt"), top)
+    )
+    if lib is not None:
+        out.mapped = parse.stat_json(_read(workdir / "liberty_stat.json"), top, "yosys stat -json")
+        out.area_um2 = parse.liberty_area(_read(workdir / "liberty_stat.txt"), top)
+        out.netlist = workdir / "netlist.v"
+        out.flops = sum(
+            n for cell, n in out.mapped["cells_by_type"].items() if cell in lib.sequential
+        )
+    return out
+
+
+def _read(path: Path) -> str:
+    if not path.is_file():
+        raise parse.ReportError(f"tool output {path.name!r} was not written")
+    return path.read_text(encoding="utf-8")
+
+
+def _bits(name: str, width: int) -> list[str]:
+    return [name] if width == 1 else [f"{name}[{i}]" for i in range(width)]
+
+
+def activity_commands(ports: dict[str, list]) -> list[str]:
+    """``set_power_activity`` lines for the input ports (per bit, measured statistics).
+
+    ``ports`` maps a port to its per-bit :class:`activity.BitActivity` list (LSB first).
+    OpenSTA 2.0.17 propagates activity from these through the logic and across flip-flops
+    (D to Q); its ``-pins`` option is broken (it calls an undefined ``get_pins_error``) and
+    user activity on a flip-flop output does not change the propagation, so input ports are
+    the one place measured activity enters.
+    """
+    lines = []
+    for port, bits in ports.items():
+        for name, b in zip(_bits(port, len(bits)), bits, strict=True):
+            lines.append(
+                f"set_power_activity -input_ports [get_ports {{{name}}}] "
+                f"-activity {b.activity:.6f} -duty {b.duty:.6f}"
+            )
+    return lines
+
+
+def power(
+    top: str, netlist: Path, activities: list[str], lib: Liberty, period: float, workdir: Path
+) -> dict:
+    """Run OpenSTA on one mapped design: power table and worst slack at clock ``period``.
+
+    One process per design: designs linked one after another in a single OpenSTA 2.0.17 session
+    do not give the same power as alone (state carries over), so each gets a fresh session.
+    """
+    sta = toolchain.require("sta")
+    workdir.mkdir(parents=True, exist_ok=True)
+    script = f"read_liberty {Path(os.path.relpath(lib.path, workdir)).as_posix()}\n"
+    script += template("power.tcl").format(
+        netlist=Path(os.path.relpath(netlist, workdir)).as_posix(),
+        top=top,
+        period=f"{period:g}",
+        activities="\n".join(activities),
+    )
+    (workdir / "power.tcl").write_text(script + "exit\n", encoding="utf-8")
+    text = _run(
+        [sta, "-no_init", "-no_splash", "-exit", "power.tcl"],
+        workdir,
+        workdir / "sta.log",
+        f"sta on {top}",
+    )
+    sections = parse.sta_sections(text)
+    if top not in sections:
+        raise parse.ReportError(f"OpenSTA output has no section for {top!r} (truncated?)")
+    sec = sections[top]
+    return {"power_W": parse.power(sec, top), "worst_slack": parse.worst_slack(sec, top)}

@@ -1,0 +1,174 @@
+"""The synthesis flow as one Python call: :func:`synthesize`.
+
+Operators (``operators.v``) and, when ``rtl_gen`` is importable, the generated blocks are
+synthesized with Yosys (generic statistics always; mapping, area and the netlist with a
+liberty), then OpenSTA gives the power of every mapped design at the stated clock with input
+and register activity measured on golden-model operand streams (``activity.py``). The report
+(``synth_report.json`` + ``synth_report.md``) is written to a temporary directory and moved
+into place at the end.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+from pathlib import Path
+
+from golden_models import check_k, check_T
+from matterhorn import toolchain
+from synth_scripts import activity, flow, liberty, operators, report
+
+#: Default clock period (ns). sky130 HD meets it for every operator (the report gives slack).
+DEFAULT_CLOCK_NS = 10.0
+REPORT_JSON = "synth_report.json"
+REPORT_MD = "synth_report.md"
+NETLISTS = "netlists"
+
+
+def check_clock(clock_ns: object) -> float:
+    """Return the clock period if it is a positive finite number of ns, else raise."""
+    if isinstance(clock_ns, bool) or not isinstance(clock_ns, int | float):
+        raise TypeError(f"clock_ns must be a number of nanoseconds, not {clock_ns!r}")
+    if not math.isfinite(clock_ns) or not 0.1 <= clock_ns <= 1000:
+        raise ValueError(f"clock_ns must be in 0.1..1000 ns, not {clock_ns!r}")
+    return float(clock_ns)
+
+
+def _operator_reads(op: operators.Operator) -> list[str]:
+    params = " ".join(f"-set {k} {v}" for k, v in op.params.items())
+    return [
+        "read_verilog operators.v",
+        f"chparam {params} {op.module}",
+        f"hierarchy -top {op.module}",
+        f"rename {op.module} {op.top}",
+    ]
+
+
+def synthesize(
+    T: int = 16,
+    k: int = 1,
+    out_dir: str | os.PathLike = "build/synth",
+    *,
+    liberty_file: str | os.PathLike | None = None,
+    clock_ns: float = DEFAULT_CLOCK_NS,
+    blocks: bool = True,
+    jobs: int = 2,
+    environ: dict | None = None,
+) -> dict:
+    """Synthesize the operators (and blocks) for ``T``, ``k``; write and return the report.
+
+    Parameters
+    ----------
+    T, k : int
+        Time steps (``2**n``) and dead-zone radius of the encoder (and of the blocks).
+    out_dir : path
+        Receives ``synth_report.json``, ``synth_report.md`` and, with a liberty, ``netlists/``.
+    liberty_file : path, optional
+        Liberty (``.lib`` or ``.lib.gz``). Without it, ``PDK_ROOT`` is searched for sky130 HD;
+        without either, only the generic flow runs.
+    clock_ns : float
+        Clock period of the power analysis; one operation per clock.
+    blocks : bool
+        Also synthesize the ``rtl_gen`` blocks.
+    jobs : int
+        Yosys runs in parallel.
+
+    Raises
+    ------
+    matterhorn.toolchain.ToolNotFoundError
+        Yosys (always) or OpenSTA (with a liberty) is not installed.
+    FileNotFoundError, ValueError, TypeError
+        Bad parameters, a missing liberty, a malformed tool report.
+    """
+    check_T(T)
+    check_k(k, T)
+    clock_ns = check_clock(clock_ns)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, not {jobs!r}")
+    lib_path = liberty.resolve(liberty_file, environ)
+    toolchain.require("yosys")
+    if lib_path is not None:
+        toolchain.require("sta")
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".synth-", dir=out_dir.parent) as tmp:
+        work = Path(tmp).resolve() / "work"
+        stage = Path(tmp) / "out"
+        work.mkdir()
+        stage.mkdir()
+        lib = liberty.prepare(lib_path, work) if lib_path is not None else None
+        ops = operators.operators(T, k)
+        src = resources.files("synth_scripts").joinpath("operators.v").read_text()
+        designs: list[tuple[str, list[str], Path]] = []
+        for op in ops:
+            d = work / op.top
+            d.mkdir()
+            (d / "operators.v").write_text(src, encoding="utf-8")
+            designs.append((op.top, _operator_reads(op), d))
+        block_specs = []
+        if blocks:
+            from synth_scripts import blocks as block_flow
+
+            block_specs = block_flow.prepare(T, k, work / "rtl")
+            for spec in block_specs:
+                d = work / spec.top
+                d.mkdir()
+                designs.append((spec.top, spec.read_commands(d), d))
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(lambda x: flow.synthesize(x[0], x[1], x[2], lib), designs))
+        synth = {r.top: r for r in results}
+        streams = activity.operand_streams(T, k, operators.LINEAR_FAN_IN)
+        acts: dict[str, dict] = {}
+        power: dict[str, dict] = {}
+        if lib is not None:
+            sta_designs = []
+            for op in ops:
+                s = streams[op.name]
+                ports = {p: activity.bit_activity(s[p], w) for p, w in op.inputs.items()}
+                regs = {
+                    name: activity.bit_activity(vals, w)
+                    for name, (vals, w) in op.registers(s).items()
+                }
+                acts[op.top] = {"ports": ports, "registers": regs}
+                sta_designs.append((op.top, synth[op.top].netlist, flow.activity_commands(ports)))
+            for spec in block_specs:
+                ports, summary = spec.activity()
+                acts[spec.top] = {"ports": ports, "summary": summary}
+                sta_designs.append(
+                    (spec.top, synth[spec.top].netlist, flow.activity_commands(ports))
+                )
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                got = list(
+                    pool.map(
+                        lambda x: flow.power(x[0], x[1], x[2], lib, clock_ns, work / "sta" / x[0]),
+                        sta_designs,
+                    )
+                )
+            power = {x[0]: g for x, g in zip(sta_designs, got, strict=True)}
+            (stage / NETLISTS).mkdir()
+            for r in results:
+                shutil.copyfile(r.netlist, stage / NETLISTS / f"{r.top}.v")
+        doc = report.build(
+            T=T,
+            k=k,
+            clock_ns=clock_ns,
+            lib=lib,
+            ops=ops,
+            block_specs=block_specs,
+            synth=synth,
+            acts=acts,
+            power=power,
+            streams=streams,
+        )
+        report.write(doc, stage / REPORT_JSON, stage / REPORT_MD)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for item in sorted(stage.iterdir()):
+            target = out_dir / item.name
+            if target.is_dir():
+                shutil.rmtree(target)
+            os.replace(item, target)
+    return doc
