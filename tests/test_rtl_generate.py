@@ -1,0 +1,273 @@
+"""RTLConfig validation, `generate` (files, manifest, determinism, atomicity), Verilator lint."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from golden_models import CodeSpace, accumulator_bound, signed_width
+from matterhorn.cli import main
+from rtl_gen import generate as gen
+from rtl_gen.params import RTLConfig
+
+SMALL = RTLConfig(T=4, k=1, n_in=4, tile_neurons=3, lanes=2, mesh_rows=1, mesh_cols=2)
+
+
+# -- RTLConfig ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"T": 12}, ValueError, r"^T must be a power of two 2\*\*n with n in 1\.\.6, not 12$"),
+        ({"T": 128}, ValueError, r"^T must be in 2\.\.64, not 128$"),
+        ({"T": 16.0}, TypeError, r"^T must be an integer, not 16\.0$"),
+        ({"T": True}, TypeError, r"^T must be an integer, not True$"),
+        ({"T": 4, "k": 4}, ValueError, r"^k must be in 0\.\.3, not 4$"),
+        ({"family": "signed"}, ValueError,
+         r"^family must be one of \('sym', 'asym'\), not 'signed'$"),
+        ({"i_max_in": 16}, ValueError, r"^i_max_in must be in 0\.\.15, not 16$"),
+        ({"i_max_out": -1}, ValueError, r"^i_max_out must be in 0\.\.15, not -1$"),
+        ({"weight_bits": 9}, ValueError, r"^weight_bits must be in 1\.\.8, not 9$"),
+        ({"n_in": 0}, ValueError, r"^n_in must be in 1\.\.4096, not 0$"),
+        ({"tile_neurons": 257}, ValueError, r"^tile_neurons must be in 1\.\.256, not 257$"),
+        ({"tile_neurons": 4, "lanes": 5}, ValueError, r"^lanes must be in 1\.\.4, not 5$"),
+        ({"mesh_rows": 0}, ValueError, r"^mesh_rows must be in 1\.\.64, not 0$"),
+        ({"mesh_cols": "2"}, TypeError, r"^mesh_cols must be an integer, not '2'$"),
+        ({"sram_macro": "yes"}, TypeError, r"^sram_macro must be a bool, not 'yes'$"),
+    ],
+)
+def test_config_rejects(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        RTLConfig(**kwargs)
+
+
+@pytest.mark.parametrize("family", ["sym", "asym"])
+@pytest.mark.parametrize("weight_bits", [1, 4])
+def test_config_derived_widths(family, weight_bits):
+    cfg = RTLConfig(T=16, family=family, weight_bits=weight_bits, n_in=100, tile_neurons=10,
+                    lanes=4)
+    space = CodeSpace(16, family)
+    bound = accumulator_bound(100, weight_bits, space)
+    assert cfg.acc_bound == bound
+    assert cfg.acc_width == signed_width(bound)
+    # the bound is reached by the worst case and fits, one more would not be guaranteed
+    assert -(1 << (cfg.acc_width - 1)) <= -bound and bound <= (1 << (cfg.acc_width - 1)) - 1
+    w_max = 1 if weight_bits == 1 else 8
+    assert cfg.init_bound + 100 * w_max * 15 == bound
+    assert cfg.i_max_in == cfg.i_max_out == space.c
+    assert (cfg.groups, cfg.theta_depth) == (3, 15 * 3)
+    assert (cfg.in_addr_width, cfg.out_addr_width, cfg.time_width) == (7, 4, 4)
+
+
+# -- generate ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rtl")
+    manifest = gen.generate(SMALL, out)
+    return out, manifest
+
+
+def verilog_ports(text: str, module: str) -> list[dict[str, object]]:
+    """Ports of ``module`` as declared in Amaranth's Verilog (name, dir, width)."""
+    start = text.index(f"\nmodule {module}(")
+    body = text[start:text.index("endmodule", start)]
+    header = re.search(r"module \S+\((.*?)\);", body, re.S).group(1)
+    names = [n.strip() for n in header.split(",")]
+    decl = {}
+    for d, hi, name in re.findall(r"^\s*(input|output)\s+(?:\[(\d+):0\]\s+)?(\S+);", body, re.M):
+        decl[name] = {"name": name, "dir": d[:-3] if d == "output" else "in",
+                      "width": int(hi) + 1 if hi else 1}
+    decl = {n: {**p, "dir": "out" if p["dir"] == "out" else "in"} for n, p in decl.items()}
+    assert sorted(decl) == sorted(names)
+    return [decl[n] for n in names]
+
+
+def test_generate_writes_every_module(generated):
+    out, manifest = generated
+    assert manifest["schema"] == gen.SCHEMA
+    assert list(manifest["modules"]) == list(gen.MODULES)
+    for name in gen.MODULES:
+        entry = manifest["modules"][name]
+        assert "skipped" not in entry, f"{name}: {entry.get('skipped')}"
+        text = (out / entry["file"]).read_text()
+        assert entry["file"] == f"{name}.v"
+        assert entry["sha256"] == hashlib.sha256(text.encode()).hexdigest()
+        assert f"\nmodule {name}(" in text
+    on_disk = json.loads((out / gen.MANIFEST).read_text())
+    assert on_disk == manifest
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [f"{n}.v" for n in gen.MODULES] + [gen.MANIFEST])
+
+
+def test_manifest_ports_match_verilog(generated):
+    out, manifest = generated
+    for name, entry in manifest["modules"].items():
+        text = (out / entry["file"]).read_text()
+        declared = verilog_ports(text, name)
+        assert sorted(declared, key=lambda p: p["name"]) == sorted(
+            entry["ports"], key=lambda p: p["name"]), name
+
+
+def test_manifest_stream_fields(generated):
+    out, manifest = generated
+    ports = {p["name"]: p for p in manifest["modules"]["mttfs_tile"]["ports"]}
+    streams = manifest["modules"]["mttfs_tile"]["streams"]
+    assert {n: s["direction"] for n, s in streams.items()} == {"load": "in", "i": "in", "o": "out"}
+    for name, s in streams.items():
+        assert ports[f"{name}__payload"]["width"] == s["payload_width"]
+        offset = 0
+        for f in s["fields"]:
+            assert f["offset"] == offset
+            offset += f["width"]
+        assert offset == s["payload_width"]
+    fields = {f["name"]: f for f in streams["i"]["fields"]}
+    assert [f["name"] for f in streams["i"]["fields"]] == ["addr", "tau", "last"]
+    assert fields["tau"] == {"name": "tau", "offset": SMALL.in_addr_width,
+                             "width": SMALL.time_width, "signed": False}
+    assert [f["name"] for f in streams["o"]["fields"]] == ["addr", "t", "last"]
+    assert [f["name"] for f in streams["load"]["fields"]] == ["target", "addr", "data"]
+    enc = manifest["modules"]["mttfs_encoder"]["streams"]
+    assert enc["o"]["fields"] == streams["i"]["fields"]  # the encoder feeds a tile directly
+    assert enc["i"]["fields"] == [{"name": "q", "offset": 0, "width": 2, "signed": True}]
+
+
+def test_manifest_counters_and_bound(generated):
+    _, manifest = generated
+    tile = manifest["modules"]["mttfs_tile"]
+    ports = {p["name"]: p for p in tile["ports"]}
+    names = [c["name"] for c in tile["counters"]]
+    assert names == ["events_in", "weight_row_reads", "accumulate_ops", "compare_ops",
+                     "threshold_reads", "events_out", "events_suppressed"]
+    for c in tile["counters"]:
+        assert ports[c["port"]] == {"name": c["port"], "dir": "out", "width": c["width"]}
+    d = manifest["derived"]
+    assert d["acc_bound"] == SMALL.acc_bound
+    assert d["acc_width"] == signed_width(d["acc_bound"])
+    assert manifest["parameters"]["T"] == 4 and manifest["parameters"]["lanes"] == 2
+    assert manifest["sram_images"]["thresholds"]["depth"] == 3 * 2
+    assert manifest["load_protocol"]["targets"] == {"weights": 0, "thresholds": 1, "init": 2,
+                                                    "config": 3}
+
+
+def test_generate_is_deterministic_and_path_free(generated, tmp_path):
+    out, _ = generated
+    other = tmp_path / "again"
+    gen.generate(SMALL, other)
+    for f in out.iterdir():
+        assert (other / f.name).read_bytes() == f.read_bytes(), f.name
+        text = f.read_text()
+        assert str(out) not in text and str(Path.cwd()) not in text
+        assert "/work" not in text and "/tmp" not in text
+
+
+def test_generate_replaces_only_its_own_files(tmp_path):
+    out = tmp_path / "rtl"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / "mttfs_tile.v").write_text("stale")
+    (out / "mttfs_sram_macro.v").write_text("stale macro model")
+    gen.generate(SMALL, out)
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "mttfs_tile.v").read_text().startswith("/* Generated by Amaranth")
+    assert not (out / "mttfs_sram_macro.v").exists()  # own file of a block not generated now
+    assert not [p for p in out.iterdir() if p.name.startswith(".rtl_gen-")]
+
+
+def test_generate_rejects_before_writing(tmp_path):
+    out = tmp_path / "never"
+    with pytest.raises(TypeError, match=r"^config must be an RTLConfig, not \{'T': 16\}$"):
+        gen.generate({"T": 16}, out)
+    assert not out.exists()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match=r"exists and is not a directory$"):
+        gen.generate(SMALL, tmp_path / "file")
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_failed_elaboration_leaves_no_output(tmp_path, monkeypatch):
+    out = tmp_path / "rtl"
+    out.mkdir()
+    (out / "mttfs_tile.v").write_text("previous")
+    real = gen.verilog.convert
+    calls = []
+
+    def failing(component, **kw):
+        calls.append(kw["name"])
+        if kw["name"] == "mttfs_tile":
+            raise RuntimeError("elaboration failed")
+        return real(component, **kw)
+
+    monkeypatch.setattr(gen.verilog, "convert", failing)
+    with pytest.raises(RuntimeError, match="elaboration failed"):
+        gen.generate(SMALL, out)
+    assert calls[-1] == "mttfs_tile"
+    assert sorted(p.name for p in out.iterdir()) == ["mttfs_tile.v"]
+    assert (out / "mttfs_tile.v").read_text() == "previous"
+    gc.collect()  # the components that were never converted warn when collected
+
+
+def test_generate_sram_macro(tmp_path):
+    cfg = RTLConfig(T=2, k=0, n_in=3, tile_neurons=2, mesh_rows=1, mesh_cols=1, sram_macro=True)
+    manifest = gen.generate(cfg, tmp_path)
+    assert manifest["modules"]["mttfs_sram"]["sram"]["macro"] is True
+    model = (tmp_path / "mttfs_sram_macro.v").read_text()
+    assert manifest["sram_macro_model"]["sha256"] == hashlib.sha256(model.encode()).hexdigest()
+    assert "mttfs_sram_macro #(" in (tmp_path / "mttfs_tile.v").read_text()
+    # the blocks that instantiate the macro lint clean against the behavioural model
+    mine = {n: manifest["modules"][n] for n in ("mttfs_sram", "mttfs_tile")}
+    assert list(gen.lint(tmp_path, {**manifest, "modules": mine})) == list(mine)
+
+
+# -- lint --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", gen.MODULES)
+def test_verilator_lint(generated, module):
+    out, manifest = generated
+    entry = manifest["modules"][module]
+    report = gen.lint(out, {**manifest, "modules": {module: entry}})
+    assert list(report) == [module]
+
+
+def test_lint_fails_on_a_real_warning(tmp_path):
+    manifest = {"modules": {"bad": {"file": "bad.v"}}}
+    (tmp_path / "bad.v").write_text(
+        "module bad(input wire [3:0] a, output wire [1:0] y);\n  assign y = a;\nendmodule\n")
+    assert list(gen.lint(tmp_path, manifest)) == ["bad"]  # WIDTHTRUNC is waived
+    # an undriven output bit is not
+    (tmp_path / "bad.v").write_text(
+        "module bad(input wire a, output wire [1:0] y);\n  assign y[0] = a;\nendmodule\n")
+    with pytest.raises(RuntimeError, match=r"^verilator lint of bad failed:\n"):
+        gen.lint(tmp_path, manifest)
+
+
+# -- command -----------------------------------------------------------------------------------
+
+
+def test_cli_generate(tmp_path, capsys):
+    out = tmp_path / "cli"
+    rc = main(["generate", "--T", "4", "--k", "0", "--tile-neurons", "2", "--n-in", "3",
+               "--mesh", "1x2", "--i-max", "1", "2", "--family", "asym", "--weight-bits", "2",
+               "--out", str(out)])
+    assert rc == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    p = manifest["parameters"]
+    assert (p["T"], p["k"], p["tile_neurons"], p["n_in"], p["mesh_rows"], p["mesh_cols"]) == (
+        4, 0, 2, 3, 1, 2)
+    assert (p["i_max_in"], p["i_max_out"], p["family"], p["weight_bits"]) == (1, 2, "asym", 2)
+    assert "accumulator:" in capsys.readouterr().out
+
+
+def test_cli_generate_bad_parameter_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "cli"
+    assert main(["generate", "--T", "12", "--out", str(out)]) == 2
+    assert "T must be a power of two" in capsys.readouterr().err
+    assert not out.exists()
