@@ -294,39 +294,101 @@ class Rates:
         convention: str = "signed",
         source: str = "histograms",
         baselines: bool = True,
+        mus: Mapping[str, int] | None = None,
     ) -> Rates:
-        """Per-position rates and bit-events computed from one code histogram per position."""
+        """Per-position rates and bit-events from one code histogram per position.
+
+        ``mus`` gives each position's silent integer ``mu`` (default 0, the paper's rule).
+        """
+        mus = {} if mus is None else {position_name(p): m for p, m in mus.items()}
+        records = {
+            position_name(p): [(h, mus.get(position_name(p), 0))] for p, h in histograms.items()
+        }
+        return cls.from_records(
+            records,
+            {k: records for k in ks},
+            convention=convention,
+            source=source,
+            baselines=baselines,
+        )
+
+    @classmethod
+    def from_records(
+        cls,
+        ttfs_records: Mapping[str, list[tuple[Histogram, int]]],
+        k_records: Mapping[int, Mapping[str, list[tuple[Histogram, int]]]],
+        *,
+        convention: str = "signed",
+        source: str = "histograms",
+        baselines: bool = True,
+    ) -> Rates:
+        """Rates from several ``(histogram, mu)`` records per position (e.g. one per block).
+
+        ``ttfs_records`` are the unmasked histograms (standard TTFS is lossless);
+        ``k_records[k]`` the pre-mask histograms of the network run with radius ``k`` (they
+        differ from the unmasked ones once ``k > 0`` changes upstream values). A position's rate
+        is the activation-weighted mean over its records.
+        """
         if convention not in BIT_CONVENTIONS:
             raise ValueError(f"bit convention must be one of {BIT_CONVENTIONS}, not {convention!r}")
-        hists = {position_name(p): h for p, h in histograms.items()}
-        missing = [p for p in POSITIONS if p not in hists]
-        if missing:
-            raise ValueError(f"statistics lack positions {', '.join(map(repr, missing))}")
-        Ts = {h.space.T for h in hists.values()}
+
+        def complete(records, what):
+            missing = [p for p in POSITIONS if not records.get(p)]
+            if missing:
+                raise ValueError(f"{what} lack positions {', '.join(map(repr, missing))}")
+            return {p: records[p] for p in POSITIONS}
+
+        def mean(records, f):
+            return sum(f(h, mu) * h.total for h, mu in records) / sum(h.total for h, _ in records)
+
+        ttfs_records = complete(ttfs_records, f"statistics ({source})")
+        k_records = {
+            k: complete(r, f"statistics ({source}) for k={k}") for k, r in k_records.items()
+        }
+        Ts = {h.space.T for recs in ttfs_records.values() for h, _ in recs}
         if len(Ts) != 1:
             raise ValueError(f"histograms must share one T, not {sorted(Ts)}")
         (T,) = Ts
-        hists = {p: hists[p] for p in POSITIONS}
         label = f"{source} ({convention} bit convention)"
+        plot = {}
+        for p, recs in ttfs_records.items():
+            counts: dict[int, float] = {}
+            for h, _ in recs:
+                for q, n in h.counts.items():
+                    counts[q] = counts.get(q, 0) + n
+            plot[p] = Histogram(recs[0][0].space, counts)
         return cls(
             T=T,
-            ttfs=Rate({p: ttfs_rate(h) for p, h in hists.items()}, source, "TTFS"),
+            ttfs=Rate(
+                {p: mean(r, lambda h, mu: ttfs_rate(h)) for p, r in ttfs_records.items()},
+                source,
+                "TTFS",
+            ),
             mttfs={
-                k: Rate({p: mttfs_rate(h, k) for p, h in hists.items()}, source, f"M-TTFS k={k}")
-                for k in ks
+                k: Rate(
+                    {p: mean(r, lambda h, mu, k=k: mttfs_rate(h, k, mu)) for p, r in recs.items()},
+                    source,
+                    f"M-TTFS k={k}",
+                )
+                for k, recs in k_records.items()
             },
             bit_serial={
                 k: BitEvents(
                     {
-                        p: bit_events_per_value(h, k, convention=convention)
-                        for p, h in hists.items()
+                        p: mean(
+                            r,
+                            lambda h, mu, k=k: bit_events_per_value(
+                                h, k, mu=mu, convention=convention
+                            ),
+                        )
+                        for p, r in recs.items()
                     },
                     label,
                 )
-                for k in ks
+                for k, recs in k_records.items()
             },
             baselines=paper_baselines() if baselines else (),
-            histograms=hists,
+            histograms=plot,
             source=source,
         )
 
@@ -419,6 +481,11 @@ def load_stats(
         raise ValueError(f"statistics file {path.name} must hold a JSON object")
     source = f"statistics file {path.name}"
     T = data.get("T")
+    schema = data.get("schema")
+    if schema == GOLDEN_SCHEMA:
+        return _golden_stats(data, path.name, ks, convention, source)
+    if schema == MINILM_SCHEMA:
+        return _minilm_stats(data, path.name, ks, convention, source)
     if "positions" in data:
         positions = data["positions"]
         if not isinstance(positions, dict):
@@ -466,6 +533,85 @@ def load_stats(
     raise ValueError(
         f"statistics file {path.name} has neither 'positions' (code histograms) nor "
         "'spike_rate_percent'"
+    )
+
+
+#: Statistics written by :func:`golden_models.statistics.write_stats`.
+GOLDEN_SCHEMA = "matterhorn.golden.stats"
+#: Statistics of the converted MiniLM (:mod:`golden_models.models.stats`).
+MINILM_SCHEMA = "matterhorn.minilm_stats/1"
+
+
+def _tau_histogram(counts: object, space: CodeSpace, where: str) -> Histogram:
+    """A histogram given by event time (``counts[t]`` is code ``c - t``)."""
+    if not isinstance(counts, list) or len(counts) != space.T:
+        raise ValueError(f"{where} must be a list of {space.T} counts, not {counts!r}")
+    try:
+        return Histogram(space, {space.c - t: n for t, n in enumerate(counts)})
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def _golden_stats(data: dict, name: str, ks, convention: str, source: str) -> Rates:
+    from golden_models.statistics import PositionStats
+
+    records = data.get("positions")
+    if not isinstance(records, list):
+        raise ValueError(f"{name}: field 'positions' must be a list")
+    out: dict[str, list[tuple[Histogram, int]]] = {}
+    for i, record in enumerate(records):
+        try:
+            stats = PositionStats.from_dict(record)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name}: positions[{i}]: {exc}") from None
+        hist = _tau_histogram(list(stats.counts), stats.space, f"{name}: positions[{i}].histogram")
+        mu = stats.space.c - stats.i_max
+        out.setdefault(position_name(stats.name), []).append((hist, mu))
+    return Rates.from_records(out, {k: out for k in ks}, convention=convention, source=source)
+
+
+def _minilm_stats(data: dict, name: str, ks, convention: str, source: str) -> Rates:
+    T = data.get("T")
+    blocks = data.get("blocks")
+    if isinstance(T, bool) or not isinstance(T, int):
+        raise ValueError(f"{name}: field 'T' must be an integer, not {T!r}")
+    if not isinstance(blocks, list) or not blocks:
+        raise ValueError(f"{name}: field 'blocks' must be a non-empty list")
+    ttfs: dict[str, list[tuple[Histogram, int]]] = {}
+    per_k: dict[int, dict[str, list[tuple[Histogram, int]]]] = {}
+    for b, block in enumerate(blocks):
+        positions = block.get("positions") if isinstance(block, dict) else None
+        if not isinstance(positions, dict):
+            raise ValueError(f"{name}: field 'blocks[{b}].positions' must be an object")
+        for pos, entry in positions.items():
+            where = f"{name}: blocks[{b}].positions[{pos!r}]"
+            canon = position_name(pos)
+            space = CodeSpace(T, POSITION_FAMILY[canon])
+            if (
+                not isinstance(entry, dict)
+                or isinstance(entry.get("i_max"), bool)
+                or not (isinstance(entry.get("i_max"), int))
+            ):
+                raise ValueError(f"{where}.i_max must be an integer")
+            mu = space.c - entry["i_max"]
+            ttfs.setdefault(canon, []).append(
+                (_tau_histogram(entry.get("histogram_tau"), space, f"{where}.histogram_tau"), mu)
+            )
+            by_k = entry.get("histogram_tau_k")
+            if not isinstance(by_k, dict):
+                raise ValueError(f"{where}.histogram_tau_k must be an object")
+            for key, counts in by_k.items():
+                m = re.fullmatch(r"k=(\d+)", key)
+                if not m:
+                    raise ValueError(f"{where}.histogram_tau_k has a key {key!r}, not 'k=<k>'")
+                k = int(m.group(1))
+                if k in ks:
+                    hist = _tau_histogram(counts, space, f"{where}.histogram_tau_k[{key!r}]")
+                    per_k.setdefault(k, {}).setdefault(canon, []).append((hist, mu))
+    if not per_k:
+        raise ValueError(f"{name}: no histogram_tau_k for any of k = {', '.join(map(str, ks))}")
+    return Rates.from_records(
+        ttfs, dict(sorted(per_k.items())), convention=convention, source=source
     )
 
 

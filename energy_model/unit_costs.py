@@ -35,8 +35,10 @@ REQUIRED: dict[str, str] = {
     "E_move_event": "event/hop",
     "E_enc": "event",
 }
-#: Optional keys: accumulators of other widths, for rate-coded rows at other T (``E_ACC<b>``).
-OPTIONAL_PREFIXES = ("E_ACC",)
+#: Optional keys: our own router's per-hop event energy from a synthesis report (used only when
+#: asked for: ``event_cost="router"``). Accumulators of other widths ``E_ACC<b>`` (rate-coded
+#: rows at other T) are optional too.
+OPTIONAL: dict[str, str] = {"E_move_event_router": "event/hop"}
 #: The section of a file that holds the costs.
 SECTION = "unit_costs_pJ"
 
@@ -44,6 +46,8 @@ SECTION = "unit_costs_pJ"
 def _denominator_of(key: str) -> str | None:
     if key in REQUIRED:
         return REQUIRED[key]
+    if key in OPTIONAL:
+        return OPTIONAL[key]
     if key.startswith("E_ACC") and key[5:].isdigit():
         return "op"
     return None
@@ -158,7 +162,8 @@ def parse_unit_costs(data: object, *, origin: str, complete: bool = True) -> Uni
         whose denominator does not match the key; the message names the key and the file.
     """
     if not isinstance(data, dict) or SECTION not in data:
-        raise ValueError(f"unit-cost file {origin} has no {SECTION!r} section")
+        hint = "" if complete else " (a synthesis report has one only when run with a liberty)"
+        raise ValueError(f"unit-cost file {origin} has no {SECTION!r} section{hint}")
     section = data[SECTION]
     if not isinstance(section, dict):
         raise ValueError(f"{SECTION!r} in {origin} must be an object of unit costs")
@@ -167,8 +172,8 @@ def parse_unit_costs(data: object, *, origin: str, complete: bool = True) -> Uni
         denominator = _denominator_of(key)
         if denominator is None:
             raise ValueError(
-                f"unknown unit cost {key!r} in {origin}; valid keys: {', '.join(REQUIRED)} "
-                f"(and E_ACC<bits>)"
+                f"unknown unit cost {key!r} in {origin}; valid keys: "
+                f"{', '.join([*REQUIRED, *OPTIONAL])} (and E_ACC<bits>)"
             )
         if not isinstance(entry, dict) or "value" not in entry or "unit" not in entry:
             raise ValueError(
@@ -230,7 +235,7 @@ def resolve_unit_costs(
     unit_costs: str | Path | UnitCosts | None = "paper",
     *,
     synth: str | Path | None = None,
-    event_cost_pJ: float | None = None,
+    event_cost_pJ: float | str | None = None,
 ) -> UnitCosts:
     """The table the CLI and the flow use: base table, then synthesis overlay, then event cost.
 
@@ -240,8 +245,9 @@ def resolve_unit_costs(
         The complete base table.
     synth : path, optional
         A ``synth_report.json``; every key in its ``unit_costs_pJ`` section replaces the base.
-    event_cost_pJ : float, optional
-        Override of ``E_move_event`` in pJ per event per hop.
+    event_cost_pJ : float or "router", optional
+        Override of ``E_move_event`` in pJ per event per hop; ``"router"`` takes the table's
+        ``E_move_event_router`` (our synthesized router, from a synthesis report).
     """
     if unit_costs is None or (isinstance(unit_costs, str) and unit_costs == "paper"):
         table = paper_unit_costs()
@@ -251,6 +257,13 @@ def resolve_unit_costs(
         table = load_unit_costs(unit_costs)
     if synth is not None:
         table = table.overlay(load_unit_costs(synth, complete=False))
+    if isinstance(event_cost_pJ, str) and event_cost_pJ == "router":
+        if "E_move_event_router" not in table:
+            raise ValueError(
+                "event cost 'router' needs E_move_event_router from a synthesis report (--synth)"
+            )
+        router = table["E_move_event_router"]
+        return table.with_value("E_move_event", router.joules, router.provenance)
     if event_cost_pJ is not None:
         if (
             isinstance(event_cost_pJ, bool)

@@ -99,8 +99,8 @@ def test_rate_event_cost_and_synth(capsys, tmp_path):
     assert status == 0
     assert "event cost 1.000 pJ" in out
     assert re.search(r"\nMatterhorn M-TTFS \(k=1\) +16 +2\.00% ", out)
-    assert "E_MAC4 = 0.05 pJ/op from synth_report.json: yosys 0.23 + OpenSTA, sky130" in out
-    assert "E_move_event = 1 pJ/event/hop from command line --event-cost" in out
+    assert "  E_MAC4: synth_report.json: yosys 0.23 + OpenSTA, sky130\n" in out
+    assert "  E_move_event: command line --event-cost\n" in out
     assert not (tmp_path / "o" / "energy_breakdown.png").exists()
 
 
@@ -189,3 +189,50 @@ def test_T_without_rates(capsys, tmp_path):
 )
 def test_other_bad_values(capsys, tmp_path, argv, message):
     check_error(capsys, tmp_path, message, *argv)
+
+
+def test_event_cost_from_the_synthesized_router(capsys, tmp_path):
+    synth = tmp_path / "synth_report.json"
+    synth.write_text(
+        json.dumps(
+            {
+                "unit_costs_pJ": {
+                    "E_move_event_router": {
+                        "value": 0.5,
+                        "unit": "pJ/event/hop",
+                        "provenance": "mttfs_router, Yosys + OpenSTA",
+                    }
+                }
+            }
+        )
+    )
+    status, out, _ = run(
+        capsys,
+        "--synth",
+        str(synth),
+        "--event-cost",
+        "router",
+        "--no-plots",
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert status == 0
+    assert "event cost 0.5000 pJ" in out
+    assert (
+        "  E_move_event, E_move_event_router: synth_report.json: mttfs_router, Yosys + OpenSTA\n"
+        in out
+    )
+    check_error(
+        capsys,
+        tmp_path,
+        "event cost 'router' needs E_move_event_router from a synthesis report (--synth)",
+        "--event-cost",
+        "router",
+    )
+    check_error(
+        capsys,
+        tmp_path,
+        "--event-cost must be a number of pJ or 'router', not 'cheap'",
+        "--event-cost",
+        "cheap",
+    )

@@ -349,6 +349,98 @@ def test_stats_file_errors(tmp_path):
     )
 
 
+def test_golden_model_statistics_file(tmp_path):
+    import torch
+
+    from golden_models.codespace import CodeSpace
+    from golden_models.statistics import PositionStats, write_stats
+
+    records = []
+    for p in em.POSITIONS:
+        space = CodeSpace(16, em.rates.family_of(p))
+        counts = torch.zeros(16, dtype=torch.int64)
+        counts[space.c] = 6  # code 0
+        counts[space.c - 1] = 2  # code 1
+        counts[space.c - 3] = 2  # code 3
+        records.append(PositionStats.from_counts(p, counts, space))
+    path = tmp_path / "stats.json"
+    write_stats(path, records)
+    rates = em.load_stats(path, ks=(0, 1))
+    assert rates.source == "statistics file stats.json"
+    assert rates.mttfs[0].at("FFN-expand input") == 0.4 / 16
+    assert rates.mttfs[1].at("FFN-expand input") == 0.2 / 16
+    # the golden model's own figures agree
+    assert rates.mttfs[1].at("Q-proj. input") == records[0].mttfs(1).rate
+    assert rates.ttfs.at("Q-proj. input") == records[0].ttfs().rate
+    # bit-events: 1 -> 1 bit, 3 -> 2 bits
+    assert rates.bit_serial[0].at("Q-proj. input") == pytest.approx((2 * 1 + 2 * 2) / 10)
+    assert rates.histograms["Q-proj. input"].probability(3) == 0.2
+
+
+def test_golden_model_statistics_file_errors(tmp_path):
+    doc = {"schema": "matterhorn.golden.stats", "version": 1, "positions": [{"name": "x"}]}
+    check_error(
+        ValueError,
+        "s.json: positions[0]: position record lacks the field 'T'",
+        em.load_stats,
+        write(tmp_path, "s.json", doc),
+    )
+
+
+def minilm_doc(blocks):
+    def entry(p, hist, i_max, per_k):
+        return {
+            "histogram_tau": hist,
+            "i_max": i_max,
+            "histogram_tau_k": {f"k={k}": h for k, h in per_k.items()},
+        }
+
+    out = []
+    for b in range(blocks):
+        positions = {}
+        for p in em.POSITIONS:
+            c = 7 if em.rates.family_of(p) == "sym" else 15
+            hist = [0] * 16
+            hist[c] = 8  # code 0
+            hist[c - 1 - b] = 2  # code 1 in block 0, code 2 in block 1
+            k1 = [0] * 16
+            k1[c] = 9
+            k1[c - 3] = 1  # under k=1 the network shifted one value to code 3
+            positions[p] = entry(p, hist, c, {0: hist, 1: k1})
+        out.append({"block": b, "positions": positions})
+    return {"schema": "matterhorn.minilm_stats/1", "T": 16, "blocks": out}
+
+
+def test_minilm_statistics_file(tmp_path):
+    rates = em.load_stats(write(tmp_path, "m.json", minilm_doc(2)), ks=(0, 1))
+    assert rates.mttfs[0].at("Q-proj. input") == pytest.approx(0.2 / 16)
+    # k=1 rates come from the k=1 network's own histograms
+    assert rates.mttfs[1].at("Q-proj. input") == pytest.approx(0.1 / 16)
+    # bit-events at k=0: block 0 has code 1 (1 bit), block 1 code 2 (1 bit): 0.2 per value
+    assert rates.bit_serial[0].at("Query activation") == pytest.approx(0.2)
+    assert rates.bit_serial[1].at("Query activation") == pytest.approx(0.2)  # code 3: 2 bits
+    assert rates.histograms["Q-proj. input"].total == 20
+
+
+def test_minilm_statistics_file_errors(tmp_path):
+    doc = minilm_doc(1)
+    doc["blocks"][0]["positions"]["Q-proj. input"]["histogram_tau"] = [1, 2]
+    check_error(
+        ValueError,
+        "m.json: blocks[0].positions['Q-proj. input'].histogram_tau must be a "
+        "list of 16 counts, not [1, 2]",
+        em.load_stats,
+        write(tmp_path, "m.json", doc),
+    )
+    check_error(
+        ValueError,
+        "m.json: no histogram_tau_k for any of k = 5",
+        em.load_stats,
+        write(tmp_path, "m.json", minilm_doc(1)),
+        ks=(5,),
+    )
+
+
 # --- options ------------------------------------------------------------------------------------
 
 COUNTS = em.block_totals(em.preset("bert-base"))

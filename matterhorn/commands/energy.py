@@ -75,9 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--event-cost",
-        type=float,
-        metavar="PJ",
-        help="sparse-event movement cost E_move_event in pJ (paper: 3.0)",
+        metavar="PJ|router",
+        help="sparse-event movement cost E_move_event in pJ (paper: 3.0), or 'router' for the "
+        "synthesized router's E_move_event_router from --synth",
     )
 
     g = parser.add_argument_group("conventions (defaults reproduce the paper)")
@@ -173,13 +173,24 @@ def _rates(args, dims):
     return em.Rates.paper(args.task)
 
 
+def _event_cost(text: str | None) -> float | str | None:
+    if text is None or text == "router":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"--event-cost must be a number of pJ or 'router', not {text!r}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     import energy_model as em
     from energy_model.output import write_report
 
     dims = _dims(args)
     rates = _rates(args, dims)
-    costs = em.resolve_unit_costs(args.unit_costs, synth=args.synth, event_cost_pJ=args.event_cost)
+    costs = em.resolve_unit_costs(
+        args.unit_costs, synth=args.synth, event_cost_pJ=_event_cost(args.event_cost)
+    )
     options = em.Options(
         qnn_kv_operand_move=not args.no_qnn_kv_move,
         bitserial_kv_write=args.bitserial_kv_write,
@@ -196,9 +207,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"rates: {rates.source}")
     sources = sorted({c.provenance.split(":")[0] for c in costs.values()})
     print(f"unit costs: {', '.join(sources)}")
+    groups: dict[str, list[str]] = {}
     for key, cost in costs.items():
-        if not cost.provenance.startswith("paper"):
-            print(f"  {key} = {cost.quantity.pJ:.6g} p{cost.quantity.unit} from {cost.provenance}")
+        groups.setdefault(cost.provenance, []).append(key)
+    for provenance, keys in groups.items():
+        if not provenance.startswith("paper"):
+            print(f"  {', '.join(keys)}: {provenance}")
     for row, x in sweep.crossovers_in_range().items():
         print(f"crossover with dense QNN: {row} at {x:.4f} pJ/event")
     for row in sweep.coefficients:
