@@ -71,11 +71,17 @@ async def cycles(dut, n: int) -> None:
 
 
 async def wait_until(dut, predicate, timeout: int, what: str) -> int:
-    """Wait (up to ``timeout`` cycles) until ``predicate()`` holds; return the cycles waited."""
-    from cocotb.triggers import RisingEdge
+    """Wait (up to ``timeout`` cycles) until ``predicate()`` holds in a read-only phase.
 
-    for n in range(timeout):
+    Returns the cycles waited, right after the rising edge that follows the cycle in which the
+    predicate held (so the caller may write signals). Must not be called in a read-only phase.
+    """
+    from cocotb.triggers import ReadOnly, RisingEdge
+
+    for n in range(timeout + 1):
+        await ReadOnly()
         if predicate():
+            await RisingEdge(dut.clk)
             return n
         await RisingEdge(dut.clk)
     raise AssertionError(f"timeout after {timeout} cycles waiting for {what}")

@@ -4,7 +4,8 @@ Cover items, per bench and per ``T`` (bins depend only on ``T``):
 
 - ``<bench>.T<T>.out.cross``: event time ``t`` x masked/unmasked x backpressure (the beat saw
   ``ready`` low before it transferred). A masked event never leaves, so (masked, stalled) is an
-  ignored bin: ``3*T`` bins.
+  ignored bin: ``3*T`` bins. The encoder's mask is fixed at elaboration, so its items are
+  named ``encoder.T<T>.imax<I>.k<k>`` and declare only the reachable (time, masked) pairs.
 - ``<bench>.T<T>.fire.step``: fire step ``t`` x how many neurons fired in that step of the
   window (one / several, several makes the fire walk stall): ``2*T`` bins (tile).
 - ``<bench>.T<T>.in.time``: input event time ``tau``: ``T`` bins (tile).
@@ -22,11 +23,21 @@ from collections.abc import Iterable, Mapping
 class CoverageModel:
     """Cover items of one bench run (simulator side; needs ``cocotb_coverage``)."""
 
-    def __init__(self, bench: str, T: int, *, tile: bool = False) -> None:
+    def __init__(
+        self, bench: str, T: int, *, tile: bool = False, mask: tuple[int, int] | None = None
+    ) -> None:
         from cocotb_coverage import coverage as cov
 
         self.prefix = p = f"{bench}.T{T}"
         times = list(range(T))
+        ignore = [(None, True, True)]
+        if mask is not None:
+            # a mask fixed at elaboration: only its own silent times can be masked
+            i_max, k = mask
+            p += f".imax{i_max}.k{k}"
+            self.prefix = p
+            for t in times:
+                ignore.append((t, abs(t - i_max) > k, None))
 
         @cov.CoverPoint(f"{p}.out.time", xf=lambda t, m, s: t, bins=times)
         @cov.CoverPoint(f"{p}.out.masked", xf=lambda t, m, s: m, bins=[False, True])
@@ -34,7 +45,7 @@ class CoverageModel:
         @cov.CoverCross(
             f"{p}.out.cross",
             items=[f"{p}.out.time", f"{p}.out.masked", f"{p}.out.stall"],
-            ign_bins=[(None, True, True)],
+            ign_bins=ignore,
         )
         def sample_out(t, masked, stalled):
             pass

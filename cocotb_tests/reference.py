@@ -277,3 +277,31 @@ def tile_blocks(
             }
         )
     return out
+
+
+def encoder_vectors(
+    space: CodeSpace, n_in: int, i_max: int, k: int, seed: int, *, vectors: int
+) -> list[dict]:
+    """Code vectors for the encoder and their expected events and counters.
+
+    Distributions cycle through :data:`DISTRIBUTIONS`; expected events are
+    :func:`golden_models.encode_events` of each vector under ``Mask(space, i_max, k)``.
+    """
+    rng = random.Random(f"encoder:{seed}")
+    mask = Mask(space, i_max, k)
+    out = []
+    for v in range(vectors):
+        q = random_codes(rng, space, n_in, DISTRIBUTIONS[v % len(DISTRIBUTIONS)], mask.mu)
+        index, time = encode_events(q, mask)
+        sent = int(index.numel())
+        out.append(
+            {
+                "codes": [int(x) for x in q.tolist()],
+                "taus": [int(t) for t in (space.c - q).tolist()],
+                "events": [
+                    [int(a), int(t)] for a, t in zip(index.tolist(), time.tolist(), strict=True)
+                ],
+                "counters": {"events_out": sent, "events_suppressed": n_in - sent},
+            }
+        )
+    return out

@@ -194,8 +194,37 @@ def _tile_config(job: Job, manifest: Mapping) -> dict:
     }
 
 
+def _encoder_config(job: Job, manifest: Mapping) -> dict:
+    from cocotb_tests.reference import encoder_vectors
+    from golden_models import CodeSpace
+
+    stim = dict(job.stim)
+    p = manifest["parameters"]
+    space = CodeSpace(int(p["T"]), str(p["family"]))
+    n = int(stim.get("vectors", 24))
+    vectors = encoder_vectors(
+        space, int(p["n_in"]), int(p["i_max_in"]), int(p["k"]), job.seed, vectors=n
+    )
+    rng = random.Random(f"reset:{job.seed}")
+    return {
+        "seed": job.seed,
+        "T": space.T,
+        "i_max": int(p["i_max_in"]),
+        "k": int(p["k"]),
+        "module": module_entry(manifest, "mttfs_encoder"),
+        "p_idle": float(stim.get("p_idle", 0.25)),
+        "p_stall": float(stim.get("p_stall", 0.35)),
+        "vectors": vectors,
+        "reset": [rng.randrange(1, n), rng.choice(("collect", "emit"))]
+        if stim.get("reset", True) and n > 1
+        else None,
+        "corrupt": stim.get("corrupt"),
+    }
+
+
 #: bench -> (top module, cocotb test module, config builder)
 _BENCH_TABLE = {
+    "encoder": ("mttfs_encoder", "cocotb_tests.tb_encoder", _encoder_config),
     "tile": ("mttfs_tile", "cocotb_tests.tb_tile", _tile_config),
 }
 

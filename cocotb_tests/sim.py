@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
@@ -90,6 +91,45 @@ def ensure_simulator(sim: str) -> str:
     return text
 
 
+#: Verilator runtime objects that depend only on the Verilator installation and the flags, not
+#: on the design; compiling them is ~80% of a small build, so they are compiled once and
+#: copied into every new build directory (``verilator.o``, cocotb's main, includes the
+#: design's header and is not shared).
+VERILATOR_RUNTIME = ("verilated", "verilated_vpi", "verilated_threads", "verilated_dpi")
+
+
+def _runtime_cache(build_dir: Path, args: Sequence[str], waves: bool) -> Path:
+    # lint waivers (-W...) change no generated C++; every other flag might
+    flags = tuple(a for a in args if not a.startswith("-W"))
+    key = hashlib.sha256(repr((version("verilator"), flags, waves)).encode()).hexdigest()[:16]
+    return build_dir.parent / "_verilator_runtime" / key
+
+
+def _seed_runtime(cache: Path, build_dir: Path) -> None:
+    if not all((cache / f"{n}.o").is_file() for n in VERILATOR_RUNTIME):
+        return
+    for n in VERILATOR_RUNTIME:
+        for ext in (".o", ".d"):
+            src = cache / f"{n}{ext}"
+            if src.is_file():
+                # copy, not copy2: a fresh mtime keeps make from rebuilding the object
+                shutil.copyfile(src, build_dir / f"{n}{ext}")
+
+
+def _store_runtime(cache: Path, build_dir: Path) -> None:
+    if all((cache / f"{n}.o").is_file() for n in VERILATOR_RUNTIME):
+        return
+    cache.mkdir(parents=True, exist_ok=True)
+    for n in VERILATOR_RUNTIME:
+        for ext in (".o", ".d"):
+            src = build_dir / f"{n}{ext}"
+            if src.is_file():
+                fd, tmp = tempfile.mkstemp(dir=cache)
+                os.close(fd)
+                shutil.copyfile(src, tmp)
+                os.replace(tmp, cache / f"{n}{ext}")
+
+
 def _digest(sources: Sequence[Path], parts: Sequence[str]) -> str:
     h = hashlib.sha256()
     for part in parts:
@@ -151,7 +191,24 @@ def build(
     build_dir.mkdir(parents=True, exist_ok=True)
     if stamp.exists():
         stamp.unlink()
+    cache = _runtime_cache(build_dir, args, waves) if sim == "verilator" else None
     runner = get_runner(sim)
+    if cache is not None and hasattr(runner, "_execute_cmds"):
+        _seed_runtime(cache, build_dir)
+        run_cmds = runner._execute_cmds
+
+        def execute(cmds, cwd, stdout=None):
+            # the runtime objects depend on Vtop.mk, which verilator rewrites: refresh the
+            # seeded objects' mtime between the verilator and the make step
+            for cmd in cmds:
+                run_cmds([cmd], cwd, stdout)
+                if cmd and os.path.basename(str(cmd[0])) == "verilator":
+                    for n in VERILATOR_RUNTIME:
+                        obj = build_dir / f"{n}.o"
+                        if obj.is_file():
+                            os.utime(obj)
+
+        runner._execute_cmds = execute
     runner.build(
         sources=srcs,
         hdl_toplevel=toplevel,
@@ -162,6 +219,8 @@ def build(
         always=True,
         log_file=build_dir / "build.log",
     )
+    if cache is not None:
+        _store_runtime(cache, build_dir)
     stamp.write_text(json.dumps({"digest": key, "sim": sim, "toplevel": toplevel}) + "\n")
     return Build(sim, toplevel, build_dir, waves, key)
 

@@ -1,0 +1,146 @@
+"""cocotb bench for ``mttfs_encoder``: dense code vectors in, masked events out, counters.
+
+Expected events are ``golden_models.encode_events`` of each vector (time order, ascending
+address within a step) followed by the marker beat; expected counters are the transmitted and
+suppressed counts. Random idle cycles on ``i``, random ``ready`` on ``o``; one vector is cut
+by a reset while it is being collected or emitted.
+"""
+
+from __future__ import annotations
+
+import cocotb
+from cocotb.triggers import ReadOnly, RisingEdge
+
+from cocotb_tests.bench import (
+    WallClock,
+    corrupt_expectation,
+    cycles,
+    load_config,
+    merge_report,
+    start_clock,
+    wait_until,
+)
+from cocotb_tests.coverage import CoverageModel
+from cocotb_tests.layout import PayloadLayout
+from cocotb_tests.scoreboard import InOrderScoreboard
+from cocotb_tests.stream import StreamDriver, StreamMonitor, make_rng
+
+END = "end"
+
+
+@cocotb.test()
+async def test_encoder(dut):
+    cfg = load_config()
+    clock = WallClock()
+    seed = int(cfg["seed"])
+    T = int(cfg["T"])
+    streams = cfg["module"]["streams"]
+    counters = [(c["name"], c["port"]) for c in cfg["module"]["counters"]]
+    li, lo = PayloadLayout.of(streams["i"]["fields"]), PayloadLayout.of(streams["o"]["fields"])
+    await start_clock(dut)
+    dut.rst.value = 1
+    drv = StreamDriver(dut, "i", li, dut.clk, dut.rst, make_rng(seed, "i"), cfg["p_idle"])
+    mon = StreamMonitor(dut, "o", lo, dut.clk, dut.rst, make_rng(seed, "o"), cfg["p_stall"])
+    cov = CoverageModel("encoder", T, mask=(int(cfg["i_max"]), int(cfg["k"])))
+    events = InOrderScoreboard("o")
+    counts = InOrderScoreboard("counters")
+    state = {"board": events, "markers": 0, "vectors": 0, "events": 0, "codes": 0}
+
+    def on_out(beat):
+        p = beat.payload
+        item = (END, p["addr"], p["tau"]) if p["last"] else (p["addr"], p["tau"])
+        state["board"].observe(item)
+        if p["last"]:
+            state["markers"] += 1
+        elif state["board"] is events:
+            cov.sample_out(p["tau"], False, beat.stalled)
+
+    mon.on_beat.append(on_out)
+    drv.start()
+    mon.start()
+    await cycles(dut, 3)
+    dut.rst.value = 0
+    rng = make_rng(seed, "bench")
+    i_max, k = int(cfg["i_max"]), int(cfg["k"])
+    corrupt = cfg.get("corrupt")
+    p = max(float(cfg["p_idle"]), float(cfg["p_stall"]))
+    timeout = int((4 * (len(cfg["vectors"][0]["codes"]) + 2 * T) + 40) / max(0.05, 1 - p))
+    reset_at = cfg.get("reset")  # [vector, phase]
+    resets = 0
+    totals: dict[str, int] = {}
+    for v, vec in enumerate(cfg["vectors"]):
+        if reset_at is not None and reset_at[0] == v:
+            # cut this vector short: during collection, or while events are leaving
+            aborted = InOrderScoreboard("o(aborted)")
+            aborted.expect_all(tuple(e) for e in vec["events"])
+            state["board"] = aborted
+            drv.send({"q": q} for q in vec["codes"])
+            if reset_at[1] == "collect":
+                await cycles(dut, rng.randrange(1, max(2, len(vec["codes"]) // 2)))
+            else:
+                await wait_until(dut, lambda: drv.idle, timeout, "codes accepted")
+                await cycles(dut, rng.randrange(1, 4))
+            dut.rst.value = 1
+            drv.clear()
+            await cycles(dut, 2)
+            dut.rst.value = 0
+            await ReadOnly()
+            problems = [
+                f"{n} high after reset" for n in ("busy", "o__valid") if int(getattr(dut, n).value)
+            ]
+            await RisingEdge(dut.clk)
+            problems += [str(m) for m in aborted.mismatches]
+            assert not problems, "; ".join(problems)
+            state["board"] = events
+            resets += 1
+        expected = [tuple(e) for e in vec["events"]]
+        if v == 0:
+            expected = corrupt_expectation(expected, corrupt, make_rng(seed, "corrupt"))
+        events.expect_all(expected)
+        events.expect((END, 0, 0))
+        counts.expect(tuple(vec["counters"][name] for name, _ in counters))
+        target = state["markers"] + 1
+        drv.send({"q": q} for q in vec["codes"])
+        await wait_until(
+            dut, lambda t=target: state["markers"] >= t, timeout, f"marker of vector {v}"
+        )
+        # no code is queued now, so the counters hold once the encoder is idle
+        await wait_until(dut, lambda: not int(dut.busy.value), timeout, "encoder idle")
+        await ReadOnly()
+        seen = tuple(int(getattr(dut, port).value) for _, port in counters)
+        counts.observe(seen)
+        for (name, _), value in zip(counters, seen, strict=True):
+            totals[name] = totals.get(name, 0) + value
+        await RisingEdge(dut.clk)
+        for tau in vec["taus"]:
+            if abs(tau - i_max) <= k:
+                cov.sample_out(tau, True, False)
+        state["vectors"] += 1
+        state["events"] += len(vec["events"])
+        state["codes"] += len(vec["codes"])
+    await cycles(dut, 4)
+    mismatches = events.finish() + counts.finish()
+    errors = [str(m) for m in mismatches[:10]] + mon.stats.protocol_errors[:5]
+    merge_report(
+        {
+            "bench": "encoder",
+            "T": T,
+            "vectors": state["vectors"],
+            "events": state["events"],
+            "events_in": state["codes"],
+            "events_out": state["events"],
+            "resets": resets,
+            "cycles": mon.cycle,
+            "stalled_out_beats": sum(b.stalled for b in mon.beats),
+            "mismatches": len(mismatches) + len(mon.stats.protocol_errors),
+            "mismatch_examples": errors,
+            "counters_checked": counts.observed,
+            "counter_totals_rtl": totals,
+            "counter_totals_golden": {
+                name: sum(vec["counters"][name] for vec in cfg["vectors"]) for name, _ in counters
+            },
+            "coverage": cov.export(),
+            "sim_seconds": clock.seconds,
+        }
+    )
+    assert not errors, "\n".join(errors)
