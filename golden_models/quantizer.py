@@ -69,7 +69,7 @@ class MaskedSTE(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, a, alpha, space, mu, k, rounding):  # noqa: D102 - documented on the class
+    def forward(ctx, a, alpha, space, mu, k, rounding):
         q = quantize(a.detach(), alpha, space, rounding)
         keep = (q - mu).abs() > k
         qbar = torch.where(keep, q, torch.full_like(q, mu))
@@ -77,7 +77,7 @@ class MaskedSTE(torch.autograd.Function):
         return (qbar.to(a.dtype) * torch.as_tensor(alpha, dtype=a.dtype)).to(a.dtype)
 
     @staticmethod
-    def backward(ctx, grad):  # noqa: D102
+    def backward(ctx, grad):
         (pass_mask,) = ctx.saved_tensors
         return grad * pass_mask.to(grad.dtype), None, None, None, None, None
 
