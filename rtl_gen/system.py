@@ -97,8 +97,9 @@ class System(wiring.Component):
         Output events of the last layer, then a ``last`` marker beat that ends the inference.
     busy : Out(1)
         An inference is running (from its first code to its output marker).
-    cnt_<name> : Out(width).array(P)
-        Tile counters per node (``config.tile_counters``), of the node's last window.
+    cnt_<name>_n<node> : Out(width)
+        Tile counters (``config.tile_counters``) of node ``y * cols + x``, of its last window
+        (one plain port per node and counter, so the Verilog and manifest names agree).
     cnt_enc_events_out, cnt_enc_events_suppressed : Out(bits of n_in)
         Encoder counters of the last input vector.
     cnt_flits, cnt_hops : Out(32)
@@ -124,8 +125,9 @@ class System(wiring.Component):
             "o": Out(stream.Signature(system_out_layout(config))),
             "busy": Out(1),
         }
-        for name, width in config.tile_counters.items():
-            members[f"cnt_{name}"] = Out(width).array(nodes)
+        for n in range(nodes):
+            for name, width in config.tile_counters.items():
+                members[f"cnt_{name}_n{n}"] = Out(width)
         for name, width in config.encoder_counters.items():
             members[f"cnt_enc_{name}"] = Out(width)
         members["cnt_flits"] = Out(TOTAL_WIDTH)
@@ -152,7 +154,7 @@ class System(wiring.Component):
             m.submodules[f"tile_x{n % cols}_y{n // cols}"] = tile
             tiles.append(tile)
             for name in cfg.tile_counters:
-                m.d.comb += getattr(self, f"cnt_{name}")[n].eq(getattr(tile, f"cnt_{name}"))
+                m.d.comb += getattr(self, f"cnt_{name}_n{n}").eq(getattr(tile, f"cnt_{name}"))
         for name in cfg.encoder_counters:
             m.d.comb += getattr(self, f"cnt_enc_{name}").eq(getattr(enc, f"cnt_{name}"))
 
@@ -442,7 +444,7 @@ def simulate_system(system_map, inputs, *, o_ready: float = 1.0, seed: int = 0,
             await ctx.tick()
             results.append(InferenceResult(
                 events=events,
-                tile_counters={n: {name: ctx.get(getattr(dut, f"cnt_{name}")[n])
+                tile_counters={n: {name: ctx.get(getattr(dut, f"cnt_{name}_n{n}"))
                                    for name in cfg.tile_counters} for n in enabled},
                 encoder={name: ctx.get(getattr(dut, f"cnt_enc_{name}"))
                          for name in cfg.encoder_counters},

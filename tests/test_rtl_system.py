@@ -85,7 +85,7 @@ def test_ports_and_load_layout():
     assert isinstance(dut, System)
     members = list(dut.signature.members)
     assert members[:4] == ["load", "i", "o", "busy"]
-    assert members[4:] == [f"cnt_{n}" for n in cfg.tile_counters] + [
+    assert members[4:] == [f"cnt_{c}_n{n}" for n in range(4) for c in cfg.tile_counters] + [
         "cnt_enc_events_out", "cnt_enc_events_suppressed", "cnt_flits", "cnt_hops"]
     fields = [(name, f.width) for name, f in system_load_layout(cfg)]
     assert fields == [("node", 2), ("target", 3), ("addr", cfg.load_addr_width),
