@@ -181,7 +181,7 @@ class QNNEncoderBlock(torch.nn.Module):
         self._alpha["Attn. probability"] = 1.0 / T  # p in [0, 1] over T levels
         self._masks = {p: Mask.at_zero(spaces[p], k) for p in POSITIONS}
         self._masks.update({p: Mask.at_zero(spaces[p], 0) for p in INTERNAL})
-        self.linears: dict[str, QNNLinear] = {}
+        self.linears = torch.nn.ModuleDict()
         x = self.random_input(calibration_batch, calibration_seq, seed=seed + 1)
         self._run(x, calibrate_scales=True)
         self.calibrate(x)
@@ -244,7 +244,8 @@ class QNNEncoderBlock(torch.nn.Module):
             in_mask=layer.in_mask, in_alpha=layer.in_alpha, out_space=layer.out_space,
             out_alpha=self._alpha[dst], rounding=self._rounding,
         )
-        assert torch.equal(self.linears[name](q_in), q)  # same expression, same codes
+        if not torch.equal(self.linears[name](q_in), q):  # one expression, so one result
+            raise RuntimeError(f"{name}: QNNLinear codes differ from the block's quantizer")
         return q
 
     def _run(self, x: torch.Tensor, calibrate_scales: bool = False) -> BlockOutput:

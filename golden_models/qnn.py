@@ -100,7 +100,7 @@ class QNNLinear(torch.nn.Module):
         check_scale(out_alpha, "out_alpha")
         check_rounding(rounding)
         super().__init__()
-        self.register_buffer("weight", w.to(torch.int8 if weight_bits <= 8 else torch.int64))
+        self.register_buffer("weight", w.to(torch.int8))  # weight_bits <= 8
         self.register_buffer("scale", scale)
         self.register_buffer("bias", bias)
         self._weight_bits = weight_bits

@@ -10,6 +10,7 @@ from golden_models import (
     POSITION_FAMILY,
     POSITIONS,
     CodeSpace,
+    Mask,
     PositionStats,
     QNNEncoderBlock,
     quantize_weights,
@@ -222,3 +223,21 @@ def test_demo_cli(capsys):
     assert main(["demo", "--seed", "-3"]) == 2
     assert capsys.readouterr().err.strip() == (
         "matterhorn demo: error: seed must be at least 0, not -3")
+
+
+def test_encoder_round_bbit_calibrated():
+    from golden_models import event_histogram, select_i_max
+    from golden_models.encoder import LINEARS
+
+    blk = QNNEncoderBlock(16, 2, 32, T=8, k=2, weight_bits=2, rounding="round", seed=3)
+    x = blk.random_input(2, 6, seed=1)
+    result = blk.calibrate(x)
+    out = blk(x)
+    for p in POSITIONS:
+        space = blk.space(p)
+        assert result[p] == select_i_max(event_histogram(out.codes[p], space), space)
+        assert blk.mask(p) == Mask(space, result[p], 2)
+    every = {**out.codes, **out.internal}
+    for name, layer in blk.integer_layers().items():
+        src, dst = LINEARS[name]
+        check_chain_exact([layer], [(every[src], every[dst])])
