@@ -52,6 +52,12 @@ _POSITION_KEYS.update(
         "ffnexpand": "FFN-expand input",
         "ffnmid": "FFN-contract input",
         "ffncontract": "FFN-contract input",
+        # golden_models.models.bert.POSITIONS
+        "qprojin": "Q-proj. input",
+        "kprojin": "K-proj. input",
+        "vprojin": "V-proj. input",
+        "ffnexpandin": "FFN-expand input",
+        "ffncontractin": "FFN-contract input",
     }
 )
 
@@ -610,9 +616,38 @@ def _minilm_stats(data: dict, name: str, ks, convention: str, source: str) -> Ra
                     per_k.setdefault(k, {}).setdefault(canon, []).append((hist, mu))
     if not per_k:
         raise ValueError(f"{name}: no histogram_tau_k for any of k = {', '.join(map(str, ks))}")
-    return Rates.from_records(
+    rates = Rates.from_records(
         ttfs, dict(sorted(per_k.items())), convention=convention, source=source
     )
+    _check_measured(data.get("positions"), rates, name)
+    return rates
+
+
+def _check_measured(positions: object, rates: Rates, name: str) -> None:
+    """The file's measured per-position rates (6 decimals) must match its histograms."""
+    if not isinstance(positions, list):
+        return
+    for i, entry in enumerate(positions):
+        if not isinstance(entry, dict) or not isinstance(entry.get("rates"), dict):
+            continue
+        pos = position_name(entry.get("position", entry.get("label")))
+        for key, measured in entry["rates"].items():
+            m = re.fullmatch(r"k=(\d+)", key)
+            if key == "TTFS":
+                ours = rates.ttfs.at(pos)
+            elif m and int(m.group(1)) in rates.mttfs:
+                ours = rates.mttfs[int(m.group(1))].at(pos)
+            else:
+                continue
+            if (
+                isinstance(measured, bool)
+                or not isinstance(measured, int | float)
+                or (abs(ours - measured) > 1e-6)
+            ):
+                raise ValueError(
+                    f"{name}: field positions[{i}].rates[{key!r}] ({measured!r}) disagrees with "
+                    f"the rate of its histograms ({ours:.6f})"
+                )
 
 
 def family_of(position: str) -> str:

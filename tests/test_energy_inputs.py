@@ -422,6 +422,20 @@ def test_minilm_statistics_file(tmp_path):
     assert rates.histograms["Q-proj. input"].total == 20
 
 
+def test_minilm_statistics_file_checks_its_measured_rates(tmp_path):
+    doc = minilm_doc(1)
+    doc["positions"] = [{"position": "q_proj_in", "rates": {"TTFS": 0.0625, "k=1": 0.02}}]
+    check_error(
+        ValueError,
+        "m.json: field positions[0].rates['k=1'] (0.02) disagrees with the rate "
+        "of its histograms (0.006250)",
+        em.load_stats,
+        write(tmp_path, "m.json", doc),
+    )
+    doc["positions"][0]["rates"]["k=1"] = 0.00625
+    assert em.load_stats(write(tmp_path, "m.json", doc)).mttfs[1].at("Q-proj. input") == 0.1 / 16
+
+
 def test_minilm_statistics_file_errors(tmp_path):
     doc = minilm_doc(1)
     doc["blocks"][0]["positions"]["Q-proj. input"]["histogram_tau"] = [1, 2]

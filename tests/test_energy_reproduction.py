@@ -164,3 +164,15 @@ def test_sweep_is_the_model_at_every_point(sweep):
         )
         for row in direct.rows:
             assert sweep.total(row.name, x) == pytest.approx(row.energy.total.value, rel=1e-12)
+
+
+def test_comparison_helper_covers_every_printed_cell():
+    from energy_model import reproduction
+
+    records = reproduction.breakdown_comparison()
+    assert len(records) == 11 * 4
+    worst = max(abs(r["rel_error"]) for r in records if r["rate_driven"])
+    assert 0.001 < worst < 0.0015  # 0.138 %, M-TTFS k=1 Compute
+    claims = {c["claim"]: c for c in reproduction.sensitivity_comparison()}
+    assert claims["k=1 advantage at 3.0 pJ"]["ours"] == pytest.approx(1.4804, abs=1e-4)
+    assert "| Matterhorn M-TTFS (k=1) | 44.91 / 44.86 (+0.109%) |" in reproduction.markdown()
