@@ -1,1 +1,13 @@
-"""rtl_gen."""
+"""Amaranth RTL of the M-TTFS hardware and its elaboration to Verilog.
+
+Submodules: :mod:`rtl_gen.params` (``RTLConfig``, derived widths), :mod:`rtl_gen.sram`
+(single-port SRAM bus, behavioural RAM, macro wrapper), :mod:`rtl_gen.encoder` (dense codes to
+events), :mod:`rtl_gen.tile` (neuron tile, SRAM image packer), :mod:`rtl_gen.router`,
+:mod:`rtl_gen.system`, :mod:`rtl_gen.mapper` (mesh, system, mapping) and
+:mod:`rtl_gen.generate` (Verilog files + manifest). Only the parameter class is imported here,
+so importing one block does not elaborate or import the others.
+"""
+
+from rtl_gen.params import RTLConfig
+
+__all__ = ["RTLConfig"]

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"{name}: {args.out}/{entry['file']} sha256 {entry['sha256'][:16]}")
     print(f"accumulator: {derived['acc_width']} bits, |V| <= {derived['acc_bound']} "
-          f"({derived['acc_bound_formula'].split(' (')[0]})")
+          f"({derived['acc_bound_formula'].split(' (golden')[0]})")
     if args.lint:
         try:
             lint(args.out, manifest)
