@@ -263,3 +263,12 @@ def test_load_beats_rejects_large_init():
                          torch.zeros(1, 3, dtype=torch.int64), Mask(space, 1), Mask(space, 1))
     with pytest.raises(ValueError, match=r"^init B\[0\] = 5 exceeds init_bound 4 "):
         load_beats(cfg, layer)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("T", "weight_bits", "lanes"), [(64, 4, 8), (32, 1, 32), (16, 8, 5)])
+def test_tile_large(T, weight_bits, lanes):
+    cfg = RTLConfig(T=T, k=1, family="asym", weight_bits=weight_bits, n_in=96, tile_neurons=32,
+                    lanes=lanes)
+    rng = random.Random(T + lanes)
+    check_windows(cfg, [random_layer(cfg, rng) for _ in range(3)], o_ready=0.7, seed=5)
