@@ -292,6 +292,8 @@ class System(wiring.Component):
                         port.payload.dst_y.eq(sel.dst_y),
                         port.payload.addr.eq(ev.addr + sel.offset),
                         port.payload.t.eq(ev.t),
+                        # explicit, so every payload bit has a driver in the netlist
+                        port.payload.hops.eq(0),
                     ]
                     with m.If(port.ready):
                         with m.If(idx == n_dst[n] - 1):
