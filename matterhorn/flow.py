@@ -1,0 +1,315 @@
+"""The end-to-end flow: generate, regress, measure, synthesize, estimate energy, report.
+
+``run_flow`` runs the stages in order, prints one progress line per stage, and writes one
+report folder::
+
+    OUT/
+      summary.md           the tables and plots a researcher can paste into a paper
+      flow.json            every figure of the run, with where it came from
+      rtl/                 matterhorn generate: Verilog + manifest.json
+      regress/             matterhorn regress: summary.json (+ build dirs)
+      stats/               measured spike statistics of the golden QNN block
+      synth/               matterhorn synth: synth_report.json / .md
+      energy/              matterhorn energy: paper rates x {paper, synthesized} unit costs,
+      energy_measured/     and measured rates x the best unit costs available
+
+Every stage's figures are measured in this run, except the inputs the summary labels as the
+paper's (its printed rates and its 22 nm unit costs, used as the reference rows).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from golden_models.codespace import check_k, check_T
+
+#: Stage names in run order.
+STAGES = ("generate", "regress", "stats", "synth", "energy")
+SIMULATORS = ("icarus", "verilator")
+
+
+@dataclass
+class FlowConfig:
+    """Parameters of one flow run (validated on construction).
+
+    Parameters
+    ----------
+    T, k : int
+        Time steps (power of two, 2..64 for the RTL) and dead-zone radius ``0..T-1``.
+    out_dir : path
+        The report folder. Only the flow's own files and subfolders are replaced.
+    sims : tuple of str
+        Simulators of the regression stage.
+    seed : int
+        Seed of every random stimulus.
+    liberty : path, optional
+        Liberty for area and power (else ``PDK_ROOT``, else the generic flow only).
+    clock_ns : float
+        Clock period of the power analysis.
+    rates_file : path, optional
+        A statistics file (``matterhorn stats`` or golden statistics) whose measured rates
+        replace the golden block's in the measured-energy stage.
+    skip : tuple of str
+        Stages not to run (for quick looks; the summary says which were skipped).
+    """
+
+    T: int = 16
+    k: int = 1
+    out_dir: Path = Path("build/flow")
+    sims: tuple[str, ...] = ("icarus",)
+    seed: int = 1
+    liberty: Path | None = None
+    clock_ns: float = 10.0
+    rates_file: Path | None = None
+    skip: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_T(self.T)
+        if self.T > 64:
+            raise ValueError(f"T must be at most 64 for the RTL, not {self.T!r}")
+        check_k(self.k, self.T)
+        self.out_dir = Path(self.out_dir)
+        self.sims = tuple(self.sims)
+        for sim in self.sims:
+            if sim not in SIMULATORS:
+                raise ValueError(f"simulator must be one of {SIMULATORS}, not {sim!r}")
+        if not self.sims:
+            raise ValueError("at least one simulator is needed")
+        for stage in self.skip:
+            if stage not in STAGES:
+                raise ValueError(f"stage must be one of {STAGES}, not {stage!r}")
+        if self.liberty is not None:
+            self.liberty = Path(self.liberty)
+            if not self.liberty.is_file():
+                raise FileNotFoundError(f"liberty file {str(self.liberty)!r} does not exist")
+        if self.rates_file is not None:
+            self.rates_file = Path(self.rates_file)
+            if not self.rates_file.is_file():
+                raise FileNotFoundError(f"rates file {str(self.rates_file)!r} does not exist")
+        if not (isinstance(self.clock_ns, int | float) and 0 < self.clock_ns < 1e6):
+            raise ValueError(f"clock_ns must be a positive number of ns, not {self.clock_ns!r}")
+
+
+@dataclass
+class FlowResult:
+    config: FlowConfig
+    stages: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(s.get("status") in ("ok", "skipped") for s in self.stages.values())
+
+
+class Progress:
+    """One line per stage start and end, with wall time, on ``stream``."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.t0 = time.monotonic()
+
+    def __call__(self, message: str) -> None:
+        elapsed = time.monotonic() - self.t0
+        print(f"[flow {elapsed:7.1f}s] {message}", file=self.stream, flush=True)
+
+
+def _rel(path: Path, root: Path) -> str:
+    return os.path.relpath(path, root)
+
+
+# ---------------------------------------------------------------------------------------------
+# stages
+
+
+def stage_generate(cfg: FlowConfig, out: Path) -> dict:
+    from rtl_gen.generate import generate
+    from rtl_gen.params import RTLConfig
+
+    rtl = RTLConfig(T=cfg.T, k=cfg.k)
+    manifest = generate(rtl, out)
+    return {
+        "files": sorted(p.name for p in out.iterdir() if p.suffix in (".v", ".json")),
+        "modules": sorted(manifest.get("modules", {})),
+        "parameters": manifest.get("parameters", {}),
+        "widths": manifest.get("derived", {}),
+    }
+
+
+def stage_regress(cfg: FlowConfig, out: Path) -> dict:
+    from cocotb_tests.regress import run_regression
+
+    summary = run_regression(
+        T=cfg.T, k=cfg.k, sims=cfg.sims, seed=cfg.seed, out_dir=out, quick=True, progress=None
+    )
+    return summary
+
+
+def stage_stats(cfg: FlowConfig, out: Path) -> dict:
+    """Spike statistics of the golden QNN encoder block (eight positions) on a peaked input."""
+    from golden_models.encoder import QNNEncoderBlock
+    from golden_models.statistics import write_stats
+
+    block = QNNEncoderBlock(T=cfg.T, k=cfg.k, seed=cfg.seed)
+    x = block.random_input(batch=4, seq=16, seed=cfg.seed)
+    block.calibrate(x)
+    positions = block.stats(x)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "golden_stats.json"
+    write_stats(path, positions)
+    return {
+        "file": path.name,
+        "positions": {
+            p.name: {
+                "family": p.space.family,
+                "i_max": p.i_max,
+                "p_q0": round(p.p_q0, 6),
+                "ttfs_rate_percent": round(100 * p.ttfs().rate, 4),
+                f"mttfs_k{cfg.k}_rate_percent": round(100 * p.mttfs(cfg.k).rate, 4),
+            }
+            for p in positions
+        },
+    }
+
+
+def stage_synth(cfg: FlowConfig, out: Path) -> dict:
+    from synth_scripts.run import synthesize
+
+    liberty = cfg.liberty
+    report = synthesize(cfg.T, cfg.k, out, liberty_file=liberty, clock_ns=cfg.clock_ns)
+    return {
+        "report": "synth_report.json",
+        "liberty": report.get("liberty"),
+        "unit_costs_pJ": {
+            key: entry.get("value") for key, entry in report.get("unit_costs_pJ", {}).items()
+        },
+    }
+
+
+def _energy(out: Path, rates, costs, *, label: str) -> dict:
+    import energy_model as em
+    from energy_model.output import write_report
+
+    dims = em.preset("bert-base")
+    report = em.compute(dims, rates, costs)
+    sweep = em.sensitivity(dims, rates, costs)
+    write_report(report, out, sweep=sweep, plots=True)
+    table = json.loads(report.to_json())
+    return {
+        "label": label,
+        "rates": rates.source,
+        "unit_costs": sorted({c.provenance.split(":")[0] for c in costs.values()}),
+        "table": table,
+        "crossovers_pJ": {r: round(x, 4) for r, x in sweep.crossovers_in_range().items()},
+        "text": report.table(),
+    }
+
+
+def stage_energy(cfg: FlowConfig, out: Path, synth_report: Path | None, stats: Path | None):
+    import energy_model as em
+
+    results = {}
+    paper_costs = em.paper_unit_costs()
+    has_synth = synth_report is not None and synth_report.is_file()
+    ours = em.resolve_unit_costs("paper", synth=str(synth_report)) if has_synth else None
+    rates_paper = em.Rates.paper("SST-2") if cfg.T == 16 else None
+    if rates_paper is not None:
+        results["paper"] = _energy(
+            out / "energy_paper", rates_paper, paper_costs, label="paper rates, paper unit costs"
+        )
+        if ours is not None:
+            results["paper_rates_our_costs"] = _energy(
+                out / "energy", rates_paper, ours, label="paper rates, synthesized unit costs"
+            )
+    measured = cfg.rates_file if cfg.rates_file is not None else stats
+    if measured is not None and measured.is_file():
+        rates = em.load_stats(measured)
+        costs = ours if ours is not None else paper_costs
+        results["measured"] = _energy(
+            out / "energy_measured",
+            rates,
+            costs,
+            label="measured rates, " + ("synthesized" if ours is not None else "paper")
+            + " unit costs",
+        )
+    return results
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> FlowResult:
+    """Run every stage of ``cfg``; write ``summary.md`` and ``flow.json`` into ``cfg.out_dir``.
+
+    A stage that fails is recorded with its error and the flow stops there; the report still
+    says what ran.
+    """
+    say = progress or Progress()
+    root = cfg.out_dir
+    root.mkdir(parents=True, exist_ok=True)
+    result = FlowResult(cfg)
+    dirs = {
+        "generate": root / "rtl",
+        "regress": root / "regress",
+        "stats": root / "stats",
+        "synth": root / "synth",
+        "energy": root,
+    }
+
+    def run(name: str, fn: Callable[[], dict]) -> bool:
+        if name in cfg.skip:
+            result.stages[name] = {"status": "skipped"}
+            say(f"{name}: skipped")
+            return True
+        say(f"{name}: start")
+        t0 = time.monotonic()
+        try:
+            figures = fn()
+        except Exception as exc:  # recorded and re-raised after the report is written
+            result.stages[name] = {
+                "status": "failed",
+                "error": f"{type(exc).__name__}: {exc}",
+                "wall_s": round(time.monotonic() - t0, 2),
+            }
+            say(f"{name}: FAILED after {time.monotonic() - t0:.1f}s: {exc}")
+            return False
+        wall = time.monotonic() - t0
+        result.stages[name] = {"status": "ok", "wall_s": round(wall, 2), **figures}
+        say(f"{name}: done in {wall:.1f}s")
+        return True
+
+    for d in ("rtl", "regress", "stats", "synth", "energy", "energy_paper", "energy_measured"):
+        if (root / d).is_dir() and d not in ("regress",):
+            shutil.rmtree(root / d)
+    stats_file = dirs["stats"] / "golden_stats.json"
+    synth_file = dirs["synth"] / "synth_report.json"
+    steps = (
+        ("generate", lambda: stage_generate(cfg, dirs["generate"])),
+        ("regress", lambda: stage_regress(cfg, dirs["regress"])),
+        ("stats", lambda: stage_stats(cfg, dirs["stats"])),
+        ("synth", lambda: stage_synth(cfg, dirs["synth"])),
+        (
+            "energy",
+            lambda: {
+                "runs": stage_energy(
+                    cfg,
+                    root,
+                    synth_file if "synth" not in cfg.skip else None,
+                    stats_file if "stats" not in cfg.skip else None,
+                )
+            },
+        ),
+    )
+    for name, fn in steps:
+        if not run(name, fn):
+            break
+    from matterhorn.report import write_summary
+
+    write_summary(result, root)
+    say(f"report: {root / 'summary.md'}")
+    return result
