@@ -10,7 +10,7 @@ Dense INT4 QNN (``a`` activation bits)
     Compute ``D*(E_MAC4 | E_MAC4x4 on attention) + 2*N*E_clamp4``
 TTFS family (Otters T=15, Matterhorn TTFS and M-TTFS)
     Move ``s*D*E_move_event``
-    W-read ``(s*D*(1 | a) + T*N*threshold_bits + KV*a) * E_weight``
+    W-read ``(s*D*(1 | v) + T*N*threshold_bits + KV*v) * E_weight``, ``v = ceil(log2 T)``
     Compute ``s*D*(E_MAC4 + E_enc) + T*N*E_CMP`` (attention path also at E_MAC4)
 Rate-coded (``b = log2 T``)
     Move ``s*D*E_move_event``
@@ -64,7 +64,9 @@ class Options:
     attention_outputs : {"paper", "exact"}
         Outputs of ``P V``: ``B*h*S^2`` like ``Q K^T`` (paper) or ``B*h*S*d_k``.
     activation_bits : int
-        ``a``: dense activation and K/V width (paper: 4).
+        ``a``: activation and K/V width of the dense and bit-serial QNN (paper: 4). TTFS-family
+        rows use ``ceil(log2 T)`` of their own ``T`` (4 at T=15 and T=16); rate-coded rows
+        ``log2 T``.
     threshold_bits : int
         TTFS family: threshold-table bits read per output per step (paper: 4).
     rate_reset_per_spike : bool
@@ -187,9 +189,11 @@ def position_energy(
         compute = ev * E("E_ACC1") + 2 * N * E("E_clamp4")
     elif spec.encoding == "ttfs":
         T = spec.T
+        # K/V codes of a T-step row are ceil(log2 T) bits: 4 for Otters (T=15) and T=16
+        kv = max((T - 1).bit_length(), 1)
         s = T * spec.rate.at(c.position)
         move = s * D * E("E_move_event")
-        wread = (s * D * (a if att else 1) + T * N * options.threshold_bits + KV * a) * E(
+        wread = (s * D * (kv if att else 1) + T * N * options.threshold_bits + KV * kv) * E(
             "E_weight"
         )
         compute = s * D * (E("E_MAC4") + E("E_enc")) + T * N * E("E_CMP")

@@ -236,3 +236,14 @@ def test_event_cost_from_the_synthesized_router(capsys, tmp_path):
         "--event-cost",
         "cheap",
     )
+
+
+def test_other_T_scales_the_source_qnn_width(capsys, tmp_path):
+    # T=32: the source QNN has 5-bit activations, so dense Move is 5/4 of the paper's 61.20 mJ
+    status, out, _ = run(
+        capsys, "--T", "32", "--rate", "1.0", "--k", "2", "--no-plots", "--out", str(tmp_path)
+    )
+    assert status == 0
+    assert re.search(r"\nMatterhorn QNN \(dense\) +n/a +n/a +76\.50 ", out)
+    assert re.search(r"\nOtters +15 +5\.14% +137\.8 +5\.378 ", out)  # Otters keeps 4-bit K/V
+    assert re.search(r"\nMatterhorn M-TTFS \(k=2\) +32 +1\.00% ", out)

@@ -106,6 +106,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="P V outputs counted as B*h*S^2 (paper) or B*h*S*d_k (exact)",
     )
 
+    g.add_argument(
+        "--activation-bits",
+        type=int,
+        metavar="N",
+        help="dense activation and K/V width a (default log2 T: 4 at T=16)",
+    )
+
     g = parser.add_argument_group("output")
     g.add_argument(
         "--out", default="build/energy", metavar="DIR", help="report folder (default build/energy)"
@@ -173,6 +180,11 @@ def _rates(args, dims):
     return em.Rates.paper(args.task)
 
 
+def _log2(T: int) -> int:
+    # the source QNN of a T-step network has log2(T)-bit activations (T = 2**n)
+    return max(T.bit_length() - 1, 1)
+
+
 def _event_cost(text: str | None) -> float | str | None:
     if text is None or text == "router":
         return text
@@ -197,6 +209,9 @@ def run(args: argparse.Namespace) -> int:
         bitserial_attention_read_bits=args.bitserial_attention_bits,
         pooler_amortization=args.pooler,
         attention_outputs=args.attention_outputs,
+        activation_bits=(
+            args.activation_bits if args.activation_bits is not None else _log2(rates.T)
+        ),
         bit_convention=args.bit_convention,
     )
     report = em.compute(dims, rates, costs, options)
