@@ -147,27 +147,20 @@ def module_waivers(name: str) -> tuple[dict[str, str], ...]:
     """Extra lint waivers a block built elsewhere declares (``LINT_WAIVERS`` of its module)."""
     if name not in EXTERNAL:
         return ()
-    try:
-        module = importlib.import_module(EXTERNAL[name][0])
-    except ModuleNotFoundError:
-        return ()
-    return tuple(getattr(module, "LINT_WAIVERS", ()))
+    return tuple(getattr(importlib.import_module(EXTERNAL[name][0]), "LINT_WAIVERS", ()))
 
 
-def _external(name: str, config: RTLConfig):
-    """The component of a block built elsewhere in ``rtl_gen``, or the reason it is absent."""
+def _external(name: str, config: RTLConfig) -> wiring.Component:
+    """The component of a block built elsewhere in ``rtl_gen`` (router, system).
+
+    Every block is required: a missing module or factory is an error, not a skipped file.
+    """
     module_name, factory = EXTERNAL[name]
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name != module_name:
-            raise
-        return f"{module_name.replace('.', '/')}.py is not present in this tree"
-    return getattr(module, factory)(config)
+    return getattr(importlib.import_module(module_name), factory)(config)
 
 
-def components(config: RTLConfig) -> dict[str, object]:
-    """Module name -> component to elaborate, or a string saying why the block is skipped."""
+def components(config: RTLConfig) -> dict[str, wiring.Component]:
+    """Module name -> component to elaborate, in :data:`MODULES` order."""
     if not isinstance(config, RTLConfig):
         raise TypeError(f"config must be an RTLConfig, not {config!r}")
     return {
@@ -308,15 +301,12 @@ def _protocols(config: RTLConfig) -> tuple[dict[str, object], dict[str, object]]
     return load, window
 
 
-def build_manifest(config: RTLConfig, comps: dict[str, object],
+def build_manifest(config: RTLConfig, comps: dict[str, wiring.Component],
                    texts: dict[str, str]) -> dict[str, object]:
     """The manifest of ``config``, its components and their Verilog texts."""
     load, window = _protocols(config)
     modules: dict[str, object] = {}
     for name, comp in comps.items():
-        if isinstance(comp, str):
-            modules[name] = {"skipped": comp}
-            continue
         entry = {
             "file": f"{name}.v",
             "sha256": hashlib.sha256(texts[name].encode()).hexdigest(),
@@ -370,11 +360,8 @@ def build_manifest(config: RTLConfig, comps: dict[str, object],
 def elaborate(config: RTLConfig) -> tuple[dict[str, str], dict[str, object]]:
     """Verilog text of every top-level module, and the manifest (nothing is written)."""
     comps = components(config)
-    texts = {}
-    for name, comp in comps.items():
-        if isinstance(comp, str):
-            continue
-        texts[name] = verilog.convert(comp, name=name, emit_src=False)
+    texts = {name: verilog.convert(comp, name=name, emit_src=False)
+             for name, comp in comps.items()}
     return texts, build_manifest(config, comps, texts)
 
 
@@ -447,8 +434,6 @@ def lint(out_dir: str | os.PathLike, manifest: dict[str, object] | None = None) 
         extra.append(str(out / manifest["sram_macro_model"]["file"]))
     report = {}
     for name, entry in manifest["modules"].items():
-        if "skipped" in entry:
-            continue
         flags = [*LINT_FLAGS, *(f"-Wno-{w['warning']}" for w in entry.get("lint_waivers", ()))]
         cmd = [exe, *flags, "--top-module", name, str(out / entry["file"]), *extra]
         proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL,

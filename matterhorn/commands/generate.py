@@ -56,10 +56,7 @@ def run(args: argparse.Namespace) -> int:
     manifest = generate(config, args.out)
     derived = manifest["derived"]
     for name, entry in manifest["modules"].items():
-        if "skipped" in entry:
-            print(f"{name}: skipped ({entry['skipped']})")
-        else:
-            print(f"{name}: {args.out}/{entry['file']} sha256 {entry['sha256'][:16]}")
+        print(f"{name}: {args.out}/{entry['file']} sha256 {entry['sha256'][:16]}")
     print(f"accumulator: {derived['acc_width']} bits, |V| <= {derived['acc_bound']} "
           f"({derived['acc_bound_formula'].split(' (golden')[0]})")
     if args.lint:
