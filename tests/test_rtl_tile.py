@@ -134,8 +134,9 @@ def test_tile_accumulator_extremes(weight_bits, sign):
     check_windows(cfg, [(layer, index, time)])
 
 
-def test_tile_reset_mid_window():
-    """rst during integrate returns to idle; the next window starts from the init values."""
+@pytest.mark.parametrize("phase", ["integrate", "fire"])
+def test_tile_reset_mid_window(phase):
+    """rst during a window returns to idle; the next window starts from the init values."""
     cfg = RTLConfig(T=8, k=1, n_in=6, tile_neurons=4, lanes=3)
     rng = random.Random(3)
     layer, index, time = random_layer(cfg, rng)
@@ -157,6 +158,10 @@ def test_tile_reset_mid_window():
             await send(ctx, dut.load, {"target": target, "addr": addr, "data": word})
         for a, t in zip(index, time, strict=True):
             await send(ctx, dut.i, {"addr": a, "tau": t, "last": 0})
+        if phase == "fire":
+            await send(ctx, dut.i, {"addr": 0, "tau": 0, "last": 1})
+            await ctx.tick().repeat(cfg.T)  # midway through the fire walk (T*G = 16 clocks)
+            assert ctx.get(dut.busy) == 1
         ctx.set(cd.rst, 1)
         await ctx.tick()
         ctx.set(cd.rst, 0)
