@@ -6,6 +6,10 @@ Typical use::
     report = em.compute(model="bert-base", rates=em.Rates.paper(), unit_costs=em.paper_unit_costs())
     print(report.table())
     report.to_json(); report.to_csv()
+    em.write_report(report, "build/energy", sweep=em.sensitivity())
+
+Plots are in :mod:`energy_model.plots` (imported on use: matplotlib is slow to load); the
+comparison with the paper's printed tables is in :mod:`energy_model.reproduction`.
 """
 
 from energy_model.dims import POSITIONS, PRESETS, ModelDims, block_totals, position_counts, preset
@@ -26,6 +30,7 @@ from energy_model.model import (
     compute,
     rows_of,
 )
+from energy_model.output import write_report
 from energy_model.quantity import Quantity
 from energy_model.rates import (
     Baseline,
@@ -83,4 +88,5 @@ __all__ = [
     "rows_of",
     "sensitivity",
     "ttfs_rate",
+    "write_report",
 ]
