@@ -7,6 +7,8 @@ import random
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from golden_models import CodeSpace, Mask, encode_events
 from rtl_gen.encoder import Encoder, code_layout, simulate_encoder
@@ -39,6 +41,18 @@ def test_encoder_matches_golden(T, k, family):
     # extremes: every code the same (one step holds every event, or all silent)
     vectors += [[space.q_min] * cfg.n_in, [space.c - cfg.i_max_in] * cfg.n_in]
     check_encoder(cfg, vectors, o_ready=0.6, seed=T + k)
+
+
+@settings(max_examples=10, deadline=None)
+@given(T=st.sampled_from([2, 8, 32]), family=st.sampled_from(["sym", "asym"]), data=st.data())
+def test_encoder_random_configs(T, family, data):
+    n = data.draw(st.integers(1, 12))
+    cfg = RTLConfig(T=T, k=data.draw(st.integers(0, T - 1)), family=family, n_in=n,
+                    i_max_in=data.draw(st.integers(0, T - 1)))
+    space = cfg.space
+    codes = st.lists(st.integers(space.q_min, space.q_max), min_size=n, max_size=n)
+    vectors = data.draw(st.lists(codes, min_size=1, max_size=3))
+    check_encoder(cfg, vectors, o_ready=data.draw(st.sampled_from([0.4, 1.0])), seed=2)
 
 
 def test_encoder_step_cost():
