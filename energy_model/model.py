@@ -30,7 +30,7 @@ import io
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from energy_model.dims import ModelDims, PositionCounts, block_totals, position_counts, preset
 from energy_model.quantity import Quantity, format_sig
@@ -63,8 +63,10 @@ class Options:
         (paper: below the printed precision, left out).
     attention_outputs : {"paper", "exact"}
         Outputs of ``P V``: ``B*h*S^2`` like ``Q K^T`` (paper) or ``B*h*S*d_k``.
-    activation_bits : int
-        ``a``: activation and K/V width of the dense and bit-serial QNN (paper: 4). TTFS-family
+    activation_bits : int or None
+        ``a``: activation and K/V width of the dense and bit-serial QNN; ``None`` (default)
+        means ``log2 T`` of the rates (the source QNN of a ``T``-step network: 4 at the paper's
+        T=16). :func:`compute` records the resolved value in the report. TTFS-family
         rows use ``ceil(log2 T)`` of their own ``T`` (4 at T=15 and T=16); rate-coded rows
         ``log2 T``.
     threshold_bits : int
@@ -81,7 +83,7 @@ class Options:
     bitserial_attention_read_bits: int = 1
     pooler_amortization: bool = False
     attention_outputs: str = "paper"
-    activation_bits: int = 4
+    activation_bits: int | None = None
     threshold_bits: int = 4
     rate_reset_per_spike: bool = True
     bit_convention: str = "signed"
@@ -97,6 +99,8 @@ class Options:
                 raise TypeError(f"{name} must be a bool, not {getattr(self, name)!r}")
         for name in ("bitserial_attention_read_bits", "activation_bits", "threshold_bits"):
             v = getattr(self, name)
+            if v is None and name == "activation_bits":
+                continue
             if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 16:
                 raise ValueError(f"{name} must be an integer in 1..16, not {v!r}")
         if self.attention_outputs not in ("paper", "exact"):
@@ -176,6 +180,8 @@ def position_energy(
     E = costs.joules
     D, N, KV, att = c.deliveries, c.outputs, c.kv_elements, c.attention
     a = options.activation_bits
+    if a is None:
+        raise ValueError("options.activation_bits is unresolved (None): compute() resolves it")
     if spec.encoding == "dense":
         move = D * a * E("E_move_dense") * (2 if att and options.qnn_kv_operand_move else 1)
         wread = ((D * a if att else D) + KV * a) * E("E_weight")
@@ -454,6 +460,8 @@ def compute(
     rates = Rates.paper() if rates is None else rates
     costs = paper_unit_costs() if unit_costs is None else unit_costs
     options = Options() if options is None else options
+    if options.activation_bits is None:
+        options = replace(options, activation_bits=max(rates.T.bit_length() - 1, 1))
     specs = list(rows_of(rates) if rows is None else rows)
     if not any(s.encoding == "dense" for s in specs):
         specs.insert(0, RowSpec("Matterhorn QNN (dense)", "dense"))

@@ -500,6 +500,16 @@ def test_option_attention_outputs_exact():
     )
 
 
+def test_activation_bits_follow_the_rates_T():
+    report = em.compute("bert-base", em.Rates.uniform(1.0, T=8, k=1))
+    assert report.options.activation_bits == 3
+    paper = em.compute().row("Matterhorn QNN (dense)").energy.move.value
+    assert report.row("Matterhorn QNN (dense)").energy.move.value == pytest.approx(paper * 3 / 4)
+    assert json.loads(report.to_json())["options"]["activation_bits"] == 3
+    fixed = em.compute("bert-base", em.Rates.uniform(1.0, T=8), None, em.Options(activation_bits=4))
+    assert fixed.row("Matterhorn QNN (dense)").energy.move.value == pytest.approx(paper)
+
+
 def test_option_errors():
     check_error(
         ValueError,

@@ -180,11 +180,6 @@ def _rates(args, dims):
     return em.Rates.paper(args.task)
 
 
-def _log2(T: int) -> int:
-    # the source QNN of a T-step network has log2(T)-bit activations (T = 2**n)
-    return max(T.bit_length() - 1, 1)
-
-
 def _event_cost(text: str | None) -> float | str | None:
     if text is None or text == "router":
         return text
@@ -209,9 +204,7 @@ def run(args: argparse.Namespace) -> int:
         bitserial_attention_read_bits=args.bitserial_attention_bits,
         pooler_amortization=args.pooler,
         attention_outputs=args.attention_outputs,
-        activation_bits=(
-            args.activation_bits if args.activation_bits is not None else _log2(rates.T)
-        ),
+        activation_bits=args.activation_bits,
         bit_convention=args.bit_convention,
     )
     report = em.compute(dims, rates, costs, options)
