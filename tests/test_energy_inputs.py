@@ -377,6 +377,24 @@ def test_golden_model_statistics_file(tmp_path):
     assert rates.histograms["Q-proj. input"].probability(3) == 0.2
 
 
+def test_statistics_of_the_golden_encoder_block_agree_with_its_own_rates(tmp_path):
+    from golden_models.encoder import QNNEncoderBlock
+    from golden_models.statistics import write_stats
+
+    block = QNNEncoderBlock(T=16, k=1, seed=0)
+    x = block.random_input(batch=2, seq=8, seed=0)
+    block.calibrate(x)
+    positions = block.stats(x)
+    write_stats(tmp_path / "golden_stats.json", positions)
+    rates = em.load_stats(tmp_path / "golden_stats.json")
+    for p in positions:
+        assert rates.ttfs.at(p.name) == pytest.approx(p.ttfs().rate, abs=1e-15)
+        for k in (0, 1, 2):
+            assert rates.mttfs[k].at(p.name) == pytest.approx(p.mttfs(k).rate, abs=1e-15)
+    report = em.compute("bert-base", rates)
+    assert report.row("Matterhorn M-TTFS (k=1)").energy.total.value > 0
+
+
 def test_golden_model_statistics_file_errors(tmp_path):
     doc = {"schema": "matterhorn.golden.stats", "version": 1, "positions": [{"name": "x"}]}
     check_error(
