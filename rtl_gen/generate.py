@@ -301,6 +301,30 @@ def _protocols(config: RTLConfig) -> tuple[dict[str, object], dict[str, object]]
     return load, window
 
 
+#: What each counter counts (one window), for the manifest.
+COUNTER_DEFINITIONS = {
+    "events_in": "input event beats (marker beats excluded)",
+    "weight_row_reads": "weight SRAM rows read, one per input event",
+    "accumulate_ops": "membrane updates, N per input event",
+    "compare_ops": "(neuron, step) compares: not-yet-fired neurons at t <= T-2",
+    "threshold_reads": "thresholds consumed, one per compare (the threshold SRAM reads "
+    "(T-1)*G rows of L thresholds per window)",
+    "events_out": "output events emitted (outside the dead zone)",
+    "events_suppressed": "neurons that fired inside the dead zone, not emitted",
+}
+
+
+ENCODER_COUNTER_DEFINITIONS = {
+    "events_out": "events emitted for the last vector",
+    "events_suppressed": "codes of the last vector inside the dead zone, not emitted",
+}
+
+
+def _counters(widths: dict[str, int], definitions=COUNTER_DEFINITIONS) -> list[dict[str, object]]:
+    return [{"name": n, "port": f"cnt_{n}", "width": w, "counts": definitions[n]}
+            for n, w in widths.items()]
+
+
 def build_manifest(config: RTLConfig, comps: dict[str, wiring.Component],
                    texts: dict[str, str]) -> dict[str, object]:
     """The manifest of ``config``, its components and their Verilog texts."""
@@ -314,15 +338,9 @@ def build_manifest(config: RTLConfig, comps: dict[str, wiring.Component],
             "streams": stream_ports(comp),
         }
         if isinstance(comp, NeuronTile):
-            entry["counters"] = [
-                {"name": n, "port": f"cnt_{n}", "width": w}
-                for n, w in config.tile_counters.items()
-            ]
+            entry["counters"] = _counters(config.tile_counters)
         elif isinstance(comp, Encoder):
-            entry["counters"] = [
-                {"name": n, "port": f"cnt_{n}", "width": w}
-                for n, w in config.encoder_counters.items()
-            ]
+            entry["counters"] = _counters(config.encoder_counters, ENCODER_COUNTER_DEFINITIONS)
         elif isinstance(comp, SRAM):
             entry["sram"] = {"depth": comp.depth, "width": comp.width, "macro": comp.macro,
                              "reads_port": "reads"}
@@ -335,9 +353,7 @@ def build_manifest(config: RTLConfig, comps: dict[str, wiring.Component],
         "generator": {"amaranth": amaranth.__version__, "emit_src": False},
         "parameters": config.as_dict(),
         "derived": config.derived(),
-        "counters": [
-            {"name": n, "port": f"cnt_{n}", "width": w} for n, w in config.tile_counters.items()
-        ],
+        "counters": _counters(config.tile_counters),
         "sram_images": _sram_images(config),
         "load_protocol": load,
         "window_protocol": window,

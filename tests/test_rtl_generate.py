@@ -148,6 +148,8 @@ def test_manifest_counters_and_bound(generated):
                      "threshold_reads", "events_out", "events_suppressed"]
     for c in tile["counters"]:
         assert ports[c["port"]] == {"name": c["port"], "dir": "out", "width": c["width"]}
+        assert c["counts"]
+    assert manifest["counters"] == tile["counters"]
     d = manifest["derived"]
     assert d["acc_bound"] == SMALL.acc_bound
     assert d["acc_width"] == signed_width(d["acc_bound"])
