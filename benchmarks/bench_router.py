@@ -95,7 +95,7 @@ def saturate(rows, cols, pick_dst, cycles, *, sources=None, seed=1):
             if c >= warm:
                 accepted += sum(vals[: len(sources)])
                 delivered += sum(vals[len(sources):])
-            for n, r in zip(sources, vals):
+            for n, r in zip(sources, vals[: len(sources)], strict=True):
                 if r:
                     del current[n]
         result["accepted"] = accepted / (cycles - warm)

@@ -41,6 +41,8 @@ from rtl_gen.tile import NeuronTile
 __all__ = [
     "InferenceResult",
     "System",
+    "load_system",
+    "run_inference",
     "simulate_system",
     "system_from_config",
     "system_load_layout",
@@ -386,8 +388,67 @@ class InferenceResult:
     cycles: int
 
 
+async def load_system(ctx, dut: System, beats) -> None:
+    """Testbench coroutine: send ``(node, target, addr, data)`` beats on ``dut.load``."""
+    for node, target, addr, word in beats:
+        ctx.set(dut.load.valid, 1)
+        ctx.set(dut.load.payload, {"node": node, "target": target, "addr": addr, "data": word})
+        await ctx.tick().until(dut.load.ready)
+    ctx.set(dut.load.valid, 0)
+
+
+async def run_inference(ctx, dut: System, codes, *, nodes=(), rng=None, o_ready: float = 1.0,
+                        max_cycles: int = 200_000, stop_after: int | None = None):
+    """Testbench coroutine: feed ``codes`` (``n_in`` of them) on ``dut.i`` while draining ``o``.
+
+    Returns an :class:`InferenceResult` (counters of ``nodes``) once the output marker is taken,
+    or ``None`` after ``stop_after`` clocks (to interrupt an inference, e.g. with a reset).
+    """
+    cfg = dut.config
+    rng = rng or random.Random(0)
+    codes = list(codes)
+    events = []
+    cycles = 0
+    while True:
+        if stop_after is not None and cycles >= stop_after:
+            ctx.set(dut.i.valid, 0)
+            ctx.set(dut.o.ready, 0)
+            return None
+        if cycles >= max_cycles:
+            raise RuntimeError(f"the inference did not end in {max_cycles} clocks")
+        if codes:
+            ctx.set(dut.i.valid, 1)
+            ctx.set(dut.i.payload, {"q": codes[0]})
+        else:
+            ctx.set(dut.i.valid, 0)
+        ready = o_ready >= 1.0 or rng.random() < o_ready
+        ctx.set(dut.o.ready, ready)
+        _, _, i_ready, valid, payload = await ctx.tick().sample(
+            dut.i.ready, dut.o.valid, dut.o.payload)
+        cycles += 1
+        if codes and i_ready:
+            codes.pop(0)
+        if valid and ready:
+            if payload.last:
+                break
+            events.append((int(payload.addr), int(payload.t)))
+    ctx.set(dut.o.ready, 0)
+    await ctx.tick()
+    return InferenceResult(
+        events=events,
+        tile_counters={n: {name: ctx.get(getattr(dut, f"cnt_{name}_n{n}"))
+                           for name in cfg.tile_counters} for n in nodes},
+        encoder={name: ctx.get(getattr(dut, f"cnt_enc_{name}"))
+                 for name in cfg.encoder_counters},
+        flits=ctx.get(dut.cnt_flits),
+        hops=ctx.get(dut.cnt_hops),
+        cycles=cycles,
+    )
+
+
 def simulate_system(system_map, inputs, *, o_ready: float = 1.0, seed: int = 0,
-                    max_cycles: int = 200_000, vcd: str | None = None) -> list[InferenceResult]:
+                    max_cycles: int = 200_000, reset_after: int | None = None,
+                    vcd: str | None = None) -> list[InferenceResult]:
     """Program a :class:`System` with ``system_map`` and run ``inputs`` in the Amaranth simulator.
 
     Parameters
@@ -399,63 +460,43 @@ def simulate_system(system_map, inputs, *, o_ready: float = 1.0, seed: int = 0,
         Probability that ``o.ready`` is high on a clock (random backpressure).
     max_cycles : int
         Clocks allowed per inference before the run is declared hung.
+    reset_after : int, optional
+        Before the inferences, start one with the first input and assert ``rst`` for one clock
+        ``reset_after`` clocks into it, then reload the configuration.
+    vcd : str, optional
+        Write a waveform file.
     """
+    from amaranth.hdl import ClockDomain, Module
     from amaranth.sim import Simulator
 
     if not 0.0 < o_ready <= 1.0:
         raise ValueError(f"o_ready must be in (0, 1], not {o_ready!r}")
     cfg = system_map.config
     dut = System(cfg)
+    top = Module()
+    top.domains.sync = domain = ClockDomain("sync")
+    top.submodules.system = dut
     rng = random.Random(seed)
     vectors = [system_map.pad_input(q).tolist() for q in inputs]
     results: list[InferenceResult] = []
-    enabled = [t.node for t in system_map.tiles]
+    nodes = [t.node for t in system_map.tiles]
+    beats = system_map.load_beats()
 
     async def bench(ctx):
-        for node, target, addr, word in system_map.load_beats():
-            ctx.set(dut.load.valid, 1)
-            ctx.set(dut.load.payload, {"node": node, "target": target, "addr": addr,
-                                       "data": word})
-            await ctx.tick().until(dut.load.ready)
-        ctx.set(dut.load.valid, 0)
-        for codes in vectors:
-            codes = list(codes)
-            events = []
-            cycles = 0
-            while True:
-                if cycles >= max_cycles:
-                    raise RuntimeError(f"inference {len(results)} did not end in {max_cycles} "
-                                       "clocks")
-                if codes:
-                    ctx.set(dut.i.valid, 1)
-                    ctx.set(dut.i.payload, {"q": codes[0]})
-                else:
-                    ctx.set(dut.i.valid, 0)
-                ready = o_ready >= 1.0 or rng.random() < o_ready
-                ctx.set(dut.o.ready, ready)
-                _, _, i_ready, valid, payload = await ctx.tick().sample(
-                    dut.i.ready, dut.o.valid, dut.o.payload)
-                cycles += 1
-                if codes and i_ready:
-                    codes.pop(0)
-                if valid and ready:
-                    if payload.last:
-                        break
-                    events.append((int(payload.addr), int(payload.t)))
-            ctx.set(dut.o.ready, 0)
+        await load_system(ctx, dut, beats)
+        if reset_after is not None and vectors:
+            await run_inference(ctx, dut, vectors[0], rng=rng, stop_after=reset_after)
+            ctx.set(domain.rst, 1)
             await ctx.tick()
-            results.append(InferenceResult(
-                events=events,
-                tile_counters={n: {name: ctx.get(getattr(dut, f"cnt_{name}_n{n}"))
-                                   for name in cfg.tile_counters} for n in enabled},
-                encoder={name: ctx.get(getattr(dut, f"cnt_enc_{name}"))
-                         for name in cfg.encoder_counters},
-                flits=ctx.get(dut.cnt_flits),
-                hops=ctx.get(dut.cnt_hops),
-                cycles=cycles,
-            ))
+            ctx.set(domain.rst, 0)
+            if ctx.get(dut.busy):
+                raise RuntimeError("the system is still busy after a reset")
+            await load_system(ctx, dut, beats)
+        for codes in vectors:
+            results.append(await run_inference(ctx, dut, codes, nodes=nodes, rng=rng,
+                                               o_ready=o_ready, max_cycles=max_cycles))
 
-    sim = Simulator(dut)
+    sim = Simulator(top)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     if vcd is None:

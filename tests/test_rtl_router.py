@@ -105,7 +105,7 @@ def random_traffic(rows, cols, per_node, rng):
 def check_delivery(rows, cols, traffic, received):
     """Exactly once, in order per (source, destination), hop count == Manhattan distance."""
     for (x, y), got in received.items():
-        for dx, dy, _addr, _t, hops in got:
+        for dx, dy, _addr, _t, _hops in got:
             assert (dx, dy) == (x, y), f"flit for {(dx, dy)} ejected at {(x, y)}"
         by_src = {}
         for _dx, _dy, addr, t, hops in got:
@@ -160,7 +160,9 @@ def test_zero_load_latency_one_clock_per_hop():
                         await ctx.tick()
                         ctx.set(port.valid, 0)
                         out = dut.o[dy][dx]
-                        for wait in range(1, 20):
+                        wait = 0
+                        while wait < 20:
+                            wait += 1
                             _, _, valid, payload = await ctx.tick().sample(out.valid, out.payload)
                             if valid:
                                 break
@@ -201,8 +203,8 @@ def test_router_xy_decision_and_hop_increment():
                             outs = [getattr(dut, f"o_{q}") for q in PORTS]
                             _, _, *vals = await ctx.tick().sample(
                                 *(o.valid for o in outs), *(o.payload.hops for o in outs))
-                            fired = [q for q, v in zip(PORTS, vals[:5]) if v]
-                            hops = [h for v, h in zip(vals[:5], vals[5:]) if v]
+                            fired = [q for q, v in zip(PORTS, vals[:5], strict=True) if v]
+                            hops = [h for v, h in zip(vals[:5], vals[5:], strict=True) if v]
                             results.append(((x, y), (dx, dy), fired, hops))
 
     sim = Simulator(dut)
@@ -232,7 +234,7 @@ def test_round_robin_is_fair():
                 dut.o_local.valid, dut.o_local.payload.addr,
                 *(getattr(dut, f"i_{p}").ready for p in PORTS))
             valid, addr, readies = vals[0], vals[1], vals[2:]
-            for p, r in zip(PORTS, readies):
+            for p, r in zip(PORTS, readies, strict=True):
                 if r:
                     counters[p] += 1
             if valid:

@@ -18,7 +18,7 @@ from rtl_gen.system import System, simulate_system, system_from_config, system_l
 
 
 def check_system(widths, *, T, k, N, mesh, weight_bits=1, families=None, lanes=None,
-                 batch=4, seed=0, o_ready=0.6, distribution="uniform"):
+                 batch=4, seed=0, o_ready=0.6, distribution="uniform", reset_after=None):
     qnn = random_qnn(widths, T=T, k=k, weight_bits=weight_bits, seed=seed,
                      distribution=distribution, families=families)
     layers = qnn.integer_layers()
@@ -26,7 +26,8 @@ def check_system(widths, *, T, k, N, mesh, weight_bits=1, families=None, lanes=N
                            lanes=lanes)
     smap = map_chain(cfg, layers)
     inputs = qnn.random_input(batch, seed=seed + 1)
-    results = simulate_system(smap, inputs, o_ready=o_ready, seed=seed)
+    results = simulate_system(smap, inputs, o_ready=o_ready, seed=seed, reset_after=reset_after,
+                              max_cycles=20_000)
     total_events = 0
     for b, (q, res) in enumerate(zip(inputs, results, strict=True)):
         ref = system_reference(smap, q)
@@ -72,6 +73,15 @@ def test_everything_silent_gives_empty_windows():
     _, results, events = check_system((4, 2, 2, 2), T=4, k=3, N=2, mesh=(1, 3), batch=2)
     assert events == 0
     assert all(r.events == [] and r.flits == 0 for r in results)
+
+
+@pytest.mark.parametrize("reset_after", [3, 20, 34, 51, 58])
+def test_reset_mid_inference(reset_after):
+    # rst while collecting codes (3), integrating layer 0 (20), with layer-0 flits in the mesh
+    # (34), with layer-1 flits in the mesh (51), while emitting outputs (58): the system returns
+    # to idle, and after a reload the next inferences are exact
+    check_system((8, 8, 4, 4), T=8, k=0, N=4, mesh=(2, 2), batch=2, seed=7,
+                 reset_after=reset_after)
 
 
 def test_single_layer_on_one_node():
