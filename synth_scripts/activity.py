@@ -74,10 +74,10 @@ def bit_activity(values: np.ndarray, width: int) -> list[BitActivity]:
     v = np.asarray(values, dtype=np.int64)
     if v.ndim != 1 or v.size < 2:
         raise ValueError(f"a stream needs at least 2 values, not {v.size}")
-    u = v & ((1 << width) - 1)
     out = []
     for i in range(width):
-        bits = (u >> i) & 1
+        # arithmetic shift: bits above 63 of an int64 repeat its sign, as a wider register would
+        bits = (v >> min(i, 63)) & 1
         toggles = int(np.count_nonzero(bits[1:] != bits[:-1]))
         out.append(BitActivity(round(toggles / (v.size - 1), 6), round(float(bits.mean()), 6)))
     return out

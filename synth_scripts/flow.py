@@ -8,6 +8,7 @@ machine.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from importlib import resources
@@ -87,6 +88,20 @@ def _read(path: Path) -> str:
     if not path.is_file():
         raise parse.ReportError(f"tool output {path.name!r} was not written")
     return path.read_text(encoding="utf-8")
+
+
+_PORT = re.compile(r"^\s*input\s+(?:\[(\d+):(\d+)\]\s+)?(\\\S+|\w+)\s*;", re.MULTILINE)
+
+
+def netlist_inputs(text: str) -> dict[str, int]:
+    """Input ports of a Yosys-written netlist and their widths (escaped names unescaped)."""
+    out = {}
+    for hi, lo, name in _PORT.findall(text):
+        width = abs(int(hi) - int(lo)) + 1 if hi else 1
+        out[name[1:] if name.startswith("\\") else name] = width
+    if not out:
+        raise parse.ReportError("netlist declares no input ports")
+    return out
 
 
 def _bits(name: str, width: int) -> list[str]:

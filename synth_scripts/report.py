@@ -186,12 +186,10 @@ def build(*, T, k, clock_ns, lib, ops, block_specs, synth, acts, power, streams)
         doc["operators"].append(entry)
     router_pJ = None
     for spec in block_specs:
-        entry = spec.report_entry(
-            synth[spec.top], power.get(spec.top), acts.get(spec.top), clock_ns
-        )
+        entry = spec.report_entry(synth[spec.top], power.get(spec.top, {}), clock_ns)
         doc["blocks"].append(entry)
-        if entry.get("per_hop_event_pJ") is not None:
-            router_pJ = entry["per_hop_event_pJ"]
+        if spec.name == "router" and entry["energy_pJ"] is not None:
+            router_pJ = entry["energy_pJ"]["per_op"]
     if has_lib:
         rule = scaling.scaling_rule(lib.nom_voltage)
         doc["scaling"] = rule
@@ -310,8 +308,10 @@ def markdown(doc: dict) -> str:
         "",
         "## Operators",
         "",
-        ("| key | widths | cells | transistors | depth | area um^2 | E/op pJ (sky130) | "
-        "leakage | sequential | slack ns |"),
+        (
+            "| key | widths | cells | transistors | depth | area um^2 | E/op pJ (sky130) | "
+            "leakage | sequential | slack ns |"
+        ),
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for e in doc["operators"]:
@@ -329,8 +329,10 @@ def markdown(doc: dict) -> str:
             "",
             "## Blocks",
             "",
-            ("| block | what | cells | transistors | depth | area um^2 | energy pJ | per | "
-            "leakage |"),
+            (
+                "| block | what | cells | transistors | depth | area um^2 | energy pJ | per | "
+                "leakage |"
+            ),
             "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |",
         ]
         for b in doc["blocks"]:
@@ -379,11 +381,13 @@ def comparison_text(doc: dict) -> str:
     if eh:
         lines += [
             "",
-            (f"Event hop (router): {eh['sky130_pJ']:.4g} pJ sky130, {eh['scaled_22nm_pJ']:.4g} pJ "
-            f"scaled = {eh['ratio_to_paper_dense_bit']:.3g} x the paper's dense bit "
-            f"({eh['paper_dense_bit_pJ']:g} pJ; the paper's event is 12 x) and "
-            f"{eh['ratio_to_paper_event']:.3g} x the paper's Loihi event ({eh['paper_event_pJ']:g} "
-            "pJ)."),
+            (
+                f"Event hop (router): {eh['sky130_pJ']:.4g} pJ sky130, {eh['scaled_22nm_pJ']:.4g} pJ "
+                f"scaled = {eh['ratio_to_paper_dense_bit']:.3g} x the paper's dense bit "
+                f"({eh['paper_dense_bit_pJ']:g} pJ; the paper's event is 12 x) and "
+                f"{eh['ratio_to_paper_event']:.3g} x the paper's Loihi event ({eh['paper_event_pJ']:g} "
+                "pJ)."
+            ),
         ]
     return "\n".join(lines)
 

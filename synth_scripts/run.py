@@ -134,21 +134,30 @@ def synthesize(
                     for name, (vals, w) in op.registers(s).items()
                 }
                 acts[op.top] = {"ports": ports, "registers": regs}
-                sta_designs.append((op.top, synth[op.top].netlist, flow.activity_commands(ports)))
-            for spec in block_specs:
-                ports, summary = spec.activity()
-                acts[spec.top] = {"ports": ports, "summary": summary}
                 sta_designs.append(
-                    (spec.top, synth[spec.top].netlist, flow.activity_commands(ports))
+                    (op.top, synth[op.top].netlist, flow.activity_commands(ports), "")
                 )
+            for spec in block_specs:
+                inputs = flow.netlist_inputs(synth[spec.top].netlist.read_text())
+                for label, ports in spec.activities(inputs).items():
+                    sta_designs.append(
+                        (spec.top, synth[spec.top].netlist, flow.activity_commands(ports), label)
+                    )
             with ThreadPoolExecutor(max_workers=jobs) as pool:
                 got = list(
                     pool.map(
-                        lambda x: flow.power(x[0], x[1], x[2], lib, clock_ns, work / "sta" / x[0]),
+                        lambda x: flow.power(
+                            x[0], x[1], x[2], lib, clock_ns, work / "sta" / f"{x[0]}{x[3]}"
+                        ),
                         sta_designs,
                     )
                 )
-            power = {x[0]: g for x, g in zip(sta_designs, got, strict=True)}
+            power = {}
+            for x, g in zip(sta_designs, got, strict=True):
+                if x[3]:
+                    power.setdefault(x[0], {})[x[3]] = g
+                else:
+                    power[x[0]] = g
             (stage / NETLISTS).mkdir()
             for r in results:
                 shutil.copyfile(r.netlist, stage / NETLISTS / f"{r.top}.v")
