@@ -8,7 +8,9 @@ Run: ``./run bench router`` (or ``.venv/bin/python benchmarks/bench_router.py``)
 - single-stream throughput: one source sends back-to-back flits to a destination 6 hops away;
 - uniform random throughput: every node offers a flit every clock to a random destination,
   every sink always ready (saturation), accepted flits per node per clock;
-- hotspot: every node sends to one node; the ejection port is the bottleneck (1 flit/clock).
+- hotspot: every node sends to one node; the ejection port is the bottleneck (1 flit/clock);
+- in context: clocks per inference of the system (3-layer chain 8-8-4-4 on a 2x2 mesh, N = 4),
+  with the flits and hops it moved, each inference checked against the golden reference.
 """
 
 from __future__ import annotations
@@ -108,6 +110,26 @@ def saturate(rows, cols, pick_dst, cycles, *, sources=None, seed=1):
     return result
 
 
+def system_inference(T, k, batch=8):
+    from golden_models.qnn import random_qnn
+    from rtl_gen.mapper import config_for_chain, map_chain, system_reference
+    from rtl_gen.system import simulate_system
+
+    qnn = random_qnn((8, 8, 4, 4), T=T, k=k, seed=0, distribution="uniform")
+    layers = qnn.integer_layers()
+    smap = map_chain(config_for_chain(layers, tile_neurons=4, mesh_rows=2, mesh_cols=2), layers)
+    inputs = qnn.random_input(batch, seed=1)
+    results = simulate_system(smap, inputs)
+    for q, r in zip(inputs, results, strict=True):
+        ref = system_reference(smap, q)
+        want = list(zip(ref.out_index.tolist(), ref.out_time.tolist(), strict=True))
+        if r.events != want or (r.flits, r.hops) != (len(ref.flits), ref.total_hops):
+            raise SystemExit("system output differs from the golden reference")
+    n = len(results)
+    return (sum(r.cycles for r in results) / n, sum(r.flits for r in results) / n,
+            sum(r.hops for r in results) / n)
+
+
 def main() -> int:
     warnings.simplefilter("ignore")
     rows, cols = 4, 4
@@ -127,6 +149,12 @@ def main() -> int:
 
     hot = saturate(rows, cols, lambda n, rng: (1, 1), 600)
     print(f"hotspot (all to (1,1)), saturated: {hot['delivered']:.3f} flits/clock ejected")
+
+    print("system, chain 8-8-4-4 on 2x2, N=4, 8 inferences each (checked against golden):")
+    for T, k in ((4, 0), (8, 1), (16, 1)):
+        cycles, flits, hops = system_inference(T, k)
+        print(f"  T={T:2d} k={k}: {cycles:6.1f} clocks/inference, {flits:5.1f} flits, "
+              f"{hops:5.1f} hops")
     return 0
 
 

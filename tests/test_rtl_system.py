@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from golden_models.qnn import random_qnn
 from rtl_gen.mapper import config_for_chain, map_chain, system_reference
@@ -73,6 +75,24 @@ def test_everything_silent_gives_empty_windows():
     _, results, events = check_system((4, 2, 2, 2), T=4, k=3, N=2, mesh=(1, 3), batch=2)
     assert events == 0
     assert all(r.events == [] and r.flits == 0 for r in results)
+
+
+@st.composite
+def system_cases(draw):
+    T = draw(st.sampled_from([2, 4, 8, 16]))
+    k = draw(st.integers(0, min(T - 1, 2)))
+    N = draw(st.integers(2, 4))
+    widths = tuple(draw(st.integers(2, 9)) for _ in range(4))
+    tiles = sum(-(-w // N) for w in widths[1:])
+    return dict(widths=widths, T=T, k=k, N=N, mesh=(2, -(-tiles // 2)),
+                weight_bits=draw(st.sampled_from([1, 2, 4])), lanes=draw(st.integers(1, N)),
+                o_ready=draw(st.sampled_from([1.0, 0.5, 0.2])), seed=draw(st.integers(0, 999)))
+
+
+@settings(max_examples=6, deadline=None)
+@given(case=system_cases())
+def test_random_chains(case):
+    check_system(batch=2, **case)
 
 
 @pytest.mark.parametrize("reset_after", [3, 20, 34, 51, 58])
