@@ -80,9 +80,11 @@ def _section_stats(s: dict, k: int) -> list[str]:
     out = [
         "## Spike statistics of the golden QNN block (`stats/`)",
         "",
-        "A seeded random QNN encoder block (small dimensions, peaked random input), measured "
-        "in this run: not BERT. For a real model use `matterhorn stats --model minilm` and pass "
-        "its statistics with `--rates-file`.",
+        (
+            "A seeded random QNN encoder block (small dimensions, peaked random input), measured "
+            "in this run: not BERT. For a real model use `matterhorn stats --model minilm` and "
+            "pass its statistics with `--rates-file`."
+        ),
         "",
     ]
     rows = [
@@ -178,8 +180,10 @@ def write_summary(result, root: Path) -> None:
     md = [
         f"# Matterhorn flow: T={cfg.T}, k={cfg.k}",
         "",
-        f"matterhorn {__version__}; simulators: {', '.join(cfg.sims)}; seed {cfg.seed}; "
-        f"clock {cfg.clock_ns} ns.",
+        (
+            f"matterhorn {__version__}; simulators: {', '.join(cfg.sims)}; seed {cfg.seed}; "
+            f"clock {cfg.clock_ns} ns."
+        ),
         "",
     ]
     md += _section_stages(result)
