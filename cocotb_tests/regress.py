@@ -493,7 +493,7 @@ def regression_jobs(
     *,
     seed: int = 0,
     benches: Sequence[str] = BENCHES,
-    tile_windows: int = 8,
+    quick: bool = False,
 ) -> list[Job]:
     """The jobs of a regression over ``Ts`` and ``ks`` on ``sims``.
 
@@ -501,6 +501,7 @@ def regression_jobs(
     ``k`` (cycling through ``ks``) and a random ``I_max``; the tile runs every ``k`` of ``ks``
     with random ``I_max`` (loaded at run time) on each; the SRAM runs on one; the system runs
     a 3-layer random QNN on a 2x2 mesh (its ``k``, family and distribution vary with ``T``).
+    ``quick``: one parameter set per ``T`` and fewer vectors.
     """
     ks = tuple(_check_k(k, min(_check_T(T) for T in Ts)) for k in ks)
     for name in sims:
@@ -509,14 +510,16 @@ def regression_jobs(
         if b not in BENCHES:
             raise ValueError(f"bench must be one of {BENCHES}, not {b!r}")
     jobs = []
+    short = {"vectors": 12} if quick else {}
+    tile_windows = 4 if quick else 8
     for ti, T in enumerate(Ts):
-        for v in (0, 1):
+        for v in (0,) if quick else (0, 1):
             k = ks[(ti + v) % len(ks)]
             params = block_params(T, v, k, seed)
             s = seed * 1000 + T * 10 + v
             for name in sims:
                 if "encoder" in benches:
-                    jobs.append(job("encoder", name, params, s))
+                    jobs.append(job("encoder", name, params, s, **short))
                 if "sram" in benches and v == 0:
                     jobs.append(job("sram", name, params, s))
                 if "tile" in benches:
@@ -530,7 +533,15 @@ def regression_jobs(
                 "shape": ti % 2,
             }
             for name in sims:
-                jobs.append(job("system", name, sys_params, seed * 1000 + T))
+                jobs.append(
+                    job(
+                        "system",
+                        name,
+                        sys_params,
+                        seed * 1000 + T,
+                        **({"inferences": 4} if quick else {}),
+                    )
+                )
     return jobs
 
 
@@ -679,9 +690,9 @@ def run_regression(
     workers: int = 1,
     seed: int = 0,
     waves: bool = False,
-    out: Path | str = Path("build") / "regress",
+    out_dir: Path | str = Path("build") / "regress",
     benches: Sequence[str] = BENCHES,
-    tile_windows: int = 8,
+    quick: bool = False,
     progress=None,
 ) -> dict:
     """Run the regression for ``T`` and ``k`` on ``sims``; write and return the summary.
@@ -697,10 +708,13 @@ def run_regression(
         Seed of every stimulus (same seed, same vectors).
     waves : bool
         Dump waveforms (``runs/<job>/``); off by default (slow, large).
-    out : path
+    out_dir : path
         Directory of the generated Verilog, builds, runs and ``regress_summary.json``.
     benches : sequence of str
         Subset of :data:`BENCHES`.
+    quick : bool
+        A short regression (one parameter set per ``T``, fewer vectors) for ``matterhorn
+        flow``; its coverage is reported but not expected to reach 100%.
     progress : callable, optional
         Called with each :class:`JobResult` as it finishes.
 
@@ -719,11 +733,9 @@ def run_regression(
         sims = (sims,)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, not {seed!r}")
-    jobs = regression_jobs(
-        Ts, ks, tuple(sims), seed=seed, benches=benches, tile_windows=tile_windows
-    )
+    jobs = regression_jobs(Ts, ks, tuple(sims), seed=seed, benches=benches, quick=quick)
     start = time.perf_counter()
-    results = run_jobs(jobs, out, workers=workers, waves=waves, progress=progress)
+    results = run_jobs(jobs, out_dir, workers=workers, waves=waves, progress=progress)
     parameters = {
         "T": list(Ts),
         "k": list(ks),
@@ -732,9 +744,10 @@ def run_regression(
         "workers": workers,
         "waves": waves,
         "benches": list(benches),
+        "quick": quick,
     }
     summary = summarize(results, time.perf_counter() - start, parameters)
-    out = Path(out)
+    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out, suffix=".json")
     with os.fdopen(fd, "w") as f:

@@ -1,0 +1,94 @@
+"""The default regression: every bench on both simulators, bit-exact against the golden model.
+
+Each job generates Verilog with ``rtl_gen.generate.generate`` (cached per parameter set under
+``build/cocotb``), builds it once per simulator and runs its cocotb bench. ``T = 32`` runs under
+``-m slow``. Self-checks prove the benches fail when one expected event is altered or dropped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cocotb_tests import coverage as cov
+from cocotb_tests import regress, sim
+
+ROOT = Path(__file__).resolve().parents[1] / "build" / "cocotb"
+DEFAULT_JOBS = regress.regression_jobs((4, 8, 16), (0, 1, 2), sim.SIMULATORS, seed=0)
+SLOW_JOBS = regress.regression_jobs((32,), (0, 1, 2), sim.SIMULATORS, seed=0)
+_results: dict[regress.Job, regress.JobResult] = {}
+
+
+def _run(j: regress.Job) -> regress.JobResult:
+    if j not in _results:
+        _results[j] = regress.run_job(j, ROOT)
+    return _results[j]
+
+
+def check_job(j: regress.Job) -> None:
+    r = _run(j)
+    assert r.passed, f"{j.name}: {r.error}"
+    rep = r.report
+    assert rep["mismatches"] == 0
+    assert rep["vectors"] > 0 and rep["events"] > 0
+    assert rep["counter_totals_rtl"] == rep["counter_totals_golden"]
+    if j.bench in ("encoder", "tile", "system"):
+        assert rep["resets"] >= 1, "no reset in the middle of a window was exercised"
+        assert rep["stalled_out_beats"] > 0, "no output beat saw backpressure"
+
+
+@pytest.mark.parametrize("j", DEFAULT_JOBS, ids=lambda j: j.name)
+def test_default(j):
+    check_job(j)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("j", SLOW_JOBS, ids=lambda j: j.name)
+def test_slow(j):
+    check_job(j)
+
+
+def test_default_coverage_complete():
+    """The default regression hits every bin it declares (both simulators merged)."""
+    summary = cov.summary(cov.merge(_run(j).report.get("coverage", {}) for j in DEFAULT_JOBS))
+    missing = {k: v["missing"] for k, v in summary["items"].items() if v["missing"]}
+    assert summary["bins"] > 0
+    assert summary["percent"] == 100.0, f"uncovered bins: {missing}"
+
+
+def _corrupted(bench: str, mode: str) -> regress.Job:
+    base = next(j for j in DEFAULT_JOBS if j.bench == bench and j.sim == "icarus")
+    stim = dict(base.stim, corrupt=mode)
+    return regress.Job(base.bench, base.sim, base.params, tuple(sorted(stim.items())), base.seed)
+
+
+@pytest.mark.parametrize("mode", ["alter", "drop"])
+@pytest.mark.parametrize("bench", ["encoder", "tile", "system"])
+def test_scoreboard_catches_corrupted_expectation(bench, mode):
+    """One expected output event altered or dropped: the bench must fail on it."""
+    r = regress.run_job(_corrupted(bench, mode), ROOT)
+    assert not r.passed
+    assert r.report.get("mismatches", 0) >= 1, r.error
+
+
+def test_sram_bench_catches_wrong_golden_row():
+    r = regress.run_job(_corrupted("sram", "alter"), ROOT)
+    assert not r.passed
+    assert "not the golden weight row" in r.error
+
+
+def test_regression_summary(tmp_path):
+    """The API behind ``matterhorn regress``: summary fields, JSON file, bad arguments."""
+    s = regress.run_regression(4, 0, "icarus", out_dir=tmp_path, benches=("encoder",), quick=True)
+    assert s["schema"] == regress.SCHEMA
+    assert s["configurations"] == 1 and s["passed"] == 1 and s["mismatches"] == 0
+    assert s["events"] > 0 and s["events_per_second"] > 0
+    assert s["coverage"]["bins"] > 0
+    assert (tmp_path / "regress_summary.json").is_file()
+    with pytest.raises(ValueError, match="T must be one of 2, 4, 8, 16, 32, 64, not 5"):
+        regress.run_regression(5, 0, "icarus", out_dir=tmp_path)
+    with pytest.raises(ValueError, match="k must be in 0..3 for T=4, not 4"):
+        regress.run_regression(4, 4, "icarus", out_dir=tmp_path)
+    with pytest.raises(ValueError, match="sim must be one of"):
+        regress.run_regression(4, 0, "modelsim", out_dir=tmp_path)

@@ -1,0 +1,73 @@
+"""``matterhorn regress``: cocotb regression of the generated Verilog against the golden QNN."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+HELP = "cocotb regression of the generated Verilog against the golden model (Icarus/Verilator)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--T",
+        type=int,
+        nargs="+",
+        default=[16],
+        help="time steps (one or more of 4, 8, 16, 32) [16]",
+    )
+    parser.add_argument(
+        "--k", type=int, nargs="+", default=[1], help="dead-zone radius (one or more) [1]"
+    )
+    parser.add_argument(
+        "--sim",
+        choices=("icarus", "verilator"),
+        action="append",
+        help="simulator; repeat for both [icarus]",
+    )
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="jobs run at a time [1]")
+    parser.add_argument("--seed", type=int, default=0, help="stimulus seed [0]")
+    parser.add_argument("--waves", action="store_true", help="dump waveforms (slow, large)")
+    parser.add_argument(
+        "--bench",
+        choices=("encoder", "sram", "tile", "system"),
+        action="append",
+        help="run only these benches; repeatable [all]",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="short run: one parameter set per T, fewer vectors"
+    )
+    parser.add_argument(
+        "--out",
+        default="build/regress",
+        help="directory of builds, runs and regress_summary.json [build/regress]",
+    )
+    parser.add_argument("--json", action="store_true", help="print the summary JSON, no table")
+
+
+def run(args: argparse.Namespace) -> int:
+    from cocotb_tests.regress import BENCHES, format_table, run_regression
+
+    def progress(result) -> None:
+        if not args.json:
+            state = "PASS" if result.passed else "FAIL"
+            print(f"  {state} {result.job.name}", flush=True)
+
+    summary = run_regression(
+        T=args.T,
+        k=args.k,
+        sims=tuple(args.sim or ("icarus",)),
+        workers=args.jobs,
+        seed=args.seed,
+        waves=args.waves,
+        out_dir=args.out,
+        benches=tuple(args.bench or BENCHES),
+        quick=args.quick,
+        progress=progress,
+    )
+    if args.json:
+        print(json.dumps(summary, indent=1, sort_keys=True))
+    else:
+        print(format_table(summary))
+        print(f"summary: {args.out}/regress_summary.json")
+    return 0 if summary["failed"] == 0 and summary["mismatches"] == 0 else 1
