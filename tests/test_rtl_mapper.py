@@ -94,7 +94,7 @@ def test_flits_and_hops():
     assert ref.encoder_events == layers[0].run_codes(q).counters.events_in
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=15, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 10_000), n_out=st.integers(1, 11), N=st.integers(1, 5),
        T=st.sampled_from([2, 4, 16]))
 def test_padding_is_silent_and_counters_add_up(seed, n_out, N, T):
