@@ -115,10 +115,8 @@ def prepare(path: Path, workdir: Path) -> Liberty:
     if not starts:
         raise ValueError(f"liberty {Path(path).name!r} defines no cells")
     end = text.rstrip().rfind("}")
-    if end <= starts[-1][0]:
-        raise ValueError(
-            f"liberty {Path(path).name!r} is truncated: the library group is not closed"
-        )
+    if end <= starts[-1][0] or text.count("{") != text.count("}"):
+        raise ValueError(f"liberty {Path(path).name!r} is truncated: its groups are not closed")
     pieces = [text[: starts[0][0]]]
     removed, sequential, outputs = [], set(), {}
     for i, (pos, cell) in enumerate(starts):

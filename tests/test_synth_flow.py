@@ -1,0 +1,118 @@
+"""The whole ``matterhorn synth`` flow on the sky130 HD test liberty: report, determinism."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from matterhorn.cli import main
+from synth_scripts import paper, report, run
+
+ROOT = Path(__file__).resolve().parents[1]
+PDK_LIB = ROOT.parent / "shared" / "pdk" / "sky130hd_tt.lib.gz"
+PAPER_KEYS = set(paper.UNIT_COSTS)
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory):
+    """One full run through the command: operators and blocks, liberty flow."""
+    out = tmp_path_factory.mktemp("synth") / "out"
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        status = main(
+            ["synth", "--T", "16", "--k", "1", "--liberty", str(PDK_LIB), "--out", str(out)]
+        )
+    return {"status": status, "out": out, "stdout": buf.getvalue()}
+
+
+def test_command_writes_report_and_prints_comparison(full):
+    assert full["status"] == 0
+    out = full["out"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "netlists",
+        "synth_report.json",
+        "synth_report.md",
+    ]
+    text = full["stdout"]
+    assert "## Comparison with the paper (22 nm, 0.8 V)" in text
+    assert "Stillmaker & Baas" in text
+    assert "Event hop (router)" in text
+    assert (out / "synth_report.md").read_text() in text
+
+
+def test_unit_costs_have_the_paper_shape_and_keys(full):
+    doc = report.load(full["out"] / "synth_report.json")
+    costs = doc["unit_costs_pJ"]
+    assert set(costs) == PAPER_KEYS | {report.ROUTER_KEY}
+    for key, entry in costs.items():
+        assert set(entry) == {"value", "unit", "note", "provenance"}, key
+        assert entry["value"] > 0, key
+        assert entry["unit"] == (paper.UNIT_COSTS[key][1] if key in PAPER_KEYS else "pJ/event/hop")
+    for key in paper.NOT_SYNTHESIZED:
+        assert costs[key]["value"] == paper.UNIT_COSTS[key][0]
+        assert costs[key]["provenance"].startswith("carried from the paper")
+    raw = doc["unit_costs_pJ_sky130"]
+    factor = doc["scaling"]["divide_by"]
+    assert 50 < factor < 150
+    for key in report.OPERATOR_KEYS:
+        assert costs[key]["value"] == pytest.approx(raw[key]["value"] / factor, rel=1e-5)
+
+
+def test_report_fields(full):
+    doc = json.loads((full["out"] / "synth_report.json").read_text())
+    assert doc["schema"] == report.SCHEMA
+    assert doc["parameters"] == {"T": 16, "k": 1, "clock_ns": 10.0, "clock_MHz": 100.0}
+    assert doc["tools"]["yosys"].startswith("Yosys 0.23")
+    assert doc["tools"]["sta"] == "OpenSTA 2.0.17"
+    assert doc["liberty"]["file"] == "sky130hd_tt.lib.gz"
+    assert doc["liberty"]["nom_voltage_V"] == 1.8
+    for e in doc["operators"]:
+        en = e["energy_pJ"]
+        assert en["per_op"] == pytest.approx(e["power"]["total_W"] * 10e-9 * 1e12, rel=1e-4)
+        assert 0 < en["leakage_share"] < 1e-3
+        assert e["power"]["worst_slack_ns"] > 0
+        assert (full["out"] / e["mapped"]["netlist"]).is_file()
+    # the widths the report states
+    widths = {e["key"]: e["params"] for e in doc["operators"]}
+    assert widths["E_ACC4"] == {"B": 4, "W": 18}
+    assert widths["E_MAC4x4"] == {"A": 4, "B": 4, "W": 16}
+    names = {b["name"]: b for b in doc["blocks"]}
+    assert sorted(names) == ["encoder", "router", "sram_interface", "tile"]
+    assert names["tile"]["energy_pJ"]["per_neuron"] == pytest.approx(
+        names["tile"]["energy_pJ"]["per_op"] / 8, rel=1e-4
+    )
+    hop = doc["comparison"]["event_hop"]
+    assert hop["sky130_pJ"] == names["router"]["energy_pJ"]["per_op"]
+    assert names["router"]["runs"]["idle"]["energy_pJ"]["per_op"] < hop["sky130_pJ"]
+    # the ranking lists every operator once
+    rank = doc["comparison"]["ranking"]["ours_cheapest_first"]
+    assert sorted(rank) == sorted(report.OPERATOR_KEYS)
+
+
+def test_no_absolute_paths_or_dates(full):
+    for path in full["out"].rglob("*"):
+        if path.is_file():
+            text = path.read_text()
+            assert str(full["out"]) not in text and "/tmp" not in text, path
+            assert "/work" not in text and "/home" not in text, path
+
+
+def test_deterministic_and_generic_flow(full, tmp_path):
+    again = run.synthesize(16, 1, tmp_path / "ops", liberty_file=PDK_LIB, blocks=False)
+    first = json.loads((full["out"] / "synth_report.json").read_text())
+    assert again["operators"] == first["operators"]
+    for key in report.OPERATOR_KEYS:
+        assert again["unit_costs_pJ"][key] == first["unit_costs_pJ"][key]
+    for net in (tmp_path / "ops" / "netlists").iterdir():
+        assert net.read_bytes() == (full["out"] / "netlists" / net.name).read_bytes()
+    generic = run.synthesize(16, 1, tmp_path / "gen", blocks=False, environ={})
+    assert generic["liberty"] is None and "unit_costs_pJ" not in generic
+    for a, b in zip(generic["operators"], first["operators"], strict=True):
+        assert a["generic"] == b["generic"]
+        assert a["mapped"] is None and a["energy_pJ"] is None
+    assert not (tmp_path / "gen" / "netlists").exists()
