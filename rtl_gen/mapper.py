@@ -361,9 +361,9 @@ def system_reference(system_map: SystemMap, q: torch.Tensor) -> SystemReference:
     """
     layers = system_map.layers
     q = torch.as_tensor(q, dtype=torch.int64).reshape(-1)
-    index, time = encode_events(q, layers[0].in_mask)
     if q.numel() != layers[0].n_in:
         raise ValueError(f"q must hold {layers[0].n_in} codes (layer 0 inputs), not {q.numel()}")
+    index, time = encode_events(q, layers[0].in_mask)
     layer_events = []
     inputs = (index, time)
     tile_events, tile_counters, flits = {}, {}, []

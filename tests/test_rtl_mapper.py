@@ -168,6 +168,13 @@ def test_errors():
     with pytest.raises(ValueError) as info:
         map_chain(cfg, [])
     assert str(info.value) == "layers must be a non-empty list of IntegerLayer, not []"
+    smap = map_chain(cfg, layers)
+    with pytest.raises(ValueError) as info:
+        system_reference(smap, torch.zeros(5, dtype=torch.int64))
+    assert str(info.value) == "q must hold 8 codes (layer 0 inputs), not 5"
+    with pytest.raises(ValueError) as info:
+        smap.pad_input(torch.zeros(9, dtype=torch.int64))
+    assert str(info.value) == "q must hold 8 codes (layer 0 inputs), not 9"
     with pytest.raises(TypeError) as info:
         map_chain({"T": 8}, layers)
     assert str(info.value) == "config must be an RTLConfig, not {'T': 8}"
