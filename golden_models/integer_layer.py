@@ -74,12 +74,21 @@ def threshold_table(
 
     The layer's float pre-activation is ``a[j] = bias[j] + scale[j] * V[j]`` (float64, ``V``
     integer), and its code ``clip(level(a/alpha_out), q_min, q_max)``. ``theta[j][t]`` is the
-    least integer ``V`` whose code is at least ``c - t``; it is found from the closed form and
-    then corrected by evaluating the very same float expression, so the comparison
-    ``V >= theta`` reproduces the float code exactly, boundary cases included.
+    least integer ``V`` whose code is at least ``c - t``. It is found by evaluating the very
+    same float expression, so the comparison ``V >= theta`` reproduces the float code exactly,
+    boundary cases included.
 
-    With ``v_range = (v_min, v_max)`` the thresholds are clamped to ``[v_min, v_max + 1]``,
-    which changes no comparison for ``V`` in range and bounds the table's width.
+    With ``v_range = (v_min, v_max)`` (the membrane's reachable range) the result is the least
+    such ``V`` in ``[v_min, v_max + 1]``, ``v_max + 1`` meaning "never in range": a bisection
+    over that interval, exact whatever the scales (a degenerate calibration with a tiny
+    ``alpha_out`` included), and the table's width stays bounded. Without ``v_range`` the
+    closed form is corrected by unit steps, which needs well-conditioned scales.
+
+    Raises
+    ------
+    ValueError
+        A bad scale, shape or rounding mode, or (without ``v_range``) scales so extreme that
+        the closed form is off by more than 64 units.
     """
     check_rounding(rounding)
     check_scale(alpha_out, "alpha_out")
@@ -94,7 +103,22 @@ def threshold_table(
         return level_of(a / alpha_out, rounding)
 
     t = torch.arange(space_out.T - 1, dtype=torch.float64)
-    target = (space_out.c - t)[None, :]  # code needed to fire at t
+    target = (space_out.c - t)[None, :].expand(scale.numel(), -1)  # code needed to fire at t
+
+    if v_range is not None:
+        v_min, v_max = int(v_range[0]), int(v_range[1])
+        if v_min > v_max:
+            raise ValueError(f"v_range must have v_min <= v_max, not {v_range!r}")
+        # the code is monotone in V, so bisect for the least V in [v_min, v_max + 1] reaching it
+        lo = torch.full(target.shape, float(v_min), dtype=torch.float64)
+        hi = torch.full(target.shape, float(v_max + 1), dtype=torch.float64)
+        while bool((active := lo < hi).any()):
+            mid = torch.floor((lo + hi) / 2)
+            ok = code(mid) >= target
+            hi = torch.where(active & ok, mid, hi)
+            lo = torch.where(active & ~ok, mid + 1, lo)
+        return lo.to(torch.int64)
+
     offset = 0.5 if rounding == "round" else 0.0
     guess = torch.ceil(((target - offset) * alpha_out - bias[:, None]) / scale[:, None])
     guess = torch.nan_to_num(guess, nan=0.0, posinf=2.0**52, neginf=-(2.0**52))
@@ -103,15 +127,13 @@ def threshold_table(
         down = code(guess - 1) >= target
         up = code(guess) < target
         if not bool(down.any()) and not bool(up.any()):
-            break
+            return guess.to(torch.int64)
         guess = guess - down.to(torch.float64) + up.to(torch.float64)
-    else:  # pragma: no cover - the closed form is off by at most a few ulps
-        raise RuntimeError("threshold search did not converge")
-    theta = guess.to(torch.int64)
-    if v_range is not None:
-        v_min, v_max = int(v_range[0]), int(v_range[1])
-        theta = theta.clamp(v_min, v_max + 1)
-    return theta
+    raise ValueError(
+        "threshold search did not converge: scales too extreme for the closed form "
+        f"(alpha_out={alpha_out!r}, scale in [{float(scale.min())!r}, {float(scale.max())!r}]); "
+        "pass v_range to bisect within the membrane's range"
+    )
 
 
 def check_thresholds(theta: torch.Tensor, n_out: int, T: int) -> torch.Tensor:

@@ -204,3 +204,63 @@ def test_integer_layer_bad_input():
             "out_mask must be a Mask over T=16 sym, not Mask(space=CodeSpace(T=8, family='sym'), "
             "i_max=3, k=0)")):
         layer.to_integer(Mask(CodeSpace(8), 3, 0))
+
+
+# threshold tables against brute force, extreme (degenerate) calibrations included ---------------
+
+
+def brute_threshold(scale, bias, alpha_out, space, rounding, v_min, v_max):
+    """The least V in [v_min, v_max + 1] whose float code reaches c - t, by enumeration."""
+    import torch
+
+    from golden_models.quantizer import level_of
+
+    out = []
+    for j in range(len(scale)):
+        row = []
+        for t in range(space.T - 1):
+            target = space.c - t
+            v = next(
+                (v for v in range(v_min, v_max + 1)
+                 if float(level_of(torch.tensor((bias[j] + scale[j] * v) / alpha_out,
+                                                dtype=torch.float64), rounding)) >= target),
+                v_max + 1,
+            )
+            row.append(v)
+        out.append(row)
+    return out
+
+
+@pytest.mark.parametrize("alpha_out", [3.476e-17, 1e-9, 0.11, 7.5, 1e12])
+@pytest.mark.parametrize("rounding", ["floor", "round"])
+def test_threshold_table_matches_brute_force(alpha_out, rounding):
+    import torch
+
+    from golden_models import CodeSpace, threshold_table
+
+    space = CodeSpace(8, "sym")
+    scale = torch.tensor([2.9e-17, 0.1487, 0.55, 3.0], dtype=torch.float64)
+    bias = torch.tensor([0.17, -0.0484, 0.033, -2.0], dtype=torch.float64)
+    got = threshold_table(scale, bias, alpha_out, space, rounding, v_range=(-20, 20))
+    assert got.tolist() == brute_threshold(
+        scale.tolist(), bias.tolist(), alpha_out, space, rounding, -20, 20
+    )
+
+
+def test_one_neuron_layer_chain_is_exact():
+    """A one-neuron-wide layer calibrates to a tiny alpha; its chain still converts exactly."""
+    from golden_models.qnn import random_qnn
+
+    for widths, kw in (
+        ((6, 3, 1, 5), {"T": 4, "k": 2, "weight_bits": 2, "seed": 1, "distribution": "uniform"}),
+        ((8, 6, 1, 2), {"T": 2, "k": 1, "seed": 25}),
+    ):
+        chain = random_qnn(widths, **kw)
+        layers = chain.integer_layers()
+        q = chain.random_input(16, seed=3)
+        codes = chain(q)
+        for r in range(q.shape[0]):
+            x = q[r]
+            for i, layer in enumerate(layers):
+                x = layer.output_codes(layer.run_codes(x))
+                assert torch.equal(x, codes[i + 1][r])
