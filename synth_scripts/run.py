@@ -175,6 +175,8 @@ def synthesize(
         )
         report.write(doc, stage / REPORT_JSON, stage / REPORT_MD)
         out_dir.mkdir(parents=True, exist_ok=True)
+        if lib is None and (out_dir / NETLISTS).is_dir():
+            shutil.rmtree(out_dir / NETLISTS)  # netlists of an earlier liberty run are stale
         for item in sorted(stage.iterdir()):
             target = out_dir / item.name
             if target.is_dir():
