@@ -51,8 +51,19 @@ def _check_k(k: object, T: int) -> int:
 # -- generated Verilog --------------------------------------------------------------------------
 
 
+def _generator_digest() -> str:
+    """Digest of the generator's sources, so cached Verilog is regenerated when they change."""
+    import rtl_gen
+
+    h = hashlib.sha256()
+    for path in sorted(Path(rtl_gen.__file__).parent.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
 def _params_key(params: Mapping) -> str:
-    text = json.dumps(dict(params), sort_keys=True)
+    text = json.dumps({"p": dict(params), "gen": _generator_digest()}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -414,10 +425,105 @@ def _system_config(job: Job, manifest: Mapping) -> dict:
     }
 
 
+_ROUTER_PORTS = ("north", "east", "south", "west", "local")
+
+
+def xy_port(x: int, y: int, dst_x: int, dst_y: int) -> str:
+    """XY (dimension-order) routing decision, as docs/rtl_router.md states it."""
+    if dst_x != x:
+        return "east" if dst_x > x else "west"
+    if dst_y != y:
+        return "south" if dst_y > y else "north"
+    return "local"
+
+
+def _legal_dsts(port: str, x: int, y: int, rows: int, cols: int) -> list[tuple[int, int]]:
+    """Destinations a flit can have when it arrives on ``port`` of node ``(x, y)`` under XY
+    routing (it came from that neighbour, moving away from it; it never turns Y -> X)."""
+    every = [(dx, dy) for dy in range(rows) for dx in range(cols)]
+    if port == "local":
+        return every
+    if port == "west":  # from x-1, moving east
+        return [(dx, dy) for dx, dy in every if x >= 1 and dx >= x]
+    if port == "east":
+        return [(dx, dy) for dx, dy in every if x <= cols - 2 and dx <= x]
+    if port == "north":  # from y-1, moving south
+        return [(dx, dy) for dx, dy in every if y >= 1 and dx == x and dy >= y]
+    return [(dx, dy) for dx, dy in every if y <= rows - 2 and dx == x and dy <= y]
+
+
+def _router_config(job: Job, manifest: Mapping) -> dict:
+    stim = dict(job.stim)
+    p = manifest["parameters"]
+    rows, cols, T = int(p["mesh_rows"]), int(p["mesh_cols"]), int(p["T"])
+    entry = module_entry(manifest, "mttfs_router")
+    fields = {f["name"]: f for f in entry["streams"]["o_local"]["fields"]}
+    addr_n, hop_max = 1 << int(fields["addr"]["width"]), rows + cols - 2
+    rng = random.Random(f"router:{job.seed}")
+    per_port = int(stim.get("flits", 10))
+    positions = [(x, y) for y in range(rows) for x in range(cols)]
+    pairs = sorted(
+        {
+            (i, xy_port(x, y, *d))
+            for x, y in positions
+            for i in _ROUTER_PORTS
+            for d in _legal_dsts(i, x, y, rows, cols)
+        }
+    )
+    phases = []
+    plan = [(x, y, False) for x, y in positions] * int(stim.get("rounds", 2))
+    if stim.get("reset", True):
+        plan.insert(rng.randrange(1, len(plan)), (*rng.choice(positions), True))
+    for x, y, reset in plan:
+        combos = [(a, t) for a in range(addr_n) for t in range(T)]
+        rng.shuffle(combos)
+        chunk = len(combos) // len(_ROUTER_PORTS)
+        flits, expected = {}, []
+        for pi, port in enumerate(_ROUTER_PORTS):
+            dsts = _legal_dsts(port, x, y, rows, cols)
+            if not dsts:
+                continue
+            own = combos[pi * chunk : (pi + 1) * chunk]
+            flits[port] = []
+            for _ in range(per_port if port != "local" else 2 * per_port):
+                dx, dy = rng.choice(dsts)
+                a, t = rng.choice(own)
+                f = {
+                    "dst_x": dx,
+                    "dst_y": dy,
+                    "addr": a,
+                    "t": t,
+                    "hops": rng.randrange(max(1, hop_max)),
+                }
+                flits[port].append(f)
+                out = xy_port(x, y, dx, dy)
+                expected.append([port, out, dict(f, hops=f["hops"] + (out != "local"))])
+        phases.append({"x": x, "y": y, "flits": flits, "expected": expected, "reset": reset})
+    if stim.get("corrupt"):
+        # self-check: one expected flit of the first phase altered or dropped
+        exp = phases[0]["expected"]
+        i = rng.randrange(len(exp))
+        if stim["corrupt"] == "drop":
+            del exp[i]
+        else:
+            exp[i][2] = dict(exp[i][2], hops=exp[i][2]["hops"] ^ 1)
+    return {
+        "seed": job.seed,
+        "T": T,
+        "module": entry,
+        "phases": phases,
+        "pairs": pairs,
+        "p_idle": float(stim.get("p_idle", 0.25)),
+        "p_stall": float(stim.get("p_stall", 0.35)),
+        "timeout": 4000,
+    }
+
+
 #: bench -> (top module, cocotb test module, config builder)
 _BENCH_TABLE = {
     "encoder": ("mttfs_encoder", "cocotb_tests.tb_encoder", _encoder_config),
     "sram": ("mttfs_sram", "cocotb_tests.tb_sram", _sram_config),
+    "router": ("mttfs_router", "cocotb_tests.tb_router", _router_config),
     "tile": ("mttfs_tile", "cocotb_tests.tb_tile", _tile_config),
     "system": ("mttfs_system", "cocotb_tests.tb_system", _system_config),
 }
@@ -522,6 +628,8 @@ def regression_jobs(
                     jobs.append(job("encoder", name, params, s, **short))
                 if "sram" in benches and v == 0:
                     jobs.append(job("sram", name, params, s))
+                if "router" in benches and v == 0:
+                    jobs.append(job("router", name, params, s))
                 if "tile" in benches:
                     jobs.append(job("tile", name, params, s, ks=ks, windows=tile_windows))
         if "system" in benches:

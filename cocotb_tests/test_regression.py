@@ -33,7 +33,7 @@ def check_job(j: regress.Job) -> None:
     assert rep["mismatches"] == 0
     assert rep["vectors"] > 0 and rep["events"] > 0
     assert rep["counter_totals_rtl"] == rep["counter_totals_golden"]
-    if j.bench in ("encoder", "tile", "system"):
+    if j.bench in ("encoder", "tile", "router", "system"):
         assert rep["resets"] >= 1, "no reset in the middle of a window was exercised"
         assert rep["stalled_out_beats"] > 0, "no output beat saw backpressure"
 
@@ -64,7 +64,7 @@ def _corrupted(bench: str, mode: str) -> regress.Job:
 
 
 @pytest.mark.parametrize("mode", ["alter", "drop"])
-@pytest.mark.parametrize("bench", ["encoder", "tile", "system"])
+@pytest.mark.parametrize("bench", ["encoder", "tile", "router", "system"])
 def test_scoreboard_catches_corrupted_expectation(bench, mode):
     """One expected output event altered or dropped: the bench must fail on it."""
     r = regress.run_job(_corrupted(bench, mode), ROOT)

@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--waves", action="store_true", help="dump waveforms (slow, large)")
     parser.add_argument(
         "--bench",
-        choices=("encoder", "sram", "tile", "system"),
+        choices=("encoder", "sram", "tile", "router", "system"),
         action="append",
         help="run only these benches; repeatable [all]",
     )
