@@ -21,6 +21,7 @@ produces, not guessed:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -124,8 +125,13 @@ class LayerStreams:
     transmitted_fraction: float
 
 
+@functools.lru_cache(maxsize=8)
 def layer_streams(T: int, k: int, fan_in: int, p_zero: float, vectors: int = 4) -> LayerStreams:
-    """Run a golden M-TTFS layer ``fan_in -> LAYER_OUTPUTS`` on ``vectors`` input vectors."""
+    """Run a golden M-TTFS layer ``fan_in -> LAYER_OUTPUTS`` on ``vectors`` input vectors.
+
+    Cached: the operand streams and the report's summary use the same run (do not modify the
+    returned arrays).
+    """
     space = CodeSpace(T, "sym")
     in_mask = Mask.at_zero(space, k)
     out_mask = Mask.at_zero(space, k)
