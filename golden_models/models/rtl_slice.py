@@ -1,0 +1,194 @@
+"""A tile-sized slice of a real MiniLM layer as a golden :class:`IntegerLayer`.
+
+The slice is the Q projection of one block: its input is the spike-encoded "Q-proj. input"
+position, its output the "Query activation" position, so both ends are M-TTFS event streams
+with calibrated masks. It keeps the full fan-in (the layer's ``hidden`` inputs, so the output
+codes are the QNN's own) and ``n_out`` consecutive output neurons. Weights are the QNN's 4-bit
+integers; the threshold tables come from
+:func:`golden_models.integer_layer.threshold_table` on the same float64 affine map the QNN
+evaluates, so the slice's output codes equal the QNN's bit for bit (checked by
+:func:`capture_slice`). Input vectors are real tokens of corpus sentences.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from golden_models.integer_layer import (
+    IntegerLayer,
+    accumulator_bound,
+    threshold_table,
+)
+from golden_models.models.bert import BertEncoder, Tokenizer
+from golden_models.mttfs import Mask, folded_init
+
+SCHEMA = "matterhorn.layer_slice/1"
+
+
+@dataclass(frozen=True)
+class LayerSlice:
+    """A golden integer layer with real input vectors and the QNN's output codes.
+
+    Parameters
+    ----------
+    layer : IntegerLayer
+    q_in : int tensor ``[n_vectors, n_in]``
+        Pre-mask input codes (one row per token).
+    q_out : int tensor ``[n_vectors, n_out]``
+        The QNN's pre-mask output codes of the sliced neurons for the same tokens.
+    meta : dict
+        Provenance: model, block, neuron range, scales, radius.
+    """
+
+    layer: IntegerLayer
+    q_in: torch.Tensor
+    q_out: torch.Tensor
+    meta: dict
+
+
+def _check_int(v: object, name: str, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{name} must be an integer, not {v!r}")
+    if not lo <= v <= hi:
+        raise ValueError(f"{name} must be in {lo}..{hi}, not {v!r}")
+    return v
+
+
+def capture_slice(
+    qnn: BertEncoder,
+    tokenizer: Tokenizer,
+    sentences: Sequence[str],
+    *,
+    block: int = 0,
+    n_out: int = 16,
+    out_offset: int = 0,
+    k: int = 0,
+    max_vectors: int = 8,
+) -> LayerSlice:
+    """Build the Q-projection slice of ``block`` and capture real vectors through the QNN.
+
+    Raises
+    ------
+    AssertionError
+        If the integer layer's output codes differ from the QNN's in any vector.
+    """
+    cfg = qnn.cfg
+    _check_int(block, "block", 0, cfg.num_hidden_layers - 1)
+    _check_int(n_out, "n_out", 1, cfg.hidden_size)
+    _check_int(out_offset, "out_offset", 0, cfg.hidden_size - n_out)
+    _check_int(max_vectors, "max_vectors", 1, 1 << 20)
+    if not sentences:
+        raise ValueError("capture_slice needs at least one sentence")
+    layer = qnn.layers[block]
+    p_in, p_out, lin = layer.points["q_proj_in"], layer.points["query"], layer.query
+    if p_in.alpha is None or p_in.mask is None or p_out.mask is None or lin.w_int is None:
+        raise ValueError("the QNN is not calibrated: convert it with golden_models.models.ptq")
+    _check_int(k, "k", 0, p_in.space.T - 1)
+    in_mask = Mask(p_in.space, p_in.mask.i_max, k)
+    out_mask = Mask(p_out.space, p_out.mask.i_max, k)
+    cols = slice(out_offset, out_offset + n_out)
+    w = lin.w_int[cols].T.contiguous()  # [n_in, n_out]
+    scale = lin.w_scale[cols] * p_in.alpha  # the same float64 product QLinear forms
+    bias = lin.bias[cols].to(torch.float64)
+    bound = accumulator_bound(w.shape[0], lin.weight_bits, p_in.space)
+    theta = threshold_table(scale, bias, p_out.alpha, p_out.space, "round", (-bound, bound))
+    ilayer = IntegerLayer(
+        weights=w,
+        weight_bits=lin.weight_bits,
+        init=folded_init(w, in_mask.mu),
+        theta=theta,
+        in_mask=in_mask,
+        out_mask=out_mask,
+    )
+
+    captured: dict[str, list[torch.Tensor]] = {"in": [], "out": []}
+
+    def record(point, q, n_events):
+        if point is p_in:
+            captured["in"].append(q.reshape(-1, q.shape[-1]))
+        elif point is p_out:  # [1, heads, S, dk] -> [S, hidden]
+            captured["out"].append(q.transpose(1, 2).reshape(q.shape[2], -1))
+
+    saved = {id(p): p.mask for p in qnn.spike_points()}
+    for p in qnn.spike_points():
+        p.mask = Mask(p.space, p.mask.i_max, k)
+    p_in.recorder = p_out.recorder = record
+    try:
+        with torch.no_grad():
+            for s in sentences:
+                qnn(*tokenizer([s]))
+                if sum(t.shape[0] for t in captured["in"]) >= max_vectors:
+                    break
+    finally:
+        p_in.recorder = p_out.recorder = None
+        for p in qnn.spike_points():
+            p.mask = saved[id(p)]
+    q_in = torch.cat(captured["in"])[:max_vectors]
+    q_out = torch.cat(captured["out"])[:max_vectors, cols]
+    for i in range(q_in.shape[0]):
+        tau = ilayer.run_codes(q_in[i]).tau
+        assert torch.equal(p_out.space.c - tau, q_out[i]), f"slice differs from QNN at row {i}"
+    meta = {
+        "model": "all-MiniLM-L6-v2",
+        "layer": f"block {block} Q projection",
+        "input_position": "q_proj_in",
+        "output_position": "query",
+        "out_neurons": [out_offset, out_offset + n_out],
+        "alpha_in": p_in.alpha,
+        "alpha_out": p_out.alpha,
+        "rounding": "round",
+        "k": k,
+    }
+    return LayerSlice(ilayer, q_in, q_out, meta)
+
+
+def slice_document(sl: LayerSlice) -> dict:
+    """JSON-ready description: parameters, masks, input vectors, expected events and codes."""
+    L = sl.layer
+
+    def mask_doc(m: Mask) -> dict:
+        return {"T": m.T, "family": m.space.family, "i_max": m.i_max, "k": m.k}
+
+    vectors = []
+    for i in range(sl.q_in.shape[0]):
+        res = L.run_codes(sl.q_in[i])
+        vectors.append(
+            {
+                "q_in": [int(v) for v in sl.q_in[i]],
+                "q_out": [int(v) for v in sl.q_out[i]],
+                "tau_out": [int(v) for v in res.tau],
+                "v": [int(v) for v in res.v],
+                "out_events": [
+                    [int(a), int(t)] for a, t in zip(res.out_index, res.out_time, strict=True)
+                ],
+                "counters": res.counters.as_dict(),
+            }
+        )
+    return {
+        "schema": SCHEMA,
+        **sl.meta,
+        "n_in": L.n_in,
+        "n_out": L.n_out,
+        "weight_bits": L.weight_bits,
+        "weights": [[int(v) for v in row] for row in L.weights],
+        "init": [int(v) for v in L.init],
+        "theta": [[int(v) for v in row] for row in L.theta],
+        "in_mask": mask_doc(L.in_mask),
+        "out_mask": mask_doc(L.out_mask),
+        "vectors": vectors,
+    }
+
+
+def export_slice(sl: LayerSlice, path: Path | str) -> Path:
+    """Write :func:`slice_document` as deterministic JSON (temp file, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(slice_document(sl), indent=1) + "\n", "utf-8")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,53 @@
+"""``matterhorn stats``: spike statistics of a real model converted post-training."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "spike statistics of a real model (MiniLM) converted post-training to W4A4 M-TTFS"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="model name (minilm)")
+    parser.add_argument(
+        "--corpus",
+        default="pydoc-topics",
+        help="corpus name (pydoc-topics) or a .txt file with one sentence a line",
+    )
+    parser.add_argument(
+        "--sentences", type=int, default=None, help="evaluation sentences (default: all)"
+    )
+    parser.add_argument(
+        "--calibration", type=int, default=None, help="calibration sentences (default: all)"
+    )
+    parser.add_argument("--k-max", type=int, default=4, help="largest dead-zone radius")
+    parser.add_argument("--no-plots", action="store_true", help="write JSON and Markdown only")
+    parser.add_argument("--out", type=Path, required=True, help="output folder")
+
+
+def run(args: argparse.Namespace) -> int:
+    from golden_models.models.report import MODELS, minilm_stats
+
+    if args.model not in MODELS:
+        raise ValueError(f"--model must be one of {MODELS}, not {args.model!r}")
+    doc = minilm_stats(
+        args.corpus,
+        sentences=args.sentences,
+        calibration=args.calibration,
+        k_max=args.k_max,
+        out=args.out,
+        plots=not args.no_plots,
+    )
+    r = doc["rates"]
+    rates = ", ".join(f"{k} {100 * v:.2f}%" for k, v in r.items())
+    q = doc["quality"]
+    print(f"{doc['sentences']} sentences, {doc['sentences_per_second']:.2f} sentences/s")
+    print(f"spike rate per step: {rates}")
+    print(
+        "cosine to float: QNN "
+        f"{q['qnn']['cos_float']['mean']:.4f}, "
+        + ", ".join(f"{k} {v['cos_float']['mean']:.4f}" for k, v in q.items() if k.startswith("k="))
+    )
+    print(f"wrote {args.out}/stats.json, rates.json, summary.md")
+    return 0
