@@ -128,12 +128,21 @@ def activity_commands(ports: dict[str, list]) -> list[str]:
 
 
 def power(
-    top: str, netlist: Path, activities: list[str], lib: Liberty, period: float, workdir: Path
+    top: str,
+    netlist: Path,
+    activities: list[str],
+    lib: Liberty,
+    period: float,
+    workdir: Path,
+    *,
+    clocked: bool = True,
 ) -> dict:
     """Run OpenSTA on one mapped design: power table and worst slack at clock ``period``.
 
     One process per design: designs linked one after another in a single OpenSTA 2.0.17 session
     do not give the same power as alone (state carries over), so each gets a fresh session.
+    ``clocked=False`` is for combinational designs: the clock is virtual (it sets the period
+    that activities refer to) and there is no slack to report (``worst_slack`` is None).
     """
     sta = toolchain.require("sta")
     workdir.mkdir(parents=True, exist_ok=True)
@@ -142,7 +151,11 @@ def power(
         netlist=Path(os.path.relpath(netlist, workdir)).as_posix(),
         top=top,
         period=f"{period:g}",
-        activities="\n".join(activities),
+        clock_ports="[get_ports clk]" if clocked else "",
+        # a virtual clock applies input activity only to ports timed against it
+        activities="\n".join(
+            activities if clocked else ["set_input_delay 0 -clock clk [all_inputs]", *activities]
+        ),
     )
     (workdir / "power.tcl").write_text(script + "exit\n", encoding="utf-8")
     text = _run(
@@ -155,4 +168,5 @@ def power(
     if top not in sections:
         raise parse.ReportError(f"OpenSTA output has no section for {top!r} (truncated?)")
     sec = sections[top]
-    return {"power_W": parse.power(sec, top), "worst_slack": parse.worst_slack(sec, top)}
+    slack = parse.worst_slack(sec, top) if clocked else None
+    return {"power_W": parse.power(sec, top), "worst_slack": slack}

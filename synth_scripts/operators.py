@@ -59,6 +59,18 @@ class Operator:
         """Name of the synthesized top module."""
         return f"mh_op_{self.name}"
 
+    @property
+    def core_top(self) -> str:
+        """Name of the synthesized logic between the registers (``<module>_core``)."""
+        return f"mh_core_{self.name}"
+
+    def core_inputs(self) -> dict[str, int]:
+        """Ports of the core: the registers it reads, by register name, and their widths."""
+        ins = {f"{p}_r": w for p, w in self.inputs.items()}
+        if "acc" in self.outputs:
+            ins["acc"] = self.outputs["acc"]
+        return ins
+
     def registers(self, streams: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, int]]:
         """Every register's values and width: input registers and result registers."""
         regs = {f"{p}_r": (np.asarray(streams[p]), w) for p, w in self.inputs.items()}

@@ -2,7 +2,7 @@
 # puts read_liberty in front.
 read_verilog {netlist}
 link_design {top}
-create_clock -name clk -period {period} [get_ports clk]
+create_clock -name clk -period {period} {clock_ports}
 {activities}
 puts "@@MH-BEGIN {top}"
 report_power -digits 8

@@ -38,13 +38,14 @@ def check_clock(clock_ns: object) -> float:
     return float(clock_ns)
 
 
-def _operator_reads(op: operators.Operator) -> list[str]:
+def _operator_reads(op: operators.Operator, core: bool = False) -> list[str]:
     params = " ".join(f"-set {k} {v}" for k, v in op.params.items())
+    module = f"{op.module}_core" if core else op.module
     return [
         "read_verilog operators.v",
-        f"chparam {params} {op.module}",
-        f"hierarchy -top {op.module}",
-        f"rename {op.module} {op.top}",
+        f"chparam {params} {module}",
+        f"hierarchy -top {module}",
+        f"rename {module} {op.core_top if core else op.top}",
     ]
 
 
@@ -105,10 +106,11 @@ def synthesize(
         src = resources.files("synth_scripts").joinpath("operators.v").read_text()
         designs: list[tuple[str, list[str], Path]] = []
         for op in ops:
-            d = work / op.top
-            d.mkdir()
-            (d / "operators.v").write_text(src, encoding="utf-8")
-            designs.append((op.top, _operator_reads(op), d))
+            for core in (False, True) if lib is not None else (False,):
+                d = work / (op.core_top if core else op.top)
+                d.mkdir()
+                (d / "operators.v").write_text(src, encoding="utf-8")
+                designs.append((d.name, _operator_reads(op, core), d))
         block_specs = []
         if blocks:
             from synth_scripts import blocks as block_flow
@@ -137,6 +139,11 @@ def synthesize(
                 sta_designs.append(
                     (op.top, synth[op.top].netlist, flow.activity_commands(ports), "")
                 )
+                # cross-check: the logic alone, every register carrying its measured statistics
+                core = {name: regs[name] for name in op.core_inputs()}
+                sta_designs.append(
+                    (op.core_top, synth[op.core_top].netlist, flow.activity_commands(core), "")
+                )
             for spec in block_specs:
                 inputs = flow.netlist_inputs(synth[spec.top].netlist.read_text())
                 for label, ports in spec.activities(inputs).items():
@@ -147,7 +154,13 @@ def synthesize(
                 got = list(
                     pool.map(
                         lambda x: flow.power(
-                            x[0], x[1], x[2], lib, clock_ns, work / "sta" / f"{x[0]}{x[3]}"
+                            x[0],
+                            x[1],
+                            x[2],
+                            lib,
+                            clock_ns,
+                            work / "sta" / f"{x[0]}{x[3]}",
+                            clocked=not x[0].startswith("mh_core_"),
                         ),
                         sta_designs,
                     )
@@ -160,7 +173,8 @@ def synthesize(
                     power[x[0]] = g
             (stage / NETLISTS).mkdir()
             for r in results:
-                shutil.copyfile(r.netlist, stage / NETLISTS / f"{r.top}.v")
+                if not r.top.startswith("mh_core_"):
+                    shutil.copyfile(r.netlist, stage / NETLISTS / f"{r.top}.v")
         doc = report.build(
             T=T,
             k=k,
