@@ -11,6 +11,15 @@ from golden_models.models.corpus import load_corpus
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    # many small tensor operations: one thread is faster than two on a shared machine
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(saved)
+
+
 @pytest.fixture(scope="module")
 def minilm():
     return load_minilm()

@@ -20,6 +20,15 @@ from golden_models.models.ptq import (
 from golden_models.quantizer import quantize
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    # many small tensor operations: one thread is faster than two on a shared machine
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(saved)
+
+
 @pytest.fixture(scope="module")
 def setup():
     model, tok = load_minilm()

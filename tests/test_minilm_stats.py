@@ -11,6 +11,16 @@ from golden_models.models.ptq import convert
 from golden_models.models.report import rates_document, summary_markdown, write_report
 from golden_models.models.stats import SCHEMA, collect, dumps, summarise
 
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    # many small tensor operations: one thread is faster than two on a shared machine
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(saved)
+
+
 K_MAX = 2
 
 

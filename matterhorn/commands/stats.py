@@ -23,6 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--k-max", type=int, default=4, help="largest dead-zone radius")
     parser.add_argument("--no-plots", action="store_true", help="write JSON and Markdown only")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads (default: torch's choice)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="output folder")
 
 
@@ -38,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
         k_max=args.k_max,
         out=args.out,
         plots=not args.no_plots,
+        threads=args.threads,
     )
     r = doc["rates"]
     rates = ", ".join(f"{k} {100 * v:.2f}%" for k, v in r.items())

@@ -1,0 +1,52 @@
+"""``matterhorn stats --model minilm``: files, exit codes, messages."""
+
+import json
+
+import pytest
+
+from matterhorn.cli import main
+
+
+def test_stats_writes_report(tmp_path, capsys):
+    out = tmp_path / "minilm"
+    argv = [
+        "stats",
+        "--model",
+        "minilm",
+        "--corpus",
+        "pydoc-topics",
+        "--sentences",
+        "2",
+        "--calibration",
+        "4",
+        "--k-max",
+        "1",
+        "--threads",
+        "1",
+        "--no-plots",
+        "--out",
+        str(out),
+    ]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "sentences/s" in text and "k=1" in text
+    doc = json.loads((out / "stats.json").read_text())
+    assert doc["sentences"] == 2 and doc["corpus"]["calibration_sentences"] == 4
+    assert set(doc["rates"]) == {"TTFS", "k=0", "k=1"}
+    assert doc["quality"]["k=0"]["bit_exact_qnn"] is True
+    assert sorted(p.name for p in out.iterdir()) == ["rates.json", "stats.json", "summary.md"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--model", "gpt"], "--model must be one of ('minilm',), not 'gpt'"),
+        (["--model", "minilm", "--corpus", "nope"], "corpus must be one of"),
+        (["--model", "minilm", "--k-max", "16"], "k_max must be in 0..15, not 16"),
+        (["--model", "minilm", "--sentences", "0"], "sentences must be at least 1, not 0"),
+    ],
+)
+def test_stats_bad_arguments(tmp_path, capsys, argv, message):
+    assert main(["stats", *argv, "--out", str(tmp_path / "x")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
