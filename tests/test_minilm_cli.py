@@ -34,7 +34,10 @@ def test_stats_writes_report(tmp_path, capsys):
     assert doc["sentences"] == 2 and doc["corpus"]["calibration_sentences"] == 4
     assert set(doc["rates"]) == {"TTFS", "k=0", "k=1"}
     assert doc["quality"]["k=0"]["bit_exact_qnn"] is True
-    assert sorted(p.name for p in out.iterdir()) == ["rates.json", "stats.json", "summary.md"]
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["energy_paper", "rates.json", "stats.json", "summary.md"]
+    # energy per block at MiniLM's dimensions, from the measured histograms
+    assert "all-MiniLM-L6-v2, B=64, S=128" in text and "Matterhorn M-TTFS (k=1)" in text
 
 
 @pytest.mark.parametrize(
@@ -44,6 +47,7 @@ def test_stats_writes_report(tmp_path, capsys):
         (["--model", "minilm", "--corpus", "nope"], "corpus must be one of"),
         (["--model", "minilm", "--k-max", "16"], "k_max must be in 0..15, not 16"),
         (["--model", "minilm", "--sentences", "0"], "sentences must be at least 1, not 0"),
+        (["--model", "minilm", "--synth", "none.json"], "--synth file 'none.json' does not exist"),
     ],
 )
 def test_stats_bad_arguments(tmp_path, capsys, argv, message):

@@ -26,6 +26,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threads", type=int, default=None, help="torch threads (default: torch's choice)"
     )
+    parser.add_argument(
+        "--no-energy",
+        action="store_true",
+        help="skip the energy estimate (energy_model at MiniLM's dimensions, B=64, S=128)",
+    )
+    parser.add_argument(
+        "--synth",
+        type=Path,
+        default=None,
+        help="synth_report.json with unit costs (from matterhorn synth --liberty): a second "
+        "energy estimate with our synthesized costs",
+    )
     parser.add_argument("--out", type=Path, required=True, help="output folder")
 
 
@@ -34,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.model not in MODELS:
         raise ValueError(f"--model must be one of {MODELS}, not {args.model!r}")
+    if args.synth is not None and not args.synth.is_file():
+        raise FileNotFoundError(f"--synth file {str(args.synth)!r} does not exist")
     doc = minilm_stats(
         args.corpus,
         sentences=args.sentences,
@@ -54,4 +68,31 @@ def run(args: argparse.Namespace) -> int:
         + ", ".join(f"{k} {v['cos_float']['mean']:.4f}" for k, v in q.items() if k.startswith("k="))
     )
     print(f"wrote {args.out}/stats.json, rates.json, summary.md")
+    if not args.no_energy:
+        _energy(args.out, doc, args.synth)
     return 0
+
+
+def _energy(out: Path, doc: dict, synth: Path | None) -> None:
+    """Energy per block at MiniLM's dimensions from the measured histograms (energy_model)."""
+    import energy_model as em
+
+    d = doc["dims"]
+    dims = em.ModelDims(
+        doc["model"],
+        d["hidden"],
+        d["ffn"],
+        d["heads"],
+        d["layers"],
+        source=f"{doc['model']} config.json; B=64, S=128 as in the paper",
+    )
+    ks = tuple(range(min(doc["k_max"], 2) + 1))
+    rates = em.load_stats(out / "stats.json", ks=ks)
+    tables = {"paper": em.paper_unit_costs()}
+    if synth is not None:
+        tables["synth"] = em.resolve_unit_costs("paper", synth=synth)
+    for name, costs in tables.items():
+        report = em.compute(model=dims, rates=rates, unit_costs=costs)
+        em.write_report(report, out / f"energy_{name}", plots=False)
+        print(f"unit costs: {name}")
+        print(report.table())
