@@ -195,6 +195,22 @@ def build(
     build_dir.mkdir(parents=True, exist_ok=True)
     if stamp.exists():
         stamp.unlink()
+    runner_waves = waves
+    if sim == "icarus" and waves:
+        # the runner's dump module is SystemVerilog (a ``string``), which -g2005 rejects: use
+        # a Verilog-2005 one that writes dump.fst (vvp -fst) into the run directory
+        dump = build_dir / "matterhorn_dump.v"
+        dump.write_text(
+            "module matterhorn_dump();\n"
+            "initial begin\n"
+            '    $dumpfile("dump.fst");\n'
+            f"    $dumpvars(0, {toplevel});\n"
+            "end\n"
+            "endmodule\n"
+        )
+        srcs = [*srcs, dump]
+        args += ["-s", "matterhorn_dump"]
+        runner_waves = False
     cache = _runtime_cache(build_dir, args, waves) if sim == "verilator" else None
     runner = get_runner(sim)
     if cache is not None and hasattr(runner, "_execute_cmds"):
@@ -219,7 +235,7 @@ def build(
         build_dir=build_dir,
         build_args=args,
         timescale=TIMESCALE,
-        waves=waves,
+        waves=runner_waves,
         always=True,
         log_file=build_dir / "build.log",
     )

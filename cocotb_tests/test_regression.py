@@ -92,3 +92,13 @@ def test_regression_summary(tmp_path):
         regress.run_regression(4, 4, "icarus", out_dir=tmp_path)
     with pytest.raises(ValueError, match="sim must be one of"):
         regress.run_regression(4, 0, "modelsim", out_dir=tmp_path)
+
+
+def test_waves_only_on_request(tmp_path):
+    """Waveforms are written when asked for, and not otherwise (Icarus: FST in the run dir)."""
+    regress.run_regression(
+        4, 1, "icarus", out_dir=tmp_path / "w", benches=("encoder",), quick=True, waves=True
+    )
+    assert list((tmp_path / "w" / "runs").glob("*/dump.fst"))
+    regress.run_regression(4, 1, "icarus", out_dir=tmp_path / "n", benches=("encoder",), quick=True)
+    assert not list((tmp_path / "n" / "runs").glob("*/dump.*"))
