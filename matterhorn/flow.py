@@ -141,13 +141,26 @@ def stage_generate(cfg: FlowConfig, out: Path) -> dict:
     }
 
 
-def stage_regress(cfg: FlowConfig, out: Path) -> dict:
+def stage_regress(cfg: FlowConfig, out: Path, say: Callable[[str], None]) -> dict:
+    """A short regression (one parameter set, every bench) on the chosen simulators."""
     from cocotb_tests.regress import run_regression
 
+    def job_done(r) -> None:
+        state = "pass" if r.passed else "FAIL"
+        say(f"regress: {r.job.bench} on {r.job.sim} {state} "
+            f"(build {r.build_seconds:.1f}s, run {r.run_seconds:.1f}s)")
+
     summary = run_regression(
-        T=cfg.T, k=cfg.k, sims=cfg.sims, seed=cfg.seed, out_dir=out, quick=True, progress=None
+        T=cfg.T, k=cfg.k, sims=cfg.sims, seed=cfg.seed, out_dir=out, quick=True,
+        progress=job_done,
     )
-    return summary
+    figures = {key: value for key, value in summary.items() if key != "jobs"}
+    if summary["failed"] or summary["mismatches"]:
+        raise RuntimeError(
+            f"regression failed: {summary['failed']} of {summary['configurations']} jobs, "
+            f"{summary['mismatches']} mismatches (see {out.name}/regress_summary.json)"
+        )
+    return figures
 
 
 def stage_stats(cfg: FlowConfig, out: Path) -> dict:
@@ -180,11 +193,11 @@ def stage_stats(cfg: FlowConfig, out: Path) -> dict:
 def stage_synth(cfg: FlowConfig, out: Path) -> dict:
     from synth_scripts.run import synthesize
 
-    liberty = cfg.liberty
-    report = synthesize(cfg.T, cfg.k, out, liberty_file=liberty, clock_ns=cfg.clock_ns)
+    report = synthesize(cfg.T, cfg.k, out, liberty_file=cfg.liberty, clock_ns=cfg.clock_ns)
     return {
         "report": "synth_report.json",
         "liberty": report.get("liberty"),
+        "tools": report.get("tools"),
         "unit_costs_pJ": {
             key: entry.get("value") for key, entry in report.get("unit_costs_pJ", {}).items()
         },
@@ -215,8 +228,13 @@ def stage_energy(cfg: FlowConfig, out: Path, synth_report: Path | None, stats: P
 
     results = {}
     paper_costs = em.paper_unit_costs()
-    has_synth = synth_report is not None and synth_report.is_file()
-    ours = em.resolve_unit_costs("paper", synth=str(synth_report)) if has_synth else None
+    # A generic (liberty-free) synthesis counts gates but prices nothing: keep the paper's costs.
+    has_costs = (
+        synth_report is not None
+        and synth_report.is_file()
+        and "unit_costs_pJ" in json.loads(synth_report.read_text())
+    )
+    ours = em.resolve_unit_costs("paper", synth=str(synth_report)) if has_costs else None
     rates_paper = em.Rates.paper("SST-2") if cfg.T == 16 else None
     if rates_paper is not None:
         results["paper"] = _energy(
@@ -292,7 +310,7 @@ def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> 
     synth_file = dirs["synth"] / "synth_report.json"
     steps = (
         ("generate", lambda: stage_generate(cfg, dirs["generate"])),
-        ("regress", lambda: stage_regress(cfg, dirs["regress"])),
+        ("regress", lambda: stage_regress(cfg, dirs["regress"], say)),
         ("stats", lambda: stage_stats(cfg, dirs["stats"])),
         ("synth", lambda: stage_synth(cfg, dirs["synth"])),
         (

@@ -59,17 +59,25 @@ def _section_regress(s: dict) -> list[str]:
     if s.get("status") != "ok":
         return []
     out = ["## Regression (`regress/`)", ""]
-    keys = ("configurations", "vectors", "events", "mismatches", "coverage_percent", "wall_s",
-            "events_per_s")
-    rows = [[k, s[k]] for k in keys if k in s]
-    if rows:
-        out += _md_table(["figure", "value"], rows)
-    per_sim = s.get("per_simulator") or {}
+    cov = s.get("coverage") or {}
+    rows = [
+        ["jobs (passed / total)", f"{s.get('passed')} / {s.get('configurations')}"],
+        ["vectors", s.get("vectors")],
+        ["output events compared", s.get("events")],
+        ["mismatches", s.get("mismatches")],
+        ["counters equal to the golden model", s.get("counters_equal")],
+        ["coverage", f"{cov.get('percent', 'n/a')} % of {cov.get('bins', 'n/a')} bins"
+         if cov else "n/a"],
+        ["wall time (s)", s.get("wall_seconds")],
+        ["events simulated per second", s.get("events_per_second")],
+    ]
+    out += _md_table(["figure", "value"], rows)
+    per_sim = s.get("simulators") or {}
     if per_sim:
         out += ["", *_md_table(
-            ["simulator", "jobs", "events", "mismatches", "events/s"],
-            [[sim, v.get("jobs"), v.get("events"), v.get("mismatches"), v.get("events_per_s")]
-             for sim, v in per_sim.items()],
+            ["simulator", "jobs", "events", "events/s", "build time (s)"],
+            [[sim, v.get("jobs"), v.get("events"), v.get("events_per_second"),
+              v.get("build_seconds")] for sim, v in per_sim.items()],
         )]
     return [*out, ""]
 

@@ -81,3 +81,21 @@ def test_failed_stage_is_reported(tmp_path):
     assert result.stages["energy"]["status"] == "failed"
     assert "missing.json" in result.stages["energy"]["error"]
     assert "failed" in (cfg.out_dir / "summary.md").read_text()
+
+
+def test_full_flow_on_defaults(tmp_path):
+    """Every stage, as ``./run flow`` runs it (Icarus, generic synthesis, paper unit costs)."""
+    cfg = FlowConfig(out_dir=tmp_path / "flow")
+    result = run_flow(cfg, progress=lambda _: None)
+    assert result.ok, {k: v.get("error") for k, v in result.stages.items()}
+    regress = result.stages["regress"]
+    assert regress["failed"] == 0 and regress["mismatches"] == 0 and regress["events"] > 0
+    assert regress["counters_equal"] is True
+    assert result.stages["synth"]["liberty"] is None
+    # no liberty: the energy runs use the paper's unit costs only, and say so
+    runs = result.stages["energy"]["runs"]
+    assert set(runs) == {"paper", "measured"}
+    assert runs["measured"]["unit_costs"] == ["paper"]
+    summary = (cfg.out_dir / "summary.md").read_text()
+    assert "No liberty: generic gate counts only" in summary
+    assert "| mismatches | 0 |" in summary
