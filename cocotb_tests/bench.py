@@ -125,3 +125,23 @@ def corrupt_expectation(expected: list, mode: str | None, rng) -> list:
     else:
         raise ValueError(f"corrupt must be None, 'alter' or 'drop', not {mode!r}")
     return out
+
+
+def check_ports(dut, entry: dict) -> None:
+    """Every port the manifest lists exists on the design with the listed width."""
+    errors = []
+    for port in entry.get("ports", []):
+        try:
+            handle = getattr(dut, port["name"])
+        except AttributeError:
+            errors.append(f"manifest port {port['name']!r} is not in the design")
+            continue
+        try:
+            width = len(handle)
+        except TypeError:
+            width = 1
+        if width != int(port["width"]):
+            errors.append(
+                f"port {port['name']!r} is {width} bits, the manifest says {port['width']}"
+            )
+    assert not errors, "; ".join(errors)

@@ -306,7 +306,7 @@ def _sram_config(job: Job, manifest: Mapping) -> dict:
             if op[0] == "read" and op[2] is not None:
                 op[2] ^= 1
                 break
-    return {"seed": job.seed, "T": T, "depth": depth, "width": width, "ops": ops}
+    return {"seed": job.seed, "T": T, "depth": depth, "width": width, "ops": ops, "module": entry}
 
 
 #: Layer widths ``(N_0, N_1, N_2, N_3)`` of the system's 3-layer QNN and the tile size that

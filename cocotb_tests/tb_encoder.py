@@ -13,6 +13,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.bench import (
     WallClock,
+    check_ports,
     corrupt_expectation,
     cycles,
     load_config,
@@ -37,6 +38,7 @@ async def test_encoder(dut):
     streams = cfg["module"]["streams"]
     counters = [(c["name"], c["port"]) for c in cfg["module"]["counters"]]
     li, lo = PayloadLayout.of(streams["i"]["fields"]), PayloadLayout.of(streams["o"]["fields"])
+    check_ports(dut, cfg["module"])
     await start_clock(dut)
     dut.rst.value = 1
     drv = StreamDriver(dut, "i", li, dut.clk, dut.rst, make_rng(seed, "i"), cfg["p_idle"])

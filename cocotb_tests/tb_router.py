@@ -13,7 +13,15 @@ from __future__ import annotations
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from cocotb_tests.bench import WallClock, cycles, load_config, merge_report, start_clock, wait_until
+from cocotb_tests.bench import (
+    WallClock,
+    check_ports,
+    cycles,
+    load_config,
+    merge_report,
+    start_clock,
+    wait_until,
+)
 from cocotb_tests.layout import PayloadLayout
 from cocotb_tests.scoreboard import InOrderScoreboard
 from cocotb_tests.stream import StreamDriver, StreamMonitor, make_rng
@@ -27,6 +35,7 @@ async def test_router(dut):
     clock = WallClock()
     seed = int(cfg["seed"])
     streams = cfg["module"]["streams"]
+    check_ports(dut, cfg["module"])
     await start_clock(dut)
     dut.rst.value = 1
     drivers, monitors = {}, {}

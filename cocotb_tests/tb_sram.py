@@ -12,13 +12,14 @@ from __future__ import annotations
 import cocotb
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
-from cocotb_tests.bench import WallClock, load_config, merge_report, start_clock
+from cocotb_tests.bench import WallClock, check_ports, load_config, merge_report, start_clock
 
 
 @cocotb.test()
 async def test_sram(dut):
     cfg = load_config()
     clock = WallClock()
+    check_ports(dut, cfg["module"])
     await start_clock(dut)
     bus = {n: getattr(dut, f"bus__{n}") for n in ("addr", "ren", "wen", "wdata", "rdata")}
     from cocotb_coverage import coverage as cov

@@ -14,6 +14,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.bench import (
     WallClock,
+    check_ports,
     corrupt_expectation,
     cycles,
     load_config,
@@ -38,6 +39,7 @@ async def test_system(dut):
     streams = cfg["module"]["streams"]
     lay = {n: PayloadLayout.of(streams[n]["fields"]) for n in ("load", "i", "o")}
     p_idle, p_stall = float(cfg["p_idle"]), float(cfg["p_stall"])
+    check_ports(dut, cfg["module"])
     await start_clock(dut)
     dut.rst.value = 1
     load = StreamDriver(dut, "load", lay["load"], dut.clk, dut.rst, make_rng(seed, "l"), p_idle)

@@ -14,6 +14,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.bench import (
     WallClock,
+    check_ports,
     corrupt_expectation,
     cycles,
     load_config,
@@ -104,6 +105,7 @@ class TileBench:
     # -- phases --------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        check_ports(self.dut, self.cfg["module"])
         await start_clock(self.dut)
         self.dut.rst.value = 1
         for d in (self.load, self.inp, self.out):
