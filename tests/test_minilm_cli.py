@@ -35,7 +35,15 @@ def test_stats_writes_report(tmp_path, capsys):
     assert set(doc["rates"]) == {"TTFS", "k=0", "k=1"}
     assert doc["quality"]["k=0"]["bit_exact_qnn"] is True
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["energy_paper", "rates.json", "stats.json", "summary.md"]
+    assert names == [
+        "energy_paper",
+        "rates.json",
+        "slice_block0_qproj.json",
+        "stats.json",
+        "summary.md",
+    ]
+    sl = json.loads((out / "slice_block0_qproj.json").read_text())
+    assert (sl["n_in"], sl["n_out"], sl["in_mask"]["k"]) == (384, 16, 1)
     # energy per block at MiniLM's dimensions, from the measured histograms
     assert "all-MiniLM-L6-v2, B=64, S=128" in text and "Matterhorn M-TTFS (k=1)" in text
 

@@ -17,9 +17,12 @@ import torch
 from golden_models.models.bert import POSITION_LABELS, POSITIONS, load_minilm
 from golden_models.models.corpus import load_corpus
 from golden_models.models.ptq import PTQConfig, convert
+from golden_models.models.rtl_slice import capture_slice, slice_document
 from golden_models.models.stats import check_k_max, collect, dumps, summarise
 
 MODELS = ("minilm",)
+#: The exported RTL slice (:mod:`golden_models.models.rtl_slice`) in the report folder.
+SLICE_FILE = "slice_block0_qproj.json"
 
 #: The paper's p(q=0) per position (SST-2, source QNN; Table "Proportion of the most frequent
 #: quantized value"), printed beside the measured values.
@@ -128,7 +131,9 @@ def _minilm_stats(corpus, sentences, calibration, k_max, out, plots) -> dict:
     }
     doc = summarise(qnn, run, meta)
     if out is not None:
-        write_report(doc, Path(out), plots=plots)
+        # one tile-sized real layer for the RTL: block 0's Q projection, 16 neurons, k = 1
+        sl = capture_slice(qnn, tok, ev, block=0, n_out=16, k=min(1, k_max), max_vectors=8)
+        write_report(doc, Path(out), plots=plots, extra={SLICE_FILE: slice_document(sl)})
     doc = dict(doc)
     doc["sentences_per_second"] = run.emb_float.shape[0] / run.seconds
     return doc
@@ -150,8 +155,13 @@ def rates_document(doc: dict) -> dict:
     }
 
 
-def write_report(doc: dict, out: Path, *, plots: bool = True) -> None:
-    """Write ``stats.json``, ``rates.json``, ``summary.md`` (and PNGs) to ``out`` atomically."""
+def write_report(
+    doc: dict, out: Path, *, plots: bool = True, extra: dict[str, dict] | None = None
+) -> None:
+    """Write ``stats.json``, ``rates.json``, ``summary.md`` (and PNGs) to ``out`` atomically.
+
+    ``extra`` maps further file names to JSON documents written alongside.
+    """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".stats-", dir=out.parent))
@@ -159,6 +169,8 @@ def write_report(doc: dict, out: Path, *, plots: bool = True) -> None:
         (tmp / "stats.json").write_text(dumps(doc), "utf-8")
         (tmp / "rates.json").write_text(json.dumps(rates_document(doc), indent=1) + "\n", "utf-8")
         (tmp / "summary.md").write_text(summary_markdown(doc), "utf-8")
+        for name, value in (extra or {}).items():
+            (tmp / name).write_text(json.dumps(value, indent=1) + "\n", "utf-8")
         if plots:
             plot_positions(doc, tmp / "positions.png")
             plot_block_modes(doc, tmp / "block_modes.png")
