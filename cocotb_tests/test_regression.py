@@ -102,3 +102,29 @@ def test_waves_only_on_request(tmp_path):
     assert list((tmp_path / "w" / "runs").glob("*/dump.fst"))
     regress.run_regression(4, 1, "icarus", out_dir=tmp_path / "n", benches=("encoder",), quick=True)
     assert not list((tmp_path / "n" / "runs").glob("*/dump.*"))
+
+
+def test_cli_regress(tmp_path, capsys):
+    from matterhorn.cli import main
+
+    out = tmp_path / "cli"
+    argv = [
+        "regress",
+        "--T",
+        "4",
+        "--k",
+        "0",
+        "--sim",
+        "icarus",
+        "--bench",
+        "encoder",
+        "--quick",
+        "--out",
+        str(out),
+    ]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "1/1 passed" in text and "coverage" in text
+    assert (out / "regress_summary.json").is_file()
+    assert main(["regress", "--T", "4", "--k", "9", "--out", str(out)]) == 2
+    assert "k must be in 0..3 for T=4, not 9" in capsys.readouterr().err
