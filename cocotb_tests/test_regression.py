@@ -128,3 +128,19 @@ def test_cli_regress(tmp_path, capsys):
     assert (out / "regress_summary.json").is_file()
     assert main(["regress", "--T", "4", "--k", "9", "--out", str(out)]) == 2
     assert "k must be in 0..3 for T=4, not 9" in capsys.readouterr().err
+
+
+def test_tile_bench_kills_a_threshold_mutant(tmp_path):
+    """Negative control on the RTL side: one lane's ``V >= theta`` turned into ``V > theta`` in a
+    copy of the generated tile must make the tile bench fail."""
+    j = next(j for j in DEFAULT_JOBS if j.bench == "tile" and j.sim == "icarus")
+    rtl_dir, manifest = regress.generate_rtl(dict(j.params), ROOT)
+    lines = (rtl_dir / "mttfs_tile.v").read_text().splitlines()
+    compares = [i for i, line in enumerate(lines) if "$signed" in line and " >= " in line]
+    assert len(compares) >= 2, "no signed >= compare found in mttfs_tile.v to mutate"
+    lines[compares[1]] = lines[compares[1]].replace(" >= ", " > ", 1)
+    (tmp_path / "mttfs_tile.v").write_text("\n".join(lines) + "\n")
+    b = sim.build("icarus", [tmp_path / "mttfs_tile.v"], "mttfs_tile", tmp_path / "build")
+    r = sim.run(b, "cocotb_tests.tb_tile", regress._tile_config(j, manifest), tmp_path / "run")
+    assert not r.passed
+    assert r.report["mismatches"] > 0
