@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,8 @@ from cocotb_tests.bench import corrupt_expectation
 from cocotb_tests.layout import PayloadLayout
 from cocotb_tests.passthrough import passthrough_verilog
 from cocotb_tests.scoreboard import InOrderScoreboard
+
+ROOT = Path(__file__).resolve().parents[1] / "build" / "cocotb"
 
 
 @pytest.mark.parametrize("name", sim.SIMULATORS)
@@ -80,7 +83,8 @@ def test_passthrough_bench(passthrough, name, corrupt):
     """The full chain (driver, backpressure, monitor, scoreboard) passes on a correct design
     and fails when one expected event is altered or dropped."""
     out, path, entry = passthrough
-    b = sim.build(name, [path], "mttfs_passthrough", out / f"build_{name}")
+    # builds live next to the regression's, so Verilator's runtime objects are shared
+    b = sim.build(name, [path], "mttfs_passthrough", ROOT / "sim" / name / "passthrough")
     cfg = dict(entry, seed=5, n=120, p_idle=0.3, p_stall=0.4, corrupt=corrupt)
     res = sim.run(b, "cocotb_tests.tb_passthrough", cfg, out / f"run_{name}_{corrupt}")
     assert res.tests == 1, res.tail()
