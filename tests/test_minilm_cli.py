@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from golden_models.statistics import read_stats
 from matterhorn.cli import main
 
 
@@ -37,11 +38,20 @@ def test_stats_writes_report(tmp_path, capsys):
     names = sorted(p.name for p in out.iterdir())
     assert names == [
         "energy_paper",
+        "golden_stats.json",
         "rates.json",
         "slice_block0_qproj.json",
         "stats.json",
         "summary.md",
     ]
+    # the shared statistics schema: one record per block and position, QNN histograms
+    records = read_stats(out / "golden_stats.json")
+    assert len(records) == 6 * 8
+    attn = doc["blocks"][0]["positions"]["attn_prob"]
+    assert records[4].name == "Attn. probability"
+    assert list(records[4].counts) == attn["histogram_tau"]
+    assert records[4].i_max == attn["i_max"]
+    assert records[4].p_q0 == pytest.approx(attn["p_q0"], abs=1e-6)
     sl = json.loads((out / "slice_block0_qproj.json").read_text())
     assert (sl["n_in"], sl["n_out"], sl["in_mask"]["k"]) == (384, 16, 1)
     # energy per block at MiniLM's dimensions, from the measured histograms

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from golden_models.models.bert import POSITION_LABELS, POSITIONS, load_minilm
+from golden_models.models.bert import POSITION_FAMILY, POSITION_LABELS, POSITIONS, load_minilm
 from golden_models.models.corpus import load_corpus
 from golden_models.models.ptq import PTQConfig, convert
 from golden_models.models.rtl_slice import capture_slice, slice_document
@@ -23,6 +23,8 @@ from golden_models.models.stats import check_k_max, collect, dumps, summarise
 MODELS = ("minilm",)
 #: The exported RTL slice (:mod:`golden_models.models.rtl_slice`) in the report folder.
 SLICE_FILE = "slice_block0_qproj.json"
+#: The QNN histograms in the shared statistics schema (:mod:`golden_models.statistics`).
+GOLDEN_FILE = "golden_stats.json"
 
 #: The paper's p(q=0) per position (SST-2, source QNN; Table "Proportion of the most frequent
 #: quantized value"), printed beside the measured values.
@@ -133,10 +135,36 @@ def _minilm_stats(corpus, sentences, calibration, k_max, out, plots) -> dict:
     if out is not None:
         # one tile-sized real layer for the RTL: block 0's Q projection, 16 neurons, k = 1
         sl = capture_slice(qnn, tok, ev, block=0, n_out=16, k=min(1, k_max), max_vectors=8)
-        write_report(doc, Path(out), plots=plots, extra={SLICE_FILE: slice_document(sl)})
+        extra = {SLICE_FILE: slice_document(sl), GOLDEN_FILE: golden_stats_document(doc)}
+        write_report(doc, Path(out), plots=plots, extra=extra)
     doc = dict(doc)
     doc["sentences_per_second"] = run.emb_float.shape[0] / run.seconds
     return doc
+
+
+def golden_stats_document(doc: dict) -> dict:
+    """The QNN (k = 0) histograms as ``matterhorn.golden.stats``: one record per block and position.
+
+    Records are named by the paper's position labels, with the calibrated ``I_max``. Their
+    M-TTFS rates are computed from the QNN histogram alone (no downstream effect of the mask);
+    ``stats.json`` has the measured rates of each k network.
+    """
+    from golden_models.codespace import CodeSpace
+    from golden_models.statistics import PositionStats, stats_document
+
+    ks = tuple(range(doc["k_max"] + 1))
+    records = []
+    for block in doc["blocks"]:
+        for name in POSITIONS:
+            entry = block["positions"][name]
+            space = CodeSpace(doc["T"], POSITION_FAMILY[name])
+            counts = torch.tensor(entry["histogram_tau"], dtype=torch.int64)
+            records.append(
+                PositionStats.from_counts(
+                    POSITION_LABELS[name], counts, space, i_max=entry["i_max"], ks=ks
+                )
+            )
+    return stats_document(records)
 
 
 def rates_document(doc: dict) -> dict:
