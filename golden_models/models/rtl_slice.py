@@ -74,7 +74,7 @@ def capture_slice(
 
     Raises
     ------
-    AssertionError
+    RuntimeError
         If the integer layer's output codes differ from the QNN's in any vector.
     """
     cfg = qnn.cfg
@@ -132,7 +132,8 @@ def capture_slice(
     q_out = torch.cat(captured["out"])[:max_vectors, cols]
     for i in range(q_in.shape[0]):
         tau = ilayer.run_codes(q_in[i]).tau
-        assert torch.equal(p_out.space.c - tau, q_out[i]), f"slice differs from QNN at row {i}"
+        if not torch.equal(p_out.space.c - tau, q_out[i]):
+            raise RuntimeError(f"the integer slice differs from the QNN at vector {i}")
     meta = {
         "model": "all-MiniLM-L6-v2",
         "layer": f"block {block} Q projection",

@@ -81,8 +81,8 @@ def collect(
 
     Raises
     ------
-    AssertionError
-        Never, unless the ``k = 0`` network differs from the QNN in any bit (Proposition 2).
+    RuntimeError
+        If the ``k = 0`` network differs from the QNN in any bit (Proposition 2).
     """
     if not sentences:
         raise ValueError("statistics need at least one evaluation sentence")
@@ -125,8 +125,10 @@ def collect(
         tokens,
         seconds,
     )
-    # k = 0 is lossless M-TTFS: bit-exact to the QNN (paper, Proposition 2)
-    assert torch.equal(run.emb_k[0], run.emb_qnn), "M-TTFS k=0 differs from the QNN"
+    # k = 0 is lossless M-TTFS: bit-exact to the QNN (paper, Proposition 2); checked even
+    # under python -O
+    if not torch.equal(run.emb_k[0], run.emb_qnn):
+        raise RuntimeError("M-TTFS k=0 differs from the QNN: Proposition 2 is violated")
     return run
 
 
