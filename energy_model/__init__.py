@@ -12,7 +12,7 @@ Plots are in :mod:`energy_model.plots` (imported on use: matplotlib is slow to l
 comparison with the paper's printed tables is in :mod:`energy_model.reproduction`.
 """
 
-from energy_model.dims import POSITIONS, PRESETS, ModelDims, block_totals, position_counts, preset
+from energy_model.dims import PRESETS, ModelDims, block_totals, position_counts, preset
 from energy_model.histogram import (
     BIT_CONVENTIONS,
     Histogram,
@@ -50,6 +50,7 @@ from energy_model.unit_costs import (
     paper_unit_costs,
     resolve_unit_costs,
 )
+from golden_models.positions import POSITIONS
 
 __all__ = [
     "BIT_CONVENTIONS",

@@ -21,30 +21,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-#: The eight spike-encoded positions of a block, in the paper's order (Table "silent mass").
-POSITIONS = (
-    "Q-proj. input",
-    "K-proj. input",
-    "V-proj. input",
-    "Query activation",
-    "Attn. probability",
-    "Attn.-out. input",
-    "FFN-expand input",
-    "FFN-contract input",
-)
-#: Quantizer family of each position (paper Table "silent mass").
-POSITION_FAMILY = {
-    "Q-proj. input": "sym",
-    "K-proj. input": "sym",
-    "V-proj. input": "sym",
-    "Query activation": "sym",
-    "Attn. probability": "asym",
-    "Attn.-out. input": "sym",
-    "FFN-expand input": "sym",
-    "FFN-contract input": "asym",
-}
-ATTENTION_POSITIONS = ("Query activation", "Attn. probability")
-
 
 def _check_positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):

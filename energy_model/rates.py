@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from energy_model.dims import POSITION_FAMILY, POSITIONS
 from energy_model.histogram import (
     BIT_CONVENTIONS,
     Histogram,
@@ -29,6 +28,7 @@ from energy_model.histogram import (
     ttfs_rate,
 )
 from golden_models.codespace import CodeSpace, check_T
+from golden_models.positions import LABEL_OF_KEY, POSITION_FAMILY, POSITIONS
 
 
 def _norm(name: str) -> str:
@@ -52,14 +52,10 @@ _POSITION_KEYS.update(
         "ffnexpand": "FFN-expand input",
         "ffnmid": "FFN-contract input",
         "ffncontract": "FFN-contract input",
-        # golden_models.models.bert.POSITIONS
-        "qprojin": "Q-proj. input",
-        "kprojin": "K-proj. input",
-        "vprojin": "V-proj. input",
-        "ffnexpandin": "FFN-expand input",
-        "ffncontractin": "FFN-contract input",
     }
 )
+# the identifier-style keys of the MiniLM statistics documents
+_POSITION_KEYS.update({_norm(key): label for key, label in LABEL_OF_KEY.items()})
 
 
 def position_name(name: object) -> str:

@@ -8,7 +8,7 @@ from golden_models.calibration import (
     select_i_max,
 )
 from golden_models.codespace import FAMILIES, CodeSpace, check_i_max, check_k, check_T
-from golden_models.encoder import POSITION_FAMILY, POSITIONS, QNNEncoderBlock
+from golden_models.encoder import QNNEncoderBlock
 from golden_models.export import read_layers, write_layers
 from golden_models.integer_layer import (
     Counters,
@@ -32,6 +32,7 @@ from golden_models.mttfs import (
     transmitted_count,
     ttfs_mask,
 )
+from golden_models.positions import POSITION_FAMILY, POSITIONS
 from golden_models.qnn import QNNChain, QNNLinear, quantize_weights, random_codes, random_qnn
 from golden_models.quantizer import (
     ROUNDINGS,

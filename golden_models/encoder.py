@@ -40,22 +40,11 @@ from golden_models.calibration import event_histogram, select_i_max
 from golden_models.codespace import CodeSpace, check_k
 from golden_models.integer_layer import IntegerLayer
 from golden_models.mttfs import Mask
+from golden_models.positions import POSITION_FAMILY, POSITIONS
 from golden_models.qnn import QNNLinear, quantize_weights
 from golden_models.quantizer import check_rounding, quantize
 from golden_models.statistics import DEFAULT_KS, PositionStats
 
-#: The eight spike-encoded positions, in dataflow order, and their families.
-POSITION_FAMILY = {
-    "Q-proj. input": "sym",
-    "K-proj. input": "sym",
-    "V-proj. input": "sym",
-    "Query activation": "sym",
-    "Attn. probability": "asym",
-    "Attn.-out. input": "sym",
-    "FFN-expand input": "sym",
-    "FFN-contract input": "asym",
-}
-POSITIONS = tuple(POSITION_FAMILY)
 #: Quantized tensors that are not spike-encoded (weights of the attention matmuls, or
 #: consumed by the residual adds).
 INTERNAL = ("Key codes", "Value codes", "O-proj. output", "FFN output")

@@ -17,12 +17,12 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 
 import numpy as np
 import torch
 
 from golden_models.codespace import CodeSpace
+from golden_models.files import write_atomic
 from golden_models.integer_layer import IntegerLayer, accumulator_bound, signed_width
 from golden_models.mttfs import Mask
 
@@ -84,18 +84,6 @@ def layers_document(layers: list[tuple[str, IntegerLayer]], arrays: bool = True)
     return {"schema": SCHEMA, "version": SCHEMA_VERSION, "layers": docs}
 
 
-def _atomic_write(path: str, data: bytes) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".export-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def _format_of(path: str, fmt: str | None) -> str:
     if fmt is None:
         fmt = os.path.splitext(path)[1].lstrip(".").lower()
@@ -112,7 +100,7 @@ def write_layers(
     fmt = _format_of(path, fmt)
     if fmt == "json":
         text = json.dumps(layers_document(layers), sort_keys=True, separators=(",", ":"))
-        _atomic_write(path, (text + "\n").encode())
+        write_atomic(path, text + "\n", prefix=".export-")
         return
     meta = layers_document(layers, arrays=False)
     arrays = {"meta": np.array(json.dumps(meta, sort_keys=True))}
@@ -122,7 +110,7 @@ def write_layers(
         arrays[f"layer{i}.theta"] = layer.theta.to(torch.int64).numpy()
     buf = io.BytesIO()
     np.savez(buf, **arrays)  # zip entries carry the fixed 1980 timestamp: deterministic
-    _atomic_write(path, buf.getvalue())
+    write_atomic(path, buf.getvalue(), prefix=".export-")
 
 
 def _build(d: dict, w, init, theta, i: int) -> tuple[str, IntegerLayer]:

@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 
 import torch
 
 from golden_models.calibration import _check_counts, event_histogram, select_i_max
 from golden_models.codespace import FAMILIES, CodeSpace
+from golden_models.files import write_atomic
 from golden_models.mttfs import Mask, event_time, ttfs_mask
 
 #: Identifier and version of the statistics file format.
@@ -246,16 +246,7 @@ def stats_document(positions: list[PositionStats]) -> dict:
 def write_stats(path: str | os.PathLike, positions: list[PositionStats]) -> None:
     """Write :func:`stats_document` as deterministic JSON (temporary file, then rename)."""
     text = json.dumps(stats_document(positions), indent=1, sort_keys=True) + "\n"
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".stats-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_atomic(path, text, prefix=".stats-")
 
 
 def read_stats(path: str | os.PathLike) -> list[PositionStats]:

@@ -27,41 +27,17 @@ from torch import nn
 
 from golden_models.codespace import CodeSpace
 from golden_models.mttfs import Mask, decode_events, encode_events
+from golden_models.positions import LABEL_OF_KEY, POSITION_KEYS
+from golden_models.positions import POSITION_FAMILY as FAMILY_OF_LABEL
 from golden_models.quantizer import quantize
 
-#: The eight spike-encoded positions of one encoder block, in data-flow order.
-POSITIONS = (
-    "q_proj_in",
-    "k_proj_in",
-    "v_proj_in",
-    "query",
-    "attn_prob",
-    "attn_out_in",
-    "ffn_expand_in",
-    "ffn_contract_in",
-)
+#: The eight spike-encoded positions of one encoder block, in data-flow order (the keys of the
+#: statistics documents).
+POSITIONS = POSITION_KEYS
 #: Position names as the paper's tables print them (and ``paper_tables.json`` keys them).
-POSITION_LABELS = {
-    "q_proj_in": "Q-proj. input",
-    "k_proj_in": "K-proj. input",
-    "v_proj_in": "V-proj. input",
-    "query": "Query activation",
-    "attn_prob": "Attn. probability",
-    "attn_out_in": "Attn.-out. input",
-    "ffn_expand_in": "FFN-expand input",
-    "ffn_contract_in": "FFN-contract input",
-}
+POSITION_LABELS = LABEL_OF_KEY
 #: Quantizer family of each position (paper, Table "Proportion of the most frequent value").
-POSITION_FAMILY = {
-    "q_proj_in": "sym",
-    "k_proj_in": "sym",
-    "v_proj_in": "sym",
-    "query": "sym",
-    "attn_prob": "asym",
-    "attn_out_in": "sym",
-    "ffn_expand_in": "sym",
-    "ffn_contract_in": "asym",
-}
+POSITION_FAMILY = {key: FAMILY_OF_LABEL[label] for key, label in LABEL_OF_KEY.items()}
 #: Quantized but not spike-encoded: key and value are consumed as weights.
 WEIGHT_LIKE = ("key", "value")
 #: The linear layer (attribute of :class:`BertLayer`) that consumes each position, if any.

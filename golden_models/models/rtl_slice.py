@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from golden_models.files import write_atomic
 from golden_models.integer_layer import (
     IntegerLayer,
     accumulator_bound,
@@ -189,7 +190,5 @@ def export_slice(sl: LayerSlice, path: Path | str) -> Path:
     """Write :func:`slice_document` as deterministic JSON (temp file, then rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(slice_document(sl), indent=1) + "\n", "utf-8")
-    tmp.replace(path)
+    write_atomic(path, json.dumps(slice_document(sl), indent=1) + "\n", prefix=".slice-")
     return path
