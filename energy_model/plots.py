@@ -3,7 +3,9 @@
 - :func:`plot_breakdown`: stacked Move / W-read / Compute per row (the paper's Appendix figure);
 - :func:`plot_sensitivity`: energy relative to the dense QNN against the event price, crossovers
   marked (the paper's sensitivity figure);
-- :func:`plot_spike_times`: spike-time distribution of each position with the silent sets.
+- :func:`plot_spike_times`: spike-time distribution of each position with the silent sets;
+- :func:`plot_minilm`: the figures of a MiniLM statistics report (event times per position,
+  p(q=0) per block, spike rates per encoding).
 """
 
 from __future__ import annotations
@@ -20,15 +22,17 @@ from energy_model.histogram import Histogram  # noqa: E402
 from energy_model.model import EnergyReport  # noqa: E402
 from energy_model.quantity import format_sig  # noqa: E402
 from energy_model.sensitivity import Sweep  # noqa: E402
+from golden_models.codespace import CodeSpace  # noqa: E402
+from golden_models.positions import LABEL_OF_KEY, POSITION_KEYS  # noqa: E402
 
 #: PNG metadata without version or date, so the same figure gives the same bytes.
 _METADATA = {"Software": None}
 _COLORS = {"move": "#4C72B0", "wread": "#DD8452", "compute": "#55A868"}
 
 
-def _save(fig, path: str | Path) -> Path:
+def _save(fig, path: str | Path, dpi: int = 120) -> Path:
     path = Path(path)
-    fig.savefig(path, dpi=120, metadata=_METADATA)
+    fig.savefig(path, dpi=dpi, metadata=_METADATA)
     plt.close(fig)
     return path
 
@@ -160,3 +164,99 @@ def plot_spike_times(
     )
     fig.tight_layout(rect=(0, 0.06, 1, 0.96))
     return _save(fig, path)
+
+
+#: Resolution of the MiniLM statistics figures.
+_MINILM_DPI = 110
+#: Files :func:`plot_minilm` writes into a MiniLM report folder.
+MINILM_FILES = ("positions.png", "block_modes.png", "rates.png")
+
+
+def plot_minilm(doc: Mapping, folder: str | Path) -> list[Path]:
+    """Draw the figures of a MiniLM statistics document (``matterhorn.minilm_stats/1``).
+
+    The callback of ``golden_models.models.report.write_report``: writes
+    :data:`MINILM_FILES` into ``folder`` and returns their paths.
+    """
+    folder = Path(folder)
+    return [
+        plot_minilm_positions(doc, folder / "positions.png"),
+        plot_minilm_block_modes(doc, folder / "block_modes.png"),
+        plot_minilm_rates(doc, folder / "rates.png"),
+    ]
+
+
+def plot_minilm_positions(doc: Mapping, path: str | Path) -> Path:
+    """The paper's per-position figure: event-time histogram, silent step and mode, p(q=0)."""
+    T = doc["T"]
+    fig, axes = plt.subplots(2, 4, figsize=(14, 6), constrained_layout=True)
+    for ax, p in zip(axes.flat, doc["positions"], strict=True):
+        h = p["histogram_tau"]
+        n = max(sum(h), 1)
+        frac = [v / n for v in h]
+        c = CodeSpace(T, p["family"]).c  # the silent step of code 0
+        colors = ["tab:orange" if t == c else "tab:blue" for t in range(T)]
+        bars = ax.bar(range(T), frac, color=colors, edgecolor="black", linewidth=0.4)
+        bars[p["mode_tau"]].set_hatch("//")
+        ax.set_title(f"{p['label']} ({p['family']})", fontsize=10)
+        ax.text(
+            0.02,
+            0.95,
+            f"p(q=0)={p['p_q0']:.3f}\nmode q={p['mode_q']}",
+            transform=ax.transAxes,
+            va="top",
+            fontsize=8,
+        )
+        ax.set_xticks(range(0, T, 3))
+        ax.set_xlabel("event time t = c - q", fontsize=8)
+    fig.suptitle(
+        f"{doc['model']} W4A4 post-training QNN, corpus {doc['corpus']['name']}: event times "
+        f"per position (orange: silent step t=c, q=0; hatched: mode)",
+        fontsize=10,
+    )
+    return _save(fig, path, dpi=_MINILM_DPI)
+
+
+def plot_minilm_block_modes(doc: Mapping, path: str | Path) -> Path:
+    """Heat map of p(q=0) per block and position, annotated with the block mode."""
+    names = [LABEL_OF_KEY[p] for p in POSITION_KEYS]
+    data = [[b["positions"][p]["p_q0"] for b in doc["blocks"]] for p in POSITION_KEYS]
+    fig, ax = plt.subplots(figsize=(8, 4.5), constrained_layout=True)
+    im = ax.imshow(data, cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    for i, p in enumerate(POSITION_KEYS):
+        for j, b in enumerate(doc["blocks"]):
+            m = b["positions"][p]["mode_q"]
+            ax.text(
+                j,
+                i,
+                f"{m}",
+                ha="center",
+                va="center",
+                color="white" if data[i][j] < 0.5 else "black",
+                fontsize=9,
+            )
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    ax.set_xticks(range(len(doc["blocks"])))
+    ax.set_xlabel("block")
+    ax.set_title("p(q=0) per block and position (colour), block mode q (text)", fontsize=10)
+    fig.colorbar(im, ax=ax)
+    return _save(fig, path, dpi=_MINILM_DPI)
+
+
+def plot_minilm_rates(doc: Mapping, path: str | Path) -> Path:
+    """Spike rate per step of each position for TTFS and M-TTFS k=0..k_max."""
+    encs = ["TTFS"] + [f"k={k}" for k in range(doc["k_max"] + 1)]
+    fig, ax = plt.subplots(figsize=(11, 4.5), constrained_layout=True)
+    width = 0.8 / len(encs)
+    for e_i, enc in enumerate(encs):
+        vals = [100 * p["rates"][enc] for p in doc["positions"]]
+        xs = [i + (e_i - len(encs) / 2 + 0.5) * width for i in range(len(vals))]
+        ax.bar(xs, vals, width, label=enc if enc == "TTFS" else f"M-TTFS {enc}")
+    ax.set_xticks(
+        range(len(POSITION_KEYS)), [LABEL_OF_KEY[p] for p in POSITION_KEYS], rotation=20, fontsize=8
+    )
+    ax.set_ylabel("spike rate per step (%)")
+    net = doc["rates"]
+    ax.set_title("network: " + ", ".join(f"{e} {100 * net[e]:.2f}%" for e in encs), fontsize=9)
+    ax.legend(fontsize=8)
+    return _save(fig, path, dpi=_MINILM_DPI)

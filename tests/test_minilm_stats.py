@@ -5,6 +5,7 @@ import json
 import pytest
 import torch
 
+from energy_model.plots import plot_minilm
 from golden_models.models.bert import POSITIONS, load_minilm
 from golden_models.models.corpus import load_corpus
 from golden_models.models.ptq import convert
@@ -88,7 +89,7 @@ def test_report_files(run, tmp_path):
         quantization={"weight_bits": 4, "act_bits": 4, "rounding": "round"},
     )
     out = tmp_path / "out"
-    write_report(doc, out)
+    write_report(doc, out, plot=plot_minilm)
     names = sorted(p.name for p in out.iterdir())
     assert names == [
         "block_modes.png",
@@ -104,7 +105,7 @@ def test_report_files(run, tmp_path):
     assert "| Attn. probability | asym |" in summary_markdown(doc)
     assert str(tmp_path) not in (out / "stats.json").read_text()
     first = (out / "positions.png").read_bytes()
-    write_report(doc, out)
+    write_report(doc, out, plot=plot_minilm)
     assert (out / "positions.png").read_bytes() == first
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".stats-")]
 

@@ -1,7 +1,8 @@
-"""The MiniLM statistics report: one call from corpus name to JSON, plots and Markdown.
+"""The MiniLM statistics report: one call from corpus name to JSON, Markdown (and plots).
 
-``matterhorn stats --model minilm`` is a thin wrapper over :func:`minilm_stats`. Plots use
-matplotlib (a dependency of the project), imported only here and only when plots are drawn.
+``matterhorn stats --model minilm`` is a thin wrapper over :func:`minilm_stats`. The figures are
+drawn by a callback (``energy_model.plots.plot_minilm``), which keeps matplotlib out of
+``golden_models``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -64,7 +66,7 @@ def minilm_stats(
     calibration: int | None = None,
     k_max: int = 4,
     out: Path | str | None = None,
-    plots: bool = True,
+    plot: Callable[[dict, Path], object] | None = None,
     threads: int | None = None,
 ) -> dict:
     """Convert MiniLM post-training, measure spike statistics, and write the report.
@@ -82,8 +84,11 @@ def minilm_stats(
         Torch intra-op threads for the call (restored afterwards). On a loaded machine one
         thread is often faster: the work is many small tensor operations.
     out : path, optional
-        Folder for ``stats.json``, ``rates.json``, ``summary.md`` and the PNG plots; it is
+        Folder for ``stats.json``, ``rates.json``, ``summary.md`` and the plots; it is
         written completely into a temporary folder first, then moved into place.
+    plot : callable, optional
+        ``plot(doc, folder)`` draws the figures into the report folder (see
+        :func:`write_report`; ``energy_model.plots.plot_minilm`` writes the PNGs).
 
     Returns
     -------
@@ -96,12 +101,12 @@ def minilm_stats(
     if threads is not None:
         torch.set_num_threads(threads)
     try:
-        return _minilm_stats(corpus, sentences, calibration, k_max, out, plots)
+        return _minilm_stats(corpus, sentences, calibration, k_max, out, plot)
     finally:
         torch.set_num_threads(saved)
 
 
-def _minilm_stats(corpus, sentences, calibration, k_max, out, plots) -> dict:
+def _minilm_stats(corpus, sentences, calibration, k_max, out, plot) -> dict:
     sentences = _check_count(sentences, "sentences")
     calibration = _check_count(calibration, "calibration")
     check_k_max(k_max)
@@ -136,7 +141,7 @@ def _minilm_stats(corpus, sentences, calibration, k_max, out, plots) -> dict:
         # one tile-sized real layer for the RTL: block 0's Q projection, 16 neurons, k = 1
         sl = capture_slice(qnn, tok, ev, block=0, n_out=16, k=min(1, k_max), max_vectors=8)
         extra = {SLICE_FILE: slice_document(sl), GOLDEN_FILE: golden_stats_document(doc)}
-        write_report(doc, Path(out), plots=plots, extra=extra)
+        write_report(doc, Path(out), plot=plot, extra=extra)
     doc = dict(doc)
     doc["sentences_per_second"] = run.emb_float.shape[0] / run.seconds
     return doc
@@ -184,11 +189,18 @@ def rates_document(doc: dict) -> dict:
 
 
 def write_report(
-    doc: dict, out: Path, *, plots: bool = True, extra: dict[str, dict] | None = None
+    doc: dict,
+    out: Path,
+    *,
+    plot: Callable[[dict, Path], object] | None = None,
+    extra: dict[str, dict] | None = None,
 ) -> None:
-    """Write ``stats.json``, ``rates.json``, ``summary.md`` (and PNGs) to ``out`` atomically.
+    """Write ``stats.json``, ``rates.json``, ``summary.md`` (and plots) to ``out`` atomically.
 
-    ``extra`` maps further file names to JSON documents written alongside.
+    ``plot(doc, folder)`` draws the figures into the folder being written (the project's is
+    :func:`energy_model.plots.plot_minilm`: the plotting layer, since ``golden_models`` depends
+    on torch and numpy only); None writes no figures. ``extra`` maps further file names to JSON
+    documents written alongside.
     """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -199,10 +211,8 @@ def write_report(
         (tmp / "summary.md").write_text(summary_markdown(doc), "utf-8")
         for name, value in (extra or {}).items():
             (tmp / name).write_text(json.dumps(value, indent=1) + "\n", "utf-8")
-        if plots:
-            plot_positions(doc, tmp / "positions.png")
-            plot_block_modes(doc, tmp / "block_modes.png")
-            plot_rates(doc, tmp / "rates.png")
+        if plot is not None:
+            plot(doc, tmp)
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
@@ -282,100 +292,3 @@ def summary_markdown(doc: dict) -> str:
         )
     lines.append("")
     return "\n".join(lines)
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams["svg.hashsalt"] = "matterhorn"
-    return plt
-
-
-def _save(fig, path: Path) -> None:
-    # no date or software stamp in the PNG: same data, same bytes
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-
-
-def plot_positions(doc: dict, path: Path) -> None:
-    """The paper's per-position figure: event-time histogram, silent step and mode, p(q=0)."""
-    plt = _pyplot()
-    T = doc["T"]
-    fig, axes = plt.subplots(2, 4, figsize=(14, 6), constrained_layout=True)
-    for ax, p in zip(axes.flat, doc["positions"], strict=True):
-        h = p["histogram_tau"]
-        n = max(sum(h), 1)
-        frac = [v / n for v in h]
-        c = T // 2 - 1 if p["family"] == "sym" else T - 1
-        colors = ["tab:orange" if t == c else "tab:blue" for t in range(T)]
-        bars = ax.bar(range(T), frac, color=colors, edgecolor="black", linewidth=0.4)
-        bars[p["mode_tau"]].set_hatch("//")
-        ax.set_title(f"{p['label']} ({p['family']})", fontsize=10)
-        ax.text(
-            0.02,
-            0.95,
-            f"p(q=0)={p['p_q0']:.3f}\nmode q={p['mode_q']}",
-            transform=ax.transAxes,
-            va="top",
-            fontsize=8,
-        )
-        ax.set_xticks(range(0, T, 3))
-        ax.set_xlabel("event time t = c - q", fontsize=8)
-    fig.suptitle(
-        f"{doc['model']} W4A4 post-training QNN, corpus {doc['corpus']['name']}: event times "
-        f"per position (orange: silent step t=c, q=0; hatched: mode)",
-        fontsize=10,
-    )
-    _save(fig, path)
-    plt.close(fig)
-
-
-def plot_block_modes(doc: dict, path: Path) -> None:
-    """Heat map of p(q=0) per block and position, annotated with the block mode."""
-    plt = _pyplot()
-    names = [POSITION_LABELS[p] for p in POSITIONS]
-    data = [[b["positions"][p]["p_q0"] for b in doc["blocks"]] for p in POSITIONS]
-    fig, ax = plt.subplots(figsize=(8, 4.5), constrained_layout=True)
-    im = ax.imshow(data, cmap="viridis", vmin=0, vmax=1, aspect="auto")
-    for i, p in enumerate(POSITIONS):
-        for j, b in enumerate(doc["blocks"]):
-            m = b["positions"][p]["mode_q"]
-            ax.text(
-                j,
-                i,
-                f"{m}",
-                ha="center",
-                va="center",
-                color="white" if data[i][j] < 0.5 else "black",
-                fontsize=9,
-            )
-    ax.set_yticks(range(len(names)), names, fontsize=8)
-    ax.set_xticks(range(len(doc["blocks"])))
-    ax.set_xlabel("block")
-    ax.set_title("p(q=0) per block and position (colour), block mode q (text)", fontsize=10)
-    fig.colorbar(im, ax=ax)
-    _save(fig, path)
-    plt.close(fig)
-
-
-def plot_rates(doc: dict, path: Path) -> None:
-    """Spike rate per step of each position for TTFS and M-TTFS k=0..k_max."""
-    plt = _pyplot()
-    encs = ["TTFS"] + [f"k={k}" for k in range(doc["k_max"] + 1)]
-    fig, ax = plt.subplots(figsize=(11, 4.5), constrained_layout=True)
-    width = 0.8 / len(encs)
-    for e_i, enc in enumerate(encs):
-        vals = [100 * p["rates"][enc] for p in doc["positions"]]
-        xs = [i + (e_i - len(encs) / 2 + 0.5) * width for i in range(len(vals))]
-        ax.bar(xs, vals, width, label=enc if enc == "TTFS" else f"M-TTFS {enc}")
-    ax.set_xticks(
-        range(len(POSITIONS)), [POSITION_LABELS[p] for p in POSITIONS], rotation=20, fontsize=8
-    )
-    ax.set_ylabel("spike rate per step (%)")
-    net = doc["rates"]
-    ax.set_title("network: " + ", ".join(f"{e} {100 * net[e]:.2f}%" for e in encs), fontsize=9)
-    ax.legend(fontsize=8)
-    _save(fig, path)
-    plt.close(fig)

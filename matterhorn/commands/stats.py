@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         calibration=args.calibration,
         k_max=args.k_max,
         out=args.out,
-        plots=not args.no_plots,
+        plot=None if args.no_plots else _plot_minilm(),
         threads=args.threads,
     )
     r = doc["rates"]
@@ -71,6 +71,13 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_energy:
         _energy(args.out, doc, args.synth)
     return 0
+
+
+def _plot_minilm():
+    # matplotlib is slow to load: imported only when figures are drawn
+    from energy_model.plots import plot_minilm
+
+    return plot_minilm
 
 
 def _energy(out: Path, doc: dict, synth: Path | None) -> None:
