@@ -6,29 +6,17 @@ import pytest
 import torch
 
 from golden_models.models.bert import BertConfig, Tokenizer, load_minilm, model_dir
-from golden_models.models.corpus import load_corpus
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # many small tensor operations: one thread is faster than two on a shared machine
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
-def minilm():
-    return load_minilm()
-
-
-@pytest.fixture(scope="module")
-def batch(minilm):
+def batch(minilm, pydoc_corpus):
     _, tok = minilm
-    sentences = list(load_corpus("pydoc-topics").evaluation[:6]) + ["Short one."]
+    sentences = list(pydoc_corpus.evaluation[:6]) + ["Short one."]
     return tok(sentences)
 
 

@@ -7,34 +7,23 @@ import torch
 
 from golden_models.codespace import CodeSpace
 from golden_models.integer_layer import threshold_table
-from golden_models.models.bert import POSITION_FAMILY, POSITIONS, load_minilm
-from golden_models.models.corpus import load_corpus
+from golden_models.models.bert import POSITION_FAMILY, POSITIONS
 from golden_models.models.ptq import (
     PTQConfig,
     activation_scale,
-    convert,
     set_masks_,
     smooth_,
     weight_scales,
 )
 from golden_models.quantizer import quantize
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # many small tensor operations: one thread is faster than two on a shared machine
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
-def setup():
-    model, tok = load_minilm()
-    corpus = load_corpus("pydoc-topics")
-    qnn = convert(model, tok, corpus.calibration[:6])
-    return model, tok, corpus, qnn
+def setup(minilm, pydoc_corpus, minilm_qnn):
+    model, tok = minilm
+    return model, tok, pydoc_corpus, minilm_qnn
 
 
 def test_weights_are_4bit_per_channel(setup):

@@ -6,27 +6,15 @@ import pytest
 import torch
 
 from golden_models.integer_layer import IntegerLayer
-from golden_models.models.bert import load_minilm
-from golden_models.models.corpus import load_corpus
-from golden_models.models.ptq import convert
 from golden_models.models.rtl_slice import capture_slice, export_slice, slice_document
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # many small tensor operations: one thread is faster than two on a shared machine
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
-def setup():
-    model, tok = load_minilm()
-    corpus = load_corpus("pydoc-topics")
-    qnn = convert(model, tok, corpus.calibration[:6])
-    return tok, corpus, qnn
+def setup(minilm, pydoc_corpus, minilm_qnn):
+    _, tok = minilm
+    return tok, pydoc_corpus, minilm_qnn
 
 
 @pytest.mark.parametrize("k", [0, 1])

@@ -6,31 +6,21 @@ import pytest
 import torch
 
 from energy_model.plots import plot_minilm
-from golden_models.models.bert import POSITIONS, load_minilm
-from golden_models.models.corpus import load_corpus
-from golden_models.models.ptq import convert
+from golden_models.models.bert import POSITIONS
 from golden_models.models.report import rates_document, summary_markdown, write_report
 from golden_models.models.stats import SCHEMA, collect, dumps, summarise
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # many small tensor operations: one thread is faster than two on a shared machine
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 K_MAX = 2
 
 
 @pytest.fixture(scope="module")
-def run():
-    model, tok = load_minilm()
-    corpus = load_corpus("pydoc-topics")
-    qnn = convert(model, tok, corpus.calibration[:6])
-    sentences = corpus.evaluation[:3]
+def run(minilm, pydoc_corpus, minilm_qnn):
+    model, tok = minilm
+    qnn = minilm_qnn
+    sentences = pydoc_corpus.evaluation[:3]
     r = collect(model, qnn, tok, sentences, K_MAX)
     doc = summarise(qnn, r, {"model": "all-MiniLM-L6-v2", "dims": {}, "corpus": {}})
     return model, tok, qnn, sentences, r, doc
