@@ -23,6 +23,16 @@ def check_error(capsys, tmp_path, message, *argv):
     assert not out_dir.exists()  # nothing half-written
 
 
+def write_synth(tmp_path, key, value, unit, provenance=None):
+    """A ``synth_report.json`` holding one unit cost."""
+    cost = {"value": value, "unit": unit}
+    if provenance is not None:
+        cost["provenance"] = provenance
+    path = tmp_path / "synth_report.json"
+    path.write_text(json.dumps({"unit_costs_pJ": {key: cost}}))
+    return path
+
+
 def test_default_run_reproduces_the_paper_and_writes_everything(capsys, tmp_path):
     status, out, _ = run(capsys, "--out", str(tmp_path / "a"))
     assert status == 0
@@ -68,20 +78,7 @@ def test_stats_file_adds_the_spike_time_plot(capsys, tmp_path):
 
 
 def test_rate_event_cost_and_synth(capsys, tmp_path):
-    synth = tmp_path / "synth_report.json"
-    synth.write_text(
-        json.dumps(
-            {
-                "unit_costs_pJ": {
-                    "E_MAC4": {
-                        "value": 0.05,
-                        "unit": "pJ/op",
-                        "provenance": "yosys 0.23 + OpenSTA, sky130",
-                    }
-                }
-            }
-        )
-    )
+    synth = write_synth(tmp_path, "E_MAC4", 0.05, "pJ/op", "yosys 0.23 + OpenSTA, sky130")
     status, out, _ = run(
         capsys,
         "--rate",
@@ -156,10 +153,7 @@ def test_unit_cost_file_missing_key(capsys, tmp_path):
 
 
 def test_synth_report_with_wrong_unit(capsys, tmp_path):
-    path = tmp_path / "synth_report.json"
-    path.write_text(
-        json.dumps({"unit_costs_pJ": {"E_move_dense": {"value": 0.2, "unit": "pJ/event/hop"}}})
-    )
+    path = write_synth(tmp_path, "E_move_dense", 0.2, "pJ/event/hop")
     check_error(
         capsys,
         tmp_path,
@@ -192,19 +186,8 @@ def test_other_bad_values(capsys, tmp_path, argv, message):
 
 
 def test_event_cost_from_the_synthesized_router(capsys, tmp_path):
-    synth = tmp_path / "synth_report.json"
-    synth.write_text(
-        json.dumps(
-            {
-                "unit_costs_pJ": {
-                    "E_move_event_router": {
-                        "value": 0.5,
-                        "unit": "pJ/event/hop",
-                        "provenance": "mttfs_router, Yosys + OpenSTA",
-                    }
-                }
-            }
-        )
+    synth = write_synth(
+        tmp_path, "E_move_event_router", 0.5, "pJ/event/hop", "mttfs_router, Yosys + OpenSTA"
     )
     status, out, _ = run(
         capsys,

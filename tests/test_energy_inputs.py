@@ -188,30 +188,32 @@ def test_unit_cost_file_missing_key(tmp_path):
     )
 
 
-def test_unit_cost_file_wrong_unit(tmp_path):
+@pytest.mark.parametrize(
+    ("key", "unit", "message"),
+    [
+        (
+            "E_weight",
+            "pJ/op",
+            (
+                "unit cost 'E_weight' in costs.json has unit 'pJ/op', expected an energy per "
+                "bit such as 'pJ/bit'"
+            ),
+        ),
+        (
+            "E_MAC4",
+            "mW",
+            (
+                "unit of 'E_MAC4' in costs.json must be an energy per item such as 'pJ/op' "
+                "(prefixes J, mJ, uJ, nJ, pJ, fJ, aJ), not 'mW'"
+            ),
+        ),
+    ],
+)
+def test_unit_cost_file_wrong_unit(tmp_path, key, unit, message):
     data = paper_file_data()
-    data["unit_costs_pJ"]["E_weight"]["unit"] = "pJ/op"
+    data["unit_costs_pJ"][key]["unit"] = unit
     path = write(tmp_path, "costs.json", data)
-    check_error(
-        ValueError,
-        "unit cost 'E_weight' in costs.json has unit 'pJ/op', expected an energy per bit "
-        "such as 'pJ/bit'",
-        em.load_unit_costs,
-        path,
-    )
-
-
-def test_unit_cost_file_not_an_energy(tmp_path):
-    data = paper_file_data()
-    data["unit_costs_pJ"]["E_MAC4"]["unit"] = "mW"
-    path = write(tmp_path, "costs.json", data)
-    check_error(
-        ValueError,
-        "unit of 'E_MAC4' in costs.json must be an energy per item such as 'pJ/op' "
-        "(prefixes J, mJ, uJ, nJ, pJ, fJ, aJ), not 'mW'",
-        em.load_unit_costs,
-        path,
-    )
+    check_error(ValueError, message, em.load_unit_costs, path)
 
 
 def test_unit_cost_file_bad_value_and_unknown_key(tmp_path):
