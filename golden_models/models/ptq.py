@@ -16,7 +16,7 @@ The recipe follows the paper's LLaMA track (training-free, no fine-tuning at any
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -124,18 +124,10 @@ def smooth_(
         m = x.detach().abs().reshape(-1, x.shape[-1]).amax(0).to(torch.float64)
         amax[id(point)] = torch.maximum(amax[id(point)], m) if id(point) in amax else m
 
-    pairs = [
-        (layer.points[name], getattr(layer, lin))
-        for layer in model.layers
-        for name, lin in CONSUMER.items()
-    ]
+    pairs = _consumer_pairs(model)
     for p, _ in pairs:
-        p.observer, p.smooth = observe, None
-    try:
-        _per_sentence(model, tokenizer, sentences)
-    finally:
-        for p, _ in pairs:
-            p.observer = None
+        p.smooth = None
+    _run_hooked(model, tokenizer, sentences, [p for p, _ in pairs], "observer", observe)
     for p, lin in pairs:
         w_max = lin.weight.detach().abs().amax(0).to(torch.float64).clamp(min=1e-8)
         s = (amax[id(p)].clamp(min=1e-8) ** strength / w_max ** (1 - strength)).clamp(min=1e-5)
@@ -149,6 +141,36 @@ def _per_sentence(model: BertEncoder, tokenizer: Tokenizer, sentences: Sequence[
         for s in sentences:
             ids, mask = tokenizer([s])
             model(ids, mask)
+
+
+def _run_hooked(
+    model: BertEncoder,
+    tokenizer: Tokenizer,
+    sentences: Sequence[str],
+    points: Sequence[QuantPoint],
+    hook: str,
+    fn: Callable,
+) -> None:
+    """Run the sentences with ``fn`` as the ``hook`` ("observer" or "recorder") of ``points``.
+
+    The hooks are removed afterwards, also when the run fails, so the model is left clean.
+    """
+    for p in points:
+        setattr(p, hook, fn)
+    try:
+        _per_sentence(model, tokenizer, sentences)
+    finally:
+        for p in points:
+            setattr(p, hook, None)
+
+
+def _consumer_pairs(model: BertEncoder) -> list[tuple[QuantPoint, torch.nn.Module]]:
+    """Every quant point that feeds a linear layer, with that layer, block by block."""
+    return [
+        (layer.points[name], getattr(layer, lin))
+        for layer in model.layers
+        for name, lin in CONSUMER.items()
+    ]
 
 
 def calibrate_scales_(
@@ -170,12 +192,8 @@ def calibrate_scales_(
 
     points = model.points()
     for p in points:
-        p.alpha, p.mask, p.observer, p.recorder = None, None, observe, None
-    try:
-        _per_sentence(model, tokenizer, sentences)
-    finally:
-        for p in points:
-            p.observer = None
+        p.alpha, p.mask, p.recorder = None, None, None
+    _run_hooked(model, tokenizer, sentences, points, "observer", observe)
     for p in points:
         x = torch.cat(samples[id(p)])
         if x.numel() > MAX_SAMPLES:
@@ -206,18 +224,8 @@ def correct_biases_(model: BertEncoder, tokenizer: Tokenizer, sentences: Sequenc
         err[id(point)] = err.get(id(point), 0) + e.sum(0)
         count[id(point)] = count.get(id(point), 0) + e.shape[0]
 
-    pairs = [
-        (layer.points[name], getattr(layer, lin))
-        for layer in model.layers
-        for name, lin in CONSUMER.items()
-    ]
-    for p, _ in pairs:
-        p.observer = observe
-    try:
-        _per_sentence(model, tokenizer, sentences)
-    finally:
-        for p, _ in pairs:
-            p.observer = None
+    pairs = _consumer_pairs(model)
+    _run_hooked(model, tokenizer, sentences, [p for p, _ in pairs], "observer", observe)
     for p, lin in pairs:
         mean_err = err[id(p)] / count[id(p)]
         w = lin.w_int.to(torch.float64) * lin.w_scale[:, None]
@@ -236,14 +244,7 @@ def code_histograms(
         key = (point.block, point.name)
         hist[key] = hist.get(key, 0) + h
 
-    points = model.spike_points()
-    for p in points:
-        p.recorder = record
-    try:
-        _per_sentence(model, tokenizer, sentences)
-    finally:
-        for p in points:
-            p.recorder = None
+    _run_hooked(model, tokenizer, sentences, model.spike_points(), "recorder", record)
     return hist
 
 
