@@ -6,8 +6,10 @@ import json
 import os
 import time
 
+from cocotb_tests.layout import PayloadLayout
 from cocotb_tests.scoreboard import InOrderScoreboard
 from cocotb_tests.sim import ENV_CONFIG, ENV_REPORT
+from cocotb_tests.stream import StreamDriver, StreamMonitor, make_rng
 
 CLOCK_PERIOD_NS = 10
 
@@ -145,3 +147,72 @@ def check_ports(dut, entry: dict) -> None:
                 f"port {port['name']!r} is {width} bits, the manifest says {port['width']}"
             )
     assert not errors, "; ".join(errors)
+
+
+class Bench:
+    """What every stream bench starts from: its configuration, and drivers and monitors of
+    the module's streams with their seeded idle and stall generators.
+
+    Parameters
+    ----------
+    dut : cocotb handle
+    cfg : dict, optional
+        The bench configuration; by default :func:`load_config`.
+    """
+
+    def __init__(self, dut, cfg: dict | None = None) -> None:
+        self.dut = dut
+        self.cfg = load_config() if cfg is None else cfg
+        self.clock = WallClock()
+        self.seed = int(self.cfg["seed"])
+        self.T = int(self.cfg["T"])
+        self.p_idle = float(self.cfg["p_idle"])
+        self.p_stall = float(self.cfg["p_stall"])
+
+    def layout(self, port: str) -> PayloadLayout:
+        """Payload layout of stream ``port`` from the manifest."""
+        return PayloadLayout.of(self.cfg["module"]["streams"][port]["fields"])
+
+    def driver(self, port: str, *tags: str) -> StreamDriver:
+        """Driver of input stream ``port``; its idle cycles drawn from ``(seed, *tags)``
+        (``tags`` default to ``port``)."""
+        rng = make_rng(self.seed, *(tags or (port,)))
+        dut = self.dut
+        return StreamDriver(dut, port, self.layout(port), dut.clk, dut.rst, rng, self.p_idle)
+
+    def monitor(self, port: str, *tags: str) -> StreamMonitor:
+        """Monitor of output stream ``port``; its stalls drawn from ``(seed, *tags)``."""
+        rng = make_rng(self.seed, *(tags or (port,)))
+        dut = self.dut
+        return StreamMonitor(dut, port, self.layout(port), dut.clk, dut.rst, rng, self.p_stall)
+
+    async def power_up(self) -> None:
+        """Check the ports against the manifest, start the clock, hold reset."""
+        check_ports(self.dut, self.cfg["module"])
+        await start_clock(self.dut)
+        self.dut.rst.value = 1
+
+    async def release(self, *streams) -> None:
+        """Start ``streams`` under reset, then release reset after 3 clocks."""
+        for stream in streams:
+            stream.start()
+        await cycles(self.dut, 3)
+        self.dut.rst.value = 0
+
+
+async def reset_midway(dut, drivers, outputs: tuple[str, ...], aborted: InOrderScoreboard) -> None:
+    """Reset the design for 2 clocks (dropping what ``drivers`` hold), then check it is idle:
+    every signal of ``outputs`` low right after reset, and the events ``aborted`` saw a correct
+    prefix of the interrupted run's."""
+    from cocotb.triggers import ReadOnly, RisingEdge
+
+    dut.rst.value = 1
+    for drv in drivers:
+        drv.clear()
+    await cycles(dut, 2)
+    dut.rst.value = 0
+    await ReadOnly()
+    problems = [f"{n} high after reset" for n in outputs if int(getattr(dut, n).value)]
+    await RisingEdge(dut.clk)
+    problems += [str(m) for m in aborted.mismatches]
+    assert not problems, "; ".join(problems)

@@ -12,7 +12,7 @@ The expected values travel to the simulator as JSON, so the simulator process ne
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -262,21 +262,26 @@ def tile_blocks(
         i_max_in = rng.randrange(T)
         dist = DISTRIBUTIONS[b % len(DISTRIBUTIONS)]
         layer = random_layer(rng, geo, i_max_in=i_max_in, i_max_out=i_max_out, k=k, dist=dist)
-        wins = [
-            tile_window(layer, random_codes(rng, geo.space, geo.n_in, dist, layer.in_mask.mu))
-            for _ in range(windows)
+        qs = [
+            random_codes(rng, geo.space, geo.n_in, dist, layer.in_mask.mu) for _ in range(windows)
         ]
-        out.append(
-            {
-                "k": k,
-                "i_max_in": i_max_in,
-                "i_max_out": i_max_out,
-                "dist": dist,
-                "load": load_beats(geo, layer),
-                "windows": wins,
-            }
-        )
+        out.append(tile_block(geo, layer, qs, dist))
     return out
+
+
+def tile_block(
+    geo: TileGeometry, layer: IntegerLayer, windows: Sequence[torch.Tensor], dist: str
+) -> dict:
+    """One block of a tile run: load ``layer`` (its SRAM images and mask), then one window per
+    input code vector of ``windows``; ``dist`` names where the codes come from (coverage)."""
+    return {
+        "k": layer.out_mask.k,
+        "i_max_in": layer.in_mask.i_max,
+        "i_max_out": layer.out_mask.i_max,
+        "dist": dist,
+        "load": load_beats(geo, layer),
+        "windows": [tile_window(layer, q) for q in windows],
+    }
 
 
 def encoder_vectors(

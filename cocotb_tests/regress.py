@@ -23,6 +23,7 @@ from pathlib import Path
 
 from cocotb_tests import coverage as cov
 from cocotb_tests import sim
+from golden_models.codespace import check_k, check_T
 
 #: Benches in the order the regression runs them.
 BENCHES = ("encoder", "sram", "tile", "router", "system")
@@ -33,19 +34,13 @@ DEFAULT_ROOT = Path("build") / "cocotb"
 
 
 def _check_T(T: object) -> int:
-    if isinstance(T, bool) or not isinstance(T, int):
-        raise TypeError(f"T must be an integer, not {T!r}")
-    if T not in (2, 4, 8, 16, 32, 64):
-        raise ValueError(f"T must be one of 2, 4, 8, 16, 32, 64, not {T!r}")
+    """:func:`golden_models.codespace.check_T`, plus the generator's ``T <= 64``."""
+    from rtl_gen.params import MAX_T
+
+    check_T(T)
+    if T > MAX_T:
+        raise ValueError(f"T must be at most {MAX_T} for the generated RTL, not {T!r}")
     return T
-
-
-def _check_k(k: object, T: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"k must be an integer, not {k!r}")
-    if not 0 <= k < T:
-        raise ValueError(f"k must be in 0..{T - 1} for T={T}, not {k!r}")
-    return k
 
 
 # -- generated Verilog --------------------------------------------------------------------------
@@ -178,12 +173,80 @@ def job(bench: str, sim_name: str, params: Mapping, seed: int = 0, **stim) -> Jo
 
 @dataclass
 class JobResult:
+    """The outcome of one job: ``passed``, the bench's ``report`` (docs/regress.md), why it
+    failed (``error``) and the build and run times."""
+
     job: Job
     passed: bool
     report: dict = field(default_factory=dict)
     error: str = ""
     build_seconds: float = 0.0
     run_seconds: float = 0.0
+
+    @property
+    def events(self) -> int:
+        """Events the bench checked (input and output)."""
+        return int(self.report.get("events", 0))
+
+    @property
+    def mismatches(self) -> int:
+        """Mismatched events, counters and stream-protocol errors."""
+        return int(self.report.get("mismatches", 0 if self.passed else 1))
+
+    @property
+    def counters_rtl(self) -> dict:
+        """Counter totals the design reported."""
+        return dict(self.report.get("counter_totals_rtl", {}))
+
+    @property
+    def counters_golden(self) -> dict:
+        """Counter totals of the golden model."""
+        return dict(self.report.get("counter_totals_golden", {}))
+
+
+def tile_config(
+    manifest: Mapping,
+    blocks: Sequence[Mapping],
+    *,
+    seed: int = 0,
+    resets: Sequence[Sequence] = (),
+    p_idle: float = 0.25,
+    p_stall: float = 0.35,
+    corrupt: str | None = None,
+) -> dict:
+    """The configuration :mod:`cocotb_tests.tb_tile` reads: the one home of its layout.
+
+    Parameters
+    ----------
+    manifest : mapping
+        Manifest of the generated Verilog (:func:`generate_rtl`).
+    blocks : sequence of dict
+        Loads and their windows (:func:`cocotb_tests.reference.tile_block`).
+    seed : int
+        Seed of the bench's random idle and stall cycles.
+    resets : sequence of [block, window, phase]
+        Windows cut by a reset, ``phase`` ``"integrate"`` or ``"fire"``.
+    p_idle, p_stall : float
+        Probability of an idle input cycle and of a low ``ready`` on the output.
+    corrupt : {None, "alter", "drop"}
+        Self-check: alter or drop one expected event so the bench must fail.
+    """
+    from cocotb_tests.reference import TileGeometry
+
+    geo = TileGeometry.from_manifest(manifest)
+    entry = module_entry(manifest, "mttfs_tile")
+    return {
+        "seed": seed,
+        "T": geo.T,
+        "module": entry,
+        "counters": entry["counters"],
+        "geometry": {"T": geo.T, "n_in": geo.n_in, "neurons": geo.neurons, "groups": geo.groups},
+        "p_idle": float(p_idle),
+        "p_stall": float(p_stall),
+        "blocks": [dict(b) for b in blocks],
+        "resets": [list(r) for r in resets],
+        "corrupt": corrupt,
+    }
 
 
 def _tile_config(job: Job, manifest: Mapping) -> dict:
@@ -202,18 +265,15 @@ def _tile_config(job: Job, manifest: Mapping) -> dict:
         spots = [(b, w) for b, blk in enumerate(blocks) for w in range(len(blk["windows"]))]
         for phase, (b, w) in zip(("integrate", "fire"), rng.sample(spots, 2), strict=True):
             resets.append([b, w, phase])
-    return {
-        "seed": job.seed,
-        "T": geo.T,
-        "module": module_entry(manifest, "mttfs_tile"),
-        "counters": module_entry(manifest, "mttfs_tile")["counters"],
-        "geometry": {"T": geo.T, "n_in": geo.n_in, "neurons": geo.neurons, "groups": geo.groups},
-        "p_idle": float(stim.get("p_idle", 0.25)),
-        "p_stall": float(stim.get("p_stall", 0.35)),
-        "blocks": blocks,
-        "resets": resets,
-        "corrupt": stim.get("corrupt"),
-    }
+    return tile_config(
+        manifest,
+        blocks,
+        seed=job.seed,
+        resets=resets,
+        p_idle=float(stim.get("p_idle", 0.25)),
+        p_stall=float(stim.get("p_stall", 0.35)),
+        corrupt=stim.get("corrupt"),
+    )
 
 
 def _encoder_config(job: Job, manifest: Mapping) -> dict:
@@ -534,19 +594,28 @@ def run_job(j: Job, root: Path | str = DEFAULT_ROOT, *, waves: bool = False) -> 
 
     Never raises on a mismatch or a failing build: the result says it failed and why.
     """
-    root = Path(root).resolve()
     if j.bench not in _BENCH_TABLE:
         raise ValueError(f"no bench for {j.bench!r}; available: {sorted(_BENCH_TABLE)}")
-    module, test_module, make_config = _BENCH_TABLE[j.bench]
+    make_config = _BENCH_TABLE[j.bench][2]
+    params = _system_params(j) if j.bench == "system" else dict(j.params)
+    return _execute(j, params, lambda manifest: make_config(j, manifest), root, waves=waves)
+
+
+def _execute(
+    j: Job, params: Mapping, make_config, root: Path | str, *, waves: bool, run_name: str = ""
+) -> JobResult:
+    """Generate ``params``, build the bench's module (cached), run it on
+    ``make_config(manifest)`` under ``root/runs/<run_name or job name>``."""
+    root = Path(root).resolve()
+    module, test_module, _ = _BENCH_TABLE[j.bench]
     t0 = t1 = time.perf_counter()
     try:
-        params = _system_params(j) if j.bench == "system" else dict(j.params)
         rtl_dir, manifest = generate_rtl(params, root)
         t0 = time.perf_counter()
         b = build_module(j.sim, rtl_dir, manifest, module, root, waves)
         t1 = time.perf_counter()
-        config = make_config(j, manifest)
-        run_dir = root / "runs" / j.name.replace("@", "-")
+        config = make_config(manifest)
+        run_dir = root / "runs" / (run_name or j.name.replace("@", "-"))
         res = sim.run(b, test_module, config, run_dir, seed=j.seed, waves=waves)
     except (RuntimeError, SystemExit, OSError, AssertionError, ValueError) as exc:
         return JobResult(j, False, {}, f"{type(exc).__name__}: {exc}", t1 - t0, 0.0)
@@ -557,6 +626,89 @@ def run_job(j: Job, root: Path | str = DEFAULT_ROOT, *, waves: bool = False) -> 
         examples = report.get("mismatch_examples") or []
         error = "; ".join(examples[:3]) or f"failed tests {res.failed}: {res.tail(15)}"
     return JobResult(j, res.passed, report, error, t1 - t0, t2 - t1)
+
+
+def tile_params(layer) -> dict:
+    """:class:`rtl_gen.params.RTLConfig` arguments of a tile that holds ``layer`` whole."""
+    return {
+        "T": layer.out_mask.T,
+        "k": layer.out_mask.k,
+        "family": layer.in_mask.space.family,
+        "weight_bits": layer.weight_bits,
+        "n_in": layer.n_in,
+        "tile_neurons": layer.n_out,
+    }
+
+
+def run_tile(
+    layer,
+    windows,
+    sim_name: str,
+    *,
+    out_dir: Path | str = DEFAULT_ROOT,
+    seed: int = 0,
+    p_idle: float = 0.25,
+    p_stall: float = 0.35,
+    name: str = "tile-layer",
+    waves: bool = False,
+) -> JobResult:
+    """Run the generated tile on one golden layer and a list of input windows.
+
+    The tile is generated at the layer's size (:func:`tile_params`), built (cached) on
+    ``sim_name``, loaded with the layer through its load port and run by
+    :mod:`cocotb_tests.tb_tile`, which compares every output event and every counter with
+    :meth:`golden_models.integer_layer.IntegerLayer.run_events` of each window.
+
+    Parameters
+    ----------
+    layer : golden_models.IntegerLayer
+        The golden layer (weights, thresholds, masks).
+    windows : sequence of torch.Tensor
+        Input code vectors, one window each, ``layer.n_in`` codes of the layer's code space.
+    sim_name : {"icarus", "verilator"}
+    out_dir : path
+        Root of the generated Verilog, builds and ``runs/<name>-<sim_name>``.
+    seed : int
+        Seed of the random idle and stall cycles.
+    p_idle, p_stall : float
+        Probability of an idle input cycle and of a low ``ready`` on the output.
+    name : str
+        Name of the run directory.
+    waves : bool
+        Dump waveforms.
+
+    Returns
+    -------
+    JobResult
+        ``passed``, ``error``, and the bench report: ``events_in``, ``events_out``,
+        ``events_suppressed``, ``mismatches``, ``mismatch_examples``, ``counter_totals_rtl``
+        and ``counter_totals_golden`` (see docs/regress.md).
+    """
+    from cocotb_tests.reference import TileGeometry, tile_block
+    from golden_models import IntegerLayer
+
+    if not isinstance(layer, IntegerLayer):
+        raise TypeError(f"layer must be a golden_models.IntegerLayer, not {type(layer).__name__}")
+    windows = list(windows)
+    if not windows:
+        raise ValueError("windows must hold at least one input code vector, not none")
+    for i, q in enumerate(windows):
+        if tuple(getattr(q, "shape", ())) != (layer.n_in,):
+            raise ValueError(
+                f"window {i} must be a tensor of {layer.n_in} codes (the layer's n_in), "
+                f"not shape {tuple(getattr(q, 'shape', ()))}"
+            )
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, not {seed!r}")
+    params = tile_params(layer)
+    _check_T(params["T"])
+    j = job("tile", sim_name, params, seed)
+
+    def make_config(manifest: Mapping) -> dict:
+        block = tile_block(TileGeometry.from_manifest(manifest), layer, windows, "layer")
+        return tile_config(manifest, [block], seed=seed, p_idle=p_idle, p_stall=p_stall)
+
+    return _execute(j, params, make_config, out_dir, waves=waves, run_name=f"{name}-{sim_name}")
 
 
 # -- configurations -----------------------------------------------------------------------------
@@ -609,7 +761,7 @@ def regression_jobs(
     a 3-layer random QNN on a 2x2 mesh (its ``k``, family and distribution vary with ``T``).
     ``quick``: one parameter set per ``T`` and fewer vectors.
     """
-    ks = tuple(_check_k(k, min(_check_T(T) for T in Ts)) for k in ks)
+    ks = tuple(check_k(k, min(_check_T(T) for T in Ts)) for k in ks)
     for name in sims:
         sim.check_sim(name)
     for b in benches:
@@ -659,10 +811,9 @@ def regression_jobs(
 def _row(r: JobResult) -> dict:
     rep = r.report
     p = dict(r.job.params)
-    golden = rep.get("counter_totals_golden", {})
-    rtl = rep.get("counter_totals_rtl", {})
+    golden, rtl = r.counters_golden, r.counters_rtl
     sim_s = float(rep.get("sim_seconds", 0.0))
-    events = int(rep.get("events", 0))
+    events = r.events
     return {
         "name": r.job.name,
         "bench": r.job.bench,
@@ -673,7 +824,7 @@ def _row(r: JobResult) -> dict:
         "passed": r.passed,
         "vectors": int(rep.get("vectors", 0)),
         "events": events,
-        "mismatches": int(rep.get("mismatches", 0 if r.passed else 1)),
+        "mismatches": r.mismatches,
         "resets": int(rep.get("resets", 0)),
         "counters_equal": bool(golden) and golden == rtl,
         "counter_totals_golden": golden,
@@ -836,7 +987,7 @@ def run_regression(
     for t in Ts:
         _check_T(t)
     for kk in ks:
-        _check_k(kk, min(Ts))
+        check_k(kk, min(Ts))
     if isinstance(sims, str):
         sims = (sims,)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:

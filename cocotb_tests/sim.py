@@ -232,12 +232,9 @@ def build(
     runner.build(
         sources=srcs,
         hdl_toplevel=toplevel,
-        build_dir=build_dir,
         build_args=args,
-        timescale=TIMESCALE,
-        waves=runner_waves,
         always=True,
-        log_file=build_dir / "build.log",
+        **_runner_args(build_dir, runner_waves, build_dir / "build.log"),
     )
     if cache is not None:
         _store_runtime(cache, build_dir)
@@ -289,6 +286,11 @@ def _parse_results(path: Path) -> tuple[int, int, list[str]]:
     return tests, len(failed), failed
 
 
+def _runner_args(build_dir: Path, waves: bool, log_file: Path) -> dict:
+    """The ``cocotb_tools.runner`` arguments a build and its runs must agree on."""
+    return {"build_dir": build_dir, "timescale": TIMESCALE, "waves": waves, "log_file": log_file}
+
+
 def run(
     b: Build,
     test_module: str,
@@ -329,15 +331,12 @@ def run(
             test_module=test_module,
             hdl_toplevel=b.toplevel,
             hdl_toplevel_lang="verilog",
-            build_dir=b.build_dir,
             test_dir=test_dir,
             testcase=testcase,
             seed=seed,
             extra_env=env,
-            waves=waves,
-            timescale=TIMESCALE,
             results_xml=str(results),
-            log_file=log,
+            **_runner_args(b.build_dir, waves, log),
         )
     except (SystemExit, RuntimeError):
         # the runner exits the process on a failing test under pytest; the results say why

@@ -40,7 +40,38 @@ class StreamStats:
     protocol_errors: list[str] = field(default_factory=list)
 
 
-class StreamDriver:
+class _StreamEnd:
+    """The handles and bookkeeping a driver and a monitor of stream ``<port>`` both hold."""
+
+    def __init__(self, dut, port, layout: PayloadLayout, clk, rst, rng) -> None:
+        self.valid = getattr(dut, f"{port}__valid")
+        self.ready = getattr(dut, f"{port}__ready")
+        self.payload = getattr(dut, f"{port}__payload") if layout.width else None
+        self.port = port
+        self.layout = layout
+        self.clk, self.rst = clk, rst
+        self.rng = rng
+        self.stats = StreamStats()
+        self.on_beat: list[Callable[[Beat], None]] = []
+        self._task = None
+        self.cycle = 0
+
+    def start(self) -> None:
+        """Start the process that drives (or takes) the stream."""
+        import cocotb
+
+        self._task = cocotb.start_soon(self._run())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    async def _run(self) -> None:
+        raise NotImplementedError
+
+
+class StreamDriver(_StreamEnd):
     """Drive a stream source into the design: ``valid`` + ``payload``, honour ``ready``.
 
     Parameters
@@ -56,23 +87,13 @@ class StreamDriver:
     """
 
     def __init__(self, dut, port, layout: PayloadLayout, clk, rst, rng, p_idle=0.0):
-        self.valid = getattr(dut, f"{port}__valid")
-        self.ready = getattr(dut, f"{port}__ready")
-        self.payload = getattr(dut, f"{port}__payload") if layout.width else None
-        self.port = port
-        self.layout = layout
-        self.clk, self.rst = clk, rst
-        self.rng = rng
+        super().__init__(dut, port, layout, clk, rst, rng)
         self.p_idle = p_idle
         self.queue: deque = deque()
         self.sent: list[Beat] = []
-        self.stats = StreamStats()
         self._current = None
         self._stalled = False
-        self._task = None
         self.valid.value = 0
-        self.cycle = 0
-        self.on_beat: list[Callable[[Beat], None]] = []
 
     def send(self, payloads: Iterable[Mapping[str, int]]) -> None:
         self.queue.extend(dict(p) for p in payloads)
@@ -86,16 +107,6 @@ class StreamDriver:
     @property
     def idle(self) -> bool:
         return self._current is None and not self.queue
-
-    def start(self) -> None:
-        import cocotb
-
-        self._task = cocotb.start_soon(self._run())
-
-    def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
 
     async def _run(self) -> None:
         from cocotb.triggers import ReadOnly, RisingEdge
@@ -131,7 +142,7 @@ class StreamDriver:
     _in_reset = False
 
 
-class StreamMonitor:
+class StreamMonitor(_StreamEnd):
     """Sink a stream out of the design: drive a random ``ready``, record every beat.
 
     ``p_stall`` is the probability that ``ready`` is low in a cycle (sink backpressure). The
@@ -140,30 +151,13 @@ class StreamMonitor:
     """
 
     def __init__(self, dut, port, layout: PayloadLayout, clk, rst, rng, p_stall=0.0):
-        self.valid = getattr(dut, f"{port}__valid")
-        self.ready = getattr(dut, f"{port}__ready")
-        self.payload = getattr(dut, f"{port}__payload") if layout.width else None
-        self.port = port
-        self.layout = layout
-        self.clk, self.rst = clk, rst
-        self.rng = rng
+        super().__init__(dut, port, layout, clk, rst, rng)
         self.p_stall = p_stall
         self.beats: list[Beat] = []
-        self.stats = StreamStats()
-        self.on_beat: list[Callable[[Beat], None]] = []
-        self._task = None
-        self.cycle = 0
         self.ready.value = 0
 
-    def start(self) -> None:
-        import cocotb
-
-        self._task = cocotb.start_soon(self._run())
-
     def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
+        super().stop()
         self.ready.value = 0
 
     async def _run(self) -> None:

@@ -12,37 +12,27 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.bench import (
-    WallClock,
-    check_ports,
+    Bench,
     corrupt_expectation,
     cycles,
-    load_config,
     merge_report,
-    start_clock,
+    reset_midway,
     wait_until,
 )
 from cocotb_tests.coverage import CoverageModel
-from cocotb_tests.layout import PayloadLayout
 from cocotb_tests.scoreboard import InOrderScoreboard
-from cocotb_tests.stream import StreamDriver, StreamMonitor, make_rng
+from cocotb_tests.stream import make_rng
 
 END = "end"
 
 
 @cocotb.test()
 async def test_encoder(dut):
-    cfg = load_config()
-    clock = WallClock()
-    seed = int(cfg["seed"])
-    T = int(cfg["T"])
-    streams = cfg["module"]["streams"]
+    tb = Bench(dut)
+    cfg, clock, seed, T = tb.cfg, tb.clock, tb.seed, tb.T
     counters = [(c["name"], c["port"]) for c in cfg["module"]["counters"]]
-    li, lo = PayloadLayout.of(streams["i"]["fields"]), PayloadLayout.of(streams["o"]["fields"])
-    check_ports(dut, cfg["module"])
-    await start_clock(dut)
-    dut.rst.value = 1
-    drv = StreamDriver(dut, "i", li, dut.clk, dut.rst, make_rng(seed, "i"), cfg["p_idle"])
-    mon = StreamMonitor(dut, "o", lo, dut.clk, dut.rst, make_rng(seed, "o"), cfg["p_stall"])
+    await tb.power_up()
+    drv, mon = tb.driver("i"), tb.monitor("o")
     cov = CoverageModel("encoder", T, mask=(int(cfg["i_max"]), int(cfg["k"])))
     events = InOrderScoreboard("o")
     counts = InOrderScoreboard("counters")
@@ -58,10 +48,7 @@ async def test_encoder(dut):
             cov.sample_out(p["tau"], False, beat.stalled)
 
     mon.on_beat.append(on_out)
-    drv.start()
-    mon.start()
-    await cycles(dut, 3)
-    dut.rst.value = 0
+    await tb.release(drv, mon)
     rng = make_rng(seed, "bench")
     i_max, k = int(cfg["i_max"]), int(cfg["k"])
     corrupt = cfg.get("corrupt")
@@ -82,17 +69,7 @@ async def test_encoder(dut):
             else:
                 await wait_until(dut, lambda: drv.idle, timeout, "codes accepted")
                 await cycles(dut, rng.randrange(1, 4))
-            dut.rst.value = 1
-            drv.clear()
-            await cycles(dut, 2)
-            dut.rst.value = 0
-            await ReadOnly()
-            problems = [
-                f"{n} high after reset" for n in ("busy", "o__valid") if int(getattr(dut, n).value)
-            ]
-            await RisingEdge(dut.clk)
-            problems += [str(m) for m in aborted.mismatches]
-            assert not problems, "; ".join(problems)
+            await reset_midway(dut, [drv], ("busy", "o__valid"), aborted)
             state["board"] = events
             resets += 1
         expected = [tuple(e) for e in vec["events"]]

@@ -13,41 +13,20 @@ from __future__ import annotations
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from cocotb_tests.bench import (
-    WallClock,
-    check_ports,
-    cycles,
-    load_config,
-    merge_report,
-    start_clock,
-    wait_until,
-)
-from cocotb_tests.layout import PayloadLayout
+from cocotb_tests.bench import Bench, cycles, merge_report, wait_until
 from cocotb_tests.scoreboard import InOrderScoreboard
-from cocotb_tests.stream import StreamDriver, StreamMonitor, make_rng
+from cocotb_tests.stream import make_rng
 
 PORTS = ("north", "east", "south", "west", "local")
 
 
 @cocotb.test()
 async def test_router(dut):
-    cfg = load_config()
-    clock = WallClock()
-    seed = int(cfg["seed"])
-    streams = cfg["module"]["streams"]
-    check_ports(dut, cfg["module"])
-    await start_clock(dut)
-    dut.rst.value = 1
-    drivers, monitors = {}, {}
-    for p in PORTS:
-        li = PayloadLayout.of(streams[f"i_{p}"]["fields"])
-        lo = PayloadLayout.of(streams[f"o_{p}"]["fields"])
-        drivers[p] = StreamDriver(
-            dut, f"i_{p}", li, dut.clk, dut.rst, make_rng(seed, "i", p), float(cfg["p_idle"])
-        )
-        monitors[p] = StreamMonitor(
-            dut, f"o_{p}", lo, dut.clk, dut.rst, make_rng(seed, "o", p), float(cfg["p_stall"])
-        )
+    tb = Bench(dut)
+    cfg, clock, seed = tb.cfg, tb.clock, tb.seed
+    await tb.power_up()
+    drivers = {p: tb.driver(f"i_{p}", "i", p) for p in PORTS}
+    monitors = {p: tb.monitor(f"o_{p}", "o", p) for p in PORTS}
     fields = ("dst_x", "dst_y", "addr", "t", "hops")
     from cocotb_coverage import coverage as cov
 

@@ -13,38 +13,26 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.bench import (
-    WallClock,
-    check_ports,
+    Bench,
     corrupt_expectation,
     cycles,
-    load_config,
     merge_report,
-    start_clock,
+    reset_midway,
     wait_until,
 )
 from cocotb_tests.coverage import CoverageModel
-from cocotb_tests.layout import PayloadLayout
 from cocotb_tests.scoreboard import InOrderScoreboard
-from cocotb_tests.stream import StreamDriver, StreamMonitor, make_rng
+from cocotb_tests.stream import make_rng
 
 END = "end"
 
 
 @cocotb.test()
 async def test_system(dut):
-    cfg = load_config()
-    clock = WallClock()
-    seed = int(cfg["seed"])
-    T = int(cfg["T"])
-    streams = cfg["module"]["streams"]
-    lay = {n: PayloadLayout.of(streams[n]["fields"]) for n in ("load", "i", "o")}
-    p_idle, p_stall = float(cfg["p_idle"]), float(cfg["p_stall"])
-    check_ports(dut, cfg["module"])
-    await start_clock(dut)
-    dut.rst.value = 1
-    load = StreamDriver(dut, "load", lay["load"], dut.clk, dut.rst, make_rng(seed, "l"), p_idle)
-    drv = StreamDriver(dut, "i", lay["i"], dut.clk, dut.rst, make_rng(seed, "i"), p_idle)
-    mon = StreamMonitor(dut, "o", lay["o"], dut.clk, dut.rst, make_rng(seed, "o"), p_stall)
+    tb = Bench(dut)
+    cfg, clock, seed, T = tb.cfg, tb.clock, tb.seed, tb.T
+    await tb.power_up()
+    load, drv, mon = tb.driver("load", "l"), tb.driver("i"), tb.monitor("o")
     cov = CoverageModel("system", T, system=True, layers=int(cfg["layers"]))
     events = InOrderScoreboard("o")
     counts = InOrderScoreboard("counters")
@@ -61,10 +49,7 @@ async def test_system(dut):
             cov.sample_out(p["t"], False, beat.stalled)
 
     mon.on_beat.append(on_out)
-    for d in (load, drv, mon):
-        d.start()
-    await cycles(dut, 3)
-    dut.rst.value = 0
+    await tb.release(load, drv, mon)
     ports = sorted(cfg["inferences"][0]["counters"]) if cfg["inferences"] else []
     timeout = int(cfg["timeout"])
 
@@ -93,17 +78,7 @@ async def test_system(dut):
             await ReadOnly()
             assert int(dut.busy.value), "bench error: the reset came after the inference ended"
             await RisingEdge(dut.clk)
-            dut.rst.value = 1
-            drv.clear()
-            await cycles(dut, 2)
-            dut.rst.value = 0
-            await ReadOnly()
-            problems = [
-                f"{s} high after reset" for s in ("busy", "o__valid") if int(getattr(dut, s).value)
-            ]
-            await RisingEdge(dut.clk)
-            problems += [str(m) for m in aborted.mismatches]
-            assert not problems, "; ".join(problems)
+            await reset_midway(dut, [drv], ("busy", "o__valid"), aborted)
             state["board"] = events
             stats["resets"] += 1
             # the tiles' mask registers reset to the generated values: reload them

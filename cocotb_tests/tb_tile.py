@@ -13,43 +13,29 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.bench import (
-    WallClock,
-    check_ports,
+    Bench,
     corrupt_expectation,
     cycles,
-    load_config,
     merge_report,
-    start_clock,
+    reset_midway,
     wait_until,
 )
 from cocotb_tests.coverage import CoverageModel
-from cocotb_tests.layout import PayloadLayout
 from cocotb_tests.scoreboard import InOrderScoreboard
-from cocotb_tests.stream import StreamDriver, StreamMonitor, make_rng
+from cocotb_tests.stream import make_rng
 
 END = "end"
 
 
-class TileBench:
+class TileBench(Bench):
     """Drivers, monitor, counter watcher, scoreboards and coverage around one tile."""
 
-    def __init__(self, dut, cfg: dict) -> None:
-        self.dut = dut
-        self.cfg = cfg
-        self.seed = int(cfg["seed"])
-        streams = cfg["module"]["streams"]
-        self.T = int(cfg["T"])
-        self.counters = [(c["name"], c["port"]) for c in cfg["counters"]]
-        p_idle, p_stall = float(cfg["p_idle"]), float(cfg["p_stall"])
-        lay = {name: PayloadLayout.of(streams[name]["fields"]) for name in ("load", "i", "o")}
-        rst = dut.rst
-        self.load = StreamDriver(
-            dut, "load", lay["load"], dut.clk, rst, make_rng(self.seed, "load"), p_idle
-        )
-        self.inp = StreamDriver(dut, "i", lay["i"], dut.clk, rst, make_rng(self.seed, "i"), p_idle)
-        self.out = StreamMonitor(
-            dut, "o", lay["o"], dut.clk, rst, make_rng(self.seed, "o"), p_stall
-        )
+    def __init__(self, dut) -> None:
+        super().__init__(dut)
+        self.counters = [(c["name"], c["port"]) for c in self.cfg["counters"]]
+        self.load = self.driver("load")
+        self.inp = self.driver("i")
+        self.out = self.monitor("o")
         self.events = InOrderScoreboard("o")
         self.counts = InOrderScoreboard("counters")
         self.aborted: InOrderScoreboard | None = None
@@ -105,13 +91,8 @@ class TileBench:
     # -- phases --------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        check_ports(self.dut, self.cfg["module"])
-        await start_clock(self.dut)
-        self.dut.rst.value = 1
-        for d in (self.load, self.inp, self.out):
-            d.start()
-        await cycles(self.dut, 3)
-        self.dut.rst.value = 0
+        await self.power_up()
+        await self.release(self.load, self.inp, self.out)
         self._watch = cocotb.start_soon(self._watch_busy())
 
     async def drain(self, timeout: int) -> None:
@@ -179,29 +160,17 @@ class TileBench:
         if not int(self.dut.busy.value):
             raise AssertionError(f"bench error: the {phase} reset came after the window ended")
         await RisingEdge(self.dut.clk)
-        self.dut.rst.value = 1
-        self.inp.clear()
-        await cycles(self.dut, 2)
-        self.dut.rst.value = 0
-        await ReadOnly()
-        errors = []
-        for name in ("busy", "i__ready", "o__valid"):
-            if int(getattr(self.dut, name).value):
-                errors.append(f"{name} high right after reset")
-        await RisingEdge(self.dut.clk)
         # the aborted window may only have produced a correct prefix of its events
-        errors += [str(m) for m in self.aborted.mismatches]
+        await reset_midway(self.dut, [self.inp], ("busy", "i__ready", "o__valid"), self.aborted)
         self.aborted = None
         self.stats["resets"] += 1
         self.cov.sample_reset(phase)
-        assert not errors, "; ".join(errors)
 
 
 @cocotb.test()
 async def test_tile(dut):
-    cfg = load_config()
-    clock = WallClock()
-    tb = TileBench(dut, cfg)
+    tb = TileBench(dut)
+    cfg, clock = tb.cfg, tb.clock
     await tb.start()
     rng = make_rng(tb.seed, "bench")
     blocks = cfg["blocks"]
