@@ -24,7 +24,7 @@ from amaranth.sim import Simulator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rtl_gen.router import Mesh  # noqa: E402
+from rtl_gen.router import Mesh, simulate_zero_load  # noqa: E402
 
 ADDR_W, TIME_W = 12, 4
 
@@ -34,35 +34,9 @@ def flit(dx, dy, addr, t=0):
 
 
 def zero_load(rows, cols):
-    dut = Mesh(rows, cols, addr_width=ADDR_W, time_width=TIME_W)
-    points = []
-
-    async def bench(ctx):
-        for y in range(rows):
-            for x in range(cols):
-                ctx.set(dut.o[y][x].ready, 1)
-        for sy in range(rows):
-            for sx in range(cols):
-                for dy in range(rows):
-                    for dx in range(cols):
-                        port, out = dut.i[sy][sx], dut.o[dy][dx]
-                        ctx.set(port.payload, flit(dx, dy, 1))
-                        ctx.set(port.valid, 1)
-                        await ctx.tick()
-                        ctx.set(port.valid, 0)
-                        wait = 0
-                        while True:
-                            wait += 1
-                            _, _, valid, hops = await ctx.tick().sample(out.valid,
-                                                                       out.payload.hops)
-                            if valid:
-                                break
-                        points.append((hops, wait))
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    points = [(trip.hops, trip.clocks)
+              for trip in simulate_zero_load(rows, cols, addr_width=ADDR_W, time_width=TIME_W,
+                                             addr=1)]
     n = len(points)
     mx = sum(h for h, _ in points) / n
     my = sum(w for _, w in points) / n

@@ -12,10 +12,10 @@ from __future__ import annotations
 import random
 
 from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
-from rtl_gen.params import RTLConfig
+from rtl_gen.params import ConfigComponent, RTLConfig, counter_ports
 from rtl_gen.tile import in_event_layout
 
 __all__ = ["Encoder", "code_layout", "simulate_encoder"]
@@ -27,7 +27,7 @@ def code_layout(config: RTLConfig) -> data.StructLayout:
     return data.StructLayout({"q": shape(config.time_width)})
 
 
-class Encoder(wiring.Component):
+class Encoder(ConfigComponent):
     """Dense codes -> masked event stream, for vectors of ``n_in`` codes.
 
     Parameters
@@ -53,22 +53,13 @@ class Encoder(wiring.Component):
         ``config`` is not an :class:`RTLConfig`.
     """
 
-    def __init__(self, config: RTLConfig):
-        if not isinstance(config, RTLConfig):
-            raise TypeError(f"config must be an RTLConfig, not {config!r}")
-        self._config = config
-        members = {
+    def _members(self, config: RTLConfig) -> dict[str, object]:
+        return {
             "i": In(stream.Signature(code_layout(config))),
             "o": Out(stream.Signature(in_event_layout(config))),
             "busy": Out(1),
+            **counter_ports(config.encoder_counters),
         }
-        for name, width in config.encoder_counters.items():
-            members[f"cnt_{name}"] = Out(width)
-        super().__init__(members)
-
-    @property
-    def config(self) -> RTLConfig:
-        return self._config
 
     def elaborate(self, platform):
         cfg = self._config

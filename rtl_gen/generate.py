@@ -28,8 +28,8 @@ from amaranth.hdl import Shape
 from amaranth.lib import data, stream, wiring
 
 from rtl_gen.encoder import Encoder
-from rtl_gen.params import RTLConfig
-from rtl_gen.sram import MACRO_NAME, SRAM
+from rtl_gen.params import RTLConfig, check_config
+from rtl_gen.sram import MACRO_MODEL, MACRO_NAME, SRAM
 from rtl_gen.tile import TARGETS, NeuronTile
 
 __all__ = [
@@ -118,30 +118,6 @@ LINT_WAIVERS = (
 #: Verilator flags of the lint check: all warnings on, the waivers above off.
 LINT_FLAGS = ("--lint-only", "-Wall", *(f"-Wno-{w['warning']}" for w in LINT_WAIVERS))
 
-#: Behavioural stand-in for the memory compiler's macro (written only with ``sram_macro``).
-MACRO_MODEL = f"""// Behavioural stand-in for the SRAM macro instantiated with sram_macro.
-// Replace this file with the memory compiler's model; the ports and timing are the same:
-// synchronous single port, RDATA shows mem[ADDR] after the edge where REN is high.
-module {MACRO_NAME} #(
-    parameter DEPTH = 1,
-    parameter WIDTH = 1,
-    parameter ADDR_WIDTH = 1
-) (
-    input wire CLK,
-    input wire [ADDR_WIDTH-1:0] ADDR,
-    input wire REN,
-    output reg [WIDTH-1:0] RDATA,
-    input wire WEN,
-    input wire [WIDTH-1:0] WDATA
-);
-    reg [WIDTH-1:0] mem [0:DEPTH-1];
-    always @(posedge CLK) begin
-        if (WEN) mem[ADDR] <= WDATA;
-        if (REN) RDATA <= mem[ADDR];
-    end
-endmodule
-"""
-
 
 def module_waivers(name: str) -> tuple[dict[str, str], ...]:
     """Extra lint waivers a block built elsewhere declares (``LINT_WAIVERS`` of its module)."""
@@ -161,8 +137,7 @@ def _external(name: str, config: RTLConfig) -> wiring.Component:
 
 def components(config: RTLConfig) -> dict[str, wiring.Component]:
     """Module name -> component to elaborate, in :data:`MODULES` order."""
-    if not isinstance(config, RTLConfig):
-        raise TypeError(f"config must be an RTLConfig, not {config!r}")
+    check_config(config)
     return {
         "mttfs_encoder": Encoder(config),
         "mttfs_sram": SRAM(depth=config.n_in, width=config.weight_row_width,
@@ -401,8 +376,7 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike) -> dict[str, object]
     TypeError, ValueError
         Bad arguments, before anything is written.
     """
-    if not isinstance(config, RTLConfig):
-        raise TypeError(f"config must be an RTLConfig, not {config!r}")
+    check_config(config)
     if not isinstance(out_dir, (str, os.PathLike)):
         raise TypeError(f"out_dir must be a path, not {out_dir!r}")
     out = Path(out_dir)

@@ -29,7 +29,7 @@ import torch
 
 from golden_models import IntegerLayer, Mask, encode_events
 from golden_models.integer_layer import Counters
-from rtl_gen.params import RTLConfig
+from rtl_gen.params import RTLConfig, bits_for, check_config, index_width
 
 __all__ = [
     "SYSTEM_TARGETS",
@@ -182,18 +182,14 @@ def system_widths(config: RTLConfig) -> dict[str, int]:
     """
     nodes = config.mesh_rows * config.mesh_cols
     return {
-        "node": _index_width(nodes),
-        "dst_x": _index_width(config.mesh_cols),
-        "dst_y": _index_width(config.mesh_rows),
+        "node": index_width(nodes),
+        "dst_x": index_width(config.mesh_cols),
+        "dst_y": index_width(config.mesh_rows),
         "offset": config.in_addr_width,
-        "layer": _index_width(nodes),
-        "n_dst": max(nodes.bit_length(), 1),
-        "out_addr": _index_width(nodes * config.tile_neurons),
+        "layer": index_width(nodes),
+        "n_dst": bits_for(nodes),
+        "out_addr": index_width(nodes * config.tile_neurons),
     }
-
-
-def _index_width(n: int) -> int:
-    return max((n - 1).bit_length(), 1)
 
 
 def config_for_chain(layers, *, tile_neurons: int, mesh_rows: int, mesh_cols: int,
@@ -274,8 +270,7 @@ def map_chain(config: RTLConfig, layers) -> SystemMap:
     TypeError, ValueError
         The chain is inconsistent, does not fit the tiles, or needs more tiles than nodes.
     """
-    if not isinstance(config, RTLConfig):
-        raise TypeError(f"config must be an RTLConfig, not {config!r}")
+    check_config(config)
     layers = _check_layers(layers)
     N, cols = config.tile_neurons, config.mesh_cols
     enc_mask = Mask(config.space, config.i_max_in, config.k)

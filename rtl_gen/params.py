@@ -4,6 +4,10 @@ Every width of the generated hardware is a property of :class:`RTLConfig`, so th
 the image packer, the manifest and the test benches agree on one definition. The accumulator
 width comes from :func:`golden_models.accumulator_bound`, which bounds every partial sum for any
 ``I_max``, any event order and any weights, so no membrane can overflow.
+
+The parameter checks live here too: :func:`check_int` for every integer parameter of the
+generator, :func:`check_config` and :class:`ConfigComponent` for the components built from one
+configuration (encoder, tile, system), so each check and its message exist once.
 """
 
 from __future__ import annotations
@@ -11,9 +15,22 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from amaranth.lib import wiring
+from amaranth.lib.wiring import Out
+
 from golden_models import FAMILIES, CodeSpace, accumulator_bound, signed_width, weight_range
 
-__all__ = ["MAX_T", "RTLConfig", "bits_for", "check_int"]
+__all__ = [
+    "MAX_MESH",
+    "MAX_T",
+    "ConfigComponent",
+    "RTLConfig",
+    "bits_for",
+    "check_config",
+    "check_int",
+    "counter_ports",
+    "index_width",
+]
 
 #: The generator supports ``T = 2**n`` with ``n`` in 1..6.
 MAX_T = 64
@@ -23,8 +40,19 @@ MAX_TILE_NEURONS = 256
 MAX_MESH = 64
 
 
-def check_int(name: str, value: object, lo: int, hi: int) -> int:
+def check_int(name: str, value: object, lo: int, hi: int, *, must_be: str = "must be in") -> int:
     """Return ``value`` if it is an ``int`` (not ``bool``) in ``lo..hi``, else raise.
+
+    Parameters
+    ----------
+    name : str
+        Parameter name, first word of the message.
+    value : object
+    lo, hi : int
+        Valid range, both ends included.
+    must_be : str
+        Wording before the range in the ``ValueError``: ``"T must be in 2..64, not 128"``; the
+        router's parameters read ``"rows must be 1..64, not 0"`` (``must_be="must be"``).
 
     Raises
     ------
@@ -36,7 +64,7 @@ def check_int(name: str, value: object, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an integer, not {value!r}")
     if not lo <= value <= hi:
-        raise ValueError(f"{name} must be in {lo}..{hi}, not {value!r}")
+        raise ValueError(f"{name} {must_be} {lo}..{hi}, not {value!r}")
     return value
 
 
@@ -262,3 +290,55 @@ class RTLConfig:
             "load_addr_width": self.load_addr_width,
             "load_data_width": self.load_data_width,
         }
+
+
+# -- components built from one configuration ---------------------------------------------------
+
+
+def check_config(config: object) -> RTLConfig:
+    """Return ``config`` if it is an :class:`RTLConfig`, else raise ``TypeError``.
+
+    Every function and component that takes a whole configuration checks it here, before any
+    width is derived from it.
+    """
+    if not isinstance(config, RTLConfig):
+        raise TypeError(f"config must be an RTLConfig, not {config!r}")
+    return config
+
+
+def counter_ports(widths: dict[str, int], name: str = "cnt_{}") -> dict[str, object]:
+    """Output ports of activity counters: ``name.format(counter) -> Out(width)``, in order."""
+    return {name.format(counter): Out(width) for counter, width in widths.items()}
+
+
+class ConfigComponent(wiring.Component):
+    """Base of the components whose ports all follow from one :class:`RTLConfig`.
+
+    The configuration is checked (:func:`check_config`) before any port width is derived, then
+    kept behind the read-only :attr:`config`; a subclass lists its ports in ``_members(config)``.
+
+    Parameters
+    ----------
+    config : RTLConfig
+    src_loc_at : int
+        Stack frames between the constructor and the code to name as the creator (for
+        Amaranth's source locations and its unused-elaboratable warning): a factory that
+        returns the component passes 1, so the warning names the factory's caller.
+
+    Raises
+    ------
+    TypeError
+        ``config`` is not an :class:`RTLConfig`.
+    """
+
+    def __init__(self, config: RTLConfig, *, src_loc_at: int = 0):
+        self._config = check_config(config)
+        super().__init__(self._members(self._config), src_loc_at=src_loc_at + 1)
+
+    def _members(self, config: RTLConfig) -> dict[str, object]:
+        """Signature members of the component for ``config``, in port order."""
+        raise NotImplementedError
+
+    @property
+    def config(self) -> RTLConfig:
+        return self._config

@@ -25,12 +25,17 @@ FIFO holds a flit) low means the mesh is empty.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from amaranth.hdl import Const, Elaboratable, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl_gen.params import MAX_MESH, check_config, check_int, index_width
+
 __all__ = [
     "PORTS",
+    "FlitTrip",
     "Mesh",
     "Router",
     "check_mesh",
@@ -38,6 +43,7 @@ __all__ = [
     "flit_layout",
     "hop_width",
     "router_from_config",
+    "simulate_zero_load",
     "xy_route",
 ]
 
@@ -48,23 +54,19 @@ _N, _E, _S, _W, _L = range(5)
 _OPPOSITE = {_N: _S, _E: _W, _S: _N, _W: _E}
 
 
-def _check_int(name: str, value: object, lo: int, hi: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    if value < lo or (hi is not None and value > hi):
-        valid = f"{lo}..{hi}" if hi is not None else f">= {lo}"
-        raise ValueError(f"{name} must be {valid}, not {value!r}")
-    return value
+def _check_int(name: str, value: object, lo: int, hi: int) -> int:
+    # the router's messages read "rows must be 1..64, not 0"
+    return check_int(name, value, lo, hi, must_be="must be")
 
 
 def check_mesh(rows: object, cols: object) -> tuple[int, int]:
     """Return ``(rows, cols)`` if both are integers in 1..64, else raise."""
-    return _check_int("rows", rows, 1, 64), _check_int("cols", cols, 1, 64)
+    return _check_int("rows", rows, 1, MAX_MESH), _check_int("cols", cols, 1, MAX_MESH)
 
 
 def coord_width(n: int) -> int:
-    """Bits of a coordinate ``0 .. n-1`` (at least one, so every field exists in Verilog)."""
-    return max((n - 1).bit_length(), 1)
+    """Bits of a coordinate ``0 .. n-1`` (:func:`rtl_gen.params.index_width`)."""
+    return index_width(n)
 
 
 def hop_width(rows: int, cols: int) -> int:
@@ -158,6 +160,8 @@ class Router(wiring.Component):
         Bits of the flit's source address field, 1..32.
     time_width : int
         Bits of the flit's time-step field, 1..16.
+    src_loc_at : int
+        Stack frames to skip when Amaranth names the creator (1 from a factory).
 
     Members
     -------
@@ -178,7 +182,8 @@ class Router(wiring.Component):
         A parameter is out of range.
     """
 
-    def __init__(self, rows, cols, *, x=None, y=None, addr_width=16, time_width=6):
+    def __init__(self, rows, cols, *, x=None, y=None, addr_width=16, time_width=6,
+                 src_loc_at=0):
         rows, cols = check_mesh(rows, cols)
         if x is not None:
             _check_int("x", x, 0, cols - 1)
@@ -199,7 +204,7 @@ class Router(wiring.Component):
             members["x"] = In(coord_width(cols))
         if y is None:
             members["y"] = In(coord_width(rows))
-        super().__init__(members)
+        super().__init__(members, src_loc_at=src_loc_at + 1)
 
     rows = property(lambda self: self._rows)
     cols = property(lambda self: self._cols)
@@ -353,9 +358,92 @@ def router_from_config(config) -> Router:
     the system's mesh: ``mesh_rows x mesh_cols``, ``addr`` = ``config.in_addr_width`` (a tile
     input address), ``t`` = ``config.time_width``.
     """
-    from rtl_gen.params import RTLConfig
-
-    if not isinstance(config, RTLConfig):
-        raise TypeError(f"config must be an RTLConfig, not {config!r}")
+    check_config(config)
+    # src_loc_at=1: the caller, not this factory, is the creator Amaranth names
     return Router(config.mesh_rows, config.mesh_cols, addr_width=config.in_addr_width,
-                  time_width=config.time_width)
+                  time_width=config.time_width, src_loc_at=1)
+
+
+# -- simulation driver -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FlitTrip:
+    """One flit sent through an otherwise empty mesh.
+
+    ``clocks`` counts the clock edges from the one that injects the flit (exclusive) to the one
+    that ejects it (inclusive); ``hops`` is the flit's hop counter at ejection; ``busy_after``
+    the mesh's ``busy`` right after the ejection (low: nothing else is in flight).
+    """
+
+    src: tuple[int, int]
+    dst: tuple[int, int]
+    clocks: int
+    hops: int
+    busy_after: bool
+
+
+def simulate_zero_load(rows: int, cols: int, *, addr_width: int = 16, time_width: int = 6,
+                       addr: int = 0, t: int = 0, max_clocks: int | None = None
+                       ) -> list[FlitTrip]:
+    """Send one flit at a time from every node to every node of a :class:`Mesh`.
+
+    Runs in the Amaranth simulator with every local output always ready; a flit is injected
+    only after the previous one was ejected, so each trip sees an empty mesh (zero-load
+    latency). Sources and destinations are walked row by row, ``x`` fastest.
+
+    Parameters
+    ----------
+    rows, cols, addr_width, time_width : int
+        As for :class:`Mesh`.
+    addr, t : int
+        Payload fields of every flit.
+    max_clocks : int, optional
+        Clocks a flit may take before the run fails; default ``2 * (rows + cols) + 16``.
+
+    Returns
+    -------
+    list of FlitTrip
+        ``(rows * cols) ** 2`` trips in sending order.
+
+    Raises
+    ------
+    RuntimeError
+        A flit was not ejected at its destination within ``max_clocks``.
+    """
+    from amaranth.sim import Simulator
+
+    dut = Mesh(rows, cols, addr_width=addr_width, time_width=time_width)
+    limit = 2 * (rows + cols) + 16 if max_clocks is None else max_clocks
+    nodes = [(x, y) for y in range(rows) for x in range(cols)]
+    trips: list[FlitTrip] = []
+
+    async def bench(ctx):
+        for x, y in nodes:
+            ctx.set(dut.o[y][x].ready, 1)
+        for sx, sy in nodes:
+            port = dut.i[sy][sx]
+            for dx, dy in nodes:
+                out = dut.o[dy][dx]
+                ctx.set(port.payload, {"dst_x": dx, "dst_y": dy, "addr": addr, "t": t,
+                                       "hops": 0})
+                ctx.set(port.valid, 1)
+                await ctx.tick()
+                ctx.set(port.valid, 0)
+                clocks = 0
+                while True:
+                    if clocks >= limit:
+                        raise RuntimeError(f"flit from {(sx, sy)} to {(dx, dy)} not ejected "
+                                           f"within {limit} clocks")
+                    clocks += 1
+                    _, _, valid, hops = await ctx.tick().sample(out.valid, out.payload.hops)
+                    if valid:
+                        break
+                trips.append(FlitTrip((sx, sy), (dx, dy), clocks, int(hops),
+                                      bool(ctx.get(dut.busy))))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    return trips

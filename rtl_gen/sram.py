@@ -14,10 +14,44 @@ from amaranth.lib.wiring import In, Out
 
 from rtl_gen.params import check_int, index_width
 
-__all__ = ["MACRO_NAME", "SRAM", "SRAMSignature"]
+__all__ = ["MACRO_MODEL", "MACRO_NAME", "MACRO_STUB", "SRAM", "SRAMSignature"]
 
 #: Module name of the black-box macro the wrapper instantiates.
 MACRO_NAME = "mttfs_sram_macro"
+
+
+def _macro_module(rdata: str, body: str) -> str:
+    """Verilog module of the macro: the one parameter and port list, ``body`` inside."""
+    return f"""module {MACRO_NAME} #(
+    parameter DEPTH = 1,
+    parameter WIDTH = 1,
+    parameter ADDR_WIDTH = 1
+) (
+    input wire CLK,
+    input wire [ADDR_WIDTH-1:0] ADDR,
+    input wire REN,
+    output {rdata} [WIDTH-1:0] RDATA,
+    input wire WEN,
+    input wire [WIDTH-1:0] WDATA
+);
+{body}endmodule
+"""
+
+
+#: Behavioural stand-in for the memory compiler's macro (written only with ``sram_macro``).
+MACRO_MODEL = """// Behavioural stand-in for the SRAM macro instantiated with sram_macro.
+// Replace this file with the memory compiler's model; the ports and timing are the same:
+// synchronous single port, RDATA shows mem[ADDR] after the edge where REN is high.
+""" + _macro_module("reg", """    reg [WIDTH-1:0] mem [0:DEPTH-1];
+    always @(posedge CLK) begin
+        if (WEN) mem[ADDR] <= WDATA;
+        if (REN) RDATA <= mem[ADDR];
+    end
+""")
+
+#: Empty black box of the macro, for tools that must read the wrappers without a model (e.g.
+#: Yosys ``read_verilog -lib`` before cutting the macros out): same parameters and ports.
+MACRO_STUB = "(* blackbox *)\n" + _macro_module("wire", "")
 #: Largest SRAM the generator makes (rows x bits), to catch runaway parameters early.
 MAX_DEPTH = 1 << 16
 MAX_WIDTH = 1 << 14

@@ -29,12 +29,12 @@ import random
 from dataclasses import dataclass
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
 from rtl_gen.encoder import Encoder, code_layout
 from rtl_gen.mapper import SYSTEM_TARGETS, system_widths
-from rtl_gen.params import RTLConfig
+from rtl_gen.params import ConfigComponent, RTLConfig, counter_ports
 from rtl_gen.router import Mesh
 from rtl_gen.tile import NeuronTile
 
@@ -80,7 +80,7 @@ def system_out_layout(config: RTLConfig) -> data.StructLayout:
     })
 
 
-class System(wiring.Component):
+class System(ConfigComponent):
     """Encoder + ``mesh_rows x mesh_cols`` tiles on an XY mesh + layer-window sequencer.
 
     Parameters
@@ -116,29 +116,18 @@ class System(wiring.Component):
         ``config`` is not an :class:`RTLConfig`.
     """
 
-    def __init__(self, config: RTLConfig):
-        if not isinstance(config, RTLConfig):
-            raise TypeError(f"config must be an RTLConfig, not {config!r}")
-        self._config = config
-        nodes = config.mesh_rows * config.mesh_cols
+    def _members(self, config: RTLConfig) -> dict[str, object]:
         members = {
             "load": In(stream.Signature(system_load_layout(config))),
             "i": In(stream.Signature(code_layout(config))),
             "o": Out(stream.Signature(system_out_layout(config))),
             "busy": Out(1),
         }
-        for n in range(nodes):
-            for name, width in config.tile_counters.items():
-                members[f"cnt_{name}_n{n}"] = Out(width)
-        for name, width in config.encoder_counters.items():
-            members[f"cnt_enc_{name}"] = Out(width)
-        members["cnt_flits"] = Out(TOTAL_WIDTH)
-        members["cnt_hops"] = Out(TOTAL_WIDTH)
-        super().__init__(members)
-
-    @property
-    def config(self) -> RTLConfig:
-        return self._config
+        for n in range(config.mesh_rows * config.mesh_cols):
+            members.update(counter_ports(config.tile_counters, f"cnt_{{}}_n{n}"))
+        members.update(counter_ports(config.encoder_counters, "cnt_enc_{}"))
+        members.update(counter_ports({"flits": TOTAL_WIDTH, "hops": TOTAL_WIDTH}))
+        return members
 
     def elaborate(self, platform):
         cfg = self._config
@@ -364,7 +353,9 @@ class System(wiring.Component):
 
 def system_from_config(config: RTLConfig) -> System:
     """The ``mttfs_system`` top module of ``config`` (programmed later through ``load``)."""
-    return System(config)
+    # src_loc_at=1: the caller, not this factory, is the creator Amaranth names (e.g. in its
+    # warning about a component that was never elaborated)
+    return System(config, src_loc_at=1)
 
 
 # -- simulation driver -------------------------------------------------------------------------

@@ -22,11 +22,11 @@ import random
 from dataclasses import dataclass
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
 from golden_models import IntegerLayer
-from rtl_gen.params import RTLConfig
+from rtl_gen.params import ConfigComponent, RTLConfig, check_config, counter_ports
 from rtl_gen.sram import SRAM
 
 __all__ = [
@@ -84,7 +84,7 @@ def _transmitted(t, i_max, k) -> object:
     return Mux(diff < 0, -diff, diff) > k
 
 
-class NeuronTile(wiring.Component):
+class NeuronTile(ConfigComponent):
     """``N`` M-TTFS neurons with weight, threshold and init SRAMs.
 
     Parameters
@@ -112,23 +112,14 @@ class NeuronTile(wiring.Component):
         ``config`` is not an :class:`RTLConfig`.
     """
 
-    def __init__(self, config: RTLConfig):
-        if not isinstance(config, RTLConfig):
-            raise TypeError(f"config must be an RTLConfig, not {config!r}")
-        self._config = config
-        members = {
+    def _members(self, config: RTLConfig) -> dict[str, object]:
+        return {
             "load": In(stream.Signature(load_layout(config))),
             "i": In(stream.Signature(in_event_layout(config))),
             "o": Out(stream.Signature(out_event_layout(config))),
             "busy": Out(1),
+            **counter_ports(config.tile_counters),
         }
-        for name, width in config.tile_counters.items():
-            members[f"cnt_{name}"] = Out(width)
-        super().__init__(members)
-
-    @property
-    def config(self) -> RTLConfig:
-        return self._config
 
     def elaborate(self, platform):
         cfg = self._config
@@ -372,8 +363,7 @@ def load_beats(config: RTLConfig, layer: IntegerLayer) -> list[tuple[int, int, i
     TypeError, ValueError
         When the layer does not fit the tile; the message names the quantity.
     """
-    if not isinstance(config, RTLConfig):
-        raise TypeError(f"config must be an RTLConfig, not {config!r}")
+    check_config(config)
     if not isinstance(layer, IntegerLayer):
         raise TypeError(f"layer must be a golden_models.IntegerLayer, not {layer!r}")
     N, L, G, T = config.tile_neurons, config.lanes, config.groups, config.T

@@ -8,7 +8,7 @@ import random
 import pytest
 from amaranth.sim import Simulator
 
-from rtl_gen.router import PORTS, Mesh, Router, flit_layout, xy_route
+from rtl_gen.router import PORTS, Mesh, Router, flit_layout, simulate_zero_load, xy_route
 
 ADDR_W, TIME_W = 12, 4
 
@@ -143,36 +143,11 @@ def test_hotspot_heavy_backpressure():
 def test_zero_load_latency_one_clock_per_hop():
     # each single flit: ejected (hops + 1) clocks after the clock that injected it
     rows, cols = 3, 4
-    dut = Mesh(rows, cols, addr_width=ADDR_W, time_width=TIME_W)
     seen = []
-
-    async def bench(ctx):
-        for y in range(rows):
-            for x in range(cols):
-                ctx.set(dut.o[y][x].ready, 1)
-        for sy in range(rows):
-            for sx in range(cols):
-                for dy in range(rows):
-                    for dx in range(cols):
-                        port = dut.i[sy][sx]
-                        ctx.set(port.payload, flit(dx, dy, 5, 3))
-                        ctx.set(port.valid, 1)
-                        await ctx.tick()
-                        ctx.set(port.valid, 0)
-                        out = dut.o[dy][dx]
-                        wait = 0
-                        while wait < 20:
-                            wait += 1
-                            _, _, valid, payload = await ctx.tick().sample(out.valid, out.payload)
-                            if valid:
-                                break
-                        seen.append(((sx, sy), (dx, dy), wait, payload.hops))
-                        assert not ctx.get(dut.busy)
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    for trip in simulate_zero_load(rows, cols, addr_width=ADDR_W, time_width=TIME_W, addr=5, t=3,
+                                   max_clocks=20):
+        seen.append((trip.src, trip.dst, trip.clocks, trip.hops))
+        assert not trip.busy_after
     assert len(seen) == (rows * cols) ** 2
     for (sx, sy), (dx, dy), wait, hops in seen:
         dist = abs(sx - dx) + abs(sy - dy)
