@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from golden_models.codespace import check_integer
+
 
 def _check_positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
+    check_integer(name, value)
     if value < 1:
         raise ValueError(f"{name} must be >= 1, not {value!r}")
     return value

@@ -7,7 +7,14 @@ from golden_models.calibration import (
     probabilities,
     select_i_max,
 )
-from golden_models.codespace import FAMILIES, CodeSpace, check_i_max, check_k, check_T
+from golden_models.codespace import (
+    FAMILIES,
+    CodeSpace,
+    check_i_max,
+    check_integer,
+    check_k,
+    check_T,
+)
 from golden_models.encoder import QNNEncoderBlock
 from golden_models.export import read_layers, write_layers
 from golden_models.integer_layer import (
@@ -85,6 +92,7 @@ __all__ = [
     "accumulator_bound",
     "check_T",
     "check_i_max",
+    "check_integer",
     "check_k",
     "code_of_time",
     "decode_dense",

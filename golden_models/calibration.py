@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from golden_models.codespace import CodeSpace
+from golden_models.codespace import CodeSpace, check_integer
 
 #: Default chunk size (elements) for the streaming histogram: 4 Mi int8 codes = 4 MiB.
 DEFAULT_CHUNK = 1 << 22
@@ -38,8 +38,7 @@ def _check_code_tensor(q: object, name: str = "q") -> torch.Tensor:
 
 
 def _check_chunk(chunk: object) -> int:
-    if isinstance(chunk, bool) or not isinstance(chunk, int):
-        raise TypeError(f"chunk must be an integer, not {chunk!r}")
+    check_integer("chunk", chunk)
     if chunk < 1:
         raise ValueError(f"chunk must be at least 1, not {chunk!r}")
     return chunk

@@ -16,10 +16,19 @@ FAMILIES = ("sym", "asym")
 MIN_BITS, MAX_BITS = 1, 8
 
 
+def check_integer(name: str, value: object) -> int:
+    """Return ``value`` if it is an ``int`` (``bool`` excluded), else raise ``TypeError``.
+
+    The type half of every integer parameter check; each caller adds its own range.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    return value
+
+
 def check_T(T: object) -> int:
     """Return ``T`` if it is a power of two ``2**n`` with ``n`` in 1..8, else raise."""
-    if isinstance(T, bool) or not isinstance(T, int):
-        raise TypeError(f"T must be an integer, not {T!r}")
+    check_integer("T", T)
     if T < 2 ** MIN_BITS or T > 2 ** MAX_BITS or T & (T - 1):
         raise ValueError(
             f"T must be a power of two 2**n with n in {MIN_BITS}..{MAX_BITS} "
@@ -30,8 +39,7 @@ def check_T(T: object) -> int:
 
 def check_k(k: object, T: int) -> int:
     """Return the dead-zone radius ``k`` if ``0 <= k < T``, else raise."""
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"k must be an integer, not {k!r}")
+    check_integer("k", k)
     if not 0 <= k < T:
         raise ValueError(f"k must be in 0..{T - 1} for T={T}, not {k!r}")
     return k
@@ -39,8 +47,7 @@ def check_k(k: object, T: int) -> int:
 
 def check_i_max(i_max: object, T: int) -> int:
     """Return the silent centre ``I_max`` if it is an event time ``0..T-1``, else raise."""
-    if isinstance(i_max, bool) or not isinstance(i_max, int):
-        raise TypeError(f"I_max must be an integer, not {i_max!r}")
+    check_integer("I_max", i_max)
     if not 0 <= i_max < T:
         raise ValueError(f"I_max must be in 0..{T - 1} for T={T}, not {i_max!r}")
     return i_max

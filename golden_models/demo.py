@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from golden_models.codespace import check_k, check_T
+from golden_models.codespace import check_integer, check_k, check_T
 from golden_models.mttfs import Mask, encode_events, ttfs_mask
 from golden_models.qnn import random_qnn
 from golden_models.statistics import PositionStats, transmitted_events
@@ -89,8 +89,7 @@ def run_demo(
     check_T(T)
     check_k(k, T)
     for name, v in (("seed", seed), ("n_in", n_in), ("n_out", n_out), ("batch", batch)):
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"{name} must be an integer, not {v!r}")
+        check_integer(name, v)
         if v < (0 if name == "seed" else 1):
             raise ValueError(f"{name} must be at least {0 if name == 'seed' else 1}, not {v!r}")
     chain = random_qnn((n_in, n_out), T=T, k=0, seed=seed)

@@ -15,15 +15,14 @@ from dataclasses import dataclass, field
 
 import torch
 
-from golden_models.codespace import CodeSpace
+from golden_models.codespace import CodeSpace, check_integer
 from golden_models.mttfs import Mask, check_codes, encode_events, event_time
 from golden_models.quantizer import check_rounding, check_scale, level_of
 
 
 def weight_range(weight_bits: int) -> tuple[int, int]:
     """Integer weight range: ``+-1`` for 1 bit, else ``[-2**(b-1), 2**(b-1)-1]``."""
-    if isinstance(weight_bits, bool) or not isinstance(weight_bits, int):
-        raise TypeError(f"weight_bits must be an integer, not {weight_bits!r}")
+    check_integer("weight_bits", weight_bits)
     if not 1 <= weight_bits <= 8:
         raise ValueError(f"weight_bits must be in 1..8, not {weight_bits!r}")
     if weight_bits == 1:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from golden_models.calibration import event_histogram, select_i_max
-from golden_models.codespace import CodeSpace
+from golden_models.codespace import CodeSpace, check_integer
 from golden_models.integer_layer import IntegerLayer, check_weights, threshold_table, weight_range
 from golden_models.mttfs import Mask, check_codes, folded_init
 from golden_models.quantizer import check_rounding, check_scale, level_of
@@ -238,8 +238,7 @@ class QNNLinear(torch.nn.Module):
 
 
 def _check_int(value: object, name: str, lo: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
+    check_integer(name, value)
     if value < lo:
         raise ValueError(f"{name} must be at least {lo}, not {value!r}")
     return value

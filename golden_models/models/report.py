@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from golden_models.codespace import CodeSpace, check_integer
 from golden_models.models.bert import POSITION_FAMILY, POSITION_LABELS, POSITIONS, load_minilm
 from golden_models.models.corpus import load_corpus
 from golden_models.models.ptq import PTQConfig, convert
@@ -52,8 +53,7 @@ MINILM_DIMS = {"hidden": 384, "ffn": 1536, "heads": 12, "layers": 6, "head_dim":
 def _check_count(n: object, name: str) -> int | None:
     if n is None:
         return None
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"{name} must be an integer, not {n!r}")
+    check_integer(name, n)
     if n < 1:
         raise ValueError(f"{name} must be at least 1, not {n!r}")
     return n
@@ -154,7 +154,6 @@ def golden_stats_document(doc: dict) -> dict:
     M-TTFS rates are computed from the QNN histogram alone (no downstream effect of the mask);
     ``stats.json`` has the measured rates of each k network.
     """
-    from golden_models.codespace import CodeSpace
     from golden_models.statistics import PositionStats, stats_document
 
     ks = tuple(range(doc["k_max"] + 1))

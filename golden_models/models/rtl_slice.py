@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from golden_models.codespace import check_integer
 from golden_models.files import write_atomic
 from golden_models.integer_layer import (
     IntegerLayer,
@@ -53,8 +54,7 @@ class LayerSlice:
 
 
 def _check_int(v: object, name: str, lo: int, hi: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise TypeError(f"{name} must be an integer, not {v!r}")
+    check_integer(name, v)
     if not lo <= v <= hi:
         raise ValueError(f"{name} must be in {lo}..{hi}, not {v!r}")
     return v

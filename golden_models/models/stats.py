@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from golden_models.codespace import check_integer
 from golden_models.models.bert import (
     POSITION_FAMILY,
     POSITION_LABELS,
@@ -36,8 +37,7 @@ SCHEMA = "matterhorn.minilm_stats/1"
 
 
 def check_k_max(k_max: object, T: int = 16) -> int:
-    if isinstance(k_max, bool) or not isinstance(k_max, int):
-        raise TypeError(f"k_max must be an integer, not {k_max!r}")
+    check_integer("k_max", k_max)
     if not 0 <= k_max < T:
         raise ValueError(f"k_max must be in 0..{T - 1}, not {k_max!r}")
     return k_max
