@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 
 from golden_models.codespace import CodeSpace, check_integer
+from golden_models.mttfs import check_integer_tensor
 
 #: Default chunk size (elements) for the streaming histogram: 4 Mi int8 codes = 4 MiB.
 DEFAULT_CHUNK = 1 << 22
@@ -27,14 +28,6 @@ DEFAULT_CHUNK = 1 << 22
 # counting. Pieces of at most this size keep the reductions serial: measured 5e8 codes/s
 # against 1e8 for whole 4 Mi chunks (benchmarks/bench_golden.py).
 _SERIAL_GRAIN = 1 << 15
-
-
-def _check_code_tensor(q: object, name: str = "q") -> torch.Tensor:
-    if not isinstance(q, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of integer codes, not {type(q).__name__}")
-    if q.dtype.is_floating_point or q.dtype.is_complex or q.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer codes, not dtype {q.dtype}")
-    return q
 
 
 def _check_chunk(chunk: object) -> int:
@@ -74,7 +67,7 @@ def event_histogram(
     check are applied to the 256-bin byte histogram. Wider dtypes are shifted to ``0..T-1``
     first. Either way ``chunk`` elements are processed at a time, so memory stays bounded.
     """
-    _check_code_tensor(q)
+    check_integer_tensor(q, "q", "integer codes", "integer codes")
     chunk = _check_chunk(chunk)
     flat = q.reshape(-1)
     counts = torch.zeros(space.T, dtype=torch.int64)

@@ -24,12 +24,22 @@ import torch
 from golden_models.codespace import CodeSpace, check_i_max, check_k
 
 
+def check_integer_tensor(x: object, name: str, of: str, holds: str) -> torch.Tensor:
+    """Return ``x`` if it is a torch tensor of an integer dtype, else raise ``TypeError``.
+
+    The messages read "``name`` must be a torch.Tensor of ``of``" and "``name`` must hold
+    ``holds``".
+    """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of {of}, not {type(x).__name__}")
+    if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+        raise TypeError(f"{name} must hold {holds}, not dtype {x.dtype}")
+    return x
+
+
 def check_codes(q: torch.Tensor, space: CodeSpace, name: str = "q") -> torch.Tensor:
     """Return ``q`` if it is an integer tensor of levels of ``space``, else raise."""
-    if not isinstance(q, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of integer codes, not {type(q).__name__}")
-    if q.dtype.is_floating_point or q.dtype.is_complex or q.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer codes, not dtype {q.dtype}")
+    check_integer_tensor(q, name, "integer codes", "integer codes")
     if q.numel():
         lo, hi = int(q.min()), int(q.max())
         if lo < space.q_min or hi > space.q_max:
@@ -42,10 +52,7 @@ def check_codes(q: torch.Tensor, space: CodeSpace, name: str = "q") -> torch.Ten
 
 def check_times(tau: torch.Tensor, T: int, name: str = "tau") -> torch.Tensor:
     """Return ``tau`` if it is an integer tensor of event times ``0..T-1``, else raise."""
-    if not isinstance(tau, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of event times, not {type(tau).__name__}")
-    if tau.dtype.is_floating_point or tau.dtype.is_complex or tau.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer event times, not dtype {tau.dtype}")
+    check_integer_tensor(tau, name, "event times", "integer event times")
     if tau.numel():
         lo, hi = int(tau.min()), int(tau.max())
         if lo < 0 or hi >= T:
