@@ -16,6 +16,14 @@ from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
 from rtl_gen.params import ConfigComponent, RTLConfig, counter_ports
+from rtl_gen.simulation import (
+    check_probability,
+    drain,
+    marked_output,
+    read_counters,
+    run_simulator,
+    wait_idle,
+)
 from rtl_gen.tile import in_event_layout
 
 __all__ = ["Encoder", "code_layout", "simulate_encoder"]
@@ -144,10 +152,7 @@ def simulate_encoder(
     Returns, per vector, the ``(addr, tau)`` events in emission order, the counters, and the
     clocks from the last code's handshake to the marker's.
     """
-    from amaranth.sim import Simulator
-
-    if not 0.0 < o_ready <= 1.0:
-        raise ValueError(f"o_ready must be in (0, 1], not {o_ready!r}")
+    check_probability("o_ready", o_ready)
     for v in vectors:
         if len(v) != config.n_in:
             raise ValueError(f"each vector must hold n_in={config.n_in} codes, not {len(v)}")
@@ -155,16 +160,6 @@ def simulate_encoder(
     rng = random.Random(seed)
     seen: list[tuple[int, int, int, int]] = []
     results = []
-
-    async def collect(ctx):
-        cycle = 0
-        while True:
-            ready = o_ready >= 1.0 or rng.random() < o_ready
-            ctx.set(dut.o.ready, ready)
-            _, _, valid, payload = await ctx.tick().sample(dut.o.valid, dut.o.payload)
-            cycle += 1
-            if valid and ready:
-                seen.append((int(payload.addr), int(payload.tau), int(payload.last), cycle))
 
     async def drive(ctx):
         cycle = 0
@@ -180,22 +175,11 @@ def simulate_encoder(
                         break
             ctx.set(dut.i.valid, 0)
             last_in = cycle
-            while True:
-                _, _, busy = await ctx.tick().sample(dut.busy)
-                cycle += 1
-                if not busy:
-                    break
-            window = seen[start:]
-            if not window or not window[-1][2] or any(e[2] for e in window[:-1]):
-                raise RuntimeError(f"output of vector {len(results)} is not ended by one marker")
-            counters = {name: ctx.get(getattr(dut, f"cnt_{name}"))
-                        for name in config.encoder_counters}
+            cycle += await wait_idle(ctx, dut.busy)
+            window = marked_output(seen[start:], f"vector {len(results)}")
+            counters = read_counters(ctx, dut, config.encoder_counters)
             results.append(([(a, t) for a, t, _, _ in window[:-1]], counters,
                             window[-1][3] - last_in))
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(collect, background=True)
-    sim.add_testbench(drive)
-    sim.run()
+    run_simulator(dut, drive, background=[drain(dut.o, "tau", seen, o_ready=o_ready, rng=rng)])
     return results

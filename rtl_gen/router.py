@@ -32,6 +32,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl_gen.params import MAX_MESH, check_config, check_int, index_width
+from rtl_gen.simulation import run_simulator
 
 __all__ = [
     "PORTS",
@@ -411,8 +412,6 @@ def simulate_zero_load(rows: int, cols: int, *, addr_width: int = 16, time_width
     RuntimeError
         A flit was not ejected at its destination within ``max_clocks``.
     """
-    from amaranth.sim import Simulator
-
     dut = Mesh(rows, cols, addr_width=addr_width, time_width=time_width)
     limit = 2 * (rows + cols) + 16 if max_clocks is None else max_clocks
     nodes = [(x, y) for y in range(rows) for x in range(cols)]
@@ -442,8 +441,5 @@ def simulate_zero_load(rows: int, cols: int, *, addr_width: int = 16, time_width
                 trips.append(FlitTrip((sx, sy), (dx, dy), clocks, int(hops),
                                       bool(ctx.get(dut.busy))))
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    run_simulator(dut, bench)
     return trips

@@ -36,6 +36,7 @@ from rtl_gen.encoder import Encoder, code_layout
 from rtl_gen.mapper import SYSTEM_TARGETS, system_widths
 from rtl_gen.params import ConfigComponent, RTLConfig, counter_ports
 from rtl_gen.router import Mesh
+from rtl_gen.simulation import check_probability, read_counters, run_simulator
 from rtl_gen.tile import NeuronTile
 
 __all__ = [
@@ -427,10 +428,9 @@ async def run_inference(ctx, dut: System, codes, *, nodes=(), rng=None, o_ready:
     await ctx.tick()
     return InferenceResult(
         events=events,
-        tile_counters={n: {name: ctx.get(getattr(dut, f"cnt_{name}_n{n}"))
-                           for name in cfg.tile_counters} for n in nodes},
-        encoder={name: ctx.get(getattr(dut, f"cnt_enc_{name}"))
-                 for name in cfg.encoder_counters},
+        tile_counters={n: read_counters(ctx, dut, cfg.tile_counters, f"cnt_{{}}_n{n}")
+                       for n in nodes},
+        encoder=read_counters(ctx, dut, cfg.encoder_counters, "cnt_enc_{}"),
         flits=ctx.get(dut.cnt_flits),
         hops=ctx.get(dut.cnt_hops),
         cycles=cycles,
@@ -457,11 +457,9 @@ def simulate_system(system_map, inputs, *, o_ready: float = 1.0, seed: int = 0,
     vcd : str, optional
         Write a waveform file.
     """
-    from amaranth.hdl import ClockDomain, Module
-    from amaranth.sim import Simulator
+    from amaranth.hdl import ClockDomain
 
-    if not 0.0 < o_ready <= 1.0:
-        raise ValueError(f"o_ready must be in (0, 1], not {o_ready!r}")
+    check_probability("o_ready", o_ready)
     cfg = system_map.config
     dut = System(cfg)
     top = Module()
@@ -487,12 +485,5 @@ def simulate_system(system_map, inputs, *, o_ready: float = 1.0, seed: int = 0,
             results.append(await run_inference(ctx, dut, codes, nodes=nodes, rng=rng,
                                                o_ready=o_ready, max_cycles=max_cycles))
 
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    if vcd is None:
-        sim.run()
-    else:
-        with sim.write_vcd(vcd):
-            sim.run()
+    run_simulator(top, bench, vcd=vcd)
     return results

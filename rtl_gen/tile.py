@@ -27,6 +27,14 @@ from amaranth.lib.wiring import In, Out
 
 from golden_models import IntegerLayer
 from rtl_gen.params import ConfigComponent, RTLConfig, check_config, counter_ports
+from rtl_gen.simulation import (
+    check_probability,
+    drain,
+    marked_output,
+    read_counters,
+    run_simulator,
+    wait_idle,
+)
 from rtl_gen.sram import SRAM
 
 __all__ = [
@@ -455,25 +463,12 @@ def simulate_tile(
     vcd : str, optional
         Write a waveform file.
     """
-    from amaranth.sim import Simulator
-
-    for name, p in (("o_ready", o_ready), ("i_valid", i_valid)):
-        if not 0.0 < p <= 1.0:
-            raise ValueError(f"{name} must be in (0, 1], not {p!r}")
+    check_probability("o_ready", o_ready)
+    check_probability("i_valid", i_valid)
     dut = NeuronTile(config)
     rng = random.Random(seed)
     seen: list[tuple[int, int, int, int]] = []
     results: list[WindowResult] = []
-
-    async def collect(ctx):
-        cycle = 0
-        while True:
-            ready = o_ready >= 1.0 or rng.random() < o_ready
-            ctx.set(dut.o.ready, ready)
-            _, _, valid, payload = await ctx.tick().sample(dut.o.valid, dut.o.payload)
-            cycle += 1
-            if valid and ready:
-                seen.append((int(payload.addr), int(payload.t), int(payload.last), cycle))
 
     async def drive(ctx):
         cycle = 0
@@ -505,16 +500,9 @@ def simulate_tile(
                 edge = await send(dut.i, {"addr": int(a), "tau": int(t), "last": 0}, gaps=True)
                 first = edge if first is None else first
             last_in = await send(dut.i, {"addr": 0, "tau": 0, "last": 1}, gaps=True)
-            while True:
-                _, _, busy = await ctx.tick().sample(dut.busy)
-                cycle += 1
-                if not busy:
-                    break
-            window = seen[start:]
-            if not window or not window[-1][2] or any(e[2] for e in window[:-1]):
-                raise RuntimeError(f"output of window {len(results)} is not ended by one marker")
-            counters = {name: ctx.get(getattr(dut, f"cnt_{name}"))
-                        for name in config.tile_counters}
+            cycle += await wait_idle(ctx, dut.busy)
+            window = marked_output(seen[start:], f"window {len(results)}")
+            counters = read_counters(ctx, dut, config.tile_counters)
             results.append(WindowResult(
                 events=[(a, t) for a, t, _, _ in window[:-1]],
                 counters=counters,
@@ -522,13 +510,6 @@ def simulate_tile(
                         "last_in": last_in, "last_out": window[-1][3]},
             ))
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(collect, background=True)
-    sim.add_testbench(drive)
-    if vcd is None:
-        sim.run()
-    else:
-        with sim.write_vcd(vcd):
-            sim.run()
+    run_simulator(dut, drive, background=[drain(dut.o, "t", seen, o_ready=o_ready, rng=rng)],
+                  vcd=vcd)
     return results
