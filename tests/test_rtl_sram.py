@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import gc
 import random
+import subprocess
 
 import pytest
 from amaranth.back import verilog
 from amaranth.hdl import Shape
 from amaranth.sim import Simulator
 
+from rtl_gen import sram
 from rtl_gen.sram import MACRO_NAME, SRAM, SRAMSignature
 
 
@@ -105,3 +107,21 @@ def test_sram_rejects(kwargs, error, message):
 def test_signature_rejects():
     with pytest.raises(ValueError, match=r"^addr_width must be in 1\.\.32, not 0$"):
         SRAMSignature(0, 8)
+
+
+@pytest.mark.parametrize("name", ["MACRO_MODEL", "MACRO_STUB"])
+def test_macro_files_fit_the_wrapper(tmp_path, name):
+    # Yosys reads the wrapper with the model or the black-box stub and finds every instance
+    # port and parameter declared (hierarchy -check fails on a missing module or port)
+    from matterhorn.toolchain import require
+
+    (tmp_path / "macro.v").write_text(getattr(sram, name), encoding="utf-8")
+    (tmp_path / "mttfs_sram.v").write_text(
+        verilog.convert(SRAM(depth=5, width=6, macro=True), name="mttfs_sram", emit_src=False),
+        encoding="utf-8")
+    lib = "-lib " if name == "MACRO_STUB" else ""
+    script = (f"read_verilog {lib}macro.v; read_verilog mttfs_sram.v; "
+              "hierarchy -check -top mttfs_sram")
+    proc = subprocess.run([require("yosys"), "-q", "-p", script], cwd=tmp_path,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
