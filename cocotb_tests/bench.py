@@ -12,6 +12,14 @@ from cocotb_tests.sim import ENV_CONFIG, ENV_REPORT
 from cocotb_tests.stream import StreamDriver, StreamMonitor, make_rng
 
 CLOCK_PERIOD_NS = 10
+#: First element of a window's (or vector's) end-marker item on the scoreboards.
+END = "end"
+
+
+def event_item(payload: dict, time_field: str) -> tuple:
+    """Scoreboard item of an output beat: ``(addr, t)``, or ``(END, addr, t)`` for a marker."""
+    item = (payload["addr"], payload[time_field])
+    return (END, *item) if payload["last"] else item
 
 
 def load_config() -> dict:
@@ -149,6 +157,34 @@ def check_ports(dut, entry: dict) -> None:
     assert not errors, "; ".join(errors)
 
 
+class EventSink:
+    """Takes the output beats of a monitor: each goes to the current scoreboard ``board`` (the
+    main one, ``events``, or one of an aborted run), markers are counted, and the time of every
+    event on the main board is sampled by ``cov``.
+
+    Parameters
+    ----------
+    events : InOrderScoreboard
+    time_field : str
+        Payload field of the event time (``"tau"`` or ``"t"``).
+    cov : CoverageModel
+    """
+
+    def __init__(self, events: InOrderScoreboard, time_field: str, cov) -> None:
+        self.events = self.board = events
+        self.time_field = time_field
+        self.cov = cov
+        self.markers = 0
+
+    def __call__(self, beat) -> None:
+        p = beat.payload
+        self.board.observe(event_item(p, self.time_field))
+        if p["last"]:
+            self.markers += 1
+        elif self.board is self.events:
+            self.cov.sample_out(p[self.time_field], False, beat.stalled)
+
+
 class Bench:
     """What every stream bench starts from: its configuration, and drivers and monitors of
     the module's streams with their seeded idle and stall generators.
@@ -185,6 +221,18 @@ class Bench:
         rng = make_rng(self.seed, *(tags or (port,)))
         dut = self.dut
         return StreamMonitor(dut, port, self.layout(port), dut.clk, dut.rst, rng, self.p_stall)
+
+    def rng(self, *tags: str):
+        """A generator of this bench's seed for purpose ``tags``."""
+        return make_rng(self.seed, *tags)
+
+    def corrupt(self, expected: list, mode: str | None) -> list:
+        """:func:`corrupt_expectation` with this bench's generator."""
+        return corrupt_expectation(expected, mode, self.rng("corrupt"))
+
+    def report(self, update: dict) -> dict:
+        """:func:`merge_report` of ``update`` plus the simulation wall time."""
+        return merge_report({**update, "sim_seconds": self.clock.seconds})
 
     async def power_up(self) -> None:
         """Check the ports against the manifest, start the clock, hold reset."""

@@ -11,45 +11,26 @@ from __future__ import annotations
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from cocotb_tests.bench import (
-    Bench,
-    corrupt_expectation,
-    cycles,
-    merge_report,
-    reset_midway,
-    wait_until,
-)
+from cocotb_tests.bench import END, Bench, EventSink, cycles, reset_midway, wait_until
 from cocotb_tests.coverage import CoverageModel
 from cocotb_tests.scoreboard import InOrderScoreboard
-from cocotb_tests.stream import make_rng
-
-END = "end"
 
 
 @cocotb.test()
 async def test_encoder(dut):
     tb = Bench(dut)
-    cfg, clock, seed, T = tb.cfg, tb.clock, tb.seed, tb.T
+    cfg, T = tb.cfg, tb.T
     counters = [(c["name"], c["port"]) for c in cfg["module"]["counters"]]
     await tb.power_up()
     drv, mon = tb.driver("i"), tb.monitor("o")
     cov = CoverageModel("encoder", T, mask=(int(cfg["i_max"]), int(cfg["k"])))
     events = InOrderScoreboard("o")
     counts = InOrderScoreboard("counters")
-    state = {"board": events, "markers": 0, "vectors": 0, "events": 0, "codes": 0}
-
-    def on_out(beat):
-        p = beat.payload
-        item = (END, p["addr"], p["tau"]) if p["last"] else (p["addr"], p["tau"])
-        state["board"].observe(item)
-        if p["last"]:
-            state["markers"] += 1
-        elif state["board"] is events:
-            cov.sample_out(p["tau"], False, beat.stalled)
-
-    mon.on_beat.append(on_out)
+    state = {"vectors": 0, "events": 0, "codes": 0}
+    sink = EventSink(events, "tau", cov)
+    mon.on_beat.append(sink)
     await tb.release(drv, mon)
-    rng = make_rng(seed, "bench")
+    rng = tb.rng("bench")
     i_max, k = int(cfg["i_max"]), int(cfg["k"])
     corrupt = cfg.get("corrupt")
     p = max(float(cfg["p_idle"]), float(cfg["p_stall"]))
@@ -62,7 +43,7 @@ async def test_encoder(dut):
             # cut this vector short: during collection, or while events are leaving
             aborted = InOrderScoreboard("o(aborted)")
             aborted.expect_all(tuple(e) for e in vec["events"])
-            state["board"] = aborted
+            sink.board = aborted
             drv.send({"q": q} for q in vec["codes"])
             if reset_at[1] == "collect":
                 await cycles(dut, rng.randrange(1, max(2, len(vec["codes"]) // 2)))
@@ -70,20 +51,18 @@ async def test_encoder(dut):
                 await wait_until(dut, lambda: drv.idle, timeout, "codes accepted")
                 await cycles(dut, rng.randrange(1, 4))
             await reset_midway(dut, [drv], ("busy", "o__valid"), aborted)
-            state["board"] = events
+            sink.board = events
             resets += 1
         expected = [tuple(e) for e in vec["events"]]
         if corrupt and expected:  # self-check: the first vector with events
-            expected = corrupt_expectation(expected, corrupt, make_rng(seed, "corrupt"))
+            expected = tb.corrupt(expected, corrupt)
             corrupt = None
         events.expect_all(expected)
         events.expect((END, 0, 0))
         counts.expect(tuple(vec["counters"][name] for name, _ in counters))
-        target = state["markers"] + 1
+        target = sink.markers + 1
         drv.send({"q": q} for q in vec["codes"])
-        await wait_until(
-            dut, lambda t=target: state["markers"] >= t, timeout, f"marker of vector {v}"
-        )
+        await wait_until(dut, lambda t=target: sink.markers >= t, timeout, f"marker of vector {v}")
         # no code is queued now, so the counters hold once the encoder is idle
         await wait_until(dut, lambda: not int(dut.busy.value), timeout, "encoder idle")
         await ReadOnly()
@@ -101,7 +80,7 @@ async def test_encoder(dut):
     await cycles(dut, 4)
     mismatches = events.finish() + counts.finish()
     errors = [str(m) for m in mismatches[:10]] + mon.stats.protocol_errors[:5]
-    merge_report(
+    tb.report(
         {
             "bench": "encoder",
             "T": T,
@@ -120,7 +99,6 @@ async def test_encoder(dut):
                 name: sum(vec["counters"][name] for vec in cfg["vectors"]) for name, _ in counters
             },
             "coverage": cov.export(),
-            "sim_seconds": clock.seconds,
         }
     )
     assert not errors, "\n".join(errors)

@@ -13,9 +13,8 @@ from __future__ import annotations
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from cocotb_tests.bench import Bench, cycles, merge_report, wait_until
+from cocotb_tests.bench import Bench, cycles, wait_until
 from cocotb_tests.scoreboard import InOrderScoreboard
-from cocotb_tests.stream import make_rng
 
 PORTS = ("north", "east", "south", "west", "local")
 
@@ -23,7 +22,7 @@ PORTS = ("north", "east", "south", "west", "local")
 @cocotb.test()
 async def test_router(dut):
     tb = Bench(dut)
-    cfg, clock, seed = tb.cfg, tb.clock, tb.seed
+    cfg = tb.cfg
     await tb.power_up()
     drivers = {p: tb.driver(f"i_{p}", "i", p) for p in PORTS}
     monitors = {p: tb.monitor(f"o_{p}", "o", p) for p in PORTS}
@@ -68,7 +67,7 @@ async def test_router(dut):
     await cycles(dut, 3)
     dut.rst.value = 0
     totals = {"flits": 0, "hops": 0, "phases": 0, "resets": 0}
-    rng = make_rng(seed, "bench")
+    rng = tb.rng("bench")
     for n, phase in enumerate(cfg["phases"]):
         dut.x.value, dut.y.value = phase["x"], phase["y"]
         boards = {}
@@ -121,7 +120,7 @@ async def test_router(dut):
     errors += [e for m in monitors.values() for e in m.stats.protocol_errors][:5]
     from cocotb_coverage.coverage import coverage_db
 
-    merge_report(
+    tb.report(
         {
             "bench": "router",
             "T": int(cfg["T"]),
@@ -142,7 +141,6 @@ async def test_router(dut):
                     for b, h in coverage_db[name].detailed_coverage.items()
                 }
             },
-            "sim_seconds": clock.seconds,
         }
     )
     assert not errors, "\n".join(errors[:10])

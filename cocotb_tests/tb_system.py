@@ -12,43 +12,23 @@ from __future__ import annotations
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from cocotb_tests.bench import (
-    Bench,
-    corrupt_expectation,
-    cycles,
-    merge_report,
-    reset_midway,
-    wait_until,
-)
+from cocotb_tests.bench import END, Bench, EventSink, cycles, reset_midway, wait_until
 from cocotb_tests.coverage import CoverageModel
 from cocotb_tests.scoreboard import InOrderScoreboard
-from cocotb_tests.stream import make_rng
-
-END = "end"
 
 
 @cocotb.test()
 async def test_system(dut):
     tb = Bench(dut)
-    cfg, clock, seed, T = tb.cfg, tb.clock, tb.seed, tb.T
+    cfg, T = tb.cfg, tb.T
     await tb.power_up()
     load, drv, mon = tb.driver("load", "l"), tb.driver("i"), tb.monitor("o")
     cov = CoverageModel("system", T, system=True, layers=int(cfg["layers"]))
     events = InOrderScoreboard("o")
     counts = InOrderScoreboard("counters")
-    state = {"board": events, "markers": 0}
     mask = (int(cfg["out_mask"][0]), int(cfg["out_mask"][1]))
-
-    def on_out(beat):
-        p = beat.payload
-        item = (END, p["addr"], p["t"]) if p["last"] else (p["addr"], p["t"])
-        state["board"].observe(item)
-        if p["last"]:
-            state["markers"] += 1
-        elif state["board"] is events:
-            cov.sample_out(p["t"], False, beat.stalled)
-
-    mon.on_beat.append(on_out)
+    sink = EventSink(events, "t", cov)
+    mon.on_beat.append(sink)
     await tb.release(load, drv, mon)
     ports = sorted(cfg["inferences"][0]["counters"]) if cfg["inferences"] else []
     timeout = int(cfg["timeout"])
@@ -59,7 +39,7 @@ async def test_system(dut):
         await cycles(dut, 2)
 
     await do_load(cfg["load"])
-    rng = make_rng(seed, "bench")
+    rng = tb.rng("bench")
     corrupt = cfg.get("corrupt")
     reset_at = cfg.get("reset")
     totals_rtl: dict[str, int] = {}
@@ -70,7 +50,7 @@ async def test_system(dut):
             aborted = InOrderScoreboard("o(aborted)")
             aborted.expect_all(tuple(e) for e in inf["out"])
             aborted.expect((END, 0, 0))
-            state["board"] = aborted
+            sink.board = aborted
             drv.send({"q": q} for q in inf["codes"])
             await wait_until(dut, lambda: int(dut.busy.value), timeout, "inference start")
             # somewhere in the first 3/4 of the shortest inference seen so far
@@ -79,21 +59,21 @@ async def test_system(dut):
             assert int(dut.busy.value), "bench error: the reset came after the inference ended"
             await RisingEdge(dut.clk)
             await reset_midway(dut, [drv], ("busy", "o__valid"), aborted)
-            state["board"] = events
+            sink.board = events
             stats["resets"] += 1
             # the tiles' mask registers reset to the generated values: reload them
             await do_load(cfg["reload"])
         expected = [tuple(e) for e in inf["out"]]
         if corrupt and expected:  # self-check: the first inference with output events
-            expected = corrupt_expectation(expected, corrupt, make_rng(seed, "corrupt"))
+            expected = tb.corrupt(expected, corrupt)
             corrupt = None
         events.expect_all(expected)
         events.expect((END, 0, 0))
         counts.expect(tuple(inf["counters"][p] for p in ports))
-        target = state["markers"] + 1
+        target = sink.markers + 1
         drv.send({"q": q} for q in inf["codes"])
         took = await wait_until(
-            dut, lambda t=target: state["markers"] >= t, timeout, f"output marker of inference {n}"
+            dut, lambda t=target: sink.markers >= t, timeout, f"output marker of inference {n}"
         )
         took += await wait_until(dut, lambda: not int(dut.busy.value), timeout, "system idle")
         durations.append(took)
@@ -126,7 +106,7 @@ async def test_system(dut):
                     if e != o
                 )
             )
-    merge_report(
+    tb.report(
         {
             "bench": "system",
             "T": T,
@@ -144,7 +124,6 @@ async def test_system(dut):
                 p: sum(inf["counters"][p] for inf in cfg["inferences"]) for p in ports
             },
             "coverage": cov.export(),
-            "sim_seconds": clock.seconds,
         }
     )
     assert not errors, "\n".join(errors)

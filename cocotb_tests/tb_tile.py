@@ -12,19 +12,9 @@ from __future__ import annotations
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from cocotb_tests.bench import (
-    Bench,
-    corrupt_expectation,
-    cycles,
-    merge_report,
-    reset_midway,
-    wait_until,
-)
+from cocotb_tests.bench import END, Bench, cycles, event_item, reset_midway, wait_until
 from cocotb_tests.coverage import CoverageModel
 from cocotb_tests.scoreboard import InOrderScoreboard
-from cocotb_tests.stream import make_rng
-
-END = "end"
 
 
 class TileBench(Bench):
@@ -58,7 +48,7 @@ class TileBench(Bench):
 
     def _on_out(self, beat) -> None:
         p = beat.payload
-        item = (END, p["addr"], p["t"]) if p["last"] else (p["addr"], p["t"])
+        item = event_item(p, "t")
         board = self.aborted if self.aborted is not None else self.events
         board.observe(item)
         if p["last"]:
@@ -120,7 +110,7 @@ class TileBench(Bench):
 
     def queue_window(self, win: dict, corrupt: str | None = None) -> None:
         events = [tuple(e) for e in win["out"]]
-        events = corrupt_expectation(events, corrupt, make_rng(self.seed, "corrupt"))
+        events = self.corrupt(events, corrupt)
         self.events.expect_all(events)
         self.events.expect((END, 0, 0))
         self.counts.expect(tuple(win["counters"][name] for name, _ in self.counters))
@@ -170,9 +160,9 @@ class TileBench(Bench):
 @cocotb.test()
 async def test_tile(dut):
     tb = TileBench(dut)
-    cfg, clock = tb.cfg, tb.clock
+    cfg = tb.cfg
     await tb.start()
-    rng = make_rng(tb.seed, "bench")
+    rng = tb.rng("bench")
     blocks = cfg["blocks"]
     resets = {(b, w): phase for b, w, phase in cfg.get("resets", [])}
     corrupt = cfg.get("corrupt")
@@ -199,7 +189,7 @@ async def test_tile(dut):
     await cycles(dut, 4)
     mismatches = tb.events.finish() + tb.counts.finish()
     errors = [str(m) for m in mismatches[:10]] + tb.out.stats.protocol_errors[:5]
-    merge_report(
+    tb.report(
         {
             "bench": "tile",
             "T": tb.T,
@@ -222,7 +212,6 @@ async def test_tile(dut):
                 for name, _ in tb.counters
             },
             "coverage": tb.cov.export(),
-            "sim_seconds": clock.seconds,
         }
     )
     assert not errors, "\n".join(errors)
