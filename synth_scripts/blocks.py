@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from golden_models import CodeSpace, Mask, encode_events
+from rtl_gen.sram import MACRO_STUB
 from synth_scripts import activity, operators, report
 
 #: Output neurons of the synthesized tile (per-neuron figures divide by it).
@@ -34,18 +35,6 @@ ENCODER_N_IN = 64
 MESH = 4
 #: Position of the router under test and the column its flits are sent to (eastwards).
 ROUTER_XY, ROUTER_DST = (1, 1), (3, 1)
-
-STUB = """(* blackbox *)
-module mttfs_sram_macro #(parameter DEPTH = 1, parameter WIDTH = 1, parameter ADDR_WIDTH = 1) (
-    input wire CLK,
-    input wire [ADDR_WIDTH-1:0] ADDR,
-    input wire REN,
-    output wire [WIDTH-1:0] RDATA,
-    input wire WEN,
-    input wire [WIDTH-1:0] WDATA
-);
-endmodule
-"""
 
 
 @dataclass
@@ -68,7 +57,7 @@ class BlockSpec:
         (workdir / f"{self.top}.v").write_text(self.verilog, encoding="utf-8")
         cmds = []
         if self.macro:
-            (workdir / "sram_macro_stub.v").write_text(STUB, encoding="utf-8")
+            (workdir / "sram_macro_stub.v").write_text(MACRO_STUB, encoding="utf-8")
             cmds.append("read_verilog -lib sram_macro_stub.v")
         cmds += [f"read_verilog {self.top}.v", f"hierarchy -top {self.top}", "proc", "flatten"]
         if self.macro:
