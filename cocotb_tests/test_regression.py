@@ -1,8 +1,9 @@
 """The default regression: every bench on both simulators, bit-exact against the golden model.
 
 Each job generates Verilog with ``rtl_gen.generate.generate`` (cached per parameter set under
-``build/cocotb``), builds it once per simulator and runs its cocotb bench. ``T = 32`` runs under
-``-m slow``. Self-checks prove the benches fail when one expected event is altered or dropped.
+``build/cocotb``), builds it once per simulator and runs its cocotb bench. ``T = 32`` is marked
+``slow``: the default run includes it, ``-m "not slow"`` leaves it out. Self-checks prove the
+benches fail when one expected event is altered or dropped.
 """
 
 from __future__ import annotations

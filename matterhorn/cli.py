@@ -7,7 +7,8 @@ Each subcommand lives in ``matterhorn/commands/<name>.py`` and provides
 - ``run(args) -> int``: the call into the API, returning the exit status.
 
 Errors of the user's making (bad parameters, malformed files, missing tools) are raised as
-:class:`ValueError`, :class:`TypeError`, :class:`FileNotFoundError` or
+:class:`ValueError`, :class:`TypeError`, :class:`OSError` (a missing file, a path that is not a
+directory, no permission) or
 :class:`matterhorn.toolchain.ToolNotFoundError` and printed as one line, exit status 2.
 """
 
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args._run(args) or 0)
-    except (ValueError, TypeError, FileNotFoundError, ToolNotFoundError) as exc:
+    except (ValueError, TypeError, OSError, ToolNotFoundError) as exc:
         print(f"matterhorn {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -93,8 +93,9 @@ class FlowConfig:
             self.rates_file = Path(self.rates_file)
             if not self.rates_file.is_file():
                 raise FileNotFoundError(f"rates file {str(self.rates_file)!r} does not exist")
-        if not (isinstance(self.clock_ns, int | float) and 0 < self.clock_ns < 1e6):
-            raise ValueError(f"clock_ns must be a positive number of ns, not {self.clock_ns!r}")
+        from synth_scripts.run import check_clock
+
+        self.clock_ns = check_clock(self.clock_ns)
 
 
 @dataclass
@@ -119,8 +120,11 @@ class Progress:
         print(f"[flow {elapsed:7.1f}s] {message}", file=self.stream, flush=True)
 
 
-def _rel(path: Path, root: Path) -> str:
-    return os.path.relpath(path, root)
+def _relative_paths(text: str, root: Path) -> str:
+    """``text`` with the report folder's absolute path written relative to it."""
+    for prefix in {str(root.resolve()), str(root.absolute())}:
+        text = text.replace(prefix + os.sep, "").replace(prefix, ".")
+    return text
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,10 +294,10 @@ def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> 
         t0 = time.monotonic()
         try:
             figures = fn()
-        except Exception as exc:  # recorded and re-raised after the report is written
+        except Exception as exc:  # recorded in the report; the flow stops at this stage
             result.stages[name] = {
                 "status": "failed",
-                "error": f"{type(exc).__name__}: {exc}",
+                "error": _relative_paths(f"{type(exc).__name__}: {exc}", root),
                 "wall_s": round(time.monotonic() - t0, 2),
             }
             say(f"{name}: FAILED after {time.monotonic() - t0:.1f}s: {exc}")

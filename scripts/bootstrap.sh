@@ -18,15 +18,21 @@ _mh_apt_install() {
         local sudo="sudo -n"
     else
         _mh_log "missing system packages: $*"
-        _mh_log "install them as root:  apt-get install -y $*"
+        _mh_log "install them first:  sudo apt-get install -y $*"
         return 1
     fi
     _mh_log "apt-get install $*"
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get update -qq >/dev/null || return 1
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" \
+        >/dev/null || return 1
 }
 
 _mh_system_tools() {
+    if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+        _mh_log "Python 3.11 or newer is needed as python3 (found: $(python3 --version 2>&1));"
+        _mh_log "Debian 12 and Ubuntu 24.04 ship it"
+        return 1
+    fi
     # command -> Debian package
     local missing=()
     command -v iverilog >/dev/null 2>&1 || missing+=(iverilog)
@@ -48,8 +54,11 @@ _mh_venv() {
     fi
     if ! "$MH_VENV/bin/python" -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' \
             >/dev/null 2>&1; then
-        _mh_log "pip install torch==2.13.0 (CPU)"
-        "$MH_VENV/bin/python" -m pip install -q torch==2.13.0 || return 1
+        # The CPU build: where the default index would serve a CUDA build, point
+        # MATTERHORN_TORCH_INDEX at a CPU wheel index.
+        _mh_log "pip install torch==2.13.0${MATTERHORN_TORCH_INDEX:+ from $MATTERHORN_TORCH_INDEX}"
+        "$MH_VENV/bin/python" -m pip install -q torch==2.13.0 \
+            ${MATTERHORN_TORCH_INDEX:+--index-url "$MATTERHORN_TORCH_INDEX"} || return 1
     fi
 }
 

@@ -24,7 +24,7 @@ from matterhorn.flow import FlowConfig, run_flow
          "simulator must be one of ('icarus', 'verilator'), not 'modelsim'"),
         ({"skip": ("lint",)}, ValueError,
          "stage must be one of ('generate', 'regress', 'stats', 'synth', 'energy'), not 'lint'"),
-        ({"clock_ns": 0}, ValueError, "clock_ns must be a positive number of ns, not 0"),
+        ({"clock_ns": 0}, ValueError, "clock_ns must be in 0.1..1000 ns, not 0"),
         ({"liberty": "no/such.lib"}, FileNotFoundError,
          "liberty file 'no/such.lib' does not exist"),
     ],
@@ -75,11 +75,13 @@ def test_flow_report(tmp_path):
 
 def test_failed_stage_is_reported(tmp_path):
     cfg = FlowConfig(T=16, k=1, out_dir=tmp_path / "flow", skip=("regress", "synth"))
-    cfg.rates_file = tmp_path / "missing.json"  # bypasses the constructor check on purpose
+    cfg.rates_file = cfg.out_dir / "missing.json"  # bypasses the constructor check on purpose
     result = run_flow(cfg, progress=lambda _: None)
     assert not result.ok
     assert result.stages["energy"]["status"] == "failed"
     assert "missing.json" in result.stages["energy"]["error"]
+    # paths inside the report folder are written relative to it
+    assert str(tmp_path) not in (cfg.out_dir / "flow.json").read_text()
     assert "failed" in (cfg.out_dir / "summary.md").read_text()
 
 

@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="time steps of the TTFS/M-TTFS rows (needs --rate or --rates-file unless 16)",
     )
     g.add_argument(
-        "--k", type=int, default=1, help="dead-zone radius of the --rate row (default 1)"
+        "--k", type=int, help="dead-zone radius of the --rate row (default 1; only with --rate)"
     )
     src = g.add_mutually_exclusive_group()
     src.add_argument(
@@ -160,6 +160,11 @@ def _rates(args, dims):
     import energy_model as em
 
     T = 16 if args.T is None else args.T
+    if args.k is not None and args.rate is None:
+        raise ValueError(
+            f"--k {args.k} applies to the row of --rate; the paper's rates and a --rates-file "
+            "carry their own radii"
+        )
     if args.rates_file is not None:
         rates = em.load_stats(args.rates_file, convention=args.bit_convention)
         if args.T is not None and rates.T != args.T:
@@ -169,7 +174,7 @@ def _rates(args, dims):
         return em.Rates.uniform(
             args.rate,
             T=T,
-            k=args.k,
+            k=1 if args.k is None else args.k,
             source="command line --rate",
             baselines=dims.name == "bert-base",
         )

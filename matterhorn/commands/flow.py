@@ -10,7 +10,9 @@ HELP = "the whole flow (generate, regress, stats, synth, energy) into one report
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from matterhorn.flow import SIMULATORS, STAGES
 
-    parser.add_argument("--T", type=int, default=16, help="time steps, a power of two (default 16)")
+    parser.add_argument(
+        "--T", type=int, default=16, help="time steps, a power of two in 2..64 (default 16)"
+    )
     parser.add_argument("--k", type=int, default=1, help="dead-zone radius 0..T-1 (default 1)")
     parser.add_argument(
         "--out", default="build/flow", metavar="DIR", help="report folder (default build/flow)"

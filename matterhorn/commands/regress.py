@@ -14,7 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         nargs="+",
         default=[16],
-        help="time steps (one or more of 4, 8, 16, 32) [16]",
+        help="time steps, powers of two in 2..64 (one or more) [16]",
     )
     parser.add_argument(
         "--k", type=int, nargs="+", default=[1], help="dead-zone radius (one or more) [1]"
