@@ -179,6 +179,14 @@ def test_T_without_rates(capsys, tmp_path):
     [
         (("--hidden", "100"), "hidden (100) must be a multiple of heads (12)"),
         (("--event-cost", "-1"), "event cost must be a number of pJ >= 0, not -1.0"),
+        (
+            ("--k", "99"),
+            (
+                "--k 99 applies to the row of --rate; the paper's rates and a --rates-file carry "
+                "their own radii"
+            ),
+        ),
+        (("--rate", "1.6", "--k", "99"), "dead-zone radius k must be in 0..15, not 99"),
     ],
 )
 def test_other_bad_values(capsys, tmp_path, argv, message):
