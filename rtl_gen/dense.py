@@ -1,0 +1,376 @@
+"""The dense INT4 baseline tile: every code of a window read, every output code sent, no events.
+
+The hardware form of :func:`golden_models.dense.run_dense` for ``N`` output neurons, built from
+the same parameters, SRAMs and load format as :class:`rtl_gen.tile.NeuronTile`, so that the two
+designs differ only in what the paper compares (docs/rtl_dense.md):
+
+- integrate: one input code per clock, in address order (the address is a counter: a dense
+  stream carries no addresses); the weight row of that address is read and ``W[i, j] * q`` is
+  added to every membrane (add/subtract for 1-bit weights, a multiply-accumulate otherwise);
+  the membranes start at the dense init ``D`` (the integer bias);
+- quantize: the threshold walk of the spiking tile (``t = 0..T-2`` outer, comparator groups
+  inner, one threshold row read per step, a neuron compared until it crosses), giving each
+  neuron its code ``q = c - t``; bit-exact to the QNN's output quantizer;
+- send: the ``N`` codes leave as ``ceil(N / P)`` packed beats of ``P`` codes each (``P`` =
+  :func:`dense_pack`), the dense flit payload, in address order; no mask.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, stream
+from amaranth.lib.wiring import In, Out
+
+from golden_models.dense import dense_init
+from golden_models.integer_layer import IntegerLayer
+from rtl_gen.params import ConfigComponent, RTLConfig, bits_for, check_config, counter_ports
+from rtl_gen.simulation import (
+    check_probability,
+    drain,
+    marked_output,
+    read_counters,
+    run_simulator,
+    wait_idle,
+)
+from rtl_gen.sram import SRAM
+from rtl_gen.tile import TARGETS, load_beats, load_layout
+
+__all__ = [
+    "PACK_BITS",
+    "DenseTile",
+    "DenseWindow",
+    "dense_counters",
+    "dense_in_layout",
+    "dense_load_beats",
+    "dense_out_layout",
+    "dense_pack",
+    "simulate_dense",
+    "unpack_codes",
+]
+
+#: Code bits a dense flit carries: the width of the router's ``t`` field at its maximum (16), so
+#: the dense design moves its codes over the same router as events, packed.
+PACK_BITS = 16
+
+
+def dense_pack(config: RTLConfig) -> int:
+    """Codes per dense beat ``P = min(N, PACK_BITS // time_width)``."""
+    check_config(config)
+    return max(1, min(config.tile_neurons, PACK_BITS // config.time_width))
+
+
+def dense_in_layout(config: RTLConfig) -> data.StructLayout:
+    """Payload of the dense input stream: ``code, last`` (``last`` beats carry no code)."""
+    return data.StructLayout({"code": config.time_width, "last": 1})
+
+
+def dense_out_layout(config: RTLConfig) -> data.StructLayout:
+    """Payload of a dense output beat: ``addr`` (first neuron), ``codes`` (``P`` codes), ``last``.
+
+    Code ``p`` of the beat is neuron ``addr + p``, at bits ``p*tw .. p*tw + tw - 1`` of ``codes``,
+    as a ``tw``-bit two's complement (``sym``) or unsigned (``asym``) integer.
+    """
+    return data.StructLayout({
+        "addr": config.out_addr_width,
+        "codes": dense_pack(config) * config.time_width,
+        "last": 1,
+    })
+
+
+def dense_counters(config: RTLConfig) -> dict[str, int]:
+    """Counter name -> width, in the order of :class:`golden_models.dense.DenseCounters`."""
+    n, e = config.tile_neurons, config.n_in
+    compares = bits_for(n * (config.T - 1))
+    return {
+        "codes_in": bits_for(e),
+        "weight_row_reads": bits_for(e),
+        "mac_ops": bits_for(e * n),
+        "compare_ops": compares,
+        "threshold_reads": compares,
+        "codes_out": bits_for(n),
+    }
+
+
+class DenseTile(ConfigComponent):
+    """``N`` dense INT4 neurons with weight, threshold and init SRAMs.
+
+    Parameters
+    ----------
+    config : RTLConfig
+        Uses ``T``, ``family``, ``weight_bits``, ``n_in``, ``tile_neurons``, ``lanes`` and the
+        derived widths (the same as :class:`rtl_gen.tile.NeuronTile`); ``k`` and the silent
+        centres are not used.
+
+    Members
+    -------
+    load : In(stream.Signature(load_layout(config)))
+        SRAM rows, as for the spiking tile (:func:`dense_load_beats`); config beats are ignored.
+    i : In(stream.Signature(dense_in_layout(config)))
+        The window's codes in address order, ended by a ``last`` marker beat.
+    o : Out(stream.Signature(dense_out_layout(config)))
+        The output codes, packed, then a ``last`` marker beat.
+    busy : Out(1)
+    cnt_<name> : Out(width)
+        :func:`dense_counters` of the last window.
+    """
+
+    def _members(self, config: RTLConfig) -> dict[str, object]:
+        return {
+            "load": In(stream.Signature(load_layout(config))),
+            "i": In(stream.Signature(dense_in_layout(config))),
+            "o": Out(stream.Signature(dense_out_layout(config))),
+            "busy": Out(1),
+            **counter_ports(dense_counters(config)),
+        }
+
+    def elaborate(self, platform):
+        cfg = self._config
+        m = Module()
+        N, L, G, T = cfg.tile_neurons, cfg.lanes, cfg.groups, cfg.T
+        tw, wb, P = cfg.time_width, cfg.weight_bits, dense_pack(cfg)
+        beats = -(-N // P)
+
+        macro = cfg.sram_macro
+        m.submodules.weights = wsram = SRAM(depth=cfg.n_in, width=cfg.weight_row_width,
+                                            macro=macro)
+        m.submodules.thresholds = tsram = SRAM(depth=cfg.theta_depth,
+                                               width=cfg.theta_row_width, macro=macro)
+        m.submodules.init = isram = SRAM(depth=G, width=cfg.init_row_width, macro=macro)
+
+        v = [Signal(signed(cfg.acc_width), name=f"v{j}") for j in range(N)]
+        v_pad = v + [Const(0, signed(cfg.acc_width))] * (G * L - N)
+        fired = Signal(G * L)
+        pad_mask = sum(1 << j for j in range(N, G * L))
+        codes = [Signal(tw, name=f"q{j}") for j in range(N)]
+        codes_pad = codes + [Const(0, tw)] * (beats * P - N)
+
+        counters = {name: getattr(self, f"cnt_{name}") for name in dense_counters(cfg)}
+
+        def count(name, amount):
+            m.d.sync += counters[name].eq(counters[name] + amount)
+
+        # --- integrate: the weight row arrives one clock after the code -------------------------
+        addr = Signal(range(max(cfg.n_in + 1, 2)))
+        p_valid = Signal()
+        p_q = Signal(signed(cfg.d_width))
+        m.d.sync += p_valid.eq(0)
+        with m.If(p_valid):
+            for j in range(N):
+                w = wsram.bus.rdata[j * wb:(j + 1) * wb]
+                term = Mux(w[0], p_q, -p_q) if wb == 1 else w.as_signed() * p_q
+                m.d.sync += v[j].eq(v[j] + term)
+
+        # --- quantize: A issues the threshold read of (t, g), B compares ------------------------
+        a_valid, b_valid = Signal(), Signal()
+        a_t, b_t = Signal(range(T)), Signal(range(T))
+        a_g, b_g = Signal(range(max(G, 2))), Signal(range(max(G, 2)))
+        a_addr = Signal(range(max(cfg.theta_depth, 2)))
+        lane_v = [Array([v_pad[g * L + lane] for g in range(G)])[b_g] for lane in range(L)]
+        theta = [tsram.bus.rdata[lane * cfg.theta_width:(lane + 1) * cfg.theta_width].as_signed()
+                 for lane in range(L)]
+        active, cross = Signal(L), Signal(L)
+        last_step = b_t == T - 1
+        m.d.comb += [
+            active.eq(~fired.word_select(b_g, L)),
+            cross.eq(Mux(last_step, active,
+                         Cat(*[lane_v[lane] >= theta[lane] for lane in range(L)]) & active)),
+        ]
+        beat = Signal(range(max(beats, 2)))
+
+        m.d.comb += self.busy.eq(1)
+        with m.FSM(name="phase"):
+            with m.State("IDLE"):
+                m.d.comb += [self.busy.eq(0), self.load.ready.eq(1)]
+                ld = self.load.payload
+                with m.If(self.load.valid):
+                    for bus, target in ((wsram.bus, "weights"), (tsram.bus, "thresholds"),
+                                        (isram.bus, "init")):
+                        m.d.comb += [
+                            bus.addr.eq(ld.addr),
+                            bus.wdata.eq(ld.data),
+                            bus.wen.eq(ld.target == TARGETS[target]),
+                        ]
+                with m.Elif(self.i.valid):
+                    m.d.sync += [c.eq(0) for c in counters.values()]
+                    m.d.sync += [fired.eq(pad_mask), addr.eq(0)]
+                    m.next = "INIT"
+
+            init_idx = Signal(range(G + 1))
+            with m.State("INIT"):
+                m.d.comb += [isram.bus.addr.eq(init_idx), isram.bus.ren.eq(init_idx < G)]
+                m.d.sync += init_idx.eq(init_idx + 1)
+                for g in range(G):
+                    with m.If(init_idx == g + 1):
+                        for lane in range(L):
+                            j = g * L + lane
+                            if j < N:
+                                w = cfg.acc_width
+                                m.d.sync += v[j].eq(isram.bus.rdata[lane * w:(lane + 1) * w])
+                with m.If(init_idx == G):
+                    m.d.sync += init_idx.eq(0)
+                    m.next = "INTEGRATE"
+
+            with m.State("INTEGRATE"):
+                m.d.comb += self.i.ready.eq(1)
+                with m.If(self.i.valid):
+                    with m.If(self.i.payload.last):
+                        m.d.sync += [a_valid.eq(1), a_t.eq(0), a_g.eq(0), a_addr.eq(0),
+                                     b_valid.eq(0)]
+                        m.next = "QUANTIZE"
+                    with m.Else():
+                        code = self.i.payload.code
+                        q = code.as_signed() if cfg.family == "sym" else Cat(code, Const(0, 1))
+                        m.d.comb += [wsram.bus.addr.eq(addr), wsram.bus.ren.eq(1)]
+                        m.d.sync += [p_valid.eq(1), p_q.eq(q), addr.eq(addr + 1)]
+                        count("codes_in", 1)
+                        count("weight_row_reads", 1)
+                        count("mac_ops", N)
+
+            with m.State("QUANTIZE"):
+                with m.If(b_valid):
+                    m.d.sync += fired.word_select(b_g, L).eq(fired.word_select(b_g, L) | cross)
+                    for g in range(G):
+                        with m.If(b_g == g):
+                            for lane in range(L):
+                                j = g * L + lane
+                                if j < N:
+                                    with m.If(cross[lane]):
+                                        m.d.sync += codes[j].eq(cfg.c - b_t)
+                    with m.If(~last_step):
+                        count("compare_ops", sum(active[lane] for lane in range(L)))
+                        count("threshold_reads", sum(active[lane] for lane in range(L)))
+                m.d.sync += [b_valid.eq(a_valid), b_t.eq(a_t), b_g.eq(a_g)]
+                with m.If(a_valid):
+                    m.d.comb += [tsram.bus.addr.eq(a_addr), tsram.bus.ren.eq(a_t != T - 1)]
+                    m.d.sync += a_addr.eq(a_addr + 1)
+                    with m.If(a_g == G - 1):
+                        m.d.sync += [a_g.eq(0), a_t.eq(a_t + 1)]
+                        with m.If(a_t == T - 1):
+                            m.d.sync += a_valid.eq(0)
+                    with m.Else():
+                        m.d.sync += a_g.eq(a_g + 1)
+                with m.If(~a_valid & b_valid & last_step & (b_g == G - 1)):
+                    m.d.sync += beat.eq(0)
+                    m.next = "SEND"
+
+            with m.State("SEND"):
+                m.d.comb += [
+                    self.o.valid.eq(1),
+                    self.o.payload.addr.eq(beat * P),
+                    self.o.payload.codes.eq(Array([Cat(*codes_pad[b * P:(b + 1) * P])
+                                                   for b in range(beats)])[beat]),
+                ]
+                with m.If(self.o.ready):
+                    count("codes_out", Mux(beat == beats - 1, N - (beats - 1) * P, P))
+                    m.d.sync += beat.eq(beat + 1)
+                    with m.If(beat == beats - 1):
+                        m.next = "END"
+
+            with m.State("END"):
+                m.d.comb += [self.o.valid.eq(1), self.o.payload.last.eq(1)]
+                with m.If(self.o.ready):
+                    m.next = "IDLE"
+
+        return m
+
+
+def dense_load_beats(config: RTLConfig, layer: IntegerLayer) -> list[tuple[int, int, int]]:
+    """The ``load`` beats that program a :class:`DenseTile` with ``layer``.
+
+    The spiking tile's image (:func:`rtl_gen.tile.load_beats`, which checks that the layer
+    fits) with the dense init ``D`` in the init rows.
+    """
+    dense = IntegerLayer(layer.weights, layer.weight_bits, dense_init(layer), layer.theta,
+                         layer.in_mask, layer.out_mask)
+    return load_beats(config, dense)
+
+
+def unpack_codes(config: RTLConfig, addr: int, word: int, n_out: int) -> list[tuple[int, int]]:
+    """``(neuron, code)`` pairs of one dense beat (codes past ``n_out`` are padding)."""
+    tw, space = config.time_width, config.space
+    out = []
+    for p in range(dense_pack(config)):
+        j = addr + p
+        if j >= n_out:
+            break
+        raw = (word >> (p * tw)) & ((1 << tw) - 1)
+        if space.family == "sym" and raw >= 1 << (tw - 1):
+            raw -= 1 << tw
+        out.append((j, raw))
+    return out
+
+
+@dataclass(frozen=True)
+class DenseWindow:
+    """One simulated dense window: the output codes by neuron and the counters."""
+
+    codes: list[int]
+    counters: dict[str, int]
+
+
+def simulate_dense(
+    config: RTLConfig,
+    windows: list[tuple[IntegerLayer, list[int]]],
+    *,
+    o_ready: float = 1.0,
+    i_valid: float = 1.0,
+    seed: int = 0,
+    vcd: str | None = None,
+) -> list[DenseWindow]:
+    """Run windows of input codes through :class:`DenseTile` in the Amaranth simulator.
+
+    Parameters
+    ----------
+    config : RTLConfig
+    windows : list of (layer, codes)
+        Each window's layer is loaded when it differs from the previous window's; then its
+        ``n_in`` codes and a marker are sent.
+    o_ready, i_valid : float
+        Probability of ``o.ready`` / ``i.valid`` on a clock (random backpressure and bubbles).
+    """
+    check_probability("o_ready", o_ready)
+    check_probability("i_valid", i_valid)
+    dut = DenseTile(config)
+    rng = random.Random(seed)
+    seen: list[tuple[int, int, int, int]] = []
+    results: list[DenseWindow] = []
+    mask = (1 << config.time_width) - 1
+
+    async def drive(ctx):
+        async def send(stream, payload, gaps=False):
+            while gaps and i_valid < 1.0 and rng.random() >= i_valid:
+                await ctx.tick()
+            ctx.set(stream.valid, 1)
+            ctx.set(stream.payload, payload)
+            while True:
+                _, _, ready = await ctx.tick().sample(stream.ready)
+                if ready:
+                    break
+            ctx.set(stream.valid, 0)
+
+        loaded = None
+        for layer, codes in windows:
+            if layer is not loaded:
+                for target, addr, word in dense_load_beats(config, layer):
+                    await send(dut.load, {"target": target, "addr": addr, "data": word})
+                loaded = layer
+            start = len(seen)
+            for q in codes:
+                await send(dut.i, {"code": int(q) & mask, "last": 0}, gaps=True)
+            await send(dut.i, {"code": 0, "last": 1}, gaps=True)
+            await wait_idle(ctx, dut.busy)
+            window = marked_output(seen[start:], f"window {len(results)}")
+            out = []
+            for a, word, _, _ in window[:-1]:
+                out.extend(unpack_codes(config, a, word, layer.n_out))
+            results.append(DenseWindow(
+                codes=[q for _, q in sorted(out)],
+                counters=read_counters(ctx, dut, dense_counters(config)),
+            ))
+
+    run_simulator(dut, drive, background=[drain(dut.o, "codes", seen, o_ready=o_ready, rng=rng)],
+                  vcd=vcd)
+    return results
