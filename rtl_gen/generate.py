@@ -1,7 +1,7 @@
 """Elaborate the top-level blocks to Verilog and describe them in ``manifest.json``.
 
 One Verilog file per top-level module (``mttfs_encoder``, ``mttfs_sram``, ``mttfs_tile``,
-``mttfs_router``, ``mttfs_system``), converted with ``emit_src=False`` so the text carries no
+``mttfs_router``, ``mttfs_system`` and the dense INT4 baseline ``dense_tile``), converted with ``emit_src=False`` so the text carries no
 paths, and a manifest that lists every port, every stream payload field with its offset, the
 derived widths with the accumulator bound, the counters, the SRAM image layout, the load
 protocol and the sha256 of each file (docs/rtl_interfaces.md, docs/cmd_generate.md).
@@ -27,6 +27,7 @@ from amaranth.back import verilog
 from amaranth.hdl import Shape
 from amaranth.lib import data, stream, wiring
 
+from rtl_gen.dense import DenseTile, dense_counters, dense_pack
 from rtl_gen.encoder import Encoder
 from rtl_gen.params import RTLConfig, check_config
 from rtl_gen.sram import MACRO_MODEL, MACRO_NAME, SRAM
@@ -49,11 +50,13 @@ __all__ = [
 SCHEMA = "matterhorn-rtl-manifest/1"
 MANIFEST = "manifest.json"
 #: Top-level modules in the order they are generated.
-MODULES = ("mttfs_encoder", "mttfs_sram", "mttfs_tile", "mttfs_router", "mttfs_system")
+MODULES = ("mttfs_encoder", "mttfs_sram", "mttfs_tile", "mttfs_router", "mttfs_system",
+           "dense_tile")
 #: Blocks built by another part of ``rtl_gen``: module name -> (python module, factory).
 EXTERNAL = {
     "mttfs_router": ("rtl_gen.router", "router_from_config"),
     "mttfs_system": ("rtl_gen.system", "system_from_config"),
+    "dense_tile": ("rtl_gen.dense", "DenseTile"),
 }
 
 #: Verilator ``-Wall`` warnings waived for the generated files, with the reason. Every one is
@@ -145,6 +148,7 @@ def components(config: RTLConfig) -> dict[str, wiring.Component]:
         "mttfs_tile": NeuronTile(config),
         "mttfs_router": _external("mttfs_router", config),
         "mttfs_system": _external("mttfs_system", config),
+        "dense_tile": _external("dense_tile", config),
     }
 
 
@@ -289,6 +293,15 @@ COUNTER_DEFINITIONS = {
 }
 
 
+DENSE_COUNTER_DEFINITIONS = {
+    "codes_in": "input code beats (marker beats excluded), one per input address",
+    "weight_row_reads": "weight SRAM rows read, one per input code",
+    "mac_ops": "membrane multiply-accumulates, N per input code",
+    "compare_ops": COUNTER_DEFINITIONS["compare_ops"],
+    "threshold_reads": COUNTER_DEFINITIONS["threshold_reads"],
+    "codes_out": "output codes sent (all N), packed P per beat",
+}
+
 ENCODER_COUNTER_DEFINITIONS = {
     "events_out": "events emitted for the last vector",
     "events_suppressed": "codes of the last vector inside the dead zone, not emitted",
@@ -314,6 +327,18 @@ def build_manifest(config: RTLConfig, comps: dict[str, wiring.Component],
         }
         if isinstance(comp, NeuronTile):
             entry["counters"] = _counters(config.tile_counters)
+        elif isinstance(comp, DenseTile):
+            entry["counters"] = _counters(dense_counters(config), DENSE_COUNTER_DEFINITIONS)
+            entry["dense"] = {
+                "codes_per_beat": dense_pack(config),
+                "input": "i: codes {code, last=0} in address order 0..n_in-1, then one marker "
+                "beat {last=1}; the address is implicit",
+                "output": "o: ceil(N/P) beats {addr = first neuron, codes = P codes of "
+                "time_width bits, neuron addr+p at bits [p*time_width, (p+1)*time_width)}, "
+                "then one marker beat {last=1}",
+                "init": "the init rows hold the dense init D = B - mu_in * sum_i W "
+                "(rtl_gen.dense.dense_load_beats)",
+            }
         elif isinstance(comp, Encoder):
             entry["counters"] = _counters(config.encoder_counters, ENCODER_COUNTER_DEFINITIONS)
         elif isinstance(comp, SRAM):
