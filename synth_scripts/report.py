@@ -9,7 +9,7 @@ from pathlib import Path
 from matterhorn import toolchain
 from synth_scripts import activity, liberty, paper, scaling
 
-SCHEMA = "matterhorn-synth-report/1"
+SCHEMA = "matterhorn-synth-report/2"
 #: Operator keys in the paper's table order.
 OPERATOR_KEYS = (
     "E_MAC4",
@@ -204,18 +204,23 @@ def build(*, T, k, clock_ns, lib, ops, block_specs, synth, acts, power, streams)
             router_pJ = entry["energy_pJ"]["per_op"]
             router_idle_pJ = entry["energy_pJ"].get("idle_per_clock")
     if has_lib:
-        rule = scaling.scaling_rule(lib.nom_voltage)
+        tech = scaling.technology_of(lib.name)
+        rule = scaling.scaling_rule(lib.nom_voltage, tech)
         doc["scaling"] = rule
-        doc["unit_costs_pJ"] = unit_costs(raw, router_pJ, rule["divide_by"], scaled=True)
-        doc["unit_costs_pJ_sky130"] = unit_costs(raw, router_pJ, 1.0, scaled=False)
+        doc["unit_costs_pJ"] = unit_costs(raw, router_pJ, rule["divide_by"], scaled=True,
+                                          native=tech.label)
+        doc["unit_costs_pJ_native"] = unit_costs(raw, router_pJ, 1.0, scaled=False,
+                                                 native=tech.label)
         doc["comparison"] = comparison(raw, router_pJ, rule["divide_by"], router_idle_pJ)
     return doc
 
 
-def unit_costs(raw: dict, router_pJ: float | None, divide_by: float, *, scaled: bool) -> dict:
+def unit_costs(
+    raw: dict, router_pJ: float | None, divide_by: float, *, scaled: bool, native: str
+) -> dict:
     """Unit-cost section in the shape of paper_tables.json ``unit_costs_pJ``."""
-    node = f"scaled to 22 nm / 0.8 V by Stillmaker & Baas (divide by {divide_by:g})"
-    where = node if scaled else "sky130 HD, raw"
+    node = f"{native} scaled to 22 nm / 0.8 V by Stillmaker & Baas (divide by {divide_by:g})"
+    where = node if scaled else f"{native}, raw"
     out = {}
     for key in OPERATOR_KEYS:
         if key not in raw:
@@ -259,14 +264,14 @@ def comparison(
         rows.append(
             {
                 "key": key,
-                "sky130_pJ": ours,
+                "native_pJ": ours,
                 "scaled_22nm_pJ": sig(ours / divide_by),
                 "paper_22nm_pJ": ref,
                 "ratio_raw": sig(ours / ref, 4),
                 "ratio_scaled": sig(ours / divide_by / ref, 4),
             }
         )
-    ours_rank = [r["key"] for r in sorted(rows, key=lambda r: (r["sky130_pJ"], r["key"]))]
+    ours_rank = [r["key"] for r in sorted(rows, key=lambda r: (r["native_pJ"], r["key"]))]
     paper_rank = [r["key"] for r in sorted(rows, key=lambda r: (r["paper_22nm_pJ"], r["key"]))]
     out = {
         "rows": rows,
@@ -281,7 +286,7 @@ def comparison(
         scaled = router_pJ / divide_by
         mac = raw.get("E_MAC4", {}).get("per_op")
         out["event_hop"] = {
-            "sky130_pJ": sig(router_pJ),
+            "native_pJ": sig(router_pJ),
             "scaled_22nm_pJ": sig(scaled),
             "paper_event_pJ": paper.UNIT_COSTS["E_move_event"][0],
             "paper_dense_bit_pJ": paper.UNIT_COSTS["E_move_dense"][0],
@@ -289,7 +294,7 @@ def comparison(
             "paper_ratio_event_to_dense_bit": 12.0,
             "ratio_to_paper_event": sig(scaled / paper.UNIT_COSTS["E_move_event"][0], 4),
             "ratio_to_our_MAC4": sig(router_pJ / mac, 4) if mac else None,
-            "above_idle_sky130_pJ": (
+            "above_idle_native_pJ": (
                 sig(router_pJ - router_idle_pJ) if router_idle_pJ is not None else None
             ),
         }
@@ -322,12 +327,13 @@ def markdown(doc: dict) -> str:
         )
     else:
         lines.append("No liberty: generic flow only (no area, power or energy).")
+    native = doc.get("scaling", {}).get("technology_label", "liberty")
     lines += [
         "",
         "## Operators",
         "",
         (
-            "| key | widths | cells | transistors | depth | area um^2 | E/op pJ (sky130) | "
+            f"| key | widths | cells | transistors | depth | area um^2 | E/op pJ ({native}) | "
             "cross-check pJ | leakage | sequential | slack ns |"
         ),
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -370,21 +376,23 @@ def markdown(doc: dict) -> str:
 def comparison_text(doc: dict) -> str:
     """The comparison with the paper as Markdown (printed by ``matterhorn synth``)."""
     c, s = doc["comparison"], doc["scaling"]
+    native = s["technology_label"]
     lines = [
         "## Comparison with the paper (22 nm, 0.8 V)",
         "",
-        f"Scaling rule: {s['method']}: sky130 energy / {s['divide_by']:g} "
-        f"(130 nm at {s['source']['vdd_V']:g} V -> {s['target']['node']} standing for "
+        f"Scaling rule: {s['method']}: {native} energy / {s['divide_by']:g} "
+        f"({s['source']['node']} at {s['source']['vdd_V']:g} V -> {s['target']['node']} "
+        "standing for "
         f"{s['target']['stands_for']} at {s['target']['vdd_V']:g} V; alternatives: "
         + ", ".join(f"{k} /{v:g}" for k, v in s["alternatives"].items())
         + ").",
         "",
-        "| key | sky130 pJ | scaled 22 nm pJ | paper 22 nm pJ | ratio raw | ratio scaled |",
+        f"| key | {native} pJ | scaled 22 nm pJ | paper 22 nm pJ | ratio raw | ratio scaled |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in c["rows"]:
         lines.append(
-            f"| {r['key']} | {r['sky130_pJ']:.4g} | {r['scaled_22nm_pJ']:.4g} | "
+            f"| {r['key']} | {r['native_pJ']:.4g} | {r['scaled_22nm_pJ']:.4g} | "
             f"{r['paper_22nm_pJ']:.4g} | {r['ratio_raw']:.3g} | {r['ratio_scaled']:.3g} |"
         )
     lines += [
@@ -401,13 +409,13 @@ def comparison_text(doc: dict) -> str:
         lines += [
             "",
             (
-                f"Event hop (router, one flit per clock): {eh['sky130_pJ']:.4g} pJ sky130, "
+                f"Event hop (router, one flit per clock): {eh['native_pJ']:.4g} pJ {native}, "
                 f"{eh['scaled_22nm_pJ']:.4g} pJ scaled = "
                 f"{eh['ratio_to_paper_dense_bit']:.3g} x the paper's dense bit "
                 f"({eh['paper_dense_bit_pJ']:g} pJ; the paper's event is 12 x) and "
                 f"{eh['ratio_to_paper_event']:.3g} x the paper's Loihi event "
                 f"({eh['paper_event_pJ']:g} pJ); above the idle router "
-                f"{eh['above_idle_sky130_pJ']:.4g} pJ sky130."
+                f"{eh['above_idle_native_pJ']:.4g} pJ {native}."
             ),
         ]
     return "\n".join(lines)

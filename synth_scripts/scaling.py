@@ -10,10 +10,12 @@ in the published corrigendum's worked example, e.g. 65 nm: 3.755, -4.398, 1.975;
 
 The rule used here (stated in the report):
 
-- source: sky130, a 130 nm-class node, at the liberty's nominal voltage (1.8 V for the HD
-  typical corner). Their 130 nm polynomial is fitted up to the 130 nm nominal 1.3 V; 1.8 V is an
-  extrapolation of the fit, so the report also gives the factor with the voltage part taken as
-  ``(1.8/1.3)**2`` (CV^2) from the fitted nominal point;
+- source: the liberty's node (:data:`TECHNOLOGIES`, found by the library's name) at the liberty's
+  nominal voltage: sky130 as their 130 nm node (1.8 V for the HD typical corner; the polynomial is
+  fitted up to the 130 nm nominal 1.3 V, so 1.8 V extrapolates it), NanGate 45 nm (FreePDK45) as
+  their 45 nm high-performance node (1.1 V; their 45 nm nominal is 1.0 V). The report also gives
+  the factor with the voltage part taken as CV^2 from the fitted nominal point, and the other
+  model of the same node;
 - destination: the paper's commercial 22 nm at 0.8 V. 22 nm is not a node of their tables; the
   nearest tabulated node is their 20 nm high-performance (HP) model, used as primary; the 20 nm
   low-power (LP) model is given beside it.
@@ -21,11 +23,15 @@ The rule used here (stated in the report):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 #: Energy-factor polynomial coefficients (a, b, c) of Stillmaker & Baas, Table 5.
 ENERGY_COEFFS = {
     "130": (7.171, -6.709, 2.904),
     "90": (4.762, -4.781, 2.092),
     "65": (3.755, -4.398, 1.975),
+    "HP45": (1.018, -0.3107, 0.1539),
+    "LP45": (1.103, -0.362, 0.2767),
     "HP32": (0.8367, -0.4341, 0.1701),
     "LP32": (0.9559, -0.7823, 0.471),
     "HP20": (0.373, -0.1582, 0.04104),
@@ -33,6 +39,36 @@ ENERGY_COEFFS = {
 }
 #: Nominal supply of their 130 nm model (V), the top of its fitted range.
 NOMINAL_130 = 1.3
+
+
+@dataclass(frozen=True)
+class Technology:
+    """A cell library's node in Stillmaker & Baas' terms."""
+
+    key: str  # short name used in reports ("sky130", "nangate45")
+    label: str  # for tables
+    match: str  # prefix of the liberty's library name
+    node: str  # their model (ENERGY_COEFFS key)
+    feature_nm: int
+    fit_nominal_V: float  # their nominal supply of that node
+    other_model: str  # the alternative model of the node (LP/HP), reported beside
+
+
+#: The cell libraries the toolkit scales, matched by library name.
+TECHNOLOGIES = (
+    Technology("sky130", "sky130 HD", "sky130", "130", 130, NOMINAL_130, "130"),
+    Technology("nangate45", "NanGate 45 nm", "NangateOpenCellLibrary", "HP45", 45, 1.0, "LP45"),
+)
+
+
+def technology_of(library_name: str) -> Technology:
+    """The :class:`Technology` of a liberty's library name, or ``ValueError`` naming it."""
+    for tech in TECHNOLOGIES:
+        if str(library_name).startswith(tech.match):
+            return tech
+    known = ", ".join(f"{t.match}* ({t.label})" for t in TECHNOLOGIES)
+    raise ValueError(
+        f"no technology scaling is known for liberty library {library_name!r}; known: {known}")
 CITATION = (
     "A. Stillmaker and B. Baas, 'Scaling equations for the accurate prediction of CMOS device "
     "performance from 180 nm to 7 nm', Integration, the VLSI Journal 58 (2017) 74-81, "
@@ -52,16 +88,27 @@ def energy_factor(node: str, vdd: float) -> float:
     return a * vdd * vdd + b * vdd + c
 
 
-def scaling_rule(source_vdd: float) -> dict:
-    """The factor that divides a sky130 energy into a 22 nm / 0.8 V energy, with alternatives."""
-    src = energy_factor("130", source_vdd)
-    src_cv2 = energy_factor("130", NOMINAL_130) * (source_vdd / NOMINAL_130) ** 2
+def scaling_rule(source_vdd: float, tech: Technology = TECHNOLOGIES[0]) -> dict:
+    """The factor that divides an energy of ``tech`` at ``source_vdd`` into a 22 nm / 0.8 V one,
+    with alternatives."""
+    src = energy_factor(tech.node, source_vdd)
+    src_cv2 = energy_factor(tech.node, tech.fit_nominal_V) * (source_vdd / tech.fit_nominal_V) ** 2
     dst = energy_factor(TARGET_NODE, TARGET_VDD)
     dst_lp = energy_factor("LP20", TARGET_VDD)
+    alternatives = {
+        "to_LP20_at_0.8V": round(src / dst_lp, 4),
+        f"voltage_by_CV2_from_{tech.fit_nominal_V:g}V": round(src_cv2 / dst, 4),
+        "classical_L_V2": round((tech.feature_nm / 22) * (source_vdd / TARGET_VDD) ** 2, 4),
+    }
+    if tech.other_model != tech.node:
+        alternatives[f"from_{tech.other_model}"] = round(
+            energy_factor(tech.other_model, source_vdd) / dst, 4)
     return {
         "method": "Stillmaker & Baas 2017 energy polynomials",
         "citation": CITATION,
-        "source": {"node": "130", "vdd_V": source_vdd, "energy_factor": round(src, 6)},
+        "technology": tech.key,
+        "technology_label": tech.label,
+        "source": {"node": tech.node, "vdd_V": source_vdd, "energy_factor": round(src, 6)},
         "target": {
             "node": TARGET_NODE,
             "stands_for": TARGET_LABEL,
@@ -69,15 +116,11 @@ def scaling_rule(source_vdd: float) -> dict:
             "energy_factor": round(dst, 6),
         },
         "divide_by": round(src / dst, 4),
-        "alternatives": {
-            "to_LP20_at_0.8V": round(src / dst_lp, 4),
-            "voltage_by_CV2_from_1.3V": round(src_cv2 / dst, 4),
-            "classical_L_V2": round((130 / 22) * (source_vdd / TARGET_VDD) ** 2, 4),
-        },
+        "alternatives": alternatives,
         "why": (
-            "sky130 is a 130 nm-class node at its liberty's nominal supply; the paper's library is "
-            "22 nm at 0.8 V; 22 nm is not tabulated, the nearest node (20 nm HP) is used; the "
-            "130 nm fit ends at 1.3 V, so 1.8 V extrapolates it (the CV^2 alternative shows the "
-            "spread)"
+            f"{tech.label} is their {tech.node} model at its liberty's nominal supply "
+            f"({source_vdd:g} V; the fit's nominal is {tech.fit_nominal_V:g} V, the CV^2 "
+            "alternative shows the spread); the paper's library is 22 nm at 0.8 V; 22 nm is not "
+            "tabulated, the nearest node (20 nm HP) is used"
         ),
     }

