@@ -4,7 +4,8 @@ One Verilog file per top-level module (``mttfs_encoder``, ``mttfs_sram``, ``mttf
 ``mttfs_router``, ``mttfs_system``, the dense INT4 baseline ``dense_tile``), converted with
 ``emit_src=False`` so the text carries no paths, and a manifest that lists every port, every
 stream payload field with its offset, the derived widths with the accumulator bound, the
-counters, the SRAM image layout, the load protocol and the sha256 of each file (docs/rtl_interfaces.md, docs/cmd_generate.md).
+counters, the SRAM image layout, the load protocol and the sha256 of each file
+(docs/rtl_interfaces.md, docs/cmd_generate.md).
 
 Everything is elaborated in memory first and written to a temporary directory next to the
 output; only then are the files moved into place, so a failed elaboration leaves no partial
