@@ -1,0 +1,638 @@
+"""Gate-level activity of a block from a simulated workload: trace, mapped netlist, replay.
+
+1. :func:`record` runs an Amaranth testbench on a component and keeps, for every clock edge,
+   the value of each input and output port the flip-flops see at that edge (a :class:`Trace`).
+2. :func:`map_netlist` maps the component's Verilog to a liberty with Yosys (flattened,
+   ``splitnets``, tie cells by ``hilomap``), optionally cutting SRAM macros out: their read data
+   becomes an input port of the netlist, which the trace drives from ``extra_inputs``.
+3. :func:`replay` simulates that netlist with the liberty's own cell models (Verilator or
+   Icarus), applies the trace's inputs cycle by cycle, checks every output against the RTL
+   trace (a mismatch raises :class:`ReplayMismatch` naming the cycle, the port and both values)
+   and counts the toggles of every net, sampled once per clock: the zero-delay activity, no
+   glitches, no waveform file.
+
+The energy that follows from the toggles and the liberty is :mod:`synth_scripts.gate_energy`.
+Every tool runs in ``workdir`` with relative file names, so nothing written names a path of
+this machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from matterhorn import toolchain
+from synth_scripts import flow, liberty
+
+__all__ = [
+    "SIMULATORS",
+    "Cell",
+    "Netlist",
+    "ReplayMismatch",
+    "Toggles",
+    "Trace",
+    "map_netlist",
+    "parse_netlist",
+    "port_signals",
+    "record",
+    "replay",
+    "save",
+]
+
+#: Tie cells per library family (cell, pin): ``hilomap`` needs them for constant nets.
+TIE_CELLS = {
+    "NangateOpenCellLibrary": (("LOGIC1_X1", "Z"), ("LOGIC0_X1", "Z")),
+    "sky130_fd_sc_hd": (("sky130_fd_sc_hd__conb_1", "HI"), ("sky130_fd_sc_hd__conb_1", "LO")),
+}
+#: Simulators :func:`replay` can use.
+SIMULATORS = ("verilator", "icarus")
+#: Clock edges with ``rst`` high before the trace starts (flip-flops come up unknown).
+RESET_CYCLES = 2
+
+
+class ReplayMismatch(AssertionError):
+    """The gate netlist's output differs from the RTL trace (cycle, port, both values)."""
+
+
+# -- trace ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Trace:
+    """Per-clock-edge values of a block's ports, as the flip-flops see them at the edge.
+
+    ``ports`` maps a Verilog port name (Amaranth's flattened ``a__b`` names, or an exposed
+    internal signal such as ``weights.bus__rdata``) to ``{"dir": "in"|"out", "width": w}``;
+    ``values[name][c]`` is the port's unsigned value at clock edge ``c``.
+    """
+
+    ports: dict[str, dict]
+    values: dict[str, list[int]]
+
+    @property
+    def cycles(self) -> int:
+        return len(next(iter(self.values.values()))) if self.values else 0
+
+    def inputs(self) -> list[str]:
+        return [p for p, d in self.ports.items() if d["dir"] == "in"]
+
+    def outputs(self) -> list[str]:
+        return [p for p, d in self.ports.items() if d["dir"] == "out"]
+
+    def to_json(self) -> dict:
+        return {"cycles": self.cycles, "ports": self.ports, "values": self.values}
+
+    def bits(self, name: str) -> list[int]:
+        """Bit-wise view is left to callers; this returns the port's values (checked name)."""
+        if name not in self.values:
+            raise ValueError(f"trace has no port {name!r}; it has {sorted(self.values)}")
+        return self.values[name]
+
+
+def port_signals(component) -> dict[str, tuple[str, object]]:
+    """Verilog port name -> (``"in"``/``"out"``, Amaranth value) of ``component``'s signature.
+
+    Names follow :func:`rtl_gen.generate.port_list` (path parts joined by ``__``), which is
+    what ``amaranth.back.verilog`` writes for a component's ports.
+    """
+    from amaranth.hdl import Value
+    from amaranth.lib import wiring
+
+    out = {}
+    for path, member, value in component.signature.flatten(component):
+        name = "__".join(str(p) for p in path)
+        out[name] = ("in" if member.flow == wiring.In else "out", Value.cast(value))
+    return out
+
+
+def record(component, testbench, *, extra_inputs: Mapping[str, object] | None = None,
+           top=None, clock_ns: float = 10.0) -> Trace:
+    """Run ``testbench`` (``async def tb(ctx)``) on ``component``; sample its ports every edge.
+
+    Parameters
+    ----------
+    component : amaranth.lib.wiring.Component
+        Its ports are recorded (``clk`` and ``rst`` excepted: the trace starts from reset).
+    testbench : async callable
+        Drives the component; the simulation ends when it returns.
+    extra_inputs : mapping of str to Amaranth value, optional
+        Signals inside the design that are input ports of the gate netlist (the read data of a
+        cut SRAM macro), keyed by the netlist's port name.
+    top : Elaboratable, optional
+        What to simulate, when it is not ``component`` itself: e.g. ``component.elaborate(None)``
+        so that ``extra_inputs`` can name signals of its submodules.
+
+    Raises
+    ------
+    ValueError
+        An ``extra_inputs`` name clashes with a port of the component.
+    """
+    from amaranth.hdl import Value
+    from amaranth.sim import Simulator
+
+    sigs = port_signals(component)
+    for name, sig in (extra_inputs or {}).items():
+        if name in sigs:
+            raise ValueError(f"extra input {name!r} is already a port of the component")
+        sigs[name] = ("in", Value.cast(sig))
+    names = list(sigs)
+    values = [sigs[n][1] for n in names]
+    widths = [len(v) for v in values]
+    rows: list[tuple] = []
+
+    async def recorder(ctx):
+        while True:
+            sampled = await ctx.tick().sample(*values)
+            rows.append(sampled[2:])
+
+    sim = Simulator(component if top is None else top)
+    sim.add_clock(clock_ns * 1e-9)
+    sim.add_testbench(recorder, background=True)
+    sim.add_testbench(testbench)
+    sim.run()
+    cols = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+    return Trace(
+        ports={n: {"dir": sigs[n][0], "width": w} for n, w in zip(names, widths, strict=True)},
+        values={
+            n: [int(v) & ((1 << w) - 1) for v in col]
+            for n, w, col in zip(names, widths, cols, strict=True)
+        },
+    )
+
+
+# -- mapped netlist ---------------------------------------------------------------------------
+
+_DECL = re.compile(r"^\s*(input|output|wire)\s+(?:\[(\d+):(\d+)\]\s+)?(\\\S+|[\w$]+)\s*;", re.M)
+_CELLINST = re.compile(r"^\s*([\w$]+)\s+(\\\S+|[\w$]+)\s*\((.*?)\);", re.M | re.S)
+_CONN = re.compile(r"\.(\w+)\(\s*([^()]*?)\s*\)")
+_ASSIGN = re.compile(r"^\s*assign\s+(.+?)\s*=\s*(.+?)\s*;", re.M)
+_REF = re.compile(r"^(\\\S+|[\w$]+)(?:\s*\[(\d+)\])?$")
+
+
+def _ref(text: str) -> str | None:
+    """Canonical bit reference (``name`` or ``name[i]``, escaped names keep their backslash
+    and trailing space) of a netlist expression; None for a constant or an open pin."""
+    text = text.strip()
+    if not text or re.match(r"^\d+'[bhd]", text):
+        return None
+    m = _REF.match(text)
+    if m is None:
+        raise ValueError(f"netlist expression {text!r} is not a single bit")
+    name, idx = m.groups()
+    if name.startswith("\\"):
+        name += " "
+    return name if idx is None else f"{name}[{idx}]"
+
+
+@dataclass
+class Cell:
+    name: str
+    type: str
+    pins: dict[str, str | None]  # pin -> net (canonical bit reference of its class)
+
+
+@dataclass
+class Netlist:
+    """A liberty-mapped, flattened netlist that simulates with the liberty's cell models."""
+
+    top: str
+    path: Path  # netlist.v
+    cells_v: Path  # the liberty's cell models
+    lib: liberty.Liberty
+    inputs: dict[str, int]  # port -> width (clk and rst included)
+    outputs: dict[str, int]
+    cells: list[Cell]
+    nets: list[str]  # one reference per electrical net (aliases merged), sorted
+    clock: str = "clk"
+    reset: str | None = "rst"
+    cut: dict[str, int] = field(default_factory=dict)  # exposed read-data ports -> width
+
+    def to_json(self) -> dict:
+        types: dict[str, int] = {}
+        for c in self.cells:
+            types[c.type] = types.get(c.type, 0) + 1
+        return {
+            "top": self.top,
+            "liberty": self.lib.source_name,
+            "cells": len(self.cells),
+            "cells_by_type": dict(sorted(types.items())),
+            "nets": len(self.nets),
+            "inputs": self.inputs,
+            "outputs": self.outputs,
+            "cut": self.cut,
+        }
+
+
+def _bitrefs(name: str, width: int) -> list[str]:
+    base = f"\\{name} " if not re.fullmatch(r"[A-Za-z_][\w$]*", name) else name
+    return [base] if width == 1 else [f"{base}[{i}]" for i in range(width)]
+
+
+def parse_netlist(text: str) -> tuple[dict, dict, list[tuple[str, str, dict]], dict[str, str]]:
+    """Ports, cells and aliases of a netlist written by ``write_verilog -noattr -noexpr``.
+
+    Returns ``(inputs, outputs, cells, alias)`` with ``cells`` as ``(type, name, {pin: ref})``
+    and ``alias`` mapping each bit reference to the representative of its net.
+    """
+    inputs, outputs = {}, {}
+    for kind, hi, lo, name in _DECL.findall(text):
+        if kind == "wire":
+            continue
+        width = abs(int(hi) - int(lo)) + 1 if hi else 1
+        plain = name[1:] if name.startswith("\\") else name
+        (inputs if kind == "input" else outputs)[plain] = width
+    parent: dict[str, str] = {}
+
+    def find(x):
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+
+    for lhs, rhs in _ASSIGN.findall(text):
+        a, b = _ref(lhs), _ref(rhs)
+        if a is not None and b is not None:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                # ports stay representatives: they are what a reader recognises
+                parent[max(ra, rb)] = min(ra, rb)
+    body = _ASSIGN.sub("", text[text.index(");") + 2:])
+    body = _DECL.sub("", body)
+    cells = []
+    for ctype, cname, conns in _CELLINST.findall(body):
+        if ctype in ("module", "endmodule"):
+            continue
+        pins = {pin: _ref(expr) for pin, expr in _CONN.findall(conns)}
+        cells.append((ctype, cname, pins))
+    refs = {r for _, _, pins in cells for r in pins.values() if r is not None}
+    for name, width in (inputs | outputs).items():
+        refs.update(_bitrefs(name, width))
+    alias = {r: find(r) for r in refs | set(parent)}
+    return inputs, outputs, cells, alias
+
+
+def _cell_models(lib: liberty.Liberty, workdir: Path) -> Path:
+    out = workdir / "cells.v"
+    rel = Path(os.path.relpath(lib.path, workdir)).as_posix()
+    flow._run(
+        [toolchain.require("yosys"), "-q", "-p",
+         f"read_liberty -ignore_miss_func {rel}; write_verilog -noattr cells.v"],
+        workdir, workdir / "cells.log", "yosys read_liberty (cell models)",
+    )
+    return out
+
+
+def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
+                *, cut_macros: Mapping[str, str] | None = None,
+                blackboxes: str | None = None) -> Netlist:
+    """Map ``verilog_text`` (module ``top``) to the liberty and write a simulatable netlist.
+
+    Parameters
+    ----------
+    cut_macros : mapping of str to str, optional
+        Macro module -> its read-data output pin, e.g. ``{"mttfs_sram_macro": "RDATA"}``. The
+        net on that pin becomes an input port (``expose -input``, named after the wire, e.g.
+        ``weights.bus__rdata``) and the macro is deleted, as the synthesized blocks do.
+    blackboxes : str, optional
+        Verilog of the cut macros' modules (blackbox stubs); by default
+        :data:`rtl_gen.sram.MACRO_STUB` when ``mttfs_sram_macro`` is cut.
+
+    Raises
+    ------
+    ValueError
+        The liberty's library has no known tie cells, or has no flip-flop or clock-gating cell
+        (checked when the energy is computed).
+    """
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    lib = liberty.prepare(Path(liberty_path), workdir / "lib")
+    family = next((k for k in TIE_CELLS if lib.name.startswith(k)), None)
+    if family is None:
+        raise ValueError(
+            f"liberty {lib.source_name!r} (library {lib.name!r}) has no known tie cells; "
+            f"known libraries: {', '.join(TIE_CELLS)}"
+        )
+    (hi, hpin), (lo, lpin) = TIE_CELLS[family]
+    cut_macros = dict(cut_macros or {})
+    (workdir / f"{top}.v").write_text(verilog_text, encoding="utf-8")
+    cmds = []
+    if cut_macros:
+        if blackboxes is None:
+            from rtl_gen.sram import MACRO_NAME, MACRO_STUB
+
+            blackboxes = MACRO_STUB if MACRO_NAME in cut_macros else ""
+        (workdir / "blackboxes.v").write_text(blackboxes, encoding="utf-8")
+        cmds.append("read_verilog -lib blackboxes.v")
+    cmds += [f"read_verilog {top}.v", f"hierarchy -top {top}", "proc", "flatten"]
+    for macro, pin in sorted(cut_macros.items()):
+        cmds += [
+            f"select -set rdata t:{macro} %x:+[{pin}] t:{macro} %d",
+            "expose -input @rdata",
+            f"delete t:{macro}",
+        ]
+    rel = Path(os.path.relpath(lib.path, workdir)).as_posix()
+    cmds += [
+        f"synth -flatten -top {top}",
+        f"dfflibmap -liberty {rel}",
+        f"abc -liberty {rel}",
+        "opt_clean",
+        "setundef -zero",
+        "splitnets",
+        f"hilomap -hicell {hi} {hpin} -locell {lo} {lpin}",
+        "opt_clean",
+        "write_verilog -noattr -noexpr netlist.v",
+    ]
+    (workdir / "map.ys").write_text("\n".join(cmds) + "\n", encoding="utf-8")
+    flow._run([toolchain.require("yosys"), "-q", "-s", "map.ys"], workdir,
+              workdir / "map.log", f"yosys mapping {top}")
+    text = (workdir / "netlist.v").read_text(encoding="utf-8")
+    inputs, outputs, cells, alias = parse_netlist(text)
+    known = set(lib.outputs)
+    unknown = sorted({t for t, _, _ in cells} - known)
+    if unknown:
+        raise ValueError(f"netlist {top!r} uses cells {unknown} that liberty "
+                         f"{lib.source_name!r} does not define")
+    nets = sorted(set(alias.values()))
+    head = re.search(rf"^module \\?{re.escape(top)}\s*\(.*?^endmodule", verilog_text, re.M | re.S)
+    declared = {n.lstrip("\\") for k, _, _, n in _DECL.findall(head.group(0) if head else "")
+                if k == "input"}
+    cut = {p: w for p, w in inputs.items() if p not in declared} if cut_macros else {}
+    return Netlist(
+        top=top,
+        path=workdir / "netlist.v",
+        cells_v=_cell_models(lib, workdir),
+        lib=lib,
+        inputs=inputs,
+        outputs=outputs,
+        cells=[Cell(n, t, {p: (alias[r] if r else None) for p, r in pins.items()})
+               for t, n, pins in cells],
+        nets=nets,
+        reset="rst" if "rst" in inputs else None,
+        cut=cut,
+    )
+
+
+# -- replay ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Toggles:
+    """Toggle counts of one replay: per net, over ``cycles`` clock edges."""
+
+    cycles: int
+    nets: dict[str, int]  # net reference -> transitions between consecutive clock samples
+    flop_changes: list[int]  # per edge: flip-flop outputs that changed at it
+    simulator: str
+    seconds: float  # wall time of the simulation run (not the build)
+
+    @property
+    def cycles_per_s(self) -> float:
+        return self.cycles / self.seconds if self.seconds > 0 else float("inf")
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["cycles_per_s"] = round(self.cycles_per_s, 1)
+        d["seconds"] = round(self.seconds, 3)
+        return d
+
+
+def _flop_outputs(net: Netlist) -> list[str]:
+    outs = []
+    for c in net.cells:
+        if c.type in net.lib.sequential:
+            outs += [r for p, r in c.pins.items() if p in net.lib.outputs[c.type] and r]
+    return sorted(set(outs))
+
+
+def _testbench(net: Netlist, ins: list[tuple[str, int]], outs: list[tuple[str, int]],
+               counted: list[str], flops: list[str], cycles: int) -> str:
+    """Verilog testbench: reset, then per cycle apply, settle, check, sample, clock."""
+    iw = sum(w for _, w in ins) or 1
+    ow = sum(w for _, w in outs) or 1
+    nb = len(counted)
+    nwords = (nb + 63) // 64
+    lines = [
+        "`timescale 1ns/1ps",
+        "module tb;",
+        "  reg clk = 1'b0;",
+    ]
+    if net.reset:
+        lines.append("  reg rst = 1'b1;")
+    for name, w in ins:
+        lines.append(f"  reg [{w - 1}:0] {_tbname('i', name)};")
+    for name, w in outs:
+        lines.append(f"  wire [{w - 1}:0] {_tbname('o', name)};")
+    lines += [
+        f"  reg [{iw - 1}:0] stim [0:{max(cycles, 1) - 1}];",
+        f"  reg [{ow - 1}:0] expect_o [0:{max(cycles, 1) - 1}];",
+        f"  wire [{nwords * 64 - 1}:0] snap;",
+        f"  reg [{nwords * 64 - 1}:0] prev, diff;",
+        f"  integer cnt [0:{max(nb, 1) - 1}];",
+        "  integer c, i, w, fd, bad, qchg;",
+        f"  {net.top} dut (",
+    ]
+    conns = [f"    .{net.clock}(clk)"]
+    if net.reset:
+        conns.append(f"    .{net.reset}(rst)")
+    conns += [f"    .{_port(n)}({_tbname('i', n)})" for n, _ in ins]
+    conns += [f"    .{_port(n)}({_tbname('o', n)})" for n, _ in outs]
+    lines.append(",\n".join(conns))
+    lines.append("  );")
+    pad = nwords * 64 - nb
+    bits = [f"dut.{r}" for r in reversed(counted)]
+    lines.append("  assign snap = {" + (f"{pad}'b0, " if pad else "")
+                 + ", ".join(bits) + "};" if bits else "  assign snap = 64'b0;")
+    fpos = {r: i for i, r in enumerate(counted)}
+    fmask = 0
+    for r in flops:
+        fmask |= 1 << fpos[r]
+    lines.append(f"  wire [{nwords * 64 - 1}:0] fmask = {nwords * 64}'h{fmask:x};")
+    apply = []
+    off = 0
+    for name, w in reversed(ins):
+        apply.append(f"      {_tbname('i', name)} = stim[c][{off + w - 1}:{off}];")
+        off += w
+    checks = []
+    off = 0
+    for name, w in reversed(outs):
+        checks.append(
+            f"      if ({_tbname('o', name)} !== expect_o[c][{off + w - 1}:{off}]) begin\n"
+            f"        $display(\"@@MISMATCH %0d {name} %h %h\", c, {_tbname('o', name)}, "
+            f"expect_o[c][{off + w - 1}:{off}]);\n        bad = 1;\n      end"
+        )
+        off += w
+    lines += [
+        "  task sample;",
+        "    begin",
+        "      diff = snap ^ prev;",
+        "      prev = snap;",
+        "      qchg = 0;",
+        f"      for (w = 0; w < {nwords}; w = w + 1)",
+        "        if (diff[w*64 +: 64] != 64'b0)",
+        "          for (i = w*64; i < w*64 + 64; i = i + 1)",
+        "            if (diff[i]) begin",
+        "              cnt[i] = cnt[i] + 1;",
+        "              if (fmask[i]) qchg = qchg + 1;",
+        "            end",
+        "    end",
+        "  endtask",
+        "  initial begin",
+        '    $readmemh("stim.hex", stim);',
+        '    $readmemh("expect.hex", expect_o);',
+        f"    for (i = 0; i < {max(nb, 1)}; i = i + 1) cnt[i] = 0;",
+        "    bad = 0;",
+        '    fd = $fopen("flops.txt", "w");',
+        "    c = 0;",
+        *apply,
+        f"    repeat ({RESET_CYCLES}) begin #5 clk = 1'b1; #5 clk = 1'b0; end",
+    ]
+    if net.reset:
+        lines.append("    rst = 1'b0;")
+    lines += [
+        f"    for (c = 0; c < {cycles}; c = c + 1) begin",
+        *apply,
+        "      #1;",
+        "      if (c > 0) begin sample; $fwrite(fd, \"%0d\\n\", qchg); end",
+        "      else prev = snap;",
+        *checks,
+        "      if (bad) begin $display(\"@@STOP\"); $finish; end",
+        "      #4 clk = 1'b1;",
+        "      #5 clk = 1'b0;",
+        "    end",
+        "    #1 sample;",
+        "    $fwrite(fd, \"%0d\\n\", qchg);",
+        "    $fclose(fd);",
+        '    fd = $fopen("toggles.txt", "w");',
+        f"    for (i = 0; i < {nb}; i = i + 1) $fwrite(fd, \"%0d\\n\", cnt[i]);",
+        "    $fclose(fd);",
+        '    $display("@@DONE");',
+        "    $finish;",
+        "  end",
+        "endmodule",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _port(name: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z_][\w$]*", name) else f"\\{name} "
+
+
+def _tbname(prefix: str, name: str) -> str:
+    return f"{prefix}_" + re.sub(r"[^\w]", "_", name)
+
+
+def _hexfile(path: Path, ports: list[tuple[str, int]], trace: Trace, total: int) -> None:
+    cols = [(trace.values[n], w) for n, w in ports]
+    digits = max(1, (total + 3) // 4)
+    with path.open("w", encoding="ascii") as f:
+        for c in range(trace.cycles):
+            word, off = 0, 0
+            for vals, w in reversed(cols):
+                word |= (vals[c] & ((1 << w) - 1)) << off
+                off += w
+            f.write(f"{word:0{digits}x}\n")
+
+
+def _check_ports(net: Netlist, trace: Trace) -> tuple[list, list]:
+    ins = [(n, w) for n, w in net.inputs.items() if n not in (net.clock, net.reset)]
+    outs = list(net.outputs.items())
+    for names, kind in ((ins, "input"), (outs, "output")):
+        for n, w in names:
+            if n not in trace.ports:
+                raise ValueError(
+                    f"netlist {kind} {n!r} is not in the trace (it has {sorted(trace.ports)})"
+                )
+            if trace.ports[n]["width"] != w:
+                raise ValueError(f"netlist {kind} {n!r} is {w} bits, the trace's "
+                                 f"{trace.ports[n]['width']}")
+    return ins, outs
+
+
+def replay(net: Netlist, trace: Trace, workdir, *, sim: str = "verilator") -> Toggles:
+    """Simulate ``net`` on ``trace``: check outputs each cycle, count every net's toggles.
+
+    Toggles are counted between consecutive samples taken once per clock, after the inputs of
+    a cycle have settled and before its edge: cycle ``c``'s count is what changed between
+    sample ``c`` and ``c+1`` (the edge ``c`` and the inputs of cycle ``c+1``), so ``N`` cycles
+    give ``N`` periods of activity. The clock net is not counted (it toggles twice a cycle).
+
+    Raises
+    ------
+    ValueError
+        ``sim`` is not a known simulator, or the trace lacks a port of the netlist.
+    ReplayMismatch
+        An output of the netlist differs from the trace: "cycle C: output P is G in the gate
+        netlist, R in the RTL trace".
+    """
+    if sim not in SIMULATORS:
+        raise ValueError(f"sim must be one of {', '.join(SIMULATORS)}, not {sim!r}")
+    if trace.cycles < 1:
+        raise ValueError("trace has no cycles")
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    ins, outs = _check_ports(net, trace)
+    clk = f"{net.clock}"
+    counted = [r for r in net.nets if r.strip() != clk]
+    flops = _flop_outputs(net)
+    tb = _testbench(net, ins, outs, counted, flops, trace.cycles)
+    (workdir / "tb.v").write_text(tb, encoding="utf-8")
+    _hexfile(workdir / "stim.hex", ins, trace, sum(w for _, w in ins))
+    _hexfile(workdir / "expect.hex", outs, trace, sum(w for _, w in outs))
+    sources = ["tb.v", os.path.relpath(net.path, workdir), os.path.relpath(net.cells_v, workdir)]
+    if sim == "verilator":
+        exe = toolchain.require("verilator")
+        flow._run(
+            [exe, "--binary", "--timing", "--output-split", "0", "-CFLAGS", "-fcoroutines",
+             "-Wno-fatal", "-Wno-lint", "-Wno-style", "--build-jobs", "1", "--top-module", "tb",
+             "-Mdir", "obj", *sources],
+            workdir, workdir / "build.log", f"verilator build of {net.top}",
+        )
+        run_cmd = ["obj/Vtb"]
+    else:
+        flow._run(
+            [toolchain.require("iverilog"), "-g2012", "-s", "tb", "-o", "tb.vvp", *sources],
+            workdir, workdir / "build.log", f"iverilog build of {net.top}",
+        )
+        run_cmd = [toolchain.require("vvp"), "-n", "tb.vvp"]
+    start = time.perf_counter()
+    proc = subprocess.run(run_cmd, cwd=workdir, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, check=False)
+    seconds = time.perf_counter() - start
+    log = proc.stdout + proc.stderr
+    (workdir / "run.log").write_text(log, encoding="utf-8")
+    widths = dict(outs)
+    for line in log.splitlines():
+        if line.startswith("@@MISMATCH"):
+            _, c, port, got, want = line.split()
+            digits = (widths[port] + 3) // 4
+            raise ReplayMismatch(
+                f"cycle {c}: output {port} is 0x{int(got, 16):0{digits}x} in the gate netlist, "
+                f"0x{int(want, 16):0{digits}x} in the RTL trace"
+            )
+    if "@@DONE" not in log:
+        tail = "\n".join(log.strip().splitlines()[-10:])
+        raise flow.ToolError(f"{sim} replay of {net.top} did not finish:\n{tail}")
+    counts = [int(x) for x in (workdir / "toggles.txt").read_text().split()]
+    changes = [int(x) for x in (workdir / "flops.txt").read_text().split()]
+    if len(counts) != len(counted) or len(changes) != trace.cycles:
+        raise flow.ToolError(f"{sim} replay of {net.top} wrote truncated counts")
+    return Toggles(
+        cycles=trace.cycles,
+        nets=dict(zip(counted, counts, strict=True)),
+        flop_changes=changes,
+        simulator=sim,
+        seconds=seconds,
+    )
+
+
+def save(obj, path) -> None:
+    """Write ``obj.to_json()`` as sorted, indented JSON (deterministic bytes)."""
+    Path(path).write_text(json.dumps(obj.to_json(), indent=1, sort_keys=True) + "\n",
+                          encoding="utf-8")
+
