@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -37,7 +38,8 @@ REQUIRED: dict[str, str] = {
 }
 #: Optional keys: our own router's per-hop event energy from a synthesis report (used only when
 #: asked for: ``event_cost="router"``). Accumulators of other widths ``E_ACC<b>`` (rate-coded
-#: rows at other T) are optional too.
+#: rows at other T, events on ``b``-bit weights) and MACs of other weight widths ``E_MAC<b>x4``
+#: (``b``-bit x 4-bit; the paper gives only ``E_MAC4`` = 1x4 and ``E_MAC4x4``) are optional too.
 OPTIONAL: dict[str, str] = {"E_move_event_router": "event/hop"}
 #: The section of a file that holds the costs.
 SECTION = "unit_costs_pJ"
@@ -49,6 +51,8 @@ def _denominator_of(key: str) -> str | None:
     if key in OPTIONAL:
         return OPTIONAL[key]
     if key.startswith("E_ACC") and key[5:].isdigit():
+        return "op"
+    if re.fullmatch(r"E_MAC[1-8]x4", key):
         return "op"
     return None
 
@@ -173,7 +177,7 @@ def parse_unit_costs(data: object, *, origin: str, complete: bool = True) -> Uni
         if denominator is None:
             raise ValueError(
                 f"unknown unit cost {key!r} in {origin}; valid keys: "
-                f"{', '.join([*REQUIRED, *OPTIONAL])} (and E_ACC<bits>)"
+                f"{', '.join([*REQUIRED, *OPTIONAL])} (and E_ACC<bits>, E_MAC<bits>x4)"
             )
         if not isinstance(entry, dict) or "value" not in entry or "unit" not in entry:
             raise ValueError(

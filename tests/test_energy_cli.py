@@ -113,7 +113,7 @@ def test_unknown_preset(capsys, tmp_path):
     check_error(
         capsys,
         tmp_path,
-        "unknown preset 'bert-huge'; valid presets: bert-base, llama2-7b, llama2-13b, llama2-70b",
+        "unknown preset 'bert-huge'; valid presets: bert-base, llama2-7b, llama2-13b, llama2-70b, minilm-l6",
         "--preset",
         "bert-huge",
     )

@@ -31,7 +31,7 @@ def check_error(exc_type, message, fn, *args, **kwargs):
 def test_unknown_preset():
     check_error(
         ValueError,
-        "unknown preset 'bert-large'; valid presets: bert-base, llama2-7b, llama2-13b, llama2-70b",
+        "unknown preset 'bert-large'; valid presets: bert-base, llama2-7b, llama2-13b, llama2-70b, minilm-l6",
         em.preset,
         "bert-large",
     )
