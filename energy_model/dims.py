@@ -28,7 +28,6 @@ from dataclasses import dataclass, replace
 
 from golden_models.codespace import check_integer
 
-
 #: Widest weight the model accepts (the paper uses 1 and 4).
 MAX_WEIGHT_BITS = 8
 

@@ -601,7 +601,8 @@ def compute(
     dense_spec, dense_ops, _, dense_totals = next(r for r in raw if r[0].encoding == "dense")
     dense_total = sum(dense_totals.values())
     if not dense_total > 0:
-        keys = sorted({k for o in dense_ops.values() for c in o.values() for k, n in c.items() if n})
+        charged = (k for o in dense_ops.values() for c in o.values() for k, n in c.items() if n)
+        keys = sorted(set(charged))
         raise ValueError(
             f"Rel. is undefined: the dense QNN row {dense_spec.name!r} costs 0 J per block "
             f"(its unit costs {', '.join(keys)} are all 0)"

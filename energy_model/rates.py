@@ -27,6 +27,7 @@ from energy_model.histogram import (
     mttfs_rate,
     ttfs_rate,
 )
+from energy_model.jsonfile import read_json
 from golden_models.codespace import CodeSpace, check_T
 from golden_models.positions import LABEL_OF_KEY, POSITION_FAMILY, POSITIONS
 
@@ -502,12 +503,7 @@ def load_stats(
     - optional ``bit_events_per_delivery``: ``{"k=0": x or {position: x}, ...}``.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"statistics file {str(path)!r} does not exist")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"statistics file {path.name} is not valid JSON: {exc}") from None
+    data = read_json(path, "statistics file")
     if not isinstance(data, dict):
         raise ValueError(f"statistics file {path.name} must hold a JSON object")
     source = f"statistics file {path.name}"

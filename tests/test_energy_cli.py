@@ -29,7 +29,7 @@ def write_synth(tmp_path, key, value, unit, provenance=None):
     if provenance is not None:
         cost["provenance"] = provenance
     path = tmp_path / "synth_report.json"
-    path.write_text(json.dumps({"unit_costs_pJ": {key: cost}}))
+    path.write_text(json.dumps({"schema": em.SYNTH_SCHEMA, "unit_costs_pJ": {key: cost}}))
     return path
 
 
@@ -113,7 +113,8 @@ def test_unknown_preset(capsys, tmp_path):
     check_error(
         capsys,
         tmp_path,
-        "unknown preset 'bert-huge'; valid presets: bert-base, llama2-7b, llama2-13b, llama2-70b, minilm-l6",
+        "unknown preset 'bert-huge'; valid presets: bert-base, llama2-7b, llama2-13b, "
+        "llama2-70b, minilm-l6",
         "--preset",
         "bert-huge",
     )
