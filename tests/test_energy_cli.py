@@ -47,6 +47,7 @@ def test_default_run_reproduces_the_paper_and_writes_everything(capsys, tmp_path
             "energy_report.json",
             "energy_table.csv",
             "energy_positions.csv",
+            "energy_ops.csv",
             "energy_sensitivity.json",
             "energy_sensitivity.csv",
             "energy_breakdown.png",
