@@ -12,7 +12,14 @@ Plots are in :mod:`energy_model.plots` (imported on use: matplotlib is slow to l
 comparison with the paper's printed tables is in :mod:`energy_model.reproduction`.
 """
 
-from energy_model.dims import PRESETS, ModelDims, block_totals, position_counts, preset
+from energy_model.dims import (
+    PRESETS,
+    ModelDims,
+    PositionCounts,
+    block_totals,
+    position_counts,
+    preset,
+)
 from energy_model.histogram import (
     BIT_CONVENTIONS,
     Histogram,
@@ -28,6 +35,8 @@ from energy_model.model import (
     RowResult,
     RowSpec,
     compute,
+    mac_key,
+    position_ops,
     rows_of,
 )
 from energy_model.output import write_report
@@ -44,8 +53,10 @@ from energy_model.rates import (
 from energy_model.sensitivity import Sweep, linear_coefficients, sensitivity
 from energy_model.unit_costs import (
     REQUIRED,
+    SYNTH_SCHEMA,
     UnitCost,
     UnitCosts,
+    load_synth_report,
     load_unit_costs,
     paper_unit_costs,
     resolve_unit_costs,
@@ -57,6 +68,7 @@ __all__ = [
     "POSITIONS",
     "PRESETS",
     "REQUIRED",
+    "SYNTH_SCHEMA",
     "Baseline",
     "BitEvents",
     "Breakdown",
@@ -64,6 +76,7 @@ __all__ = [
     "Histogram",
     "ModelDims",
     "Options",
+    "PositionCounts",
     "Quantity",
     "Rate",
     "Rates",
@@ -77,13 +90,16 @@ __all__ = [
     "compute",
     "events_per_value",
     "linear_coefficients",
+    "mac_key",
     "load_stats",
+    "load_synth_report",
     "load_unit_costs",
     "mttfs_rate",
     "paper_baselines",
     "paper_reference",
     "paper_unit_costs",
     "position_counts",
+    "position_ops",
     "preset",
     "resolve_unit_costs",
     "rows_of",

@@ -15,6 +15,11 @@ Two generalisations keep the presets honest and reduce to the paper at BERT-base
 ``kv_heads`` (grouped-query attention: K/V projections have ``kv_heads*d_k`` outputs) and
 ``ffn_linears`` (2 for a GELU FFN, 3 for LLaMA's SwiGLU: gate and up both read the FFN-expand
 input). Decoder causality is not modelled: attention counts are full ``S^2``, as in the paper.
+
+``weight_bits`` is the width of the linear layers' weights: 1 for the paper's BERT track ("a W1A4
+QNN (1-bit weights, 4-bit activations ...)", Results), 4 for its LLaMA track ("converted from
+4-bit-weight, 4-bit-activation QNNs", Section "Extended results for Larger model") and for our
+MiniLM conversion (W4A4, ``docs/minilm.md``). :mod:`energy_model.model` reads it per weight access.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from golden_models.codespace import check_integer
+
+#: Widest weight the model accepts (the paper uses 1 and 4).
+MAX_WEIGHT_BITS = 8
 
 
 def _check_positive_int(name: str, value: object) -> int:
@@ -57,6 +65,9 @@ class ModelDims:
         ``S``.
     source : str
         Where the dimensions come from.
+    weight_bits : int
+        Width of the linear layers' weights, 1..8 (the paper: 1 for BERT, 4 for LLaMA-2). Bits
+        read per weight access, and the MAC the dense path pays (see :mod:`energy_model.model`).
     """
 
     name: str
@@ -69,10 +80,16 @@ class ModelDims:
     batch: int = 64
     seq: int = 128
     source: str = ""
+    weight_bits: int = 1
 
     def __post_init__(self) -> None:
         for field in ("hidden", "ffn", "heads", "layers", "batch", "seq"):
             _check_positive_int(field, getattr(self, field))
+        check_integer("weight_bits", self.weight_bits)
+        if not 1 <= self.weight_bits <= MAX_WEIGHT_BITS:
+            raise ValueError(
+                f"weight_bits must be in 1..{MAX_WEIGHT_BITS}, not {self.weight_bits!r}"
+            )
         if self.kv_heads is None:
             object.__setattr__(self, "kv_heads", self.heads)
         _check_positive_int("kv_heads", self.kv_heads)
@@ -112,6 +129,7 @@ class ModelDims:
             "d_k": self.d_k,
             "layers": self.layers,
             "ffn_linears": self.ffn_linears,
+            "weight_bits": self.weight_bits,
             "batch": self.batch,
             "seq": self.seq,
             "source": self.source,
@@ -120,7 +138,8 @@ class ModelDims:
 
 #: Presets. BERT-base is the paper's workload; LLaMA-2 dimensions are the published model cards
 #: (Touvron et al. 2023, "Llama 2", Table 1 and the released configs: hidden, intermediate size,
-#: heads, layers, key/value heads).
+#: heads, layers, key/value heads). Weight widths are the paper's: BERT is W1A4, LLaMA-2 W4A4;
+#: MiniLM is our own W4A4 conversion (``golden_models.models.ptq``, ``weight_bits=4``).
 PRESETS: dict[str, ModelDims] = {
     "bert-base": ModelDims(
         "bert-base",
@@ -138,6 +157,7 @@ PRESETS: dict[str, ModelDims] = {
         32,
         kv_heads=32,
         ffn_linears=3,
+        weight_bits=4,
         source="LLaMA-2 7B published config (hidden 4096, intermediate 11008, 32 heads, 32 layers)",
     ),
     "llama2-13b": ModelDims(
@@ -148,6 +168,7 @@ PRESETS: dict[str, ModelDims] = {
         40,
         kv_heads=40,
         ffn_linears=3,
+        weight_bits=4,
         source="LLaMA-2 13B published config (hidden 5120, intermediate 13824, 40 heads, "
         "40 layers)",
     ),
@@ -159,8 +180,19 @@ PRESETS: dict[str, ModelDims] = {
         80,
         kv_heads=8,
         ffn_linears=3,
+        weight_bits=4,
         source="LLaMA-2 70B published config (hidden 8192, intermediate 28672, 64 heads, "
         "8 key/value heads, 80 layers)",
+    ),
+    "minilm-l6": ModelDims(
+        "minilm-l6",
+        384,
+        1536,
+        12,
+        6,
+        weight_bits=4,
+        source="all-MiniLM-L6-v2 config (hidden 384, intermediate 1536, 12 heads, 6 layers), "
+        "our W4A4 conversion (docs/minilm.md); B=64, S=128 as in the paper",
     ),
 }
 

@@ -2,25 +2,30 @@
 
 Every row is a sum over the eight spike-encoded positions of one encoder block. At position
 ``p`` with ``D`` deliveries (elements times fan-out), ``N`` outputs of the consuming layer, ``KV``
-K/V elements written there, per-step rate ``r`` and ``s = T*r`` events per value per window:
+K/V elements written there, per-step rate ``r``, ``s = T*r`` events per value per window and
+``w`` the weight width (:attr:`ModelDims.weight_bits`: 1 for the paper's BERT, 4 for LLaMA-2):
 
-Dense INT4 QNN (``a`` activation bits)
+Dense QNN (``a`` activation bits)
     Move ``D*a*E_move_dense`` (+ the same again on attention positions: the K/V operand moves too)
-    W-read ``(D*1 | D*a on attention) * E_weight + KV*a*E_weight`` (K/V write)
-    Compute ``D*(E_MAC4 | E_MAC4x4 on attention) + 2*N*E_clamp4``
-TTFS family (Otters T=15, Matterhorn TTFS and M-TTFS)
+    W-read ``(D*w | D*a on attention) * E_weight + KV*a*E_weight`` (K/V write)
+    Compute ``D*(MAC(w) | E_MAC4x4 on attention) + 2*N*E_clamp4``; ``MAC(1) = E_MAC4``,
+    ``MAC(4) = E_MAC4x4``, other ``w``: ``E_MAC<w>x4`` from the table (:func:`mac_key`)
+TTFS family (Otters T=15, Matterhorn TTFS and M-TTFS; ``s <= 1``: one spike per value at most)
     Move ``s*D*E_move_event``
-    W-read ``(s*D*(1 | v) + T*N*threshold_bits + KV*v) * E_weight``, ``v = ceil(log2 T)``
-    Compute ``s*D*(E_MAC4 + E_enc) + T*N*E_CMP`` (attention path also at E_MAC4)
-Rate-coded (``b = log2 T``)
+    W-read ``(s*D*(w | v) + T*N*threshold_bits + KV*v) * E_weight``, ``v = ceil(log2 T)``
+    Compute ``s*D*(EV + E_enc) + T*N*E_CMP``, ``EV = MAC(w)`` (attention path at E_MAC4)
+Rate-coded (``b = log2 T``; ``s`` up to ``T``)
     Move ``s*D*E_move_event``
-    W-read ``(s*D*(1 | b) + KV*b) * E_weight``
-    Compute ``s*D*(E_ACC1 | E_ACC<b>) + T*N*E_CMP + s*N*E_SUB`` (a reset per output spike)
+    W-read ``(s*D*(w | b) + KV*b) * E_weight``
+    Compute ``s*D*(E_ACC<w> | E_ACC<b>) + T*N*E_CMP + s*N*E_SUB`` (a reset per output spike)
 Bit-serial QNN (``e`` routed bit-events per delivery)
-    Move ``e*D*E_move_event``; W-read ``e*D*(1 | attention read bits)*E_weight``;
-    Compute ``e*D*E_ACC1 + 2*N*E_clamp4``
+    Move ``e*D*E_move_event``; W-read ``e*D*(w | attention read bits)*E_weight``;
+    Compute ``e*D*(E_ACC<w> | E_ACC1 on attention) + 2*N*E_clamp4``
 
-Each asymmetry of these conventions is an :class:`Options` field; the defaults are the paper's.
+At ``w = 1`` these are the paper's formulas. The event operators at ``w > 1`` (``MAC(w)``,
+``E_ACC<w>``) are our choice, :attr:`Options.event_accumulate`; ``"one-bit"`` keeps ``E_MAC4``
+and ``E_ACC1``. :func:`position_ops` gives the operation counts behind every term. Each
+asymmetry of these conventions is an :class:`Options` field; the defaults are the paper's.
 """
 
 from __future__ import annotations
@@ -34,13 +39,15 @@ from dataclasses import asdict, dataclass, field, replace
 
 from energy_model.dims import ModelDims, PositionCounts, block_totals, position_counts, preset
 from energy_model.quantity import Quantity, format_sig
-from energy_model.rates import BitEvents, Rate, Rates
+from energy_model.rates import BitEvents, Rate, Rates, check_ttfs_events
 from energy_model.unit_costs import UnitCosts, paper_unit_costs
 
 #: Energy components, in the paper's column order.
 COMPONENTS = ("move", "wread", "compute")
 COMPONENT_LABELS = {"move": "Move", "wread": "W-read", "compute": "Compute", "total": "Total"}
 ENCODINGS = ("rate", "ttfs", "dense", "bit-serial")
+#: Values of :attr:`Options.event_accumulate`.
+EVENT_ACCUMULATES = ("weight-width", "one-bit")
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,17 @@ class Options:
     bit_convention : {"signed", "magnitude"}
         How bit-events are counted from a code histogram (see :mod:`energy_model.histogram`);
         recorded in reports; the conversion itself happens when rates are built.
+    event_accumulate : {"weight-width", "one-bit"}
+        What one delivered event's accumulate costs on a linear layer when the weights are wider
+        than 1 bit (:attr:`ModelDims.weight_bits` ``w`` > 1). The paper is silent: all its
+        spiking rows are W1. ``"weight-width"`` (default): the operator of the weight's width,
+        as the paper pairs them at ``w = 1``. TTFS-family events pay the dense path's
+        ``w``-bit x INT4 MAC (its table gives ``E_MAC4`` to "QNN and TTFS linear paths" alike:
+        ``E_MAC4x4`` at ``w = 4``); rate-coded and bit-serial events pay ``E_ACC<w>`` (it
+        charges an accumulate of the operand's width: ``E_ACC1`` for 1-bit weights, ``E_ACC4``
+        and ``E_ACC2`` for the 4- and 2-bit attention operands). ``"one-bit"``: keep the paper's
+        W1 operators (``E_MAC4``, ``E_ACC1``) at any ``w``; only the weight read widens. Both
+        are the paper's model at ``w = 1``.
     """
 
     qnn_kv_operand_move: bool = True
@@ -87,6 +105,7 @@ class Options:
     threshold_bits: int = 4
     rate_reset_per_spike: bool = True
     bit_convention: str = "signed"
+    event_accumulate: str = "weight-width"
 
     def __post_init__(self) -> None:
         for name in (
@@ -110,6 +129,11 @@ class Options:
         if self.bit_convention not in ("signed", "magnitude"):
             raise ValueError(
                 f"bit_convention must be 'signed' or 'magnitude', not {self.bit_convention!r}"
+            )
+        if self.event_accumulate not in EVENT_ACCUMULATES:
+            raise ValueError(
+                "event_accumulate must be 'weight-width' or 'one-bit', "
+                f"not {self.event_accumulate!r}"
             )
 
     def to_json(self) -> dict:
@@ -152,6 +176,8 @@ class RowSpec:
             isinstance(self.T, bool) or not isinstance(self.T, int) or self.T < 1
         ):
             raise ValueError(f"T of row {self.name!r} must be a positive integer, not {self.T!r}")
+        if self.encoding == "ttfs":
+            check_ttfs_events(self.T, self.rate, f"row {self.name!r}")
 
 
 def rows_of(rates: Rates) -> list[RowSpec]:
@@ -173,51 +199,98 @@ def _bits_of_T(T: int, name: str) -> int:
     return max(T.bit_length() - 1, 1)
 
 
-def position_energy(
-    spec: RowSpec, c: PositionCounts, costs: UnitCosts, options: Options
-) -> dict[str, float]:
-    """Move, W-read and Compute in joules of row ``spec`` at one position."""
-    E = costs.joules
+def mac_key(weight_bits: int) -> str:
+    """The unit cost of one ``weight_bits``-bit x INT4 MAC.
+
+    The paper's table has two: ``E_MAC4`` "INT4 MAC, 1-bit W x 4-bit A" (b = 1) and
+    ``E_MAC4x4`` "4-bit x 4-bit MAC" (b = 4). For any other width it gives no figure, and we
+    invent none: ``E_MAC<b>x4`` must come from the unit-cost table (a user table or a synthesis
+    report); :func:`compute` says so if it is missing.
+    """
+    return {1: "E_MAC4", 4: "E_MAC4x4"}.get(weight_bits, f"E_MAC{weight_bits}x4")
+
+
+def _event_op(encoding: str, weight_bits: int, options: Options) -> str:
+    """The operator one delivered event pays on a linear layer (the paper: W1 rows only)."""
+    w = weight_bits if options.event_accumulate == "weight-width" else 1
+    if encoding == "ttfs":
+        return mac_key(w)
+    return f"E_ACC{w}"  # rate-coded and bit-serial: an add of the weight, no multiply
+
+
+def position_ops(
+    spec: RowSpec, c: PositionCounts, options: Options, *, weight_bits: int = 1
+) -> dict[str, dict[str, float]]:
+    """Operation counts of row ``spec`` at one position, per component and unit cost.
+
+    Returns ``{"move": {key: n}, "wread": {key: n}, "compute": {key: n}}`` where ``n`` is in the
+    unit cost's own denominator (ops, bits, events, bit-hops); energy is ``sum(n * E[key])``.
+    ``weight_bits`` is the linear layers' weight width ``w`` (:attr:`ModelDims.weight_bits`):
+    every row reads ``w`` bits per weight access on a linear layer (the paper: ``E_weight`` is
+    "one per-bit value for reads and writes", Appendix C; its W1 rows read 1 bit). Attention
+    operands (K, V) are activations: their widths do not follow ``w``.
+    """
     D, N, KV, att = c.deliveries, c.outputs, c.kv_elements, c.attention
     a = options.activation_bits
     if a is None:
         raise ValueError("options.activation_bits is unresolved (None): compute() resolves it")
+    w = weight_bits
     if spec.encoding == "dense":
-        move = D * a * E("E_move_dense") * (2 if att and options.qnn_kv_operand_move else 1)
-        wread = ((D * a if att else D) + KV * a) * E("E_weight")
-        compute = D * E("E_MAC4x4" if att else "E_MAC4") + 2 * N * E("E_clamp4")
+        # Appendix C: E_MAC4 "QNN and TTFS linear paths" (1-bit W x 4-bit A), E_MAC4x4 "QNN
+        # attention path"; a b-bit weight pays the b-bit x 4-bit MAC (mac_key).
+        move = {"E_move_dense": D * a * (2 if att and options.qnn_kv_operand_move else 1)}
+        wread = {"E_weight": (D * a if att else D * w) + KV * a}
+        compute = {"E_MAC4x4" if att else mac_key(w): D, "E_clamp4": 2 * N}
     elif spec.encoding == "bit-serial":
         ev = spec.bit_events.at(c.position) * D
-        read_bits = options.bitserial_attention_read_bits if att else 1
+        read_bits = options.bitserial_attention_read_bits if att else w
         kv_write = KV * a if options.bitserial_kv_write else 0
-        move = ev * E("E_move_event")
-        wread = (ev * read_bits + kv_write) * E("E_weight")
-        compute = ev * E("E_ACC1") + 2 * N * E("E_clamp4")
+        move = {"E_move_event": ev}
+        wread = {"E_weight": ev * read_bits + kv_write}
+        compute = {
+            "E_ACC1" if att else _event_op("bit-serial", w, options): ev,
+            "E_clamp4": 2 * N,
+        }
     elif spec.encoding == "ttfs":
         T = spec.T
         # K/V codes of a T-step row are ceil(log2 T) bits: 4 for Otters (T=15) and T=16
         kv = max((T - 1).bit_length(), 1)
         s = T * spec.rate.at(c.position)
-        move = s * D * E("E_move_event")
-        wread = (s * D * (kv if att else 1) + T * N * options.threshold_bits + KV * kv) * E(
-            "E_weight"
-        )
-        compute = s * D * (E("E_MAC4") + E("E_enc")) + T * N * E("E_CMP")
+        move = {"E_move_event": s * D}
+        wread = {"E_weight": s * D * (kv if att else w) + T * N * options.threshold_bits + KV * kv}
+        # the paper charges the TTFS attention path E_MAC4 too ("attention path also at E_MAC4")
+        mac = "E_MAC4" if att else _event_op("ttfs", w, options)
+        compute = {mac: s * D, "E_enc": s * D, "E_CMP": T * N}
     else:  # rate-coded
         T = spec.T
         b = _bits_of_T(T, spec.name)
         s = T * spec.rate.at(c.position)
-        move = s * D * E("E_move_event")
-        wread = (s * D * (b if att else 1) + KV * b) * E("E_weight")
-        compute = s * D * E(f"E_ACC{b}" if att else "E_ACC1") + T * N * E("E_CMP")
+        move = {"E_move_event": s * D}
+        wread = {"E_weight": s * D * (b if att else w) + KV * b}
+        compute = {f"E_ACC{b}" if att else _event_op("rate", w, options): s * D, "E_CMP": T * N}
         if options.rate_reset_per_spike:
-            compute += s * N * E("E_SUB")
+            compute["E_SUB"] = s * N
     return {"move": move, "wread": wread, "compute": compute}
 
 
-def _pooler_move(dims: ModelDims, costs: UnitCosts, options: Options) -> float:
+def energy_of(ops: dict[str, dict[str, float]], costs: UnitCosts) -> dict[str, float]:
+    """Move, W-read and Compute in joules of the op counts ``ops`` (see :func:`position_ops`)."""
+    return {
+        comp: sum(n * costs.joules(key) for key, n in ops[comp].items()) for comp in COMPONENTS
+    }
+
+
+def position_energy(
+    spec: RowSpec, c: PositionCounts, costs: UnitCosts, options: Options, *, weight_bits: int = 1
+) -> dict[str, float]:
+    """Move, W-read and Compute in joules of row ``spec`` at one position."""
+    return energy_of(position_ops(spec, c, options, weight_bits=weight_bits), costs)
+
+
+def _pooler_ops(dims: ModelDims, options: Options) -> dict[str, dict[str, float]]:
     deliveries = dims.batch * dims.hidden * dims.hidden
-    return deliveries * options.activation_bits * costs.joules("E_move_dense") / dims.layers
+    bits = deliveries * options.activation_bits / dims.layers
+    return {"move": {"E_move_dense": bits}, "wread": {}, "compute": {}}
 
 
 @dataclass(frozen=True)
@@ -262,6 +335,9 @@ class RowResult:
         Delivery-weighted per-step rate (what drives Move), as a fraction.
     events_per_delivery : float or None
         Routed events per delivery (``s`` for spiking rows, bit-events for bit-serial).
+    ops : dict[str, dict[str, dict[str, float]]]
+        Per position (as ``positions``): the operation counts per component and unit cost
+        (:func:`position_ops`), in the unit cost's own denominator.
     """
 
     spec: RowSpec
@@ -270,6 +346,16 @@ class RowResult:
     rel: float
     effective_rate: float | None
     events_per_delivery: float | None
+    ops: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+
+    def op_totals(self) -> dict[str, float]:
+        """Operation count per unit cost summed over the block (all components)."""
+        out: dict[str, float] = {}
+        for per_comp in self.ops.values():
+            for counts in per_comp.values():
+                for key, n in counts.items():
+                    out[key] = out.get(key, 0) + n
+        return out
 
     @property
     def name(self) -> str:
@@ -292,7 +378,9 @@ class RowResult:
             "activity": activity,
             **self.energy.to_json(),
             "rel_to_dense_qnn": self.rel,
-            "positions": {p: b.to_json() for p, b in self.positions.items()},
+            "positions": {
+                p: {**b.to_json(), "ops": self.ops.get(p, {})} for p, b in self.positions.items()
+            },
         }
 
 
@@ -385,6 +473,20 @@ class EnergyReport:
                 )
         return out.getvalue()
 
+    def ops_csv(self) -> str:
+        """One line per (row, position, component, unit cost): the operation count behind it."""
+        out = io.StringIO()
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow(["row", "position", "component", "unit_cost", "count", "per", "energy_mJ"])
+        for r in self.rows:
+            for p, per_comp in r.ops.items():
+                for comp in COMPONENTS:
+                    for key, n in per_comp[comp].items():
+                        joules = n * self.unit_costs.joules(key)
+                        per = self.unit_costs[key].quantity.unit.split("/", 1)[1]
+                        w.writerow([r.name, p, comp, key, repr(float(n)), per, repr(joules * 1e3)])
+        return out.getvalue()
+
     def table(self) -> str:
         """The paper's table layout: mJ per block to four significant digits, and Rel."""
         head = ["Model", "T", "Rate/step", "Move", "W-read", "Compute", "Total", "Rel."]
@@ -430,6 +532,23 @@ def _effective(
     return None, None
 
 
+def _check_mac_cost(
+    weight_bits: int, costs: UnitCosts, options: Options, specs: Sequence[RowSpec]
+) -> None:
+    """A clear error when a weight width has no MAC in the table (the paper gives b = 1 and 4)."""
+    needed = {mac_key(weight_bits)} if any(s.encoding == "dense" for s in specs) else set()
+    if any(s.encoding == "ttfs" for s in specs):
+        needed.add(_event_op("ttfs", weight_bits, options))
+    for key in sorted(needed - {"E_MAC4", "E_MAC4x4"}):
+        if key not in costs:
+            raise ValueError(
+                f"weight_bits={weight_bits} needs the unit cost {key!r} (a {weight_bits}-bit x "
+                f"4-bit MAC), which the unit costs {costs.name!r} lack: the paper gives only "
+                "E_MAC4 (1-bit weights) and E_MAC4x4 (4-bit weights); add it with --unit-costs "
+                "or --synth"
+            )
+
+
 def compute(
     model: ModelDims | str = "bert-base",
     rates: Rates | None = None,
@@ -466,18 +585,30 @@ def compute(
     if not any(s.encoding == "dense" for s in specs):
         specs.insert(0, RowSpec("Matterhorn QNN (dense)", "dense"))
     counts = position_counts(dims, attention_outputs=options.attention_outputs)
-    pooler = _pooler_move(dims, costs, options) if options.pooler_amortization else 0.0
+    _check_mac_cost(dims.weight_bits, costs, options, specs)
 
     raw = []
     for spec in specs:
-        per_pos = {c.position: position_energy(spec, c, costs, options) for c in counts}
+        ops = {
+            c.position: position_ops(spec, c, options, weight_bits=dims.weight_bits)
+            for c in counts
+        }
         if options.pooler_amortization:
-            per_pos["Pooler (amortized)"] = {"move": pooler, "wread": 0.0, "compute": 0.0}
+            ops["Pooler (amortized)"] = _pooler_ops(dims, options)
+        per_pos = {p: energy_of(o, costs) for p, o in ops.items()}
         totals = {comp: math.fsum(p[comp] for p in per_pos.values()) for comp in COMPONENTS}
-        raw.append((spec, per_pos, totals))
-    dense_total = next(sum(t.values()) for s, _, t in raw if s.encoding == "dense")
+        raw.append((spec, ops, per_pos, totals))
+    dense_spec, dense_ops, _, dense_totals = next(r for r in raw if r[0].encoding == "dense")
+    dense_total = sum(dense_totals.values())
+    if not dense_total > 0:
+        charged = (k for o in dense_ops.values() for c in o.values() for k, n in c.items() if n)
+        keys = sorted(set(charged))
+        raise ValueError(
+            f"Rel. is undefined: the dense QNN row {dense_spec.name!r} costs 0 J per block "
+            f"(its unit costs {', '.join(keys)} are all 0)"
+        )
     results = []
-    for spec, per_pos, totals in raw:
+    for spec, ops, per_pos, totals in raw:
         rate, events = _effective(spec, counts)
         results.append(
             RowResult(
@@ -487,6 +618,7 @@ def compute(
                 rel=sum(totals.values()) / dense_total,
                 effective_rate=rate,
                 events_per_delivery=events,
+                ops=ops,
             )
         )
     return EnergyReport(

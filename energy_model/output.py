@@ -20,6 +20,7 @@ FILES = {
     "json": "energy_report.json",
     "csv": "energy_table.csv",
     "positions_csv": "energy_positions.csv",
+    "ops_csv": "energy_ops.csv",
     "sensitivity_json": "energy_sensitivity.json",
     "sensitivity_csv": "energy_sensitivity.csv",
     "breakdown_png": "energy_breakdown.png",
@@ -49,6 +50,7 @@ def write_report(
         put("json", report.to_json())
         put("csv", report.to_csv())
         put("positions_csv", report.positions_csv())
+        put("ops_csv", report.ops_csv())
         if sweep is not None:
             put("sensitivity_json", sweep.to_json())
             put("sensitivity_csv", sweep.to_csv())

@@ -27,6 +27,7 @@ from energy_model.histogram import (
     mttfs_rate,
     ttfs_rate,
 )
+from energy_model.jsonfile import read_json
 from golden_models.codespace import CodeSpace, check_T
 from golden_models.positions import LABEL_OF_KEY, POSITION_FAMILY, POSITIONS
 
@@ -137,6 +138,28 @@ def _percent(value: object, label: str) -> float:
     return value / 100
 
 
+def check_ttfs_events(T: int, rate: Rate, what: str) -> None:
+    """TTFS sends at most one spike per value: ``s = T * rate <= 1`` at every position.
+
+    Rate-coded rows are exempt (a rate-coded neuron spikes up to ``T`` times per window:
+    SpikingBERT's 25 % at T=16 is ``s = 4``); only the 0..100 % bound applies to them.
+
+    Raises
+    ------
+    ValueError
+        ``s > 1``; the message names ``what``, ``T``, the rate and ``s``.
+    """
+    for position in POSITIONS if rate.per_position else (None,):
+        r = rate.at(position) if position else rate.value
+        s = T * r
+        if s > 1 + 1e-12:
+            at = f" at {position}" if position else ""
+            raise ValueError(
+                f"{what}{at}: T={T} at {r * 100:g} % per step gives s = T*rate = {s:.4g} events "
+                "per value, but TTFS sends at most one spike per value (s <= 1)"
+            )
+
+
 @dataclass(frozen=True)
 class BitEvents:
     """Bit-serial routed bit-events per delivery, one value or one per position.
@@ -219,6 +242,13 @@ class Rates:
         for k in list(self.mttfs) + list(self.bit_serial):
             if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < self.T:
                 raise ValueError(f"dead-zone radius k must be in 0..{self.T - 1}, not {k!r}")
+        if self.ttfs is not None:
+            check_ttfs_events(self.T, self.ttfs, "TTFS")
+        for k, rate in self.mttfs.items():
+            check_ttfs_events(self.T, rate, f"M-TTFS k={k}")
+        for b in self.baselines:
+            if b.encoding == "ttfs":
+                check_ttfs_events(b.T, b.rate, b.name)
         object.__setattr__(self, "mttfs", dict(sorted(self.mttfs.items())))
         object.__setattr__(self, "bit_serial", dict(sorted(self.bit_serial.items())))
 
@@ -473,12 +503,7 @@ def load_stats(
     - optional ``bit_events_per_delivery``: ``{"k=0": x or {position: x}, ...}``.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"statistics file {str(path)!r} does not exist")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"statistics file {path.name} is not valid JSON: {exc}") from None
+    data = read_json(path, "statistics file")
     if not isinstance(data, dict):
         raise ValueError(f"statistics file {path.name} must hold a JSON object")
     source = f"statistics file {path.name}"

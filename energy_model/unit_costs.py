@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from energy_model.jsonfile import read_json
 from energy_model.quantity import Quantity, parse_energy_unit
 
 #: Each key the model uses and the denominator its unit must have.
@@ -37,10 +39,13 @@ REQUIRED: dict[str, str] = {
 }
 #: Optional keys: our own router's per-hop event energy from a synthesis report (used only when
 #: asked for: ``event_cost="router"``). Accumulators of other widths ``E_ACC<b>`` (rate-coded
-#: rows at other T) are optional too.
+#: rows at other T, events on ``b``-bit weights) and MACs of other weight widths ``E_MAC<b>x4``
+#: (``b``-bit x 4-bit; the paper gives only ``E_MAC4`` = 1x4 and ``E_MAC4x4``) are optional too.
 OPTIONAL: dict[str, str] = {"E_move_event_router": "event/hop"}
 #: The section of a file that holds the costs.
 SECTION = "unit_costs_pJ"
+#: The ``schema`` of a synthesis report (``synth_scripts.report.SCHEMA``; a test keeps them equal).
+SYNTH_SCHEMA = "matterhorn-synth-report/1"
 
 
 def _denominator_of(key: str) -> str | None:
@@ -49,6 +54,8 @@ def _denominator_of(key: str) -> str | None:
     if key in OPTIONAL:
         return OPTIONAL[key]
     if key.startswith("E_ACC") and key[5:].isdigit():
+        return "op"
+    if re.fullmatch(r"E_MAC[1-8]x4", key):
         return "op"
     return None
 
@@ -173,7 +180,7 @@ def parse_unit_costs(data: object, *, origin: str, complete: bool = True) -> Uni
         if denominator is None:
             raise ValueError(
                 f"unknown unit cost {key!r} in {origin}; valid keys: "
-                f"{', '.join([*REQUIRED, *OPTIONAL])} (and E_ACC<bits>)"
+                f"{', '.join([*REQUIRED, *OPTIONAL])} (and E_ACC<bits>, E_MAC<bits>x4)"
             )
         if not isinstance(entry, dict) or "value" not in entry or "unit" not in entry:
             raise ValueError(
@@ -209,14 +216,8 @@ def parse_unit_costs(data: object, *, origin: str, complete: bool = True) -> Uni
     return UnitCosts(costs, name=origin)
 
 
-def _read_json(path: str | Path) -> object:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"unit-cost file {str(path)!r} does not exist")
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"unit-cost file {path.name} is not valid JSON: {exc}") from None
+def _read_json(path: str | Path, what: str = "unit-cost file") -> object:
+    return read_json(path, what)
 
 
 def paper_unit_costs() -> UnitCosts:
@@ -229,6 +230,31 @@ def paper_unit_costs() -> UnitCosts:
 def load_unit_costs(path: str | Path, *, complete: bool = True) -> UnitCosts:
     """Read a unit-cost file (user table or ``synth_report.json``); see :func:`parse_unit_costs`."""
     return parse_unit_costs(_read_json(path), origin=Path(path).name, complete=complete)
+
+
+def load_synth_report(path: str | Path) -> UnitCosts:
+    """The unit costs of a ``synth_report.json`` (``matterhorn synth``), to lay over a table.
+
+    Raises
+    ------
+    ValueError
+        The ``schema`` field is not :data:`SYNTH_SCHEMA`, or the ``unit_costs_pJ`` section is
+        missing or empty (it would silently leave every paper cost in place); the message names
+        the file and what was expected. See also :func:`parse_unit_costs`.
+    """
+    name = Path(path).name
+    doc = _read_json(path, "synthesis report")
+    if not isinstance(doc, dict):
+        raise ValueError(f"synthesis report {name} must hold a JSON object")
+    if doc.get("schema") != SYNTH_SCHEMA:
+        got = "has no 'schema' field" if "schema" not in doc else f"has schema {doc['schema']!r}"
+        raise ValueError(f"synthesis report {name} {got}, expected {SYNTH_SCHEMA!r}")
+    if doc.get(SECTION) == {}:
+        raise ValueError(
+            f"synthesis report {name} has an empty {SECTION!r} section, expected at least one "
+            "unit cost"
+        )
+    return parse_unit_costs(doc, origin=name, complete=False)
 
 
 def resolve_unit_costs(
@@ -256,7 +282,7 @@ def resolve_unit_costs(
     else:
         table = load_unit_costs(unit_costs)
     if synth is not None:
-        table = table.overlay(load_unit_costs(synth, complete=False))
+        table = table.overlay(load_synth_report(synth))
     if isinstance(event_cost_pJ, str) and event_cost_pJ == "router":
         if "E_move_event_router" not in table:
             raise ValueError(

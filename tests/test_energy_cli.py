@@ -29,7 +29,7 @@ def write_synth(tmp_path, key, value, unit, provenance=None):
     if provenance is not None:
         cost["provenance"] = provenance
     path = tmp_path / "synth_report.json"
-    path.write_text(json.dumps({"unit_costs_pJ": {key: cost}}))
+    path.write_text(json.dumps({"schema": em.SYNTH_SCHEMA, "unit_costs_pJ": {key: cost}}))
     return path
 
 
@@ -47,6 +47,7 @@ def test_default_run_reproduces_the_paper_and_writes_everything(capsys, tmp_path
             "energy_report.json",
             "energy_table.csv",
             "energy_positions.csv",
+            "energy_ops.csv",
             "energy_sensitivity.json",
             "energy_sensitivity.csv",
             "energy_breakdown.png",
@@ -113,7 +114,8 @@ def test_unknown_preset(capsys, tmp_path):
     check_error(
         capsys,
         tmp_path,
-        "unknown preset 'bert-huge'; valid presets: bert-base, llama2-7b, llama2-13b, llama2-70b",
+        "unknown preset 'bert-huge'; valid presets: bert-base, llama2-7b, llama2-13b, "
+        "llama2-70b, minilm-l6",
         "--preset",
         "bert-huge",
     )

@@ -31,7 +31,8 @@ def check_error(exc_type, message, fn, *args, **kwargs):
 def test_unknown_preset():
     check_error(
         ValueError,
-        "unknown preset 'bert-large'; valid presets: bert-base, llama2-7b, llama2-13b, llama2-70b",
+        "unknown preset 'bert-large'; valid presets: bert-base, llama2-7b, llama2-13b, "
+        "llama2-70b, minilm-l6",
         em.preset,
         "bert-large",
     )
@@ -247,7 +248,7 @@ def test_unit_cost_file_bad_value_and_unknown_key(tmp_path):
 
 def test_synth_report_overlays_only_its_keys(tmp_path):
     synth = {
-        "schema": "synth",
+        "schema": em.SYNTH_SCHEMA,
         "unit_costs_pJ": {
             "E_MAC4": {"value": 0.05, "unit": "pJ/op", "provenance": "yosys + OpenSTA, sky130"},
             "E_CMP": {"value": 12.0, "unit": "fJ/op"},

@@ -56,6 +56,8 @@ def test_stats_writes_report(tmp_path, capsys):
     assert (sl["n_in"], sl["n_out"], sl["in_mask"]["k"]) == (384, 16, 1)
     # energy per block at MiniLM's dimensions, from the measured histograms
     assert "all-MiniLM-L6-v2, B=64, S=128" in text and "Matterhorn M-TTFS (k=1)" in text
+    energy = json.loads((out / "energy_paper" / "energy_report.json").read_text())
+    assert energy["model"]["weight_bits"] == doc["quantization"]["weight_bits"] == 4  # W4A4
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--preset",
         default="bert-base",
-        help="bert-base (default), llama2-7b, llama2-13b or llama2-70b",
+        help="bert-base (default, W1), llama2-7b, llama2-13b, llama2-70b or minilm-l6 (W4)",
     )
     for name, what in (
         ("hidden", "width C"),
@@ -22,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ("layers", "blocks L"),
         ("kv-heads", "K/V heads (grouped-query attention)"),
         ("ffn-linears", "FFN matrices: 2 (GELU) or 3 (SwiGLU)"),
+        ("weight-bits", "weight width 1..8 (paper: BERT 1, LLaMA-2 4)"),
     ):
         g.add_argument(f"--{name}", type=int, help=f"override the preset's {what} (custom model)")
     g.add_argument("--batch", type=int, help="batch B (default 64)")
@@ -107,6 +108,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
     g.add_argument(
+        "--event-accumulate",
+        default="weight-width",
+        choices=("weight-width", "one-bit"),
+        help="operator an event pays on wider-than-1-bit weights: the weight's width (default: "
+        "E_MAC4x4 / E_ACC4 at 4 bits) or the paper's 1-bit E_MAC4 / E_ACC1",
+    )
+    g.add_argument(
         "--activation-bits",
         type=int,
         metavar="N",
@@ -131,6 +139,7 @@ def _dims(args):
         "layers": args.layers,
         "kv_heads": args.kv_heads,
         "ffn_linears": args.ffn_linears,
+        "weight_bits": args.weight_bits,
         "batch": args.batch,
         "seq": args.seq,
     }
@@ -150,6 +159,7 @@ def _dims(args):
         fields["layers"],
         kv_heads=fields["kv_heads"],
         ffn_linears=fields["ffn_linears"],
+        weight_bits=fields["weight_bits"],
         batch=fields["batch"],
         seq=fields["seq"],
         source=dims.source + ("; overridden on the command line" if overrides else ""),
@@ -180,6 +190,11 @@ def _rates(args, dims):
         )
     if T != 16:
         raise ValueError(f"--T {T} needs --rate or --rates-file: the paper's rates are for T=16")
+    if args.preset == "minilm-l6":
+        raise ValueError(
+            "--preset minilm-l6 needs --rate or --rates-file (the stats.json of matterhorn stats): "
+            "the paper has no MiniLM rates"
+        )
     if args.preset.startswith("llama2-"):
         return em.Rates.paper_llama(args.preset.split("-")[1].upper())
     return em.Rates.paper(args.task)
@@ -211,6 +226,7 @@ def run(args: argparse.Namespace) -> int:
         attention_outputs=args.attention_outputs,
         activation_bits=args.activation_bits,
         bit_convention=args.bit_convention,
+        event_accumulate=args.event_accumulate,
     )
     report = em.compute(dims, rates, costs, options)
     sweep = em.sensitivity(dims, rates, costs, options)

@@ -91,6 +91,7 @@ def _energy(out: Path, doc: dict, synth: Path | None) -> None:
         d["ffn"],
         d["heads"],
         d["layers"],
+        weight_bits=doc["quantization"]["weight_bits"],
         source=f"{doc['model']} config.json; B=64, S=128 as in the paper",
     )
     ks = tuple(range(min(doc["k_max"], 2) + 1))
