@@ -45,7 +45,7 @@ OPTIONAL: dict[str, str] = {"E_move_event_router": "event/hop"}
 #: The section of a file that holds the costs.
 SECTION = "unit_costs_pJ"
 #: The ``schema`` of a synthesis report (``synth_scripts.report.SCHEMA``; a test keeps them equal).
-SYNTH_SCHEMA = "matterhorn-synth-report/1"
+SYNTH_SCHEMA = "matterhorn-synth-report/2"
 
 
 def _denominator_of(key: str) -> str | None:
