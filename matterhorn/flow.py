@@ -12,6 +12,7 @@ report folder::
       synth/               matterhorn synth: synth_report.json / .md
       energy/              matterhorn energy: paper rates x {paper, synthesized} unit costs,
       energy_measured/     and measured rates x the best unit costs available
+      compare/             matterhorn compare: dense INT4 vs TTFS vs M-TTFS in our gates
 
 Every stage's figures are measured in this run, except the inputs the summary labels as the
 paper's (its printed rates and its 22 nm unit costs, used as the reference rows).
@@ -31,7 +32,9 @@ from pathlib import Path
 from golden_models.codespace import check_k, check_T
 
 #: Stage names in run order.
-STAGES = ("generate", "regress", "stats", "synth", "energy")
+STAGES = ("generate", "regress", "stats", "synth", "energy", "compare")
+#: Input windows per workload of the flow's compare stage (``matterhorn compare`` takes 16).
+COMPARE_WINDOWS = 8
 SIMULATORS = ("icarus", "verilator")
 
 
@@ -208,6 +211,22 @@ def stage_synth(cfg: FlowConfig, out: Path) -> dict:
     }
 
 
+def stage_compare(cfg: FlowConfig, out: Path, say: Callable[[str], None]) -> dict:
+    from matterhorn.compare import compare, verdict
+
+    if cfg.k > 2:
+        return {"skipped": f"k={cfg.k}: the comparison covers k = 0, 1, 2"}
+    libs = [cfg.liberty] if cfg.liberty is not None else None
+    doc = compare(cfg.T, cfg.k, out, liberties=libs, windows=COMPARE_WINDOWS, seed=cfg.seed,
+                  clock_ns=cfg.clock_ns, progress=say)
+    return {
+        "report": "compare/compare.md",
+        "verdicts": {f"{e['technology']}, {w['name']}": verdict(w, cfg.k)
+                     for e in doc["pdks"] for w in e["workloads"]},
+        "missing": doc["missing"],
+    }
+
+
 def _energy(out: Path, rates, costs, *, label: str) -> dict:
     import energy_model as em
     from energy_model.output import write_report
@@ -283,6 +302,7 @@ def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> 
         "stats": root / "stats",
         "synth": root / "synth",
         "energy": root,
+        "compare": root / "compare",
     }
 
     def run(name: str, fn: Callable[[], dict]) -> bool:
@@ -307,7 +327,8 @@ def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> 
         say(f"{name}: done in {wall:.1f}s")
         return True
 
-    for d in ("rtl", "regress", "stats", "synth", "energy", "energy_paper", "energy_measured"):
+    for d in ("rtl", "regress", "stats", "synth", "energy", "energy_paper", "energy_measured",
+              "compare"):
         if (root / d).is_dir() and d not in ("regress",):
             shutil.rmtree(root / d)
     stats_file = dirs["stats"] / "golden_stats.json"
@@ -328,6 +349,7 @@ def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> 
                 )
             },
         ),
+        ("compare", lambda: stage_compare(cfg, dirs["compare"], say)),
     )
     for name, fn in steps:
         if not run(name, fn):

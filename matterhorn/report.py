@@ -142,6 +142,17 @@ def _section_energy(s: dict, root: Path) -> list[str]:
     return out
 
 
+def _section_compare(s: dict) -> list[str]:
+    if s.get("status") != "ok" or "verdicts" not in s:
+        return []
+    out = ["## M-TTFS against a dense INT4 design, in our gates (`compare/`)", ""]
+    out += [f"- {where}: {text}." for where, text in s["verdicts"].items()]
+    out += [f"- not run: {m}" for m in s.get("missing", [])]
+    out += ["", "Tables, the per-component model error and the plot: `compare/compare.md`.",
+            "![compare](compare/compare.png)", ""]
+    return out
+
+
 def _provenance(result) -> list[str]:
     cfg = result.config
     lines = ["## Where each figure came from", ""]
@@ -200,5 +211,6 @@ def write_summary(result, root: Path) -> None:
     md += _section_stats(stages.get("stats", {}), cfg.k)
     md += _section_synth(stages.get("synth", {}))
     md += _section_energy(stages.get("energy", {}), root)
+    md += _section_compare(stages.get("compare", {}))
     md += _provenance(result)
     _atomic_write(root / "summary.md", "\n".join(md))

@@ -23,7 +23,8 @@ from matterhorn.flow import FlowConfig, run_flow
         ({"sims": ("modelsim",)}, ValueError,
          "simulator must be one of ('icarus', 'verilator'), not 'modelsim'"),
         ({"skip": ("lint",)}, ValueError,
-         "stage must be one of ('generate', 'regress', 'stats', 'synth', 'energy'), not 'lint'"),
+         "stage must be one of ('generate', 'regress', 'stats', 'synth', 'energy', 'compare'), "
+         "not 'lint'"),
         ({"clock_ns": 0}, ValueError, "clock_ns must be in 0.1..1000 ns, not 0"),
         ({"liberty": "no/such.lib"}, FileNotFoundError,
          "liberty file 'no/such.lib' does not exist"),
@@ -45,14 +46,15 @@ def test_cli_bad_input_writes_nothing(tmp_path, capsys):
 
 def test_flow_report(tmp_path):
     """generate + stats + energy (regress and synth have their own suites) into one folder."""
-    cfg = FlowConfig(T=16, k=1, out_dir=tmp_path / "flow", skip=("regress", "synth"))
+    cfg = FlowConfig(T=16, k=1, out_dir=tmp_path / "flow", skip=("regress", "synth", "compare"))
     lines = []
     result = run_flow(cfg, progress=lines.append)
     assert result.ok, result.stages
     root = cfg.out_dir
     doc = json.loads((root / "flow.json").read_text())
     assert doc["parameters"]["T"] == 16 and doc["parameters"]["k"] == 1
-    assert sorted(doc["stages"]) == sorted(["generate", "regress", "stats", "synth", "energy"])
+    assert sorted(doc["stages"]) == sorted(["generate", "regress", "stats", "synth", "energy",
+                                            "compare"])
     assert doc["stages"]["regress"]["status"] == "skipped"
     assert (root / "rtl" / "mttfs_tile.v").is_file()
     assert (root / "stats" / "golden_stats.json").is_file()
@@ -74,7 +76,7 @@ def test_flow_report(tmp_path):
 
 
 def test_failed_stage_is_reported(tmp_path):
-    cfg = FlowConfig(T=16, k=1, out_dir=tmp_path / "flow", skip=("regress", "synth"))
+    cfg = FlowConfig(T=16, k=1, out_dir=tmp_path / "flow", skip=("regress", "synth", "compare"))
     cfg.rates_file = cfg.out_dir / "missing.json"  # bypasses the constructor check on purpose
     result = run_flow(cfg, progress=lambda _: None)
     assert not result.ok
@@ -85,19 +87,23 @@ def test_failed_stage_is_reported(tmp_path):
     assert "failed" in (cfg.out_dir / "summary.md").read_text()
 
 
-def test_full_flow_on_defaults(tmp_path):
-    """Every stage, as ``./run flow`` runs it (Icarus, generic synthesis, paper unit costs)."""
+def test_full_flow_on_defaults(tmp_path, nangate_lib):
+    """Every stage, as ``./run flow`` runs it: Icarus, synthesis on the default NanGate 45 nm
+    library, synthesized unit costs in the energy section, and the comparison in gates."""
     cfg = FlowConfig(out_dir=tmp_path / "flow")
     result = run_flow(cfg, progress=lambda _: None)
     assert result.ok, {k: v.get("error") for k, v in result.stages.items()}
     regress = result.stages["regress"]
     assert regress["failed"] == 0 and regress["mismatches"] == 0 and regress["events"] > 0
     assert regress["counters_equal"] is True
-    assert result.stages["synth"]["liberty"] is None
-    # no liberty: the energy runs use the paper's unit costs only, and say so
+    assert result.stages["synth"]["liberty"]["library"] == "NangateOpenCellLibrary"
     runs = result.stages["energy"]["runs"]
-    assert set(runs) == {"paper", "measured"}
-    assert runs["measured"]["unit_costs"] == ["paper"]
+    assert set(runs) == {"paper", "paper_rates_our_costs", "measured"}
+    assert any(u.startswith("synthesized here") for u in runs["measured"]["unit_costs"])
     summary = (cfg.out_dir / "summary.md").read_text()
-    assert "No liberty: generic gate counts only" in summary
+    assert "Liberty: `NangateOpenCellLibrary`" in summary
     assert "| mismatches | 0 |" in summary
+    verdicts = result.stages["compare"]["verdicts"]
+    assert list(verdicts)[0] == "NanGate 45 nm, random"
+    assert "in our gates, M-TTFS k=1 costs" in summary
+    assert (cfg.out_dir / "compare" / "compare.json").is_file()
