@@ -222,7 +222,8 @@ def run_tile(layer, design: str, codes: torch.Tensor) -> TileRun:
         def out_port(d):
             return d.o.payload
 
-    top = dut.elaborate(None)
+    top = dut.elaborate(None)  # simulated instead of dut, so its SRAMs can be probed
+    dut._MustUse__silence = True
     srams = {name: top.submodules[name] for name in ("weights", "thresholds", "init")}
     tb, got, marks = _tile_testbench(dut, beats, windows, send, out_port)
     extra = {f"{name}.bus__rdata": sram.bus.rdata for name, sram in srams.items()}
