@@ -28,6 +28,7 @@ changes must be enabled, or the gated block would compute something else: that i
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass, field
@@ -322,7 +323,8 @@ def _read(path: str, mtime: float, wanted: frozenset[str]) -> CellLibrary:
 
 def read_cells(lib: liberty_mod.Liberty, cells) -> CellLibrary:
     """The library data of ``lib`` (a prepared liberty) for ``cells`` and every ICG cell."""
-    return _read(str(lib.path), Path(lib.path).stat().st_mtime, frozenset(cells))
+    data = _read(str(lib.path), Path(lib.path).stat().st_mtime, frozenset(cells))
+    return dataclasses.replace(data, source_name=lib.source_name)
 
 
 # -- energy ------------------------------------------------------------------------------------
