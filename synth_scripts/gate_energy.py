@@ -464,7 +464,7 @@ def energy(net, toggles, *, clock_ns: float = 10.0, enable=None,
     acc = {k: 0.0 for k in ("clock", "sequential", "combinational", "leakage")}
     detail = {"switching": 0.0, "internal": 0.0, "inputs_switching": 0.0, "clock_net": 0.0,
               "clock_pins": 0.0, "sequential_internal": 0.0, "combinational_internal": 0.0}
-    clk = next((r for r in net.nets if r.strip() == net.clock), None)
+    clk = net.clock_net
     seq_types = {t for t in types if lib.cells[t].sequential}
     for ref, t in toggles.nets.items():
         if t == 0 or ref == clk:

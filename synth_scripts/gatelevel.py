@@ -211,6 +211,7 @@ class Netlist:
     nets: list[str]  # one reference per electrical net (aliases merged), sorted
     clock: str = "clk"
     reset: str | None = "rst"
+    clock_net: str | None = "clk"  # the net (alias representative) of the clock port
     cut: dict[str, int] = field(default_factory=dict)  # exposed read-data ports -> width
 
     def to_json(self) -> dict:
@@ -373,6 +374,7 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
                for t, n, pins in cells],
         nets=nets,
         reset="rst" if "rst" in inputs else None,
+        clock_net=alias.get("clk"),
         cut=cut,
     )
 
@@ -430,8 +432,7 @@ def _testbench(net: Netlist, ins: list[tuple[str, int]], outs: list[tuple[str, i
     lines += [
         f"  reg [{iw - 1}:0] stim [0:{max(cycles, 1) - 1}];",
         f"  reg [{ow - 1}:0] expect_o [0:{max(cycles, 1) - 1}];",
-        f"  wire [{nwords * 64 - 1}:0] snap;",
-        f"  reg [{nwords * 64 - 1}:0] prev, diff;",
+        f"  reg [{nwords * 64 - 1}:0] snap, prev, diff;",
         f"  integer cnt [0:{max(nb, 1) - 1}];",
         "  integer c, i, w, fd, bad, qchg;",
         f"  {net.top} dut (",
@@ -445,8 +446,9 @@ def _testbench(net: Netlist, ins: list[tuple[str, int]], outs: list[tuple[str, i
     lines.append("  );")
     pad = nwords * 64 - nb
     bits = [f"dut.{r}" for r in reversed(counted)]
-    lines.append("  assign snap = {" + (f"{pad}'b0, " if pad else "")
-                 + ", ".join(bits) + "};" if bits else "  assign snap = 64'b0;")
+    # read once per sample, in procedural code: a continuous assignment of thousands of nets
+    # would be re-evaluated on every net event
+    snap = ("{" + (f"{pad}'b0, " if pad else "") + ", ".join(bits) + "}") if bits else "64'b0"
     fpos = {r: i for i, r in enumerate(counted)}
     fmask = 0
     for r in flops:
@@ -469,6 +471,7 @@ def _testbench(net: Netlist, ins: list[tuple[str, int]], outs: list[tuple[str, i
     lines += [
         "  task sample;",
         "    begin",
+        f"      snap = {snap};",
         "      diff = snap ^ prev;",
         "      prev = snap;",
         "      qchg = 0;",
@@ -498,7 +501,7 @@ def _testbench(net: Netlist, ins: list[tuple[str, int]], outs: list[tuple[str, i
         *apply,
         "      #1;",
         "      if (c > 0) begin sample; $fwrite(fd, \"%0d\\n\", qchg); end",
-        "      else prev = snap;",
+        f"      else prev = {snap};",
         *checks,
         "      if (bad) begin $display(\"@@STOP\"); $finish; end",
         "      #4 clk = 1'b1;",
@@ -577,8 +580,7 @@ def replay(net: Netlist, trace: Trace, workdir, *, sim: str = "verilator") -> To
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     ins, outs = _check_ports(net, trace)
-    clk = f"{net.clock}"
-    counted = [r for r in net.nets if r.strip() != clk]
+    counted = [r for r in net.nets if r != net.clock_net]
     flops = _flop_outputs(net)
     tb = _testbench(net, ins, outs, counted, flops, trace.cycles)
     (workdir / "tb.v").write_text(tb, encoding="utf-8")

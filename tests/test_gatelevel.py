@@ -332,3 +332,23 @@ def test_agreement_with_opensta(pdk, tmp_path):
     for group, bound in AGREEMENT[pdk].items():
         ratio = ours[group] / ref[group]["total"]
         assert abs(ratio - 1) <= bound, (group, ratio)
+
+
+def test_clock_net_found_through_aliases(tmp_path):
+    """The tile's clock reaches the cut macros' wrappers under other names."""
+    import warnings
+
+    from rtl_gen.params import RTLConfig
+    from rtl_gen.tile import NeuronTile
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tile = NeuronTile(RTLConfig(T=4, k=1, n_in=4, tile_neurons=2, sram_macro=True))
+        text = verilog.convert(tile, name="mttfs_tile", emit_src=False)
+    net = gl.map_netlist(text, "mttfs_tile", nangate(), tmp_path,
+                         cut_macros={"mttfs_sram_macro": "RDATA"})
+    assert set(net.cut) == {"weights.bus__rdata", "thresholds.bus__rdata", "init.bus__rdata"}
+    clock_sinks = [c for c in net.cells if net.clock_net in c.pins.values()]
+    assert clock_sinks and all(c.type.startswith("DFF") for c in clock_sinks)
+    tg = gl.Toggles(cycles=1, nets={}, flop_changes=[0], simulator="none", seconds=0.0)
+    assert ge.energy(net, tg).free["clock"] > 0
