@@ -108,11 +108,12 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         toggles = gatelevel.replay(net, trace, wd / "replay", sim=args.sim)
         t_replay = time.perf_counter() - t0
-    busy = [bool(v or b or ld) for v, b, ld in zip(trace.values["i__valid"],
-                                                  trace.values["busy"],
-                                                  trace.values["load__valid"], strict=True)]
-    enable = [b or (c > 0 and busy[c - 1]) for c, b in enumerate(busy)]
-    e = gate_energy.energy(net, toggles, clock_ns=10.0, enable=enable)
+        busy = [bool(v or b or ld) for v, b, ld in zip(trace.values["i__valid"],
+                                                      trace.values["busy"],
+                                                      trace.values["load__valid"], strict=True)]
+        # the edge after a busy clock still runs: the FSM leaves its busy state at it
+        enable = [b or (c > 0 and busy[c - 1]) for c, b in enumerate(busy)]
+        e = gate_energy.energy(net, toggles, clock_ns=10.0, enable=enable)
     print(json.dumps({
         "config": CONFIG, "windows": len(windows), "events": events, "clocks": trace.cycles,
         "enabled_clocks": e.enabled_cycles, "cells": len(net.cells), "cut": net.cut,
