@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
-import random
 import sys
 import tempfile
 import time

@@ -88,12 +88,6 @@ class Trace:
     def to_json(self) -> dict:
         return {"cycles": self.cycles, "ports": self.ports, "values": self.values}
 
-    def bits(self, name: str) -> list[int]:
-        """Bit-wise view is left to callers; this returns the port's values (checked name)."""
-        if name not in self.values:
-            raise ValueError(f"trace has no port {name!r}; it has {sorted(self.values)}")
-        return self.values[name]
-
 
 def port_signals(component) -> dict[str, tuple[str, object]]:
     """Verilog port name -> (``"in"``/``"out"``, Amaranth value) of ``component``'s signature.

@@ -166,7 +166,7 @@ def test_replay_counts_the_output_bits(counter, sim):
     assert tg.nets[_net_of(net, "count[0]")] == sum(en for en, _ in stim)
     # en toggles as the stimulus does (its last value is held after the trace)
     ens = [en for en, _ in stim]
-    assert tg.nets[_net_of(net, "en")] == sum(a != b for a, b in zip(ens, ens[1:]))
+    assert tg.nets[_net_of(net, "en")] == sum(a != b for a, b in zip(ens, ens[1:], strict=False))
 
 
 def test_simulators_agree(counter):
@@ -322,7 +322,7 @@ def test_agreement_with_opensta(pdk, tmp_path):
     for stage in range(STAGES):
         for bit in (0, W - 1):
             d = [(v >> bit) & 1 for v in trace.values["din"]]
-            expected = sum(a != b for a, b in zip(d, d[1:]))
+            expected = sum(a != b for a, b in zip(d, d[1:], strict=False))
             q = _net_of(net, f"\\r{stage}[{bit}] ") if stage < STAGES - 1 else \
                 _net_of(net, f"dout[{bit}]")
             assert abs(tg.nets[q] - expected) <= 1, (stage, bit)
