@@ -28,6 +28,7 @@ changes must be enabled, or the gated block would compute something else: that i
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass, field
@@ -322,7 +323,8 @@ def _read(path: str, mtime: float, wanted: frozenset[str]) -> CellLibrary:
 
 def read_cells(lib: liberty_mod.Liberty, cells) -> CellLibrary:
     """The library data of ``lib`` (a prepared liberty) for ``cells`` and every ICG cell."""
-    return _read(str(lib.path), Path(lib.path).stat().st_mtime, frozenset(cells))
+    data = _read(str(lib.path), Path(lib.path).stat().st_mtime, frozenset(cells))
+    return dataclasses.replace(data, source_name=lib.source_name)
 
 
 # -- energy ------------------------------------------------------------------------------------
@@ -462,7 +464,7 @@ def energy(net, toggles, *, clock_ns: float = 10.0, enable=None,
     acc = {k: 0.0 for k in ("clock", "sequential", "combinational", "leakage")}
     detail = {"switching": 0.0, "internal": 0.0, "inputs_switching": 0.0, "clock_net": 0.0,
               "clock_pins": 0.0, "sequential_internal": 0.0, "combinational_internal": 0.0}
-    clk = next((r for r in net.nets if r.strip() == net.clock), None)
+    clk = net.clock_net
     seq_types = {t for t in types if lib.cells[t].sequential}
     for ref, t in toggles.nets.items():
         if t == 0 or ref == clk:

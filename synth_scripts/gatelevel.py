@@ -11,7 +11,8 @@
    and counts the toggles of every net, sampled once per clock: the zero-delay activity, no
    glitches, no waveform file.
 
-The energy that follows from the toggles and the liberty is :mod:`synth_scripts.gate_energy`.
+The replay itself is :mod:`synth_scripts.gate_replay` (re-exported here). The energy that
+follows from the toggles and the liberty is :mod:`synth_scripts.gate_energy`.
 Every tool runs in ``workdir`` with relative file names, so nothing written names a path of
 this machine.
 """
@@ -21,10 +22,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from matterhorn import toolchain
@@ -50,14 +49,6 @@ TIE_CELLS = {
     "NangateOpenCellLibrary": (("LOGIC1_X1", "Z"), ("LOGIC0_X1", "Z")),
     "sky130_fd_sc_hd": (("sky130_fd_sc_hd__conb_1", "HI"), ("sky130_fd_sc_hd__conb_1", "LO")),
 }
-#: Simulators :func:`replay` can use.
-SIMULATORS = ("verilator", "icarus")
-#: Clock edges with ``rst`` high before the trace starts (flip-flops come up unknown).
-RESET_CYCLES = 2
-
-
-class ReplayMismatch(AssertionError):
-    """The gate netlist's output differs from the RTL trace (cycle, port, both values)."""
 
 
 # -- trace ------------------------------------------------------------------------------------
@@ -87,12 +78,6 @@ class Trace:
 
     def to_json(self) -> dict:
         return {"cycles": self.cycles, "ports": self.ports, "values": self.values}
-
-    def bits(self, name: str) -> list[int]:
-        """Bit-wise view is left to callers; this returns the port's values (checked name)."""
-        if name not in self.values:
-            raise ValueError(f"trace has no port {name!r}; it has {sorted(self.values)}")
-        return self.values[name]
 
 
 def port_signals(component) -> dict[str, tuple[str, object]]:
@@ -211,6 +196,7 @@ class Netlist:
     nets: list[str]  # one reference per electrical net (aliases merged), sorted
     clock: str = "clk"
     reset: str | None = "rst"
+    clock_net: str | None = "clk"  # the net (alias representative) of the clock port
     cut: dict[str, int] = field(default_factory=dict)  # exposed read-data ports -> width
 
     def to_json(self) -> dict:
@@ -373,261 +359,8 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
                for t, n, pins in cells],
         nets=nets,
         reset="rst" if "rst" in inputs else None,
+        clock_net=alias.get("clk"),
         cut=cut,
-    )
-
-
-# -- replay ------------------------------------------------------------------------------------
-
-
-@dataclass
-class Toggles:
-    """Toggle counts of one replay: per net, over ``cycles`` clock edges."""
-
-    cycles: int
-    nets: dict[str, int]  # net reference -> transitions between consecutive clock samples
-    flop_changes: list[int]  # per edge: flip-flop outputs that changed at it
-    simulator: str
-    seconds: float  # wall time of the simulation run (not the build)
-
-    @property
-    def cycles_per_s(self) -> float:
-        return self.cycles / self.seconds if self.seconds > 0 else float("inf")
-
-    def to_json(self) -> dict:
-        d = asdict(self)
-        d["cycles_per_s"] = round(self.cycles_per_s, 1)
-        d["seconds"] = round(self.seconds, 3)
-        return d
-
-
-def _flop_outputs(net: Netlist) -> list[str]:
-    outs = []
-    for c in net.cells:
-        if c.type in net.lib.sequential:
-            outs += [r for p, r in c.pins.items() if p in net.lib.outputs[c.type] and r]
-    return sorted(set(outs))
-
-
-def _testbench(net: Netlist, ins: list[tuple[str, int]], outs: list[tuple[str, int]],
-               counted: list[str], flops: list[str], cycles: int) -> str:
-    """Verilog testbench: reset, then per cycle apply, settle, check, sample, clock."""
-    iw = sum(w for _, w in ins) or 1
-    ow = sum(w for _, w in outs) or 1
-    nb = len(counted)
-    nwords = (nb + 63) // 64
-    lines = [
-        "`timescale 1ns/1ps",
-        "module tb;",
-        "  reg clk = 1'b0;",
-    ]
-    if net.reset:
-        lines.append("  reg rst = 1'b1;")
-    for name, w in ins:
-        lines.append(f"  reg [{w - 1}:0] {_tbname('i', name)};")
-    for name, w in outs:
-        lines.append(f"  wire [{w - 1}:0] {_tbname('o', name)};")
-    lines += [
-        f"  reg [{iw - 1}:0] stim [0:{max(cycles, 1) - 1}];",
-        f"  reg [{ow - 1}:0] expect_o [0:{max(cycles, 1) - 1}];",
-        f"  wire [{nwords * 64 - 1}:0] snap;",
-        f"  reg [{nwords * 64 - 1}:0] prev, diff;",
-        f"  integer cnt [0:{max(nb, 1) - 1}];",
-        "  integer c, i, w, fd, bad, qchg;",
-        f"  {net.top} dut (",
-    ]
-    conns = [f"    .{net.clock}(clk)"]
-    if net.reset:
-        conns.append(f"    .{net.reset}(rst)")
-    conns += [f"    .{_port(n)}({_tbname('i', n)})" for n, _ in ins]
-    conns += [f"    .{_port(n)}({_tbname('o', n)})" for n, _ in outs]
-    lines.append(",\n".join(conns))
-    lines.append("  );")
-    pad = nwords * 64 - nb
-    bits = [f"dut.{r}" for r in reversed(counted)]
-    lines.append("  assign snap = {" + (f"{pad}'b0, " if pad else "")
-                 + ", ".join(bits) + "};" if bits else "  assign snap = 64'b0;")
-    fpos = {r: i for i, r in enumerate(counted)}
-    fmask = 0
-    for r in flops:
-        fmask |= 1 << fpos[r]
-    lines.append(f"  wire [{nwords * 64 - 1}:0] fmask = {nwords * 64}'h{fmask:x};")
-    apply = []
-    off = 0
-    for name, w in reversed(ins):
-        apply.append(f"      {_tbname('i', name)} = stim[c][{off + w - 1}:{off}];")
-        off += w
-    checks = []
-    off = 0
-    for name, w in reversed(outs):
-        checks.append(
-            f"      if ({_tbname('o', name)} !== expect_o[c][{off + w - 1}:{off}]) begin\n"
-            f"        $display(\"@@MISMATCH %0d {name} %h %h\", c, {_tbname('o', name)}, "
-            f"expect_o[c][{off + w - 1}:{off}]);\n        bad = 1;\n      end"
-        )
-        off += w
-    lines += [
-        "  task sample;",
-        "    begin",
-        "      diff = snap ^ prev;",
-        "      prev = snap;",
-        "      qchg = 0;",
-        f"      for (w = 0; w < {nwords}; w = w + 1)",
-        "        if (diff[w*64 +: 64] != 64'b0)",
-        "          for (i = w*64; i < w*64 + 64; i = i + 1)",
-        "            if (diff[i]) begin",
-        "              cnt[i] = cnt[i] + 1;",
-        "              if (fmask[i]) qchg = qchg + 1;",
-        "            end",
-        "    end",
-        "  endtask",
-        "  initial begin",
-        '    $readmemh("stim.hex", stim);',
-        '    $readmemh("expect.hex", expect_o);',
-        f"    for (i = 0; i < {max(nb, 1)}; i = i + 1) cnt[i] = 0;",
-        "    bad = 0;",
-        '    fd = $fopen("flops.txt", "w");',
-        "    c = 0;",
-        *apply,
-        f"    repeat ({RESET_CYCLES}) begin #5 clk = 1'b1; #5 clk = 1'b0; end",
-    ]
-    if net.reset:
-        lines.append("    rst = 1'b0;")
-    lines += [
-        f"    for (c = 0; c < {cycles}; c = c + 1) begin",
-        *apply,
-        "      #1;",
-        "      if (c > 0) begin sample; $fwrite(fd, \"%0d\\n\", qchg); end",
-        "      else prev = snap;",
-        *checks,
-        "      if (bad) begin $display(\"@@STOP\"); $finish; end",
-        "      #4 clk = 1'b1;",
-        "      #5 clk = 1'b0;",
-        "    end",
-        "    #1 sample;",
-        "    $fwrite(fd, \"%0d\\n\", qchg);",
-        "    $fclose(fd);",
-        '    fd = $fopen("toggles.txt", "w");',
-        f"    for (i = 0; i < {nb}; i = i + 1) $fwrite(fd, \"%0d\\n\", cnt[i]);",
-        "    $fclose(fd);",
-        '    $display("@@DONE");',
-        "    $finish;",
-        "  end",
-        "endmodule",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def _port(name: str) -> str:
-    return name if re.fullmatch(r"[A-Za-z_][\w$]*", name) else f"\\{name} "
-
-
-def _tbname(prefix: str, name: str) -> str:
-    return f"{prefix}_" + re.sub(r"[^\w]", "_", name)
-
-
-def _hexfile(path: Path, ports: list[tuple[str, int]], trace: Trace, total: int) -> None:
-    cols = [(trace.values[n], w) for n, w in ports]
-    digits = max(1, (total + 3) // 4)
-    with path.open("w", encoding="ascii") as f:
-        for c in range(trace.cycles):
-            word, off = 0, 0
-            for vals, w in reversed(cols):
-                word |= (vals[c] & ((1 << w) - 1)) << off
-                off += w
-            f.write(f"{word:0{digits}x}\n")
-
-
-def _check_ports(net: Netlist, trace: Trace) -> tuple[list, list]:
-    ins = [(n, w) for n, w in net.inputs.items() if n not in (net.clock, net.reset)]
-    outs = list(net.outputs.items())
-    for names, kind in ((ins, "input"), (outs, "output")):
-        for n, w in names:
-            if n not in trace.ports:
-                raise ValueError(
-                    f"netlist {kind} {n!r} is not in the trace (it has {sorted(trace.ports)})"
-                )
-            if trace.ports[n]["width"] != w:
-                raise ValueError(f"netlist {kind} {n!r} is {w} bits, the trace's "
-                                 f"{trace.ports[n]['width']}")
-    return ins, outs
-
-
-def replay(net: Netlist, trace: Trace, workdir, *, sim: str = "verilator") -> Toggles:
-    """Simulate ``net`` on ``trace``: check outputs each cycle, count every net's toggles.
-
-    Toggles are counted between consecutive samples taken once per clock, after the inputs of
-    a cycle have settled and before its edge: cycle ``c``'s count is what changed between
-    sample ``c`` and ``c+1`` (the edge ``c`` and the inputs of cycle ``c+1``), so ``N`` cycles
-    give ``N`` periods of activity. The clock net is not counted (it toggles twice a cycle).
-
-    Raises
-    ------
-    ValueError
-        ``sim`` is not a known simulator, or the trace lacks a port of the netlist.
-    ReplayMismatch
-        An output of the netlist differs from the trace: "cycle C: output P is G in the gate
-        netlist, R in the RTL trace".
-    """
-    if sim not in SIMULATORS:
-        raise ValueError(f"sim must be one of {', '.join(SIMULATORS)}, not {sim!r}")
-    if trace.cycles < 1:
-        raise ValueError("trace has no cycles")
-    workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    ins, outs = _check_ports(net, trace)
-    clk = f"{net.clock}"
-    counted = [r for r in net.nets if r.strip() != clk]
-    flops = _flop_outputs(net)
-    tb = _testbench(net, ins, outs, counted, flops, trace.cycles)
-    (workdir / "tb.v").write_text(tb, encoding="utf-8")
-    _hexfile(workdir / "stim.hex", ins, trace, sum(w for _, w in ins))
-    _hexfile(workdir / "expect.hex", outs, trace, sum(w for _, w in outs))
-    sources = ["tb.v", os.path.relpath(net.path, workdir), os.path.relpath(net.cells_v, workdir)]
-    if sim == "verilator":
-        exe = toolchain.require("verilator")
-        flow._run(
-            [exe, "--binary", "--timing", "--output-split", "0", "-CFLAGS", "-fcoroutines",
-             "-Wno-fatal", "-Wno-lint", "-Wno-style", "--build-jobs", "1", "--top-module", "tb",
-             "-Mdir", "obj", *sources],
-            workdir, workdir / "build.log", f"verilator build of {net.top}",
-        )
-        run_cmd = ["obj/Vtb"]
-    else:
-        flow._run(
-            [toolchain.require("iverilog"), "-g2012", "-s", "tb", "-o", "tb.vvp", *sources],
-            workdir, workdir / "build.log", f"iverilog build of {net.top}",
-        )
-        run_cmd = [toolchain.require("vvp"), "-n", "tb.vvp"]
-    start = time.perf_counter()
-    proc = subprocess.run(run_cmd, cwd=workdir, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, check=False)
-    seconds = time.perf_counter() - start
-    log = proc.stdout + proc.stderr
-    (workdir / "run.log").write_text(log, encoding="utf-8")
-    widths = dict(outs)
-    for line in log.splitlines():
-        if line.startswith("@@MISMATCH"):
-            _, c, port, got, want = line.split()
-            digits = (widths[port] + 3) // 4
-            raise ReplayMismatch(
-                f"cycle {c}: output {port} is 0x{int(got, 16):0{digits}x} in the gate netlist, "
-                f"0x{int(want, 16):0{digits}x} in the RTL trace"
-            )
-    if "@@DONE" not in log:
-        tail = "\n".join(log.strip().splitlines()[-10:])
-        raise flow.ToolError(f"{sim} replay of {net.top} did not finish:\n{tail}")
-    counts = [int(x) for x in (workdir / "toggles.txt").read_text().split()]
-    changes = [int(x) for x in (workdir / "flops.txt").read_text().split()]
-    if len(counts) != len(counted) or len(changes) != trace.cycles:
-        raise flow.ToolError(f"{sim} replay of {net.top} wrote truncated counts")
-    return Toggles(
-        cycles=trace.cycles,
-        nets=dict(zip(counted, counts, strict=True)),
-        flop_changes=changes,
-        simulator=sim,
-        seconds=seconds,
     )
 
 
@@ -636,3 +369,11 @@ def save(obj, path) -> None:
     Path(path).write_text(json.dumps(obj.to_json(), indent=1, sort_keys=True) + "\n",
                           encoding="utf-8")
 
+
+# the replay lives in its own module; it is part of this API
+from synth_scripts.gate_replay import (  # noqa: E402
+    SIMULATORS,
+    ReplayMismatch,
+    Toggles,
+    replay,
+)

