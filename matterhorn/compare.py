@@ -302,16 +302,23 @@ def tile_energy(layer, design: str, run: TileRun, lib_path: Path, work: Path, si
         tog = gatelevel.replay(net, t, work / design / name, sim=sim)
         return gate_energy.energy(net, tog, clock_ns=clock_ns, enable=enable(t)), tog
 
+    def idle_clock(e):
+        # the clock energy of the cycles the block does not work
+        per_cycle = (e.detail["clock_pins"] + e.detail["clock_net"]) / e.cycles
+        return per_cycle * (e.cycles - e.enabled_cycles)
+
     full, tog = measure(tr, "all")
     load, _ = measure(_slice(tr, 0, run.load_cycles), "load")
     n = run.windows
     free = full.free["total"] - load.free["total"]
     gated = full.gated["total"] - load.gated["total"]
+    idle = idle_clock(full) - idle_clock(load)
     cycles = tr.cycles - run.load_cycles
     busy = sum(enable(_slice(tr, run.load_cycles, tr.cycles)))
     return {
         "free_pJ": free / n,
         "gated_pJ": gated / n,
+        "idle_clock_pJ": idle / n,
         "cycles": cycles / n,
         "busy_cycles": busy / n,
         "cells": len(net.cells),
@@ -436,12 +443,13 @@ def compare_workload(wl: Workload, lib_path: Path, costs: dict, work: Path, *, s
         router_idle = max(tile["cycles"] - move_clocks, 0.0) * router["idle_per_clock_pJ"]
         gates = {
             "sram": run.sram_bits / n * e_bit,
-            "compute": tile["gated_pJ"],
+            "compute": tile["free_pJ"] - tile["idle_clock_pJ"],
             "movement": hop_pJ,
-            "idle": tile["free_pJ"] - tile["gated_pJ"] + router_idle,
+            "idle": tile["idle_clock_pJ"] + router_idle,
         }
         gates["total"] = sum(gates.values())
-        gates["total_gated"] = gates["total"] - gates["idle"]
+        # gated: no idle clock, but the clock-gating cell's own energy
+        gates["total_gated"] = gates["sram"] + gates["movement"] + tile["gated_pJ"]
         mean = {k: sum(c[k] for c in run.counters) / n for k in run.counters[0]}
         model = model_energy(design, mean, layer, costs, flits, e_bit)
         designs.append({
