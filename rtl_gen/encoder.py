@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import random
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, stream
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
+from rtl_gen.layouts import code_layout, in_event_layout
 from rtl_gen.params import ConfigComponent, RTLConfig, counter_ports
 from rtl_gen.simulation import (
     check_probability,
@@ -24,15 +25,8 @@ from rtl_gen.simulation import (
     run_simulator,
     wait_idle,
 )
-from rtl_gen.tile import in_event_layout
 
-__all__ = ["Encoder", "code_layout", "simulate_encoder"]
-
-
-def code_layout(config: RTLConfig) -> data.StructLayout:
-    """Payload of the encoder's input: one code ``q`` (signed for "sym", unsigned for "asym")."""
-    shape = signed if config.family == "sym" else unsigned
-    return data.StructLayout({"q": shape(config.time_width)})
+__all__ = ["Encoder", "simulate_encoder"]
 
 
 class Encoder(ConfigComponent):

@@ -28,9 +28,10 @@ from amaranth.hdl import Shape
 from amaranth.lib import data, stream, wiring
 
 from rtl_gen.encoder import Encoder
+from rtl_gen.layouts import TARGETS
 from rtl_gen.params import RTLConfig, check_config
 from rtl_gen.sram import MACRO_MODEL, MACRO_NAME, SRAM
-from rtl_gen.tile import TARGETS, NeuronTile
+from rtl_gen.tile import NeuronTile
 
 __all__ = [
     "LINT_FLAGS",

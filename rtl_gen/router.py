@@ -1,9 +1,9 @@
 """2D-mesh router and mesh: dimension-order (XY) routing, five valid/ready ports, hop counts.
 
-A flit is one ``amaranth.lib.stream`` beat whose payload is :func:`flit_layout`: destination
-``(dst_x, dst_y)``, the source neuron address ``addr``, the time step ``t`` and a ``hops``
-counter. Coordinates: ``x`` is the column (``0 .. cols-1``, east is ``x + 1``), ``y`` the row
-(``0 .. rows-1``, south is ``y + 1``).
+A flit is one ``amaranth.lib.stream`` beat whose payload is :func:`rtl_gen.layouts.flit_layout`:
+destination ``(dst_x, dst_y)``, the source neuron address ``addr``, the time step ``t`` and a
+``hops`` counter. Coordinates: ``x`` is the column (``0 .. cols-1``, east is ``x + 1``), ``y``
+the row (``0 .. rows-1``, south is ``y + 1``).
 
 Micro-architecture (one clock per hop):
 
@@ -28,10 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from amaranth.hdl import Const, Elaboratable, Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl_gen.params import MAX_MESH, check_config, check_int, index_width
+from rtl_gen.layouts import check_mesh, coord_width, flit_layout
+from rtl_gen.params import check_config, check_int
 from rtl_gen.simulation import run_simulator
 
 __all__ = [
@@ -39,10 +40,6 @@ __all__ = [
     "FlitTrip",
     "Mesh",
     "Router",
-    "check_mesh",
-    "coord_width",
-    "flit_layout",
-    "hop_width",
     "router_from_config",
     "simulate_zero_load",
     "xy_route",
@@ -53,50 +50,6 @@ PORTS = ("north", "east", "south", "west", "local")
 _N, _E, _S, _W, _L = range(5)
 # The port of the neighbour that a directional output feeds.
 _OPPOSITE = {_N: _S, _E: _W, _S: _N, _W: _E}
-
-
-def _check_int(name: str, value: object, lo: int, hi: int) -> int:
-    # the router's messages read "rows must be 1..64, not 0"
-    return check_int(name, value, lo, hi, must_be="must be")
-
-
-def check_mesh(rows: object, cols: object) -> tuple[int, int]:
-    """Return ``(rows, cols)`` if both are integers in 1..64, else raise."""
-    return _check_int("rows", rows, 1, MAX_MESH), _check_int("cols", cols, 1, MAX_MESH)
-
-
-def coord_width(n: int) -> int:
-    """Bits of a coordinate ``0 .. n-1`` (:func:`rtl_gen.params.index_width`)."""
-    return index_width(n)
-
-
-def hop_width(rows: int, cols: int) -> int:
-    """Bits of the hop counter: the longest XY path has ``rows + cols - 2`` hops."""
-    return max((rows + cols - 2).bit_length(), 1)
-
-
-def flit_layout(rows: int, cols: int, addr_width: int, time_width: int) -> data.StructLayout:
-    """The flit payload: ``dst_x, dst_y, addr, t, hops`` (LSB first, in this order).
-
-    Parameters
-    ----------
-    rows, cols : int
-        Mesh size (1..64 each).
-    addr_width : int
-        Bits of the source neuron address (1..32).
-    time_width : int
-        Bits of the time step (1..16).
-    """
-    rows, cols = check_mesh(rows, cols)
-    _check_int("addr_width", addr_width, 1, 32)
-    _check_int("time_width", time_width, 1, 16)
-    return data.StructLayout({
-        "dst_x": coord_width(cols),
-        "dst_y": coord_width(rows),
-        "addr": addr_width,
-        "t": time_width,
-        "hops": hop_width(rows, cols),
-    })
 
 
 def xy_route(x: int, y: int, dst_x: int, dst_y: int) -> str:
@@ -187,9 +140,9 @@ class Router(wiring.Component):
                  src_loc_at=0):
         rows, cols = check_mesh(rows, cols)
         if x is not None:
-            _check_int("x", x, 0, cols - 1)
+            check_int("x", x, 0, cols - 1, must_be="must be")
         if y is not None:
-            _check_int("y", y, 0, rows - 1)
+            check_int("y", y, 0, rows - 1, must_be="must be")
         layout = flit_layout(rows, cols, addr_width, time_width)
         self._rows, self._cols = rows, cols
         self._x, self._y = x, y

@@ -29,11 +29,18 @@ import random
 from dataclasses import dataclass
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, stream
+from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
-from rtl_gen.encoder import Encoder, code_layout
-from rtl_gen.mapper import SYSTEM_TARGETS, system_widths
+from rtl_gen.encoder import Encoder
+from rtl_gen.layouts import (
+    SYSTEM_TARGETS,
+    code_layout,
+    route_layout,
+    system_load_layout,
+    system_out_layout,
+    system_widths,
+)
 from rtl_gen.params import ConfigComponent, RTLConfig, counter_ports
 from rtl_gen.router import Mesh
 from rtl_gen.simulation import check_probability, read_counters, run_simulator
@@ -46,39 +53,10 @@ __all__ = [
     "run_inference",
     "simulate_system",
     "system_from_config",
-    "system_load_layout",
-    "system_out_layout",
 ]
 
 #: Width of the flit and hop totals.
 TOTAL_WIDTH = 32
-
-
-def system_load_layout(config: RTLConfig) -> data.StructLayout:
-    """Payload of the system's ``load`` stream: ``node, target, addr, data`` (LSB first).
-
-    Targets 0..3 go to the tile at ``node`` (its own load beats); 4 writes route entry
-    ``addr`` of ``node`` (``dst_x, dst_y, offset``); 5 writes the node configuration
-    (``enable, layer, n_dst, out_offset``); 6 writes the layer count (``n_layers``).
-    """
-    sw = system_widths(config)
-    route = sw["dst_x"] + sw["dst_y"] + sw["offset"]
-    node = 1 + sw["layer"] + sw["n_dst"] + sw["out_addr"]
-    return data.StructLayout({
-        "node": sw["node"],
-        "target": 3,
-        "addr": max(config.load_addr_width, sw["node"]),
-        "data": max(config.load_data_width, route, node, sw["n_dst"]),
-    })
-
-
-def system_out_layout(config: RTLConfig) -> data.StructLayout:
-    """Payload of the system output: ``addr`` (global neuron of the last layer), ``t``, ``last``."""
-    return data.StructLayout({
-        "addr": system_widths(config)["out_addr"],
-        "t": config.time_width,
-        "last": 1,
-    })
 
 
 class System(ConfigComponent):
@@ -157,8 +135,7 @@ class System(ConfigComponent):
         n_dst = [Signal(sw["n_dst"], name=f"n_dst{n}", reset_less=True) for n in range(P)]
         out_offset = [Signal(sw["out_addr"], name=f"out_offset{n}", reset_less=True)
                       for n in range(P)]
-        entry = data.StructLayout({"dst_x": sw["dst_x"], "dst_y": sw["dst_y"],
-                                   "offset": sw["offset"]})
+        entry = route_layout(cfg)
         route = [[Signal(entry, name=f"route{n}_{e}", reset_less=True) for e in range(P)]
                  for n in range(P)]
 

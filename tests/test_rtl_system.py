@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from golden_models.qnn import random_qnn
+from rtl_gen.layouts import system_load_layout
 from rtl_gen.mapper import config_for_chain, map_chain, system_reference
 from rtl_gen.params import RTLConfig
-from rtl_gen.system import System, simulate_system, system_from_config, system_load_layout
+from rtl_gen.system import System, simulate_system, system_from_config
 
 
 def check_system(widths, *, T, k, N, mesh, weight_bits=1, families=None, lanes=None,
