@@ -23,6 +23,7 @@ from rtl_gen.simulation import (
     marked_output,
     read_counters,
     run_simulator,
+    stream_put,
     wait_idle,
 )
 
@@ -160,14 +161,7 @@ def simulate_encoder(
         for v in vectors:
             start = len(seen)
             for q in v:
-                ctx.set(dut.i.valid, 1)
-                ctx.set(dut.i.payload, {"q": int(q)})
-                while True:
-                    _, _, ready = await ctx.tick().sample(dut.i.ready)
-                    cycle += 1
-                    if ready:
-                        break
-            ctx.set(dut.i.valid, 0)
+                cycle += await stream_put(ctx, dut.i, {"q": int(q)})
             last_in = cycle
             cycle += await wait_idle(ctx, dut.busy)
             window = marked_output(seen[start:], f"vector {len(results)}")

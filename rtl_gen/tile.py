@@ -44,6 +44,7 @@ from rtl_gen.simulation import (
     marked_output,
     read_counters,
     run_simulator,
+    stream_put,
     wait_idle,
 )
 from rtl_gen.sram import SRAM
@@ -451,14 +452,7 @@ def simulate_tile(
             while gaps and i_valid < 1.0 and rng.random() >= i_valid:
                 await ctx.tick()
                 cycle += 1
-            ctx.set(stream.valid, 1)
-            ctx.set(stream.payload, payload)
-            while True:
-                _, _, ready = await ctx.tick().sample(stream.ready)
-                cycle += 1
-                if ready:
-                    break
-            ctx.set(stream.valid, 0)
+            cycle += await stream_put(ctx, stream, payload)
             return cycle
 
         loaded = None
