@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import random
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Module, Signal
 from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
 from rtl_gen.layouts import code_layout, in_event_layout
+from rtl_gen.mask import transmitted
 from rtl_gen.params import ConfigComponent, RTLConfig, counter_ports
 from rtl_gen.simulation import (
     check_probability,
@@ -92,8 +93,7 @@ class Encoder(ConfigComponent):
                 with m.If(self.i.valid):
                     tau = Signal(tw)
                     m.d.comb += tau.eq(cfg.c - self.i.payload.q)
-                    diff = tau - cfg.i_max_in
-                    kept = Mux(diff < 0, -diff, diff) > cfg.k
+                    kept = transmitted(tau, cfg.i_max_in, cfg.k)
                     m.d.sync += [
                         taus[addr].eq(tau),
                         keep.bit_select(addr, 1).eq(kept),

@@ -37,6 +37,7 @@ from rtl_gen.layouts import (
     tile_config_layout,
     weight_row_layout,
 )
+from rtl_gen.mask import transmitted
 from rtl_gen.params import ConfigComponent, RTLConfig, check_config, counter_ports
 from rtl_gen.simulation import (
     check_probability,
@@ -61,12 +62,6 @@ def _popcount(value) -> object:
     for b in range(len(value)):
         total = total + value[b]
     return total
-
-
-def _transmitted(t, i_max, k) -> object:
-    """``|t - i_max| > k``: the event time is outside the dead zone ``Omega_k``."""
-    diff = t - i_max
-    return Mux(diff < 0, -diff, diff) > k
 
 
 class NeuronTile(ConfigComponent):
@@ -171,7 +166,7 @@ class NeuronTile(ConfigComponent):
         crossed = Cat(*[lane_v[lane] >= theta[lane] for lane in range(L)])
         m.d.comb += cross.eq(Mux(last_step, active, crossed & active))
         b_tx = Signal()
-        m.d.comb += b_tx.eq(_transmitted(b_t, i_max_out, k))
+        m.d.comb += b_tx.eq(transmitted(b_t, i_max_out, k))
 
         # lowest pending lane (ascending address within a step)
         c_lane = Signal(range(max(L, 2)))
