@@ -7,9 +7,9 @@ the row (``0 .. rows-1``, south is ``y + 1``).
 
 Micro-architecture (one clock per hop):
 
-- every input port has a two-entry register FIFO, so an input accepts one flit per clock and
-  its ``ready`` depends only on the FIFO's own state (no combinational ready chain across
-  routers);
+- every input port has a two-entry FIFO (:class:`FlitFIFO`, ``amaranth.lib.fifo.SyncFIFO``), so
+  an input accepts one flit per clock and its ``ready`` depends only on the FIFO's own state
+  (no combinational ready chain across routers);
 - the head of each FIFO is routed X first, then Y (east/west until ``dst_x == x``, then
   north/south until ``dst_y == y``, then local): a flit never turns from Y back to X, so the
   channel dependency graph is acyclic and the mesh is deadlock-free by construction;
@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Const, Elaboratable, Module, Signal
+from amaranth.hdl import Const, Module, Signal
 from amaranth.lib import stream, wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from rtl_gen.layouts import check_mesh, coord_width, flit_layout
@@ -65,38 +66,26 @@ def xy_route(x: int, y: int, dst_x: int, dst_y: int) -> str:
     return "local"
 
 
-class _Fifo2(Elaboratable):
-    """Two-entry register FIFO: full rate, zero read latency, ``w.ready`` from own state only."""
+class FlitFIFO(wiring.Component):
+    """Two-flit input buffer: ``amaranth.lib.fifo.SyncFIFO`` with stream ports.
 
-    def __init__(self, shape):
-        self.w = stream.Signature(shape).flip().create()
-        self.r = stream.Signature(shape).create()
-        self.count = Signal(range(3))
+    Full rate, zero read latency, ``w.ready`` from its own state only (``level != 2``).
+
+    Members
+    -------
+    w : In(stream.Signature(layout))
+    r : Out(stream.Signature(layout))
+    """
+
+    def __init__(self, layout):
+        self._layout = layout
+        super().__init__({"w": In(stream.Signature(layout)), "r": Out(stream.Signature(layout))})
 
     def elaborate(self, platform):
         m = Module()
-        head = Signal.like(self.r.payload, name="head")
-        tail = Signal.like(self.r.payload, name="tail")
-        m.d.comb += [
-            self.w.ready.eq(self.count != 2),
-            self.r.valid.eq(self.count != 0),
-            self.r.payload.eq(head),
-        ]
-        push = self.w.valid & self.w.ready
-        pop = self.r.valid & self.r.ready
-        with m.If(push & ~pop):
-            m.d.sync += self.count.eq(self.count + 1)
-            with m.If(self.count == 0):
-                m.d.sync += head.eq(self.w.payload)
-            with m.Else():
-                m.d.sync += tail.eq(self.w.payload)
-        with m.Elif(pop & ~push):
-            m.d.sync += [self.count.eq(self.count - 1), head.eq(tail)]
-        with m.Elif(pop & push):
-            with m.If(self.count == 1):
-                m.d.sync += head.eq(self.w.payload)
-            with m.Else():
-                m.d.sync += [head.eq(tail), tail.eq(self.w.payload)]
+        m.submodules.fifo = fifo = SyncFIFO(width=self._layout.size, depth=2)
+        wiring.connect(m, wiring.flipped(self.w), fifo.w_stream)
+        wiring.connect(m, fifo.r_stream, wiring.flipped(self.r))
         return m
 
 
@@ -181,7 +170,7 @@ class Router(wiring.Component):
         heads = []
         route = []  # route[i][o]: head of input i requests output o
         for i, p in enumerate(PORTS):
-            fifo = _Fifo2(self._layout)
+            fifo = FlitFIFO(self._layout)
             m.submodules[f"fifo_{p}"] = fifo
             wiring.connect(m, wiring.flipped(ins[i]), fifo.w)
             heads.append(fifo.r)
