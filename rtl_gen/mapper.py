@@ -11,7 +11,7 @@ node ``y * cols + x``), and produces
   offset added to the tile-local neuron index (the tile's first neuron in the layer), so the
   receiving tile reads weight row ``offset + j``;
 - the system load beats (:meth:`SystemMap.load_beats`) in the payload of
-  :func:`rtl_gen.system.system_load_layout`.
+  :func:`rtl_gen.layouts.system_load_layout`.
 
 :func:`system_reference` is the golden model of the whole system: it runs the chain layer by
 layer through :meth:`IntegerLayer.run_events`, and also every tile's padded layer on the events
