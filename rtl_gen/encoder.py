@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import random
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, stream
+from amaranth.hdl import Array, Cat, Module, Signal
+from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
+from rtl_gen.layouts import code_layout, in_event_layout
+from rtl_gen.mask import transmitted
 from rtl_gen.params import ConfigComponent, RTLConfig, counter_ports
 from rtl_gen.simulation import (
     check_probability,
@@ -22,17 +24,11 @@ from rtl_gen.simulation import (
     marked_output,
     read_counters,
     run_simulator,
+    stream_put,
     wait_idle,
 )
-from rtl_gen.tile import in_event_layout
 
-__all__ = ["Encoder", "code_layout", "simulate_encoder"]
-
-
-def code_layout(config: RTLConfig) -> data.StructLayout:
-    """Payload of the encoder's input: one code ``q`` (signed for "sym", unsigned for "asym")."""
-    shape = signed if config.family == "sym" else unsigned
-    return data.StructLayout({"q": shape(config.time_width)})
+__all__ = ["Encoder", "simulate_encoder"]
 
 
 class Encoder(ConfigComponent):
@@ -97,8 +93,7 @@ class Encoder(ConfigComponent):
                 with m.If(self.i.valid):
                     tau = Signal(tw)
                     m.d.comb += tau.eq(cfg.c - self.i.payload.q)
-                    diff = tau - cfg.i_max_in
-                    kept = Mux(diff < 0, -diff, diff) > cfg.k
+                    kept = transmitted(tau, cfg.i_max_in, cfg.k)
                     m.d.sync += [
                         taus[addr].eq(tau),
                         keep.bit_select(addr, 1).eq(kept),
@@ -166,14 +161,7 @@ def simulate_encoder(
         for v in vectors:
             start = len(seen)
             for q in v:
-                ctx.set(dut.i.valid, 1)
-                ctx.set(dut.i.payload, {"q": int(q)})
-                while True:
-                    _, _, ready = await ctx.tick().sample(dut.i.ready)
-                    cycle += 1
-                    if ready:
-                        break
-            ctx.set(dut.i.valid, 0)
+                cycle += await stream_put(ctx, dut.i, {"q": int(q)})
             last_in = cycle
             cycle += await wait_idle(ctx, dut.busy)
             window = marked_output(seen[start:], f"vector {len(results)}")

@@ -30,9 +30,10 @@ from amaranth.lib import data, stream, wiring
 
 from rtl_gen.dense import DenseTile, dense_counters, dense_pack
 from rtl_gen.encoder import Encoder
+from rtl_gen.layouts import TARGETS
 from rtl_gen.params import RTLConfig, check_config
 from rtl_gen.sram import MACRO_MODEL, MACRO_NAME, SRAM
-from rtl_gen.tile import TARGETS, NeuronTile
+from rtl_gen.tile import NeuronTile
 
 __all__ = [
     "LINT_FLAGS",

@@ -11,7 +11,7 @@ node ``y * cols + x``), and produces
   offset added to the tile-local neuron index (the tile's first neuron in the layer), so the
   receiving tile reads weight row ``offset + j``;
 - the system load beats (:meth:`SystemMap.load_beats`) in the payload of
-  :func:`rtl_gen.system.system_load_layout`.
+  :func:`rtl_gen.layouts.system_load_layout`.
 
 :func:`system_reference` is the golden model of the whole system: it runs the chain layer by
 layer through :meth:`IntegerLayer.run_events`, and also every tile's padded layer on the events
@@ -29,10 +29,11 @@ import torch
 
 from golden_models import IntegerLayer, Mask, encode_events
 from golden_models.integer_layer import Counters
-from rtl_gen.params import RTLConfig, bits_for, check_config, index_width
+from rtl_gen.layouts import SYSTEM_TARGETS, node_layout, pack, route_layout
+from rtl_gen.params import RTLConfig, check_config
+from rtl_gen.tile import load_beats as tile_load_beats
 
 __all__ = [
-    "SYSTEM_TARGETS",
     "FlitRecord",
     "SystemMap",
     "SystemReference",
@@ -40,20 +41,7 @@ __all__ = [
     "config_for_chain",
     "map_chain",
     "system_reference",
-    "system_widths",
 ]
-
-#: Load targets of the system's ``load`` stream: the tile's four, then the system's own.
-SYSTEM_TARGETS = {
-    "weights": 0,
-    "thresholds": 1,
-    "init": 2,
-    "config": 3,
-    "route": 4,  # addr = entry index; data = dst_x, dst_y, offset
-    "node": 5,  # data = enable, layer, n_dst, out_offset
-    "system": 6,  # data = n_layers
-}
-
 
 @dataclass(frozen=True)
 class TilePlacement:
@@ -149,47 +137,26 @@ class SystemMap:
     def load_beats(self) -> list[tuple[int, int, int, int]]:
         """System load beats ``(node, target, addr, data)``: every tile image, route table and
         node configuration, then the layer count. Nodes without a tile are disabled."""
-        from rtl_gen.tile import load_beats as tile_load_beats
-
         cfg = self.config
-        sw = system_widths(cfg)
+        route, node_cfg = route_layout(cfg), node_layout(cfg)
         beats = []
         for t in self.tiles:
             for target, addr, data in tile_load_beats(cfg, t.tile_layer):
                 beats.append((t.node, target, addr, data))
             for e, (_node, x, y) in enumerate(t.dests):
-                word = x | y << sw["dst_x"] | t.dest_offset << (sw["dst_x"] + sw["dst_y"])
+                word = pack(route, {"dst_x": x, "dst_y": y, "offset": t.dest_offset})
                 beats.append((t.node, SYSTEM_TARGETS["route"], e, word))
-        lw, dw = sw["layer"], sw["n_dst"]
         for node in range(self.nodes):
             t = self.tile_at(node)
             if t is None:
                 word = 0
             else:
-                n_dst = 0 if t.final else len(t.dests)
-                out_offset = t.neuron_offset if t.final else 0
-                word = 1 | t.layer << 1 | n_dst << (1 + lw) | out_offset << (1 + lw + dw)
+                word = pack(node_cfg, {"enable": 1, "layer": t.layer,
+                                       "n_dst": 0 if t.final else len(t.dests),
+                                       "out_offset": t.neuron_offset if t.final else 0})
             beats.append((node, SYSTEM_TARGETS["node"], 0, word))
         beats.append((0, SYSTEM_TARGETS["system"], 0, self.n_layers))
         return beats
-
-
-def system_widths(config: RTLConfig) -> dict[str, int]:
-    """Field widths of the system's route-table entries, node configuration and output.
-
-    ``P = mesh_rows * mesh_cols`` nodes; a chain has at most ``P`` layers and a tile at most
-    ``P`` destinations.
-    """
-    nodes = config.mesh_rows * config.mesh_cols
-    return {
-        "node": index_width(nodes),
-        "dst_x": index_width(config.mesh_cols),
-        "dst_y": index_width(config.mesh_rows),
-        "offset": config.in_addr_width,
-        "layer": index_width(nodes),
-        "n_dst": bits_for(nodes),
-        "out_addr": index_width(nodes * config.tile_neurons),
-    }
 
 
 def config_for_chain(layers, *, tile_neurons: int, mesh_rows: int, mesh_cols: int,

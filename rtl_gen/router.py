@@ -1,15 +1,15 @@
 """2D-mesh router and mesh: dimension-order (XY) routing, five valid/ready ports, hop counts.
 
-A flit is one ``amaranth.lib.stream`` beat whose payload is :func:`flit_layout`: destination
-``(dst_x, dst_y)``, the source neuron address ``addr``, the time step ``t`` and a ``hops``
-counter. Coordinates: ``x`` is the column (``0 .. cols-1``, east is ``x + 1``), ``y`` the row
-(``0 .. rows-1``, south is ``y + 1``).
+A flit is one ``amaranth.lib.stream`` beat whose payload is :func:`rtl_gen.layouts.flit_layout`:
+destination ``(dst_x, dst_y)``, the source neuron address ``addr``, the time step ``t`` and a
+``hops`` counter. Coordinates: ``x`` is the column (``0 .. cols-1``, east is ``x + 1``), ``y``
+the row (``0 .. rows-1``, south is ``y + 1``).
 
 Micro-architecture (one clock per hop):
 
-- every input port has a two-entry register FIFO, so an input accepts one flit per clock and
-  its ``ready`` depends only on the FIFO's own state (no combinational ready chain across
-  routers);
+- every input port has a two-entry FIFO (:class:`FlitFIFO`, ``amaranth.lib.fifo.SyncFIFO``), so
+  an input accepts one flit per clock and its ``ready`` depends only on the FIFO's own state
+  (no combinational ready chain across routers);
 - the head of each FIFO is routed X first, then Y (east/west until ``dst_x == x``, then
   north/south until ``dst_y == y``, then local): a flit never turns from Y back to X, so the
   channel dependency graph is acyclic and the mesh is deadlock-free by construction;
@@ -27,22 +27,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Const, Elaboratable, Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.hdl import Const, Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from rtl_gen.params import MAX_MESH, check_config, check_int, index_width
-from rtl_gen.simulation import run_simulator
+from rtl_gen.layouts import check_mesh, coord_width, flit_layout
+from rtl_gen.params import check_config, check_int
+from rtl_gen.simulation import run_simulator, stream_put
 
 __all__ = [
     "PORTS",
     "FlitTrip",
     "Mesh",
     "Router",
-    "check_mesh",
-    "coord_width",
-    "flit_layout",
-    "hop_width",
     "router_from_config",
     "simulate_zero_load",
     "xy_route",
@@ -53,50 +51,6 @@ PORTS = ("north", "east", "south", "west", "local")
 _N, _E, _S, _W, _L = range(5)
 # The port of the neighbour that a directional output feeds.
 _OPPOSITE = {_N: _S, _E: _W, _S: _N, _W: _E}
-
-
-def _check_int(name: str, value: object, lo: int, hi: int) -> int:
-    # the router's messages read "rows must be 1..64, not 0"
-    return check_int(name, value, lo, hi, must_be="must be")
-
-
-def check_mesh(rows: object, cols: object) -> tuple[int, int]:
-    """Return ``(rows, cols)`` if both are integers in 1..64, else raise."""
-    return _check_int("rows", rows, 1, MAX_MESH), _check_int("cols", cols, 1, MAX_MESH)
-
-
-def coord_width(n: int) -> int:
-    """Bits of a coordinate ``0 .. n-1`` (:func:`rtl_gen.params.index_width`)."""
-    return index_width(n)
-
-
-def hop_width(rows: int, cols: int) -> int:
-    """Bits of the hop counter: the longest XY path has ``rows + cols - 2`` hops."""
-    return max((rows + cols - 2).bit_length(), 1)
-
-
-def flit_layout(rows: int, cols: int, addr_width: int, time_width: int) -> data.StructLayout:
-    """The flit payload: ``dst_x, dst_y, addr, t, hops`` (LSB first, in this order).
-
-    Parameters
-    ----------
-    rows, cols : int
-        Mesh size (1..64 each).
-    addr_width : int
-        Bits of the source neuron address (1..32).
-    time_width : int
-        Bits of the time step (1..16).
-    """
-    rows, cols = check_mesh(rows, cols)
-    _check_int("addr_width", addr_width, 1, 32)
-    _check_int("time_width", time_width, 1, 16)
-    return data.StructLayout({
-        "dst_x": coord_width(cols),
-        "dst_y": coord_width(rows),
-        "addr": addr_width,
-        "t": time_width,
-        "hops": hop_width(rows, cols),
-    })
 
 
 def xy_route(x: int, y: int, dst_x: int, dst_y: int) -> str:
@@ -112,38 +66,26 @@ def xy_route(x: int, y: int, dst_x: int, dst_y: int) -> str:
     return "local"
 
 
-class _Fifo2(Elaboratable):
-    """Two-entry register FIFO: full rate, zero read latency, ``w.ready`` from own state only."""
+class FlitFIFO(wiring.Component):
+    """Two-flit input buffer: ``amaranth.lib.fifo.SyncFIFO`` with stream ports.
 
-    def __init__(self, shape):
-        self.w = stream.Signature(shape).flip().create()
-        self.r = stream.Signature(shape).create()
-        self.count = Signal(range(3))
+    Full rate, zero read latency, ``w.ready`` from its own state only (``level != 2``).
+
+    Members
+    -------
+    w : In(stream.Signature(layout))
+    r : Out(stream.Signature(layout))
+    """
+
+    def __init__(self, layout):
+        self._layout = layout
+        super().__init__({"w": In(stream.Signature(layout)), "r": Out(stream.Signature(layout))})
 
     def elaborate(self, platform):
         m = Module()
-        head = Signal.like(self.r.payload, name="head")
-        tail = Signal.like(self.r.payload, name="tail")
-        m.d.comb += [
-            self.w.ready.eq(self.count != 2),
-            self.r.valid.eq(self.count != 0),
-            self.r.payload.eq(head),
-        ]
-        push = self.w.valid & self.w.ready
-        pop = self.r.valid & self.r.ready
-        with m.If(push & ~pop):
-            m.d.sync += self.count.eq(self.count + 1)
-            with m.If(self.count == 0):
-                m.d.sync += head.eq(self.w.payload)
-            with m.Else():
-                m.d.sync += tail.eq(self.w.payload)
-        with m.Elif(pop & ~push):
-            m.d.sync += [self.count.eq(self.count - 1), head.eq(tail)]
-        with m.Elif(pop & push):
-            with m.If(self.count == 1):
-                m.d.sync += head.eq(self.w.payload)
-            with m.Else():
-                m.d.sync += [head.eq(tail), tail.eq(self.w.payload)]
+        m.submodules.fifo = fifo = SyncFIFO(width=self._layout.size, depth=2)
+        wiring.connect(m, wiring.flipped(self.w), fifo.w_stream)
+        wiring.connect(m, fifo.r_stream, wiring.flipped(self.r))
         return m
 
 
@@ -187,9 +129,9 @@ class Router(wiring.Component):
                  src_loc_at=0):
         rows, cols = check_mesh(rows, cols)
         if x is not None:
-            _check_int("x", x, 0, cols - 1)
+            check_int("x", x, 0, cols - 1, must_be="must be")
         if y is not None:
-            _check_int("y", y, 0, rows - 1)
+            check_int("y", y, 0, rows - 1, must_be="must be")
         layout = flit_layout(rows, cols, addr_width, time_width)
         self._rows, self._cols = rows, cols
         self._x, self._y = x, y
@@ -228,7 +170,7 @@ class Router(wiring.Component):
         heads = []
         route = []  # route[i][o]: head of input i requests output o
         for i, p in enumerate(PORTS):
-            fifo = _Fifo2(self._layout)
+            fifo = FlitFIFO(self._layout)
             m.submodules[f"fifo_{p}"] = fifo
             wiring.connect(m, wiring.flipped(ins[i]), fifo.w)
             heads.append(fifo.r)
@@ -424,11 +366,9 @@ def simulate_zero_load(rows: int, cols: int, *, addr_width: int = 16, time_width
             port = dut.i[sy][sx]
             for dx, dy in nodes:
                 out = dut.o[dy][dx]
-                ctx.set(port.payload, {"dst_x": dx, "dst_y": dy, "addr": addr, "t": t,
-                                       "hops": 0})
-                ctx.set(port.valid, 1)
-                await ctx.tick()
-                ctx.set(port.valid, 0)
+                # an empty mesh takes the flit at once (one clock edge)
+                await stream_put(ctx, port, {"dst_x": dx, "dst_y": dy, "addr": addr, "t": t,
+                                             "hops": 0})
                 clocks = 0
                 while True:
                     if clocks >= limit:

@@ -1,10 +1,13 @@
-"""Pieces shared by the Amaranth-simulator drivers of the components.
+"""Pieces shared by the Amaranth-simulator drivers and testbenches of the components.
 
-:func:`rtl_gen.encoder.simulate_encoder`, :func:`rtl_gen.tile.simulate_tile` and
-:func:`rtl_gen.system.simulate_system` check their probabilities, drain an output stream with
-random backpressure, wait for ``busy`` to fall, check that a run's output ends with exactly one
-marker beat, read the ``cnt_*`` ports and run the simulator (optionally into a waveform file)
-the same way; each of those steps lives here once.
+A beat is put on a stream with :func:`stream_put` and taken with :func:`stream_get` (the shape
+of Glasgow's helpers), in every driver here and in ``tests/``.
+:func:`rtl_gen.encoder.simulate_encoder`, :func:`rtl_gen.tile.simulate_tile`,
+:func:`rtl_gen.system.simulate_system` and :func:`rtl_gen.router.simulate_zero_load` check their
+probabilities, drain an output stream with random backpressure, wait for ``busy`` to fall,
+check that a run's output ends with exactly one marker beat, read the ``cnt_*`` ports and run
+the simulator (optionally into a waveform file) the same way; each of those steps lives here
+once.
 """
 
 from __future__ import annotations
@@ -15,8 +18,43 @@ __all__ = [
     "marked_output",
     "read_counters",
     "run_simulator",
+    "stream_get",
+    "stream_put",
     "wait_idle",
 ]
+
+
+async def stream_put(ctx, stream, payload) -> int:
+    """Testbench coroutine: offer ``payload`` on ``stream`` until it is taken.
+
+    ``valid`` is high from now until the clock edge where ``ready`` is sampled high, and low
+    after it. Returns the clock edges taken (1 when the beat goes through at once).
+    """
+    ctx.set(stream.valid, 1)
+    ctx.set(stream.payload, payload)
+    clocks = 0
+    while True:
+        _, _, ready = await ctx.tick().sample(stream.ready)
+        clocks += 1
+        if ready:
+            break
+    ctx.set(stream.valid, 0)
+    return clocks
+
+
+async def stream_get(ctx, stream):
+    """Testbench coroutine: take one beat of ``stream``; returns its payload.
+
+    ``ready`` is high from now until the clock edge where ``valid`` is sampled high, and low
+    after it.
+    """
+    ctx.set(stream.ready, 1)
+    while True:
+        _, _, valid, payload = await ctx.tick().sample(stream.valid, stream.payload)
+        if valid:
+            break
+    ctx.set(stream.ready, 0)
+    return payload
 
 
 def check_probability(name: str, p: object) -> float:

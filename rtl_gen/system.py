@@ -28,15 +28,16 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, stream
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl_gen.encoder import Encoder, code_layout
-from rtl_gen.mapper import SYSTEM_TARGETS, system_widths
+from rtl_gen.encoder import Encoder
+from rtl_gen.layouts import code_layout, system_load_layout, system_out_layout
 from rtl_gen.params import ConfigComponent, RTLConfig, counter_ports
 from rtl_gen.router import Mesh
-from rtl_gen.simulation import check_probability, read_counters, run_simulator
+from rtl_gen.simulation import check_probability, read_counters, run_simulator, stream_put
+from rtl_gen.system_parts import EventFork, Injector, OutputMerge, Sequencer, SystemConfig
 from rtl_gen.tile import NeuronTile
 
 __all__ = [
@@ -46,39 +47,10 @@ __all__ = [
     "run_inference",
     "simulate_system",
     "system_from_config",
-    "system_load_layout",
-    "system_out_layout",
 ]
 
 #: Width of the flit and hop totals.
 TOTAL_WIDTH = 32
-
-
-def system_load_layout(config: RTLConfig) -> data.StructLayout:
-    """Payload of the system's ``load`` stream: ``node, target, addr, data`` (LSB first).
-
-    Targets 0..3 go to the tile at ``node`` (its own load beats); 4 writes route entry
-    ``addr`` of ``node`` (``dst_x, dst_y, offset``); 5 writes the node configuration
-    (``enable, layer, n_dst, out_offset``); 6 writes the layer count (``n_layers``).
-    """
-    sw = system_widths(config)
-    route = sw["dst_x"] + sw["dst_y"] + sw["offset"]
-    node = 1 + sw["layer"] + sw["n_dst"] + sw["out_addr"]
-    return data.StructLayout({
-        "node": sw["node"],
-        "target": 3,
-        "addr": max(config.load_addr_width, sw["node"]),
-        "data": max(config.load_data_width, route, node, sw["n_dst"]),
-    })
-
-
-def system_out_layout(config: RTLConfig) -> data.StructLayout:
-    """Payload of the system output: ``addr`` (global neuron of the last layer), ``t``, ``last``."""
-    return data.StructLayout({
-        "addr": system_widths(config)["out_addr"],
-        "t": config.time_width,
-        "last": 1,
-    })
 
 
 class System(ConfigComponent):
@@ -135,116 +107,64 @@ class System(ConfigComponent):
         m = Module()
         rows, cols = cfg.mesh_rows, cfg.mesh_cols
         P = rows * cols
-        sw = system_widths(cfg)
 
         m.submodules.encoder = enc = Encoder(cfg)
         m.submodules.mesh = mesh = Mesh(rows, cols, addr_width=cfg.in_addr_width,
                                         time_width=cfg.time_width)
-        tiles = []
+        m.submodules.config = conf = SystemConfig(cfg)
+        m.submodules.sequencer = seq = Sequencer(cfg)
+        m.submodules.fork = fork = EventFork(cfg)
+        m.submodules.merge = merge = OutputMerge(cfg)
+        tiles, injectors = [], []
         for n in range(P):
-            tile = NeuronTile(cfg)
-            m.submodules[f"tile_x{n % cols}_y{n // cols}"] = tile
+            x, y = n % cols, n // cols
+            m.submodules[f"tile_x{x}_y{y}"] = tile = NeuronTile(cfg)
+            m.submodules[f"inject_x{x}_y{y}"] = inject = Injector(cfg)
             tiles.append(tile)
+            injectors.append(inject)
             for name in cfg.tile_counters:
                 m.d.comb += getattr(self, f"cnt_{name}_n{n}").eq(getattr(tile, f"cnt_{name}"))
         for name in cfg.encoder_counters:
             m.d.comb += getattr(self, f"cnt_enc_{name}").eq(getattr(enc, f"cnt_{name}"))
 
-        # -- configuration registers (survive rst, like SRAM contents) ---------------------------
-        n_layers = Signal(sw["n_dst"], reset_less=True)
-        enable = [Signal(name=f"enable{n}", reset_less=True) for n in range(P)]
-        layer = [Signal(sw["layer"], name=f"layer{n}", reset_less=True) for n in range(P)]
-        n_dst = [Signal(sw["n_dst"], name=f"n_dst{n}", reset_less=True) for n in range(P)]
-        out_offset = [Signal(sw["out_addr"], name=f"out_offset{n}", reset_less=True)
-                      for n in range(P)]
-        entry = data.StructLayout({"dst_x": sw["dst_x"], "dst_y": sw["dst_y"],
-                                   "offset": sw["offset"]})
-        route = [[Signal(entry, name=f"route{n}_{e}", reset_less=True) for e in range(P)]
-                 for n in range(P)]
-
-        # -- sequencer state ----------------------------------------------------------------------
-        running = Signal()
-        p = Signal(sw["layer"])  # producing layer
-        enc_done = Signal()  # the encoder's marker reached every layer-0 tile
-        done = Signal(P)  # the node's tile emitted its marker in this inference
-        taken = Signal(P)  # encoder fork: the node took the current encoder beat
-        mark = Signal(P)  # a marker beat is pending for the node
-        last_layer = Signal(sw["n_dst"])
-        m.d.comb += [last_layer.eq(n_layers - 1), self.busy.eq(running)]
-        first = [Signal(name=f"first{n}") for n in range(P)]
-        is_final = [Signal(name=f"final{n}") for n in range(P)]
-        for n in range(P):
-            m.d.comb += [
-                first[n].eq(enable[n] & (layer[n] == 0)),
-                is_final[n].eq(enable[n] & (layer[n] == last_layer)),
-            ]
-
-        # -- load port ---------------------------------------------------------------------------
-        ld = self.load.payload
-        tile_target = ld.target < 4
-        tile_ready = Array(t.load.ready for t in tiles)[ld.node] if P > 1 else tiles[0].load.ready
-        m.d.comb += self.load.ready.eq(~running & (~tile_target | tile_ready))
+        # configuration: load beats -> tiles and registers, refused while running
+        wiring.connect(m, wiring.flipped(self.load), conf.load)
+        m.d.comb += [conf.running.eq(seq.running), seq.n_layers.eq(conf.n_layers),
+                     seq.mesh_busy.eq(mesh.busy), self.busy.eq(seq.running)]
         for n, tile in enumerate(tiles):
-            m.d.comb += [
-                tile.load.valid.eq(self.load.valid & ~running & tile_target & (ld.node == n)),
-                tile.load.payload.target.eq(ld.target[:2]),
-                tile.load.payload.addr.eq(ld.addr),
-                tile.load.payload.data.eq(ld.data),
-            ]
-        with m.If(self.load.valid & self.load.ready):
-            for n in range(P):
-                with m.If(ld.node == n):
-                    with m.If(ld.target == SYSTEM_TARGETS["route"]):
-                        for e in range(P):
-                            with m.If(ld.addr == e):
-                                m.d.sync += route[n][e].eq(ld.data)
-                    with m.If(ld.target == SYSTEM_TARGETS["node"]):
-                        fields = Cat(enable[n], layer[n], n_dst[n], out_offset[n])
-                        m.d.sync += fields.eq(ld.data)
-            with m.If(ld.target == SYSTEM_TARGETS["system"]):
-                m.d.sync += n_layers.eq(ld.data)
+            wiring.connect(m, conf.tile[n], tile.load)
+            m.d.comb += seq.node[n].eq(conf.node[n])
 
-        # -- input codes -> encoder; an inference starts with its first code ----------------------
+        # input codes -> encoder -> layer-0 tiles; an inference starts with its first code
         m.d.comb += [
-            enc.i.valid.eq(self.i.valid & ~enc_done),
+            enc.i.valid.eq(self.i.valid & ~seq.enc_done),
             enc.i.payload.eq(self.i.payload),
-            self.i.ready.eq(enc.i.ready & ~enc_done),
+            self.i.ready.eq(enc.i.ready & ~seq.enc_done),
         ]
-        total_flits = self.cnt_flits
-        total_hops = self.cnt_hops
         start = Signal()
-        m.d.comb += start.eq(self.i.valid & self.i.ready & ~running)
-        with m.If(start):
-            m.d.sync += [running.eq(1), p.eq(0), done.eq(0), mark.eq(0), taken.eq(0),
-                         total_flits.eq(0), total_hops.eq(0)]
+        m.d.comb += [
+            start.eq(self.i.valid & self.i.ready & ~seq.running),
+            seq.start.eq(start),
+            fork.clear.eq(start),
+            fork.en.eq(seq.first),
+            seq.enc_last.eq(enc.o.valid & enc.o.ready & enc.o.payload.last),
+        ]
+        wiring.connect(m, enc.o, fork.i)
 
-        # -- encoder -> layer-0 tiles (eager fork) ------------------------------------------------
-        fork_ok = Const(1, 1)
-        for n, tile in enumerate(tiles):
-            fork_ok = fork_ok & (~first[n] | taken[n] | tile.i.ready)
-        m.d.comb += enc.o.ready.eq(fork_ok)
-        with m.If(enc.o.valid & enc.o.ready):
-            m.d.sync += taken.eq(0)
-            with m.If(enc.o.payload.last):
-                m.d.sync += enc_done.eq(1)
-
-        # -- tile inputs --------------------------------------------------------------------------
+        # tile inputs: the fork (layer 0), a pending marker, or the mesh
         ejected = []
         for n, tile in enumerate(tiles):
-            x, y = n % cols, n // cols
-            port = mesh.o[y][x]
-            with m.If(first[n]):
+            port = mesh.o[n // cols][n % cols]
+            with m.If(seq.first[n]):
                 m.d.comb += [
-                    tile.i.valid.eq(enc.o.valid & ~taken[n]),
-                    tile.i.payload.eq(enc.o.payload),
+                    tile.i.valid.eq(fork.o[n].valid),
+                    tile.i.payload.eq(fork.o[n].payload),
+                    fork.o[n].ready.eq(tile.i.ready),
                 ]
-                with m.If(tile.i.valid & tile.i.ready & ~(enc.o.valid & enc.o.ready)):
-                    m.d.sync += taken[n].eq(1)
-            with m.Elif(mark[n]):
-                m.d.comb += [tile.i.valid.eq(1), tile.i.payload.last.eq(1)]
-                with m.If(tile.i.ready):
-                    m.d.sync += mark[n].eq(0)
-            with m.Elif(enable[n]):
+            with m.Elif(seq.mark[n]):
+                m.d.comb += [tile.i.valid.eq(1), tile.i.payload.last.eq(1),
+                             seq.mark_taken[n].eq(tile.i.ready)]
+            with m.Elif(conf.node[n].enable):
                 m.d.comb += [
                     tile.i.valid.eq(port.valid),
                     tile.i.payload.addr.eq(port.payload.addr),
@@ -254,101 +174,46 @@ class System(ConfigComponent):
             take = Signal(name=f"eject{n}")
             m.d.comb += take.eq(port.valid & port.ready)
             ejected.append((take, port.payload.hops))
-        flits_now = sum((t for t, _ in ejected), Const(0, 1))
-        hops_now = sum((Mux(t, h, 0) for t, h in ejected), Const(0, 1))
-        # the first code of an inference clears the totals (no flit moves on that clock)
-        with m.If(~start):
-            m.d.sync += [total_flits.eq(total_flits + flits_now),
-                         total_hops.eq(total_hops + hops_now)]
-
-        # -- tile outputs: injectors (non-final) and the output merge (final) ----------------------
-        have = []
-        for n, tile in enumerate(tiles):
-            x, y = n % cols, n // cols
-            port = mesh.i[y][x]
-            ev = tile.o.payload
-            idx = Signal(range(max(P, 2)), name=f"inject_idx{n}")
-            sel = Array(route[n])[idx]
-            head = Signal(name=f"head{n}")  # an event (not a marker) waits at the tile output
-            m.d.comb += head.eq(tile.o.valid & ~ev.last)
-            with m.If(tile.o.valid & ev.last):
-                m.d.comb += tile.o.ready.eq(1)
-                m.d.sync += done[n].eq(1)
-            with m.Elif(head & ~is_final[n]):
-                with m.If(n_dst[n] == 0):
-                    m.d.comb += tile.o.ready.eq(1)
-                with m.Else():
-                    m.d.comb += [
-                        port.valid.eq(1),
-                        port.payload.dst_x.eq(sel.dst_x),
-                        port.payload.dst_y.eq(sel.dst_y),
-                        port.payload.addr.eq(ev.addr + sel.offset),
-                        port.payload.t.eq(ev.t),
-                        # explicit, so every payload bit has a driver in the netlist
-                        port.payload.hops.eq(0),
-                    ]
-                    with m.If(port.ready):
-                        with m.If(idx == n_dst[n] - 1):
-                            m.d.sync += idx.eq(0)
-                            m.d.comb += tile.o.ready.eq(1)
-                        with m.Else():
-                            m.d.sync += idx.eq(idx + 1)
-            have.append(head & is_final[n])
-
-        # merge: wait until every final tile shows an event or is done, take the least (t, addr)
-        final_stage = running & (p == last_layer)
-        all_present = Const(1, 1)
-        all_done = Const(1, 1)
-        for n in range(P):
-            all_present = all_present & (~is_final[n] | done[n] | have[n])
-            all_done = all_done & (~is_final[n] | done[n])
-        keys = []
-        for n, tile in enumerate(tiles):
-            gaddr = Signal(sw["out_addr"], name=f"gaddr{n}")
-            m.d.comb += gaddr.eq(tile.o.payload.addr + out_offset[n])
-            keys.append((Cat(gaddr, tile.o.payload.t), gaddr))
-        best_valid = Const(0, 1)
-        best_key = Const(0, len(keys[0][0]))
-        best_idx = Const(0, range(max(P, 2)))
-        for n in range(P):
-            key = keys[n][0]
-            better = have[n] & (~best_valid | (key < best_key))
-            b_valid, b_key, b_idx = (Signal(name=f"best_valid{n}"),
-                                     Signal(len(key), name=f"best_key{n}"),
-                                     Signal(range(max(P, 2)), name=f"best_idx{n}"))
-            m.d.comb += [
-                b_valid.eq(best_valid | have[n]),
-                b_key.eq(best_key),
-                b_idx.eq(best_idx),
-            ]
-            with m.If(better):
-                m.d.comb += [b_key.eq(key), b_idx.eq(n)]
-            best_valid, best_key, best_idx = b_valid, b_key, b_idx
-        t_w = cfg.time_width
-        with m.If(final_stage & all_present & best_valid):
-            m.d.comb += [
-                self.o.valid.eq(1),
-                self.o.payload.addr.eq(best_key[:sw["out_addr"]]),
-                self.o.payload.t.eq(best_key[sw["out_addr"]:sw["out_addr"] + t_w]),
-            ]
-            with m.If(self.o.ready):
-                for n, tile in enumerate(tiles):
-                    with m.If(best_idx == n):
-                        m.d.comb += tile.o.ready.eq(1)
-        with m.Elif(final_stage & all_done):
-            m.d.comb += [self.o.valid.eq(1), self.o.payload.last.eq(1)]
-            with m.If(self.o.ready):
-                m.d.sync += [running.eq(0), enc_done.eq(0), done.eq(0), p.eq(0)]
-
-        # -- sequencer: layer p finished and the mesh is empty -> markers to layer p+1 -----------
-        layer_done = Const(1, 1)
-        for n in range(P):
-            layer_done = layer_done & (~enable[n] | (layer[n] != p) | done[n])
-        with m.If(running & (p != last_layer) & layer_done & ~mesh.busy & (mark == 0)):
+        # flit and hop totals; the first code of an inference clears them (no flit moves then)
+        total_flits, total_hops = self.cnt_flits, self.cnt_hops
+        with m.If(start):
+            m.d.sync += [total_flits.eq(0), total_hops.eq(0)]
+        with m.Else():
             m.d.sync += [
-                mark.eq(Cat(*[enable[n] & (layer[n] == p + 1) for n in range(P)])),
-                p.eq(p + 1),
+                total_flits.eq(total_flits + sum((t for t, _ in ejected), Const(0, 1))),
+                total_hops.eq(total_hops + sum((Mux(t, h, 0) for t, h in ejected), Const(0, 1))),
             ]
+
+        # tile outputs: markers to the sequencer, events to the injector or the output merge
+        for n, (tile, inject) in enumerate(zip(tiles, injectors, strict=True)):
+            ev = tile.o.payload
+            event = tile.o.valid & ~ev.last
+            m.d.comb += [
+                seq.tile_done[n].eq(tile.o.valid & ev.last),
+                inject.i.valid.eq(event & ~seq.final[n]),
+                inject.i.payload.eq(ev),
+                inject.n_dst.eq(conf.node[n].n_dst),
+                merge.i[n].valid.eq(event & seq.final[n]),
+                merge.i[n].payload.eq(ev),
+                merge.offset[n].eq(conf.node[n].out_offset),
+            ]
+            for e in range(P):
+                m.d.comb += inject.route[e].eq(conf.route[n][e])
+            with m.If(ev.last):
+                m.d.comb += tile.o.ready.eq(1)
+            with m.Elif(seq.final[n]):
+                m.d.comb += tile.o.ready.eq(merge.i[n].ready)
+            with m.Else():
+                m.d.comb += tile.o.ready.eq(inject.i.ready)
+            wiring.connect(m, inject.o, mesh.i[n // cols][n % cols])
+
+        m.d.comb += [
+            merge.final.eq(seq.final),
+            merge.done.eq(seq.done),
+            merge.active.eq(seq.final_stage),
+            seq.finish.eq(merge.o.valid & merge.o.ready & merge.o.payload.last),
+        ]
+        wiring.connect(m, merge.o, wiring.flipped(self.o))
         return m
 
 
@@ -383,10 +248,8 @@ class InferenceResult:
 async def load_system(ctx, dut: System, beats) -> None:
     """Testbench coroutine: send ``(node, target, addr, data)`` beats on ``dut.load``."""
     for node, target, addr, word in beats:
-        ctx.set(dut.load.valid, 1)
-        ctx.set(dut.load.payload, {"node": node, "target": target, "addr": addr, "data": word})
-        await ctx.tick().until(dut.load.ready)
-    ctx.set(dut.load.valid, 0)
+        await stream_put(ctx, dut.load, {"node": node, "target": target, "addr": addr,
+                                         "data": word})
 
 
 async def run_inference(ctx, dut: System, codes, *, nodes=(), rng=None, o_ready: float = 1.0,
@@ -396,6 +259,8 @@ async def run_inference(ctx, dut: System, codes, *, nodes=(), rng=None, o_ready:
     Returns an :class:`InferenceResult` (counters of ``nodes``) once the output marker is taken,
     or ``None`` after ``stop_after`` clocks (to interrupt an inference, e.g. with a reset).
     """
+    # One clock loop puts the codes and drains ``o`` together (not stream_put plus drain): it
+    # must be able to stop after ``stop_after`` clocks with both streams idle.
     cfg = dut.config
     rng = rng or random.Random(0)
     codes = list(codes)

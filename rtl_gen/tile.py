@@ -22,10 +22,22 @@ import random
 from dataclasses import dataclass
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import data, stream
+from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
 from golden_models import IntegerLayer
+from rtl_gen.layouts import (
+    TARGETS,
+    in_event_layout,
+    init_row_layout,
+    load_layout,
+    out_event_layout,
+    pack,
+    theta_row_layout,
+    tile_config_layout,
+    weight_row_layout,
+)
+from rtl_gen.mask import transmitted
 from rtl_gen.params import ConfigComponent, RTLConfig, check_config, counter_ports
 from rtl_gen.simulation import (
     check_probability,
@@ -33,63 +45,23 @@ from rtl_gen.simulation import (
     marked_output,
     read_counters,
     run_simulator,
+    stream_put,
     wait_idle,
 )
 from rtl_gen.sram import SRAM
 
 __all__ = [
-    "TARGETS",
     "NeuronTile",
     "WindowResult",
-    "in_event_layout",
     "load_beats",
-    "load_layout",
-    "out_event_layout",
     "simulate_tile",
 ]
-
-#: Load-stream targets: which SRAM (or the config registers) a load beat writes.
-TARGETS = {"weights": 0, "thresholds": 1, "init": 2, "config": 3}
-
-
-def load_layout(config: RTLConfig) -> data.StructLayout:
-    """Payload of the tile's ``load`` stream: ``target, addr, data`` (LSB first)."""
-    return data.StructLayout({
-        "target": 2,
-        "addr": config.load_addr_width,
-        "data": config.load_data_width,
-    })
-
-
-def in_event_layout(config: RTLConfig) -> data.StructLayout:
-    """Payload of an input event stream: ``addr, tau, last`` (``last`` beats carry no event)."""
-    return data.StructLayout({
-        "addr": config.in_addr_width,
-        "tau": config.time_width,
-        "last": 1,
-    })
-
-
-def out_event_layout(config: RTLConfig) -> data.StructLayout:
-    """Payload of the tile's output events: ``addr, t, last`` (``last`` beats carry no event)."""
-    return data.StructLayout({
-        "addr": config.out_addr_width,
-        "t": config.time_width,
-        "last": 1,
-    })
-
 
 def _popcount(value) -> object:
     total = Const(0, 1)
     for b in range(len(value)):
         total = total + value[b]
     return total
-
-
-def _transmitted(t, i_max, k) -> object:
-    """``|t - i_max| > k``: the event time is outside the dead zone ``Omega_k``."""
-    diff = t - i_max
-    return Mux(diff < 0, -diff, diff) > k
 
 
 class NeuronTile(ConfigComponent):
@@ -163,13 +135,14 @@ class NeuronTile(ConfigComponent):
         p_valid = Signal()
         p_d = Signal(signed(cfg.d_width))
         m.d.sync += p_valid.eq(0)
+        weight_row = weight_row_layout(cfg)(wsram.bus.rdata)
         with m.If(p_valid):
             for j in range(N):
-                w = wsram.bus.rdata[j * wb:(j + 1) * wb]
+                w = weight_row[j]
                 if wb == 1:
-                    term = Mux(w[0], p_d, -p_d)
+                    term = Mux(w, p_d, -p_d)
                 else:
-                    term = w.as_signed() * p_d
+                    term = w * p_d
                 m.d.sync += v[j].eq(v[j] + term)
 
         # --- fire pipeline: A issues (t, g), B compares, C emits ---------------------------------
@@ -185,8 +158,7 @@ class NeuronTile(ConfigComponent):
         c_g = Signal(range(max(G, 2)))
 
         lane_v = [Array([v_pad[g * L + lane] for g in range(G)])[b_g] for lane in range(L)]
-        theta = [tsram.bus.rdata[lane * cfg.theta_width:(lane + 1) * cfg.theta_width].as_signed()
-                 for lane in range(L)]
+        theta = theta_row_layout(cfg)(tsram.bus.rdata)
         active = Signal(L)
         cross = Signal(L)
         m.d.comb += active.eq(~fired.word_select(b_g, L))
@@ -194,7 +166,7 @@ class NeuronTile(ConfigComponent):
         crossed = Cat(*[lane_v[lane] >= theta[lane] for lane in range(L)])
         m.d.comb += cross.eq(Mux(last_step, active, crossed & active))
         b_tx = Signal()
-        m.d.comb += b_tx.eq(_transmitted(b_t, i_max_out, k))
+        m.d.comb += b_tx.eq(transmitted(b_t, i_max_out, k))
 
         # lowest pending lane (ascending address within a step)
         c_lane = Signal(range(max(L, 2)))
@@ -227,10 +199,11 @@ class NeuronTile(ConfigComponent):
                             bus.wen.eq(ld.target == TARGETS[target]),
                         ]
                     with m.If(ld.target == TARGETS["config"]):
+                        word = tile_config_layout(cfg)(ld.data[:cfg.config_width])
                         m.d.sync += [
-                            i_max_in.eq(ld.data[0:tw]),
-                            i_max_out.eq(ld.data[tw:2 * tw]),
-                            k.eq(ld.data[2 * tw:3 * tw]),
+                            i_max_in.eq(word.i_max_in),
+                            i_max_out.eq(word.i_max_out),
+                            k.eq(word.k),
                         ]
                 with m.Elif(self.i.valid):
                     m.d.sync += [c.eq(0) for c in counters.values()]
@@ -238,6 +211,7 @@ class NeuronTile(ConfigComponent):
                     m.next = "INIT"
 
             init_idx = Signal(range(G + 1))
+            init_row = init_row_layout(cfg)(isram.bus.rdata)
             with m.State("INIT"):
                 # read init row g at clock g, load group g into the membranes at clock g+1
                 m.d.comb += [
@@ -250,8 +224,7 @@ class NeuronTile(ConfigComponent):
                         for lane in range(L):
                             j = g * L + lane
                             if j < N:
-                                w = cfg.acc_width
-                                m.d.sync += v[j].eq(isram.bus.rdata[lane * w:(lane + 1) * w])
+                                m.d.sync += v[j].eq(init_row[lane])
                 with m.If(init_idx == G):
                     m.d.sync += init_idx.eq(0)
                     m.next = "INTEGRATE"
@@ -343,11 +316,12 @@ class NeuronTile(ConfigComponent):
 # -- SRAM images -------------------------------------------------------------------------------
 
 
-def _field(value: int, width: int, what: str) -> int:
+def _fits(value: int, width: int, what: str) -> int:
+    """``value`` if it fits ``width`` signed bits, else ``ValueError`` naming ``what``."""
     lo, hi = -(1 << (width - 1)), (1 << (width - 1)) - 1
     if not lo <= value <= hi:
         raise ValueError(f"{what} = {value} does not fit {width} signed bits ({lo}..{hi})")
-    return value & ((1 << width) - 1)
+    return value
 
 
 def load_beats(config: RTLConfig, layer: IntegerLayer) -> list[tuple[int, int, int]]:
@@ -386,24 +360,22 @@ def load_beats(config: RTLConfig, layer: IntegerLayer) -> list[tuple[int, int, i
         if mask.T != T:
             raise ValueError(f"layer {name} has T={mask.T}, the tile T={T}")
     wb, tw, aw = config.weight_bits, config.theta_width, config.acc_width
+    weight_row, theta_row = weight_row_layout(config), theta_row_layout(config)
+    init_row = init_row_layout(config)
     beats = []
     weights = layer.weights.tolist()
     for i, row in enumerate(weights):
-        word = 0
-        for j, w in enumerate(row):
-            bits = (1 if w > 0 else 0) if wb == 1 else _field(int(w), wb, f"W[{i}][{j}]")
-            word |= bits << (j * wb)
-        beats.append((TARGETS["weights"], i, word))
+        values = [(1 if w > 0 else 0) if wb == 1 else _fits(int(w), wb, f"W[{i}][{j}]")
+                  for j, w in enumerate(row)]
+        beats.append((TARGETS["weights"], i, pack(weight_row, values)))
     bound = config.acc_bound
     theta = layer.theta.clamp(-bound, bound + 1).tolist()
     for t in range(T - 1):
         for g in range(G):
-            word = 0
-            for lane in range(L):
-                j = g * L + lane
-                if j < N:
-                    word |= _field(int(theta[j][t]), tw, f"theta[{j}][{t}]") << (lane * tw)
-            beats.append((TARGETS["thresholds"], t * G + g, word))
+            # lanes past neuron N-1 stay 0
+            values = [_fits(int(theta[j][t]), tw, f"theta[{j}][{t}]")
+                      for j in range(g * L, min((g + 1) * L, N))]
+            beats.append((TARGETS["thresholds"], t * G + g, pack(theta_row, values)))
     init = layer.init.tolist()
     for j, b in enumerate(init):
         if abs(b) > config.init_bound:
@@ -411,14 +383,11 @@ def load_beats(config: RTLConfig, layer: IntegerLayer) -> list[tuple[int, int, i
                 f"init B[{j}] = {b} exceeds init_bound {config.init_bound} "
                 f"(n_in * w_max * max|q|), which keeps the accumulator from overflowing")
     for g in range(G):
-        word = 0
-        for lane in range(L):
-            j = g * L + lane
-            if j < N:
-                word |= _field(int(init[j]), aw, f"B[{j}]") << (lane * aw)
-        beats.append((TARGETS["init"], g, word))
-    cfg_word = (layer.in_mask.i_max | layer.out_mask.i_max << config.time_width
-                | layer.out_mask.k << 2 * config.time_width)
+        values = [_fits(int(init[j]), aw, f"B[{j}]") for j in range(g * L, min((g + 1) * L, N))]
+        beats.append((TARGETS["init"], g, pack(init_row, values)))
+    cfg_word = pack(tile_config_layout(config), {"i_max_in": layer.in_mask.i_max,
+                                                 "i_max_out": layer.out_mask.i_max,
+                                                 "k": layer.out_mask.k})
     beats.append((TARGETS["config"], 0, cfg_word))
     return beats
 
@@ -478,14 +447,7 @@ def simulate_tile(
             while gaps and i_valid < 1.0 and rng.random() >= i_valid:
                 await ctx.tick()
                 cycle += 1
-            ctx.set(stream.valid, 1)
-            ctx.set(stream.payload, payload)
-            while True:
-                _, _, ready = await ctx.tick().sample(stream.ready)
-                cycle += 1
-                if ready:
-                    break
-            ctx.set(stream.valid, 0)
+            cycle += await stream_put(ctx, stream, payload)
             return cycle
 
         loaded = None

@@ -143,18 +143,33 @@ def _events(space: CodeSpace, k: int, n_in: int, salt: int) -> tuple[np.ndarray,
     return np.concatenate(idx)[:n], np.concatenate(tim)[:n]
 
 
-def _rows(weights: np.ndarray, addr: np.ndarray) -> np.ndarray:
-    """Weight rows read for each address, packed: neuron j at bit j, 1 = +1."""
-    bits = (weights[addr] > 0).astype(np.int64)
-    return (bits << np.arange(weights.shape[1], dtype=np.int64)).sum(axis=1)
+def _rows(layout, weights: np.ndarray, addr: np.ndarray) -> np.ndarray:
+    """Weight rows read for each address, packed with ``layout`` (neuron ``j`` element ``j``,
+    1 = +1): :func:`rtl_gen.layouts.weight_row_layout`."""
+    from rtl_gen.layouts import pack
+
+    rows = {a: pack(layout, [int(w > 0) for w in weights[a]]) for a in np.unique(addr).tolist()}
+    return np.array([rows[a] for a in addr.tolist()], dtype=np.int64)
 
 
-def _pack(fields: list[dict], values: dict[str, np.ndarray | int]) -> np.ndarray:
+def _pack(layout, values: dict[str, np.ndarray | int]) -> np.ndarray:
+    """One word of ``layout`` per stream element (missing fields 0), packed by the layout.
+
+    Each distinct element is packed once with :func:`rtl_gen.layouts.pack`.
+    """
+    from rtl_gen.layouts import pack
+
     n = activity.STREAM_LENGTH
-    out = np.zeros(n, dtype=np.int64)
-    for f in fields:
-        v = np.broadcast_to(np.asarray(values.get(f["name"], 0), dtype=np.int64), (n,))
-        out |= (v & ((1 << f["width"]) - 1)) << f["offset"]
+    names = list(values)
+    columns = [np.broadcast_to(np.asarray(values[k], dtype=np.int64), (n,)).tolist()
+               for k in names]
+    words: dict[tuple, int] = {}
+    out = np.empty(n, dtype=np.int64)
+    for i, key in enumerate(zip(*columns, strict=True)):
+        word = words.get(key)
+        if word is None:
+            word = words[key] = pack(layout, dict(zip(names, key, strict=True)))
+        out[i] = word
     return out
 
 
@@ -172,6 +187,7 @@ def prepare(T: int, k: int, rtl_dir: Path) -> list[BlockSpec]:
     """
     from rtl_gen.encoder import Encoder
     from rtl_gen.generate import port_list, stream_ports
+    from rtl_gen.layouts import in_event_layout, weight_row_layout
     from rtl_gen.params import MAX_T, RTLConfig
     from rtl_gen.router import router_from_config
     from rtl_gen.sram import SRAM
@@ -193,14 +209,13 @@ def prepare(T: int, k: int, rtl_dir: Path) -> list[BlockSpec]:
     n = activity.STREAM_LENGTH
     addr, tau = _events(space, k, cfg.n_in, salt=40)
     weights = activity.binary_weights((cfg.n_in, TILE_NEURONS), salt=41).numpy()
-    rows = _rows(weights, addr)
+    rows = _rows(weight_row_layout(cfg), weights, addr)
     ones, zeros = np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     specs = []
     with warnings.catch_warnings():
         # components are built to be elaborated one by one; nothing is left unused
         warnings.simplefilter("ignore")
         tile = NeuronTile(cfg)
-        tile_fields = stream_ports(tile)["i"]["fields"]
         specs.append(
             BlockSpec(
                 name="tile",
@@ -221,7 +236,7 @@ def prepare(T: int, k: int, rtl_dir: Path) -> list[BlockSpec]:
                 runs={
                     "loaded": {
                         "i__valid": ones,
-                        "i__payload": _pack(tile_fields, {"addr": addr, "tau": tau}),
+                        "i__payload": _pack(in_event_layout(cfg), {"addr": addr, "tau": tau}),
                         "o__ready": ones,
                         "weights.bus__rdata": rows,
                     }
@@ -272,11 +287,10 @@ def prepare(T: int, k: int, rtl_dir: Path) -> list[BlockSpec]:
             )
         )
         router = router_from_config(cfg)
-        fields = stream_ports(router)["i_west"]["fields"]
         ready = {f"o_{p}__ready": ones for p in ("north", "east", "south", "west", "local")}
         pos = {"x": np.full(n, ROUTER_XY[0]), "y": np.full(n, ROUTER_XY[1])}
         flits = _pack(
-            fields, {"dst_x": ROUTER_DST[0], "dst_y": ROUTER_DST[1], "addr": addr, "t": tau}
+            router.layout, {"dst_x": ROUTER_DST[0], "dst_y": ROUTER_DST[1], "addr": addr, "t": tau}
         )
         specs.append(
             BlockSpec(

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from golden_models import CodeSpace, Mask, encode_events
-from rtl_gen.encoder import Encoder, code_layout, simulate_encoder
+from rtl_gen.encoder import Encoder, simulate_encoder
+from rtl_gen.layouts import code_layout
 from rtl_gen.params import RTLConfig
 
 GRID = sorted({(T, k) for T in (2, 4, 16, 64) for k in (0, 1, T - 1)})

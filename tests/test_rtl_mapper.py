@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from golden_models import IntegerLayer, Mask, decode_events, folded_init, threshold_table
 from golden_models.codespace import CodeSpace
 from golden_models.qnn import random_qnn
+from rtl_gen.layouts import SYSTEM_TARGETS
 from rtl_gen.mapper import (
-    SYSTEM_TARGETS,
     config_for_chain,
     map_chain,
     system_reference,

@@ -8,7 +8,8 @@ import random
 import pytest
 from amaranth.sim import Simulator
 
-from rtl_gen.router import PORTS, Mesh, Router, flit_layout, simulate_zero_load, xy_route
+from rtl_gen.layouts import flit_layout
+from rtl_gen.router import PORTS, Mesh, Router, simulate_zero_load, xy_route
 
 ADDR_W, TIME_W = 12, 4
 

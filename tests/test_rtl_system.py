@@ -14,9 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from golden_models.qnn import random_qnn
+from rtl_gen.layouts import system_load_layout
 from rtl_gen.mapper import config_for_chain, map_chain, system_reference
 from rtl_gen.params import RTLConfig
-from rtl_gen.system import System, simulate_system, system_from_config, system_load_layout
+from rtl_gen.simulation import stream_put
+from rtl_gen.system import System, load_system, simulate_system, system_from_config
 
 
 def check_system(widths, *, T, k, N, mesh, weight_bits=1, families=None, lanes=None,
@@ -139,17 +141,12 @@ def test_loads_refused_while_busy():
     seen = []
 
     async def bench(ctx):
-        for node, target, addr, word in smap.load_beats():
-            ctx.set(dut.load.valid, 1)
-            ctx.set(dut.load.payload, {"node": node, "target": target, "addr": addr,
-                                       "data": word})
-            await ctx.tick().until(dut.load.ready)
-        ctx.set(dut.load.payload, {"node": 0, "target": 5, "addr": 0, "data": 0})
+        await load_system(ctx, dut, smap.load_beats())
         for q in smap.pad_input(torch.tensor([1, -2, 0, 1])).tolist():
-            ctx.set(dut.i.valid, 1)
-            ctx.set(dut.i.payload, {"q": q})
-            await ctx.tick().until(dut.i.ready)
-        ctx.set(dut.i.valid, 0)
+            await stream_put(ctx, dut.i, {"q": q})
+        # a node-configuration beat offered while the inference runs
+        ctx.set(dut.load.valid, 1)
+        ctx.set(dut.load.payload, {"node": 0, "target": 5, "addr": 0, "data": 0})
         ctx.set(dut.o.ready, 1)
         while True:
             _, _, busy, ready, valid, last = await ctx.tick().sample(

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from golden_models import CodeSpace, IntegerLayer, Mask, encode_events, folded_init, weight_range
 from rtl_gen.params import RTLConfig
+from rtl_gen.simulation import stream_get, stream_put
 from rtl_gen.tile import NeuronTile, load_beats, simulate_tile
 
 # every (T, k) of the grid T in {2, 4, 16, 64} x k in {0, 1, T-1}
@@ -146,20 +147,14 @@ def test_tile_reset_mid_window(phase):
     m.submodules.dut = dut = NeuronTile(cfg)
     got = {}
 
-    async def send(ctx, stream, payload):
-        ctx.set(stream.valid, 1)
-        ctx.set(stream.payload, payload)
-        await ctx.tick().until(stream.ready)
-        ctx.set(stream.valid, 0)
-
     async def bench(ctx):
         ctx.set(dut.o.ready, 1)
         for target, addr, word in load_beats(cfg, layer):
-            await send(ctx, dut.load, {"target": target, "addr": addr, "data": word})
+            await stream_put(ctx, dut.load, {"target": target, "addr": addr, "data": word})
         for a, t in zip(index, time, strict=True):
-            await send(ctx, dut.i, {"addr": a, "tau": t, "last": 0})
+            await stream_put(ctx, dut.i, {"addr": a, "tau": t, "last": 0})
         if phase == "fire":
-            await send(ctx, dut.i, {"addr": 0, "tau": 0, "last": 1})
+            await stream_put(ctx, dut.i, {"addr": 0, "tau": 0, "last": 1})
             await ctx.tick().repeat(cfg.T)  # midway through the fire walk (T*G = 16 clocks)
             assert ctx.get(dut.busy) == 1
         ctx.set(cd.rst, 1)
@@ -169,17 +164,13 @@ def test_tile_reset_mid_window(phase):
         # rst restored the config registers: reprogram them (SRAM rows survive)
         target, addr, word = load_beats(cfg, layer)[-1]
         assert target == 3
-        await send(ctx, dut.load, {"target": target, "addr": addr, "data": word})
+        await stream_put(ctx, dut.load, {"target": target, "addr": addr, "data": word})
         for a, t in zip(index, time, strict=True):
-            await send(ctx, dut.i, {"addr": a, "tau": t, "last": 0})
-        await send(ctx, dut.i, {"addr": 0, "tau": 0, "last": 1})
+            await stream_put(ctx, dut.i, {"addr": a, "tau": t, "last": 0})
+        await stream_put(ctx, dut.i, {"addr": 0, "tau": 0, "last": 1})
         events = []
-        while True:
-            _, _, valid, payload = await ctx.tick().sample(dut.o.valid, dut.o.payload)
-            if valid:
-                if payload.last:
-                    break
-                events.append((int(payload.addr), int(payload.t)))
+        while not (payload := await stream_get(ctx, dut.o)).last:
+            events.append((int(payload.addr), int(payload.t)))
         await ctx.tick()
         got["events"] = events
         got["counters"] = {n: ctx.get(getattr(dut, f"cnt_{n}")) for n in cfg.tile_counters}

@@ -1,0 +1,195 @@
+"""Amaranth-simulator tests of the system's sub-components (rtl_gen/system_parts.py)."""
+
+from __future__ import annotations
+
+import random
+
+from amaranth.hdl import ClockDomain, Module
+
+from rtl_gen.layouts import SYSTEM_TARGETS, node_layout, pack, route_layout
+from rtl_gen.params import RTLConfig
+from rtl_gen.simulation import run_simulator, stream_get, stream_put
+from rtl_gen.system_parts import EventFork, Injector, OutputMerge, Sequencer, SystemConfig
+
+CFG = RTLConfig(T=8, k=1, n_in=8, tile_neurons=4, mesh_rows=1, mesh_cols=3)  # P = 3
+
+
+def clocked(dut):
+    """``dut`` inside a module with a ``sync`` domain (a combinational part has none)."""
+    m = Module()
+    m.domains.sync = ClockDomain()
+    m.submodules.dut = dut
+    return m
+
+
+def test_system_config_registers_and_tile_beats():
+    dut = SystemConfig(CFG)
+    route = pack(route_layout(CFG), {"dst_x": 2, "dst_y": 0, "offset": 5})
+    node = pack(node_layout(CFG), {"enable": 1, "layer": 1, "n_dst": 2, "out_offset": 7})
+    got = {}
+
+    async def bench(ctx):
+        await stream_put(ctx, dut.load, {"node": 1, "target": SYSTEM_TARGETS["route"],
+                                         "addr": 2, "data": route})
+        await stream_put(ctx, dut.load, {"node": 2, "target": SYSTEM_TARGETS["node"],
+                                         "addr": 0, "data": node})
+        await stream_put(ctx, dut.load, {"node": 0, "target": SYSTEM_TARGETS["system"],
+                                         "addr": 0, "data": 3})
+        got["route"] = ctx.get(dut.route[1][2])
+        got["node"] = ctx.get(dut.node[2])
+        got["n_layers"] = ctx.get(dut.n_layers)
+        got["other"] = ctx.get(dut.route[2][1].as_value())
+        # a tile beat goes to the addressed tile only, and waits for its ready
+        ctx.set(dut.load.valid, 1)
+        ctx.set(dut.load.payload, {"node": 1, "target": SYSTEM_TARGETS["init"], "addr": 3,
+                                   "data": 9})
+        got["valid"] = [ctx.get(t.valid) for t in dut.tile]
+        got["ready_before"] = ctx.get(dut.load.ready)
+        ctx.set(dut.tile[1].ready, 1)
+        got["ready_after"] = ctx.get(dut.load.ready)
+        got["payload"] = ctx.get(dut.tile[1].payload)
+        ctx.set(dut.running, 1)
+        got["running"] = (ctx.get(dut.load.ready), ctx.get(dut.tile[1].valid))
+
+    run_simulator(dut, bench)
+    assert (got["route"].dst_x, got["route"].dst_y, got["route"].offset) == (2, 0, 5)
+    assert (got["node"].enable, got["node"].layer, got["node"].n_dst,
+            got["node"].out_offset) == (1, 1, 2, 7)
+    assert (got["n_layers"], got["other"]) == (3, 0)
+    assert got["valid"] == [0, 1, 0]
+    assert (got["ready_before"], got["ready_after"]) == (0, 1)
+    payload = got["payload"]
+    assert (payload.target, payload.addr, payload.data) == (2, 3, 9)
+    assert got["running"] == (0, 0)
+
+
+def test_event_fork_gives_each_enabled_output_every_beat_once():
+    dut = EventFork(CFG)
+    beats = [{"addr": a, "tau": a % 8, "last": int(a == 5)} for a in range(6)]
+    got = {0: [], 2: []}
+    rng = random.Random(1)
+
+    async def source(ctx):
+        ctx.set(dut.en, 0b101)
+        for beat in beats:
+            await stream_put(ctx, dut.i, beat)
+
+    def sink(n):
+        async def take(ctx):
+            for _ in beats:
+                for _ in range(rng.randrange(3)):
+                    await ctx.tick()
+                payload = await stream_get(ctx, dut.o[n])
+                got[n].append(int(payload.addr))
+        return take
+
+    async def disabled(ctx):
+        while True:  # a disabled output never offers a beat
+            _, _, valid = await ctx.tick().sample(dut.o[1].valid)
+            assert not valid
+
+    run_simulator(dut, source, sink(0), sink(2), background=[disabled])
+    assert got == {0: list(range(6)), 2: list(range(6))}
+
+
+def test_injector_one_flit_per_route_entry():
+    dut = Injector(CFG)
+    flits = []
+
+    async def bench(ctx):
+        for e, (x, off) in enumerate([(1, 0), (2, 4), (0, 1)]):
+            ctx.set(dut.route[e], {"dst_x": x, "dst_y": 0, "offset": off})
+        ctx.set(dut.n_dst, 2)
+        await stream_put(ctx, dut.i, {"addr": 3, "t": 6, "last": 0})
+        ctx.set(dut.n_dst, 0)  # no destination: the event is dropped at once
+        clocks = await stream_put(ctx, dut.i, {"addr": 1, "t": 2, "last": 0})
+        flits.append(("dropped after", clocks))
+
+    async def drain(ctx):
+        for _ in range(2):
+            p = await stream_get(ctx, dut.o)
+            flits.append((int(p.dst_x), int(p.dst_y), int(p.addr), int(p.t), int(p.hops)))
+
+    run_simulator(dut, bench, drain)
+    assert flits == [(1, 0, 3, 6, 0), (2, 0, 7, 6, 0), ("dropped after", 1)]
+
+
+def test_output_merge_orders_by_time_then_address():
+    dut = OutputMerge(CFG)
+    streams = {0: [(0, 1), (1, 3)], 2: [(0, 1), (3, 2)]}  # (addr, t), time order per node
+    out = []
+
+    def source(n):
+        async def put(ctx):
+            for addr, t in streams[n]:
+                await stream_put(ctx, dut.i[n], {"addr": addr, "t": t, "last": 0})
+            ctx.set(dut.done, ctx.get(dut.done) | 1 << n)  # the node's tile emitted its marker
+        return put
+
+    async def bench(ctx):
+        ctx.set(dut.final, 0b101)
+        ctx.set(dut.offset[0], 0)
+        ctx.set(dut.offset[2], 4)
+        ctx.set(dut.active, 1)
+        while not out or not out[-1][2]:
+            p = await stream_get(ctx, dut.o)
+            out.append((int(p.addr), int(p.t), int(p.last)))
+
+    run_simulator(clocked(dut), bench, source(0), source(2))
+    # node 2's events are global addresses 4 and 7; the marker comes once both nodes are done
+    assert out == [(0, 1, 0), (4, 1, 0), (7, 2, 0), (1, 3, 0), (0, 0, 1)]
+
+
+def test_output_merge_waits_for_every_final_node():
+    dut = OutputMerge(CFG)
+    seen = []
+
+    async def bench(ctx):
+        ctx.set(dut.final, 0b011)
+        ctx.set(dut.active, 1)
+        ctx.set(dut.i[0].valid, 1)
+        ctx.set(dut.i[0].payload, {"addr": 2, "t": 5, "last": 0})
+        seen.append(ctx.get(dut.o.valid))  # node 1 neither shows an event nor is done
+        ctx.set(dut.done, 0b010)
+        seen.append(ctx.get(dut.o.valid))
+
+    run_simulator(clocked(dut), bench)
+    assert seen == [0, 1]
+
+
+def test_sequencer_walks_layers():
+    dut = Sequencer(CFG)
+    log = []
+
+    async def bench(ctx):
+        for n, layer in enumerate((0, 1, 2)):
+            ctx.set(dut.node[n], {"enable": 1, "layer": layer, "n_dst": 1, "out_offset": 0})
+        ctx.set(dut.n_layers, 3)
+        log.append(("first", ctx.get(dut.first), "final", ctx.get(dut.final)))
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        ctx.set(dut.mesh_busy, 1)
+        ctx.set(dut.tile_done, 0b001)  # layer 0 done while flits are in flight
+        await ctx.tick()
+        ctx.set(dut.tile_done, 0)
+        await ctx.tick()
+        log.append(("busy mesh", ctx.get(dut.mark)))
+        ctx.set(dut.mesh_busy, 0)
+        await ctx.tick()
+        log.append(("marker", ctx.get(dut.mark), ctx.get(dut.final_stage)))
+        ctx.set(dut.mark_taken, 0b010)
+        await ctx.tick()
+        ctx.set(dut.mark_taken, 0)
+        ctx.set(dut.tile_done, 0b010)
+        await ctx.tick()
+        ctx.set(dut.tile_done, 0)
+        await ctx.tick()
+        log.append(("final", ctx.get(dut.mark), ctx.get(dut.final_stage)))
+        ctx.set(dut.finish, 1)
+        await ctx.tick()
+        log.append(("end", ctx.get(dut.running), ctx.get(dut.done)))
+
+    run_simulator(dut, bench)
+    assert log == [("first", 0b001, "final", 0b100), ("busy mesh", 0), ("marker", 0b010, 0),
+                   ("final", 0b100, 1), ("end", 0, 0)]
