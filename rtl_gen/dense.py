@@ -21,12 +21,22 @@ import random
 from dataclasses import dataclass
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import data, stream
+from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
 from golden_models.dense import dense_init
 from golden_models.integer_layer import IntegerLayer
-from rtl_gen.params import ConfigComponent, RTLConfig, bits_for, check_config, counter_ports
+from rtl_gen.layouts import (
+    PACK_BITS,
+    TARGETS,
+    dense_codes_layout,
+    dense_in_layout,
+    dense_out_layout,
+    dense_pack,
+    load_layout,
+    unpack,
+)
+from rtl_gen.params import ConfigComponent, RTLConfig, bits_for, counter_ports
 from rtl_gen.simulation import (
     check_probability,
     drain,
@@ -36,7 +46,7 @@ from rtl_gen.simulation import (
     wait_idle,
 )
 from rtl_gen.sram import SRAM
-from rtl_gen.tile import TARGETS, load_beats, load_layout
+from rtl_gen.tile import load_beats
 
 __all__ = [
     "PACK_BITS",
@@ -50,35 +60,6 @@ __all__ = [
     "simulate_dense",
     "unpack_codes",
 ]
-
-#: Code bits a dense flit carries: the width of the router's ``t`` field at its maximum (16), so
-#: the dense design moves its codes over the same router as events, packed.
-PACK_BITS = 16
-
-
-def dense_pack(config: RTLConfig) -> int:
-    """Codes per dense beat ``P = min(N, PACK_BITS // time_width)``."""
-    check_config(config)
-    return max(1, min(config.tile_neurons, PACK_BITS // config.time_width))
-
-
-def dense_in_layout(config: RTLConfig) -> data.StructLayout:
-    """Payload of the dense input stream: ``code, last`` (``last`` beats carry no code)."""
-    return data.StructLayout({"code": config.time_width, "last": 1})
-
-
-def dense_out_layout(config: RTLConfig) -> data.StructLayout:
-    """Payload of a dense output beat: ``addr`` (first neuron), ``codes`` (``P`` codes), ``last``.
-
-    Code ``p`` of the beat is neuron ``addr + p``, at bits ``p*tw .. p*tw + tw - 1`` of ``codes``,
-    as a ``tw``-bit two's complement (``sym``) or unsigned (``asym``) integer.
-    """
-    return data.StructLayout({
-        "addr": config.out_addr_width,
-        "codes": dense_pack(config) * config.time_width,
-        "last": 1,
-    })
-
 
 def dense_counters(config: RTLConfig) -> dict[str, int]:
     """Counter name -> width, in the order of :class:`golden_models.dense.DenseCounters`."""
@@ -290,17 +271,8 @@ def dense_load_beats(config: RTLConfig, layer: IntegerLayer) -> list[tuple[int, 
 
 def unpack_codes(config: RTLConfig, addr: int, word: int, n_out: int) -> list[tuple[int, int]]:
     """``(neuron, code)`` pairs of one dense beat (codes past ``n_out`` are padding)."""
-    tw, space = config.time_width, config.space
-    out = []
-    for p in range(dense_pack(config)):
-        j = addr + p
-        if j >= n_out:
-            break
-        raw = (word >> (p * tw)) & ((1 << tw) - 1)
-        if space.family == "sym" and raw >= 1 << (tw - 1):
-            raw -= 1 << tw
-        out.append((j, raw))
-    return out
+    codes = unpack(dense_codes_layout(config), word)
+    return [(addr + p, q) for p, q in enumerate(codes) if addr + p < n_out]
 
 
 @dataclass(frozen=True)

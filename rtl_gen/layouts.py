@@ -32,6 +32,11 @@ from amaranth.lib import data
 from rtl_gen.params import MAX_MESH, RTLConfig, bits_for, check_int, index_width
 
 __all__ = [
+    "PACK_BITS",
+    "dense_codes_layout",
+    "dense_in_layout",
+    "dense_out_layout",
+    "dense_pack",
     "SYSTEM_TARGETS",
     "TARGETS",
     "check_mesh",
@@ -164,6 +169,37 @@ def code_layout(config: RTLConfig) -> data.StructLayout:
 
 
 # -- tile load stream and SRAM rows ------------------------------------------------------------
+
+
+#: Code bits a dense flit carries: the width of the router's ``t`` field at its maximum (16), so
+#: the dense design moves its codes over the same router as events, packed.
+PACK_BITS = 16
+
+
+def dense_pack(config: RTLConfig) -> int:
+    """Codes per dense beat and flit ``P = min(N, PACK_BITS // time_width)``."""
+    return max(1, min(config.tile_neurons, PACK_BITS // config.time_width))
+
+
+def dense_in_layout(config: RTLConfig) -> data.StructLayout:
+    """Payload of the dense tile's input: ``code, last`` (``last`` beats carry no code)."""
+    return data.StructLayout({"code": config.time_width, "last": 1})
+
+
+def dense_codes_layout(config: RTLConfig) -> data.ArrayLayout:
+    """``P`` packed output codes, code ``p`` (neuron ``addr + p``) at bits ``p*tw``: two's
+    complement for ``sym``, unsigned for ``asym``."""
+    code = signed(config.time_width) if config.family == "sym" else unsigned(config.time_width)
+    return data.ArrayLayout(code, dense_pack(config))
+
+
+def dense_out_layout(config: RTLConfig) -> data.StructLayout:
+    """Payload of a dense output beat: ``addr`` (first neuron), ``codes``, ``last``."""
+    return data.StructLayout({
+        "addr": config.out_addr_width,
+        "codes": dense_pack(config) * config.time_width,
+        "last": 1,
+    })
 
 
 def load_layout(config: RTLConfig) -> data.StructLayout:
