@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from matterhorn.toolchain import ToolNotFoundError, require, setup_verilator_env, version
+from toolkit_base.toolchain import ToolNotFoundError, require, setup_verilator_env, version
 
 #: Simulators every configuration runs on.
 SIMULATORS = ("icarus", "verilator")

@@ -22,9 +22,9 @@ import numpy as np
 import torch
 
 from golden_models.codespace import CodeSpace
-from golden_models.files import write_atomic
 from golden_models.integer_layer import IntegerLayer, accumulator_bound, signed_width
 from golden_models.mttfs import Mask
+from toolkit_base.files import write_atomic
 
 SCHEMA = "matterhorn.golden.layers"
 SCHEMA_VERSION = 1

@@ -24,8 +24,8 @@ import torch
 
 from golden_models.calibration import _check_counts, event_histogram, select_i_max
 from golden_models.codespace import FAMILIES, CodeSpace
-from golden_models.files import write_atomic
 from golden_models.mttfs import Mask, event_time, ttfs_mask
+from toolkit_base.files import write_atomic
 
 #: Identifier and version of the statistics file format.
 SCHEMA = "matterhorn.golden.stats"

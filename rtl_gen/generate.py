@@ -17,9 +17,7 @@ import hashlib
 import importlib
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import amaranth
@@ -31,6 +29,7 @@ from rtl_gen.encoder import Encoder
 from rtl_gen.params import RTLConfig, check_config
 from rtl_gen.sram import MACRO_MODEL, MACRO_NAME, SRAM
 from rtl_gen.tile import TARGETS, NeuronTile
+from toolkit_base.files import staging_dir
 
 __all__ = [
     "LINT_FLAGS",
@@ -389,9 +388,7 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike) -> dict[str, object]
     files[MANIFEST] = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
     own = {f"{name}.v" for name in MODULES} | {f"{MACRO_NAME}.v", MANIFEST}
 
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".rtl_gen-", dir=out))
-    try:
+    with staging_dir(out, prefix=".rtl_gen-") as tmp:
         for fname, text in files.items():
             (tmp / fname).write_text(text, encoding="utf-8", newline="\n")
         for fname in sorted(own - set(files)):
@@ -401,8 +398,6 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike) -> dict[str, object]
         # the manifest goes last: its presence says the Verilog next to it is complete
         for fname in sorted(files, key=lambda f: f == MANIFEST):
             os.replace(tmp / fname, out / fname)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return manifest
 
 
@@ -411,9 +406,9 @@ def lint(out_dir: str | os.PathLike, manifest: dict[str, object] | None = None) 
 
     Returns module name -> Verilator's output; raises :class:`RuntimeError` naming the module
     and showing the output when one fails, and
-    :class:`matterhorn.toolchain.ToolNotFoundError` when Verilator is missing.
+    :class:`toolkit_base.toolchain.ToolNotFoundError` when Verilator is missing.
     """
-    from matterhorn.toolchain import require
+    from toolkit_base.toolchain import require
 
     out = Path(out_dir)
     if manifest is None:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from matterhorn import toolchain
 from synth_scripts import activity, flow, liberty, operators, parse, run
+from toolkit_base import toolchain
 
 ROOT = Path(__file__).resolve().parents[1]
 PDK_LIB = ROOT.parent / "shared" / "pdk" / "sky130hd_tt.lib.gz"
