@@ -25,6 +25,7 @@ from amaranth.back import verilog
 from amaranth.hdl import Shape
 from amaranth.lib import data, stream, wiring
 
+from golden_models.counters import COUNTER_DEFINITIONS, ENCODER_COUNTER_DEFINITIONS
 from rtl_gen.encoder import Encoder
 from rtl_gen.params import RTLConfig, check_config
 from rtl_gen.sram import MACRO_MODEL, MACRO_NAME, SRAM
@@ -273,25 +274,6 @@ def _protocols(config: RTLConfig) -> tuple[dict[str, object], dict[str, object]]
         "reset": "rst returns to idle; membranes are re-initialised by the next window",
     }
     return load, window
-
-
-#: What each counter counts (one window), for the manifest.
-COUNTER_DEFINITIONS = {
-    "events_in": "input event beats (marker beats excluded)",
-    "weight_row_reads": "weight SRAM rows read, one per input event",
-    "accumulate_ops": "membrane updates, N per input event",
-    "compare_ops": "(neuron, step) compares: not-yet-fired neurons at t <= T-2",
-    "threshold_reads": "thresholds consumed, one per compare (the threshold SRAM reads "
-    "(T-1)*G rows of L thresholds per window)",
-    "events_out": "output events emitted (outside the dead zone)",
-    "events_suppressed": "neurons that fired inside the dead zone, not emitted",
-}
-
-
-ENCODER_COUNTER_DEFINITIONS = {
-    "events_out": "events emitted for the last vector",
-    "events_suppressed": "codes of the last vector inside the dead zone, not emitted",
-}
 
 
 def _counters(widths: dict[str, int], definitions=COUNTER_DEFINITIONS) -> list[dict[str, object]]:

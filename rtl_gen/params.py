@@ -19,6 +19,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
 from golden_models import FAMILIES, CodeSpace, accumulator_bound, signed_width, weight_range
+from golden_models.counters import COUNTER_NAMES
 from toolkit_base.checks import MAX_RTL_T, check_int
 
 __all__ = [
@@ -215,10 +216,10 @@ class RTLConfig:
 
     @property
     def tile_counters(self) -> dict[str, int]:
-        """Counter name -> width, in the order of :class:`golden_models.Counters`."""
+        """Counter name -> width, in the order of :data:`golden_models.counters.COUNTER_NAMES`."""
         n, e = self.tile_neurons, self.n_in
         compares = bits_for(n * (self.T - 1))
-        return {
+        widths = {
             "events_in": bits_for(e),
             "weight_row_reads": bits_for(e),
             "accumulate_ops": bits_for(e * n),
@@ -227,6 +228,7 @@ class RTLConfig:
             "events_out": bits_for(n),
             "events_suppressed": bits_for(n),
         }
+        return {name: widths[name] for name in COUNTER_NAMES}
 
     @property
     def encoder_counters(self) -> dict[str, int]:
