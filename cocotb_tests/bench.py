@@ -7,9 +7,9 @@ import os
 import time
 
 from cocotb_tests.layout import PayloadLayout
-from cocotb_tests.scoreboard import InOrderScoreboard
-from cocotb_tests.sim import ENV_CONFIG, ENV_REPORT
 from cocotb_tests.stream import StreamDriver, StreamMonitor, make_rng
+from regression.scoreboard import InOrderScoreboard
+from regression.sim import ENV_CONFIG, ENV_REPORT
 
 CLOCK_PERIOD_NS = 10
 #: First element of a window's (or vector's) end-marker item on the scoreboards.
@@ -23,10 +23,10 @@ def event_item(payload: dict, time_field: str) -> tuple:
 
 
 def load_config() -> dict:
-    """The bench configuration written by :func:`cocotb_tests.sim.run`."""
+    """The bench configuration written by :func:`regression.sim.run`."""
     path = os.environ.get(ENV_CONFIG)
     if not path:
-        raise RuntimeError(f"{ENV_CONFIG} is not set: run benches through cocotb_tests.sim.run")
+        raise RuntimeError(f"{ENV_CONFIG} is not set: run benches through regression.sim.run")
     with open(path) as f:
         return json.load(f)
 

@@ -21,9 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cocotb_tests import coverage as cov
-from cocotb_tests import sim
 from golden_models.codespace import check_k, check_T
+from regression import coverage as cov
+from regression import sim
 
 #: Benches in the order the regression runs them.
 BENCHES = ("encoder", "sram", "tile", "router", "system")
@@ -221,7 +221,7 @@ def tile_config(
     manifest : mapping
         Manifest of the generated Verilog (:func:`generate_rtl`).
     blocks : sequence of dict
-        Loads and their windows (:func:`cocotb_tests.reference.tile_block`).
+        Loads and their windows (:func:`regression.reference.tile_block`).
     seed : int
         Seed of the bench's random idle and stall cycles.
     resets : sequence of [block, window, phase]
@@ -231,7 +231,7 @@ def tile_config(
     corrupt : {None, "alter", "drop"}
         Self-check: alter or drop one expected event so the bench must fail.
     """
-    from cocotb_tests.reference import TileGeometry
+    from regression.reference import TileGeometry
 
     geo = TileGeometry.from_manifest(manifest)
     entry = module_entry(manifest, "mttfs_tile")
@@ -250,7 +250,7 @@ def tile_config(
 
 
 def _tile_config(job: Job, manifest: Mapping) -> dict:
-    from cocotb_tests.reference import TileGeometry, tile_blocks
+    from regression.reference import TileGeometry, tile_blocks
 
     stim = dict(job.stim)
     geo = TileGeometry.from_manifest(manifest)
@@ -277,8 +277,8 @@ def _tile_config(job: Job, manifest: Mapping) -> dict:
 
 
 def _encoder_config(job: Job, manifest: Mapping) -> dict:
-    from cocotb_tests.reference import encoder_vectors
     from golden_models import CodeSpace
+    from regression.reference import encoder_vectors
 
     stim = dict(job.stim)
     p = manifest["parameters"]
@@ -305,7 +305,7 @@ def _encoder_config(job: Job, manifest: Mapping) -> dict:
 
 
 def _sram_config(job: Job, manifest: Mapping) -> dict:
-    from cocotb_tests.reference import (
+    from regression.reference import (
         TileGeometry,
         load_beats,
         random_codes,
@@ -684,8 +684,8 @@ def run_tile(
         ``events_suppressed``, ``mismatches``, ``mismatch_examples``, ``counter_totals_rtl``
         and ``counter_totals_golden`` (see docs/regress.md).
     """
-    from cocotb_tests.reference import TileGeometry, tile_block
     from golden_models import IntegerLayer
+    from regression.reference import TileGeometry, tile_block
 
     if not isinstance(layer, IntegerLayer):
         raise TypeError(f"layer must be a golden_models.IntegerLayer, not {type(layer).__name__}")

@@ -12,8 +12,8 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.bench import END, Bench, EventSink, cycles, reset_midway, wait_until
-from cocotb_tests.coverage import CoverageModel
-from cocotb_tests.scoreboard import InOrderScoreboard
+from regression.coverage import CoverageModel
+from regression.scoreboard import InOrderScoreboard
 
 
 @cocotb.test()

@@ -14,8 +14,8 @@ from cocotb_tests.bench import (
     wait_until,
 )
 from cocotb_tests.layout import PayloadLayout
-from cocotb_tests.scoreboard import InOrderScoreboard
 from cocotb_tests.stream import StreamDriver, StreamMonitor, make_rng
+from regression.scoreboard import InOrderScoreboard
 
 
 @cocotb.test()

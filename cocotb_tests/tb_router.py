@@ -14,7 +14,7 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.bench import Bench, cycles, wait_until
-from cocotb_tests.scoreboard import InOrderScoreboard
+from regression.scoreboard import InOrderScoreboard
 
 PORTS = ("north", "east", "south", "west", "local")
 

@@ -1,6 +1,6 @@
 """cocotb bench for ``mttfs_tile``: load SRAM images, run windows, check events and counters.
 
-Stimulus and expected results come from :mod:`cocotb_tests.reference` (golden models) as JSON.
+Stimulus and expected results come from :mod:`regression.reference` (golden models) as JSON.
 Windows of one block run back to back (the next window's events wait on ``i`` while the tile
 fires), with random idle cycles on ``load`` and ``i`` and random ``ready`` on ``o``. One window
 per run is hit by a reset (during integrate or during fire); the tile must come back idle,
@@ -13,8 +13,8 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.bench import END, Bench, cycles, event_item, reset_midway, wait_until
-from cocotb_tests.coverage import CoverageModel
-from cocotb_tests.scoreboard import InOrderScoreboard
+from regression.coverage import CoverageModel
+from regression.scoreboard import InOrderScoreboard
 
 
 class TileBench(Bench):

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from cocotb_tests import coverage as cov
-from cocotb_tests import regress, sim
+from cocotb_tests import regress
+from regression import coverage as cov
+from regression import sim
 
 ROOT = Path(__file__).resolve().parents[1] / "build" / "cocotb"
 DEFAULT_JOBS = regress.regression_jobs((4, 8, 16), (0, 1, 2), sim.SIMULATORS, seed=0)

@@ -11,12 +11,13 @@ generated at that size, loaded through its load port and run by the cocotb tile 
 import pytest
 import torch
 
-from cocotb_tests import regress, sim
+from cocotb_tests import regress
 from golden_models import encode_events
 from golden_models.models.bert import load_minilm
 from golden_models.models.corpus import load_corpus
 from golden_models.models.ptq import convert
 from golden_models.models.rtl_slice import capture_slice
+from regression import sim
 
 K = 1
 VECTORS = 8

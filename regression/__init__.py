@@ -1,0 +1,1 @@
+"""The cocotb regression as a library: build the generated Verilog, run benches, summarise."""
