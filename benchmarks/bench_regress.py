@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cocotb_tests import regress
+import regression as regress  # noqa: E402
 from regression import sim  # noqa: E402
 
 
