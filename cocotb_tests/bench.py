@@ -65,19 +65,11 @@ async def start_clock(dut) -> None:
 
 async def reset(dut, cycles: int = 2) -> None:
     """Synchronous active-high reset for ``cycles`` rising edges."""
-    from cocotb.triggers import RisingEdge
+    from cocotb.triggers import ClockCycles
 
     dut.rst.value = 1
-    for _ in range(cycles):
-        await RisingEdge(dut.clk)
+    await ClockCycles(dut.clk, cycles)
     dut.rst.value = 0
-
-
-async def cycles(dut, n: int) -> None:
-    from cocotb.triggers import RisingEdge
-
-    for _ in range(n):
-        await RisingEdge(dut.clk)
 
 
 async def wait_until(dut, predicate, timeout: int, what: str) -> int:
@@ -86,15 +78,23 @@ async def wait_until(dut, predicate, timeout: int, what: str) -> int:
     Returns the cycles waited, right after the rising edge that follows the cycle in which the
     predicate held (so the caller may write signals). Must not be called in a read-only phase.
     """
-    from cocotb.triggers import ReadOnly, RisingEdge
+    from cocotb.triggers import ReadOnly, RisingEdge, SimTimeoutError, with_timeout
 
-    for n in range(timeout + 1):
-        await ReadOnly()
-        if predicate():
+    async def poll() -> int:
+        n = 0
+        while True:
+            await ReadOnly()
+            if predicate():
+                await RisingEdge(dut.clk)
+                return n
             await RisingEdge(dut.clk)
-            return n
-        await RisingEdge(dut.clk)
-    raise AssertionError(f"timeout after {timeout} cycles waiting for {what}")
+            n += 1
+
+    # timeout + 1 checks, one per cycle; one cycle more so the last check is never cut short
+    try:
+        return await with_timeout(poll(), (timeout + 2) * CLOCK_PERIOD_NS, "ns")
+    except SimTimeoutError:
+        raise AssertionError(f"timeout after {timeout} cycles waiting for {what}") from None
 
 
 def check_scoreboards(*boards: InOrderScoreboard, limit: int = 10) -> list[str]:
@@ -242,9 +242,11 @@ class Bench:
 
     async def release(self, *streams) -> None:
         """Start ``streams`` under reset, then release reset after 3 clocks."""
+        from cocotb.triggers import ClockCycles
+
         for stream in streams:
             stream.start()
-        await cycles(self.dut, 3)
+        await ClockCycles(self.dut.clk, 3)
         self.dut.rst.value = 0
 
 
@@ -252,12 +254,12 @@ async def reset_midway(dut, drivers, outputs: tuple[str, ...], aborted: InOrderS
     """Reset the design for 2 clocks (dropping what ``drivers`` hold), then check it is idle:
     every signal of ``outputs`` low right after reset, and the events ``aborted`` saw a correct
     prefix of the interrupted run's."""
-    from cocotb.triggers import ReadOnly, RisingEdge
+    from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
     dut.rst.value = 1
     for drv in drivers:
         drv.clear()
-    await cycles(dut, 2)
+    await ClockCycles(dut.clk, 2)
     dut.rst.value = 0
     await ReadOnly()
     problems = [f"{n} high after reset" for n in outputs if int(getattr(dut, n).value)]

@@ -41,8 +41,7 @@ async def test_passthrough(dut):
     await wait_until(
         dut, lambda: mon.stats.beats >= len(beats) and drv.idle, 20 * len(beats), "all beats"
     )
-    for _ in range(5):
-        await cocotb.triggers.RisingEdge(dut.clk)
+    await cocotb.triggers.ClockCycles(dut.clk, 5)
     drv.stop()
     mon.stop()
     errors = check_scoreboards(board) + mon.stats.protocol_errors

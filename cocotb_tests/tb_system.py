@@ -10,9 +10,9 @@ mask registers and run that inference exactly.
 from __future__ import annotations
 
 import cocotb
-from cocotb.triggers import ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
-from cocotb_tests.bench import END, Bench, EventSink, cycles, reset_midway, wait_until
+from cocotb_tests.bench import END, Bench, EventSink, reset_midway, wait_until
 from regression.coverage import CoverageModel
 from regression.scoreboard import InOrderScoreboard
 
@@ -36,7 +36,7 @@ async def test_system(dut):
     async def do_load(beats):
         load.send(beats)
         await wait_until(dut, lambda: load.idle, timeout + 8 * len(beats), "load accepted")
-        await cycles(dut, 2)
+        await ClockCycles(dut.clk, 2)
 
     await do_load(cfg["load"])
     rng = tb.rng("bench")
@@ -54,7 +54,7 @@ async def test_system(dut):
             drv.send({"q": q} for q in inf["codes"])
             await wait_until(dut, lambda: int(dut.busy.value), timeout, "inference start")
             # somewhere in the first 3/4 of the shortest inference seen so far
-            await cycles(dut, rng.randrange(1, max(2, 3 * min(durations) // 4)))
+            await ClockCycles(dut.clk, rng.randrange(1, max(2, 3 * min(durations) // 4)))
             await ReadOnly()
             assert int(dut.busy.value), "bench error: the reset came after the inference ended"
             await RisingEdge(dut.clk)
@@ -91,7 +91,7 @@ async def test_system(dut):
                 cov.sample_layer(layer)
         stats["inferences"] += 1
         stats["events"] += inf["events"]
-    await cycles(dut, 4)
+    await ClockCycles(dut.clk, 4)
     mismatches = events.finish() + counts.finish()
     errors = [str(m) for m in mismatches[:10]] + mon.stats.protocol_errors[:5]
     if counts.mismatches:
