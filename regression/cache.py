@@ -16,8 +16,16 @@ from pathlib import Path
 
 from regression import sim
 from toolkit_base.files import staging_dir
+from toolkit_base.schemas import validate
 
-__all__ = ["build_module", "generate_rtl", "module_entry", "params_key", "verilator_waivers"]
+__all__ = [
+    "build_module",
+    "generate_rtl",
+    "module_entry",
+    "params_key",
+    "read_manifest",
+    "verilator_waivers",
+]
 
 
 def _generator_digest() -> str:
@@ -50,7 +58,7 @@ def generate_rtl(params: Mapping, root: Path) -> tuple[Path, dict]:
     out = Path(root) / "rtl" / params_key(params)
     manifest_path = out / "manifest.json"
     if manifest_path.is_file():
-        return out, json.loads(manifest_path.read_text())
+        return out, read_manifest(manifest_path)
     with staging_dir(out.parent, prefix=".gen-") as tmp:
         generate(config, tmp)
         if not out.exists():
@@ -59,7 +67,12 @@ def generate_rtl(params: Mapping, root: Path) -> tuple[Path, dict]:
             except OSError:
                 if not manifest_path.is_file():  # not a concurrent writer of the same set
                     raise
-    return out, json.loads(manifest_path.read_text())
+    return out, read_manifest(manifest_path)
+
+
+def read_manifest(path: Path) -> dict:
+    """A ``manifest.json``, checked against its schema (toolkit_base/schemas)."""
+    return validate(json.loads(Path(path).read_text()), "rtl_manifest", Path(path).name)
 
 
 def module_entry(manifest: Mapping, module: str) -> dict:

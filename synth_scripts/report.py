@@ -8,6 +8,7 @@ from pathlib import Path
 
 from synth_scripts import activity, liberty, paper, scaling
 from toolkit_base import toolchain
+from toolkit_base.schemas import validate
 from toolkit_base.tables import markdown_table
 
 SCHEMA = "matterhorn-synth-report/1"
@@ -442,21 +443,10 @@ def comparison_text(doc: dict) -> str:
 
 
 def load(path: str | Path) -> dict:
-    """Read a ``synth_report.json`` back, checking the fields the energy model uses."""
+    """Read a ``synth_report.json`` back, checked against its schema (toolkit_base/schemas)."""
     path = Path(path)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path.name}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise ValueError(f"{path.name}: field 'schema' must be {SCHEMA!r}")
-    costs = doc.get("unit_costs_pJ")
-    if costs is not None:
-        if not isinstance(costs, dict):
-            raise ValueError(f"{path.name}: field 'unit_costs_pJ' must be an object")
-        for key, entry in costs.items():
-            if not isinstance(entry, dict) or not isinstance(entry.get("value"), int | float):
-                raise ValueError(f"{path.name}: field 'unit_costs_pJ.{key}.value' must be a number")
-            if not isinstance(entry.get("unit"), str):
-                raise ValueError(f"{path.name}: field 'unit_costs_pJ.{key}.unit' must be a string")
-    return doc
+    return validate(doc, "synth_report", path.name)
