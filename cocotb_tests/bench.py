@@ -10,6 +10,7 @@ from cocotb_tests.layout import PayloadLayout
 from cocotb_tests.stream import StreamDriver, StreamMonitor, make_rng
 from regression.scoreboard import InOrderScoreboard
 from regression.sim import ENV_CONFIG, ENV_REPORT
+from toolkit_base.files import write_atomic
 
 CLOCK_PERIOD_NS = 10
 #: First element of a window's (or vector's) end-marker item on the scoreboards.
@@ -34,10 +35,7 @@ def load_config() -> dict:
 def write_report(report: dict) -> None:
     path = os.environ.get(ENV_REPORT)
     if path:
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(report, f, sort_keys=True, indent=1)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(report, sort_keys=True, indent=1))
 
 
 def merge_report(update: dict) -> dict:

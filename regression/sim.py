@@ -194,7 +194,7 @@ def build(
         always=True,
         **_runner_args(build_dir, runner_waves, build_dir / "build.log"),
     )
-    stamp.write_text(json.dumps({"digest": key, "sim": sim, "toplevel": toplevel}) + "\n")
+    write_atomic(stamp, json.dumps({"digest": key, "sim": sim, "toplevel": toplevel}) + "\n")
     return Build(sim, toplevel, build_dir, waves, key)
 
 

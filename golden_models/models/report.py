@@ -20,6 +20,7 @@ from golden_models.models.ptq import PTQConfig, convert
 from golden_models.models.rtl_slice import capture_slice, slice_document
 from golden_models.models.stats import check_k_max, collect, dumps, summarise
 from toolkit_base.files import replace_dir, staging_dir
+from toolkit_base.tables import markdown_table
 
 MODELS = ("minilm",)
 #: The exported RTL slice (:mod:`golden_models.models.rtl_slice`) in the report folder.
@@ -227,15 +228,21 @@ def summary_markdown(doc: dict) -> str:
         "",
         "## Most frequent code per position (QNN, all blocks pooled)",
         "",
-        "| position | family | p(q=0) | paper p(q=0) | mode q | per-block modes q |",
-        "| --- | --- | --- | --- | --- | --- |",
+        *markdown_table(
+            ["position", "family", "p(q=0)", "paper p(q=0)", "mode q", "per-block modes q"],
+            (
+                [
+                    p["label"],
+                    p["family"],
+                    f"{p['p_q0']:.3f}",
+                    f"{PAPER_P_Q0[p['position']]:.3f}",
+                    p["mode_q"],
+                    " ".join(str(m) for m in p["block_modes_q"]),
+                ]
+                for p in doc["positions"]
+            ),
+        ),
     ]
-    for p in doc["positions"]:
-        modes = " ".join(str(m) for m in p["block_modes_q"])
-        lines.append(
-            f"| {p['label']} | {p['family']} | {p['p_q0']:.3f} | "
-            f"{PAPER_P_Q0[p['position']]:.3f} | {p['mode_q']} | {modes} |"
-        )
     lines += [
         "",
         f"Per-block modes at q=0: {doc['block_modes_zero']} of {doc['block_mode_cells']}.",
