@@ -83,16 +83,18 @@ async def wait_until(dut, predicate, timeout: int, what: str) -> int:
         while True:
             await ReadOnly()
             if predicate():
-                await RisingEdge(dut.clk)
                 return n
             await RisingEdge(dut.clk)
             n += 1
 
-    # timeout + 1 checks, one per cycle; one cycle more so the last check is never cut short
+    # timeout + 1 checks, one per cycle; half a cycle more so the last check is never cut short
     try:
-        return await with_timeout(poll(), (timeout + 2) * CLOCK_PERIOD_NS, "ns")
+        n = await with_timeout(poll(), (timeout + 0.5) * CLOCK_PERIOD_NS, "ns")
     except SimTimeoutError:
         raise AssertionError(f"timeout after {timeout} cycles waiting for {what}") from None
+    # the caller's own edge: what it writes next lands where it did before the poll
+    await RisingEdge(dut.clk)
+    return n
 
 
 def check_scoreboards(*boards: InOrderScoreboard, limit: int = 10) -> list[str]:
