@@ -70,10 +70,12 @@ class TileStimulus:
 @dataclass(frozen=True)
 class RouterStimulus:
     """``rounds`` passes over every mesh position, ``flits`` per input port (twice that on the
-    local port); one reset between phases when ``reset``."""
+    local port); one reset between phases when ``reset``. Three rounds, not two: with two, one
+    (input, output, stalled) bin of the T=16 set was hit once or not at all, depending on
+    where in a clock step the bench's waits resume."""
 
     flits: int = 10
-    rounds: int = 2
+    rounds: int = 3
     reset: bool = True
     p_idle: float = P_IDLE
     p_stall: float = P_STALL
