@@ -23,7 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cocotb_tests import regress, sim  # noqa: E402
+import regression as regress  # noqa: E402
+from regression import sim  # noqa: E402
 
 
 def measure(bench: str, simulator: str, root: Path, seed: int) -> dict:

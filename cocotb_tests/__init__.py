@@ -1,10 +1,12 @@
-"""cocotb regression of the generated Verilog against the golden model (docs/regress.md).
+"""cocotb benches and the pytest files of the regression (docs/regress.md).
 
-- :mod:`cocotb_tests.sim`: build and run on Icarus / Verilator through ``cocotb_tools.runner``;
-- :mod:`cocotb_tests.stream`, :mod:`cocotb_tests.layout`: typed stream driver and monitor;
-- :mod:`cocotb_tests.scoreboard`: in-order scoreboard;
-- :mod:`cocotb_tests.reference`: stimulus and expected results from ``golden_models``;
-- :mod:`cocotb_tests.coverage`: functional coverage (cocotb-coverage) and its merge;
-- ``tb_*.py``: the benches (encoder, SRAM, tile, router, system) that run in the simulator;
-- :mod:`cocotb_tests.regress`: jobs, the regression API and its summary.
+The library behind them is :mod:`regression` (jobs, builds, reference, coverage, scoreboard,
+summary). This package holds what runs inside the simulator and the tests:
+
+- ``tb_*.py``: the benches (encoder, SRAM, tile, router, system, and the stream buffer of the
+  self-checks) that cocotb loads by module name;
+- :mod:`cocotb_tests.bench`, :mod:`cocotb_tests.stream`, :mod:`cocotb_tests.layout`: the bench
+  base class, the typed stream driver and monitor, and the payload layouts they use (cocotb
+  coroutines that run inside the simulator);
+- ``test_*.py``: the regression and the self-checks, run by pytest.
 """

@@ -7,9 +7,10 @@ import os
 import time
 
 from cocotb_tests.layout import PayloadLayout
-from cocotb_tests.scoreboard import InOrderScoreboard
-from cocotb_tests.sim import ENV_CONFIG, ENV_REPORT
 from cocotb_tests.stream import StreamDriver, StreamMonitor, make_rng
+from regression.scoreboard import InOrderScoreboard
+from regression.sim import ENV_CONFIG, ENV_REPORT
+from toolkit_base.files import write_atomic
 
 CLOCK_PERIOD_NS = 10
 #: First element of a window's (or vector's) end-marker item on the scoreboards.
@@ -23,10 +24,10 @@ def event_item(payload: dict, time_field: str) -> tuple:
 
 
 def load_config() -> dict:
-    """The bench configuration written by :func:`cocotb_tests.sim.run`."""
+    """The bench configuration written by :func:`regression.sim.run`."""
     path = os.environ.get(ENV_CONFIG)
     if not path:
-        raise RuntimeError(f"{ENV_CONFIG} is not set: run benches through cocotb_tests.sim.run")
+        raise RuntimeError(f"{ENV_CONFIG} is not set: run benches through regression.sim.run")
     with open(path) as f:
         return json.load(f)
 
@@ -34,10 +35,7 @@ def load_config() -> dict:
 def write_report(report: dict) -> None:
     path = os.environ.get(ENV_REPORT)
     if path:
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(report, f, sort_keys=True, indent=1)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(report, sort_keys=True, indent=1))
 
 
 def merge_report(update: dict) -> dict:
@@ -65,19 +63,11 @@ async def start_clock(dut) -> None:
 
 async def reset(dut, cycles: int = 2) -> None:
     """Synchronous active-high reset for ``cycles`` rising edges."""
-    from cocotb.triggers import RisingEdge
+    from cocotb.triggers import ClockCycles
 
     dut.rst.value = 1
-    for _ in range(cycles):
-        await RisingEdge(dut.clk)
+    await ClockCycles(dut.clk, cycles)
     dut.rst.value = 0
-
-
-async def cycles(dut, n: int) -> None:
-    from cocotb.triggers import RisingEdge
-
-    for _ in range(n):
-        await RisingEdge(dut.clk)
 
 
 async def wait_until(dut, predicate, timeout: int, what: str) -> int:
@@ -86,15 +76,25 @@ async def wait_until(dut, predicate, timeout: int, what: str) -> int:
     Returns the cycles waited, right after the rising edge that follows the cycle in which the
     predicate held (so the caller may write signals). Must not be called in a read-only phase.
     """
-    from cocotb.triggers import ReadOnly, RisingEdge
+    from cocotb.triggers import ReadOnly, RisingEdge, SimTimeoutError, with_timeout
 
-    for n in range(timeout + 1):
-        await ReadOnly()
-        if predicate():
+    async def poll() -> int:
+        n = 0
+        while True:
+            await ReadOnly()
+            if predicate():
+                return n
             await RisingEdge(dut.clk)
-            return n
-        await RisingEdge(dut.clk)
-    raise AssertionError(f"timeout after {timeout} cycles waiting for {what}")
+            n += 1
+
+    # timeout + 1 checks, one per cycle; half a cycle more so the last check is never cut short
+    try:
+        n = await with_timeout(poll(), (timeout + 0.5) * CLOCK_PERIOD_NS, "ns")
+    except SimTimeoutError:
+        raise AssertionError(f"timeout after {timeout} cycles waiting for {what}") from None
+    # the caller's own edge: what it writes next lands where it did before the poll
+    await RisingEdge(dut.clk)
+    return n
 
 
 def check_scoreboards(*boards: InOrderScoreboard, limit: int = 10) -> list[str]:
@@ -242,9 +242,11 @@ class Bench:
 
     async def release(self, *streams) -> None:
         """Start ``streams`` under reset, then release reset after 3 clocks."""
+        from cocotb.triggers import ClockCycles
+
         for stream in streams:
             stream.start()
-        await cycles(self.dut, 3)
+        await ClockCycles(self.dut.clk, 3)
         self.dut.rst.value = 0
 
 
@@ -252,12 +254,12 @@ async def reset_midway(dut, drivers, outputs: tuple[str, ...], aborted: InOrderS
     """Reset the design for 2 clocks (dropping what ``drivers`` hold), then check it is idle:
     every signal of ``outputs`` low right after reset, and the events ``aborted`` saw a correct
     prefix of the interrupted run's."""
-    from cocotb.triggers import ReadOnly, RisingEdge
+    from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
     dut.rst.value = 1
     for drv in drivers:
         drv.clear()
-    await cycles(dut, 2)
+    await ClockCycles(dut.clk, 2)
     dut.rst.value = 0
     await ReadOnly()
     problems = [f"{n} high after reset" for n in outputs if int(getattr(dut, n).value)]

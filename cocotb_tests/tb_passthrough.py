@@ -14,8 +14,8 @@ from cocotb_tests.bench import (
     wait_until,
 )
 from cocotb_tests.layout import PayloadLayout
-from cocotb_tests.scoreboard import InOrderScoreboard
 from cocotb_tests.stream import StreamDriver, StreamMonitor, make_rng
+from regression.scoreboard import InOrderScoreboard
 
 
 @cocotb.test()
@@ -41,8 +41,7 @@ async def test_passthrough(dut):
     await wait_until(
         dut, lambda: mon.stats.beats >= len(beats) and drv.idle, 20 * len(beats), "all beats"
     )
-    for _ in range(5):
-        await cocotb.triggers.RisingEdge(dut.clk)
+    await cocotb.triggers.ClockCycles(dut.clk, 5)
     drv.stop()
     mon.stop()
     errors = check_scoreboards(board) + mon.stats.protocol_errors

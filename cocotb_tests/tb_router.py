@@ -11,10 +11,10 @@ on N/E/S/W and ``hops`` unchanged on local. One phase is cut by a reset.
 from __future__ import annotations
 
 import cocotb
-from cocotb.triggers import ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
-from cocotb_tests.bench import Bench, cycles, wait_until
-from cocotb_tests.scoreboard import InOrderScoreboard
+from cocotb_tests.bench import Bench, wait_until
+from regression.scoreboard import InOrderScoreboard
 
 PORTS = ("north", "east", "south", "west", "local")
 
@@ -64,7 +64,7 @@ async def test_router(dut):
         monitors[p].on_beat.append(on_beat(p))
         drivers[p].start()
         monitors[p].start()
-    await cycles(dut, 3)
+    await ClockCycles(dut.clk, 3)
     dut.rst.value = 0
     totals = {"flits": 0, "hops": 0, "phases": 0, "resets": 0}
     rng = tb.rng("bench")
@@ -86,11 +86,11 @@ async def test_router(dut):
         total = sum(len(v) for v in phase["flits"].values())
         target = sum(m.stats.beats for m in monitors.values()) + total
         if reset:
-            await cycles(dut, rng.randrange(2, max(3, total // 2)))
+            await ClockCycles(dut.clk, rng.randrange(2, max(3, total // 2)))
             dut.rst.value = 1
             for d in drivers.values():
                 d.clear()
-            await cycles(dut, 2)
+            await ClockCycles(dut.clk, 2)
             dut.rst.value = 0
             await ReadOnly()
             errors.extend(

@@ -10,7 +10,7 @@ and the ``reads`` counter (reads since reset).
 from __future__ import annotations
 
 import cocotb
-from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 
 from cocotb_tests.bench import WallClock, check_ports, load_config, merge_report, start_clock
 
@@ -35,8 +35,7 @@ async def test_sram(dut):
         bus[n].value = 0
     bus["addr"].value = 0
     bus["wdata"].value = 0
-    for _ in range(2):
-        await RisingEdge(dut.clk)
+    await ClockCycles(dut.clk, 2)
     await FallingEdge(dut.clk)
     dut.rst.value = 0
     model: dict[int, int] = {}

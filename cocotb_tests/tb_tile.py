@@ -1,6 +1,6 @@
 """cocotb bench for ``mttfs_tile``: load SRAM images, run windows, check events and counters.
 
-Stimulus and expected results come from :mod:`cocotb_tests.reference` (golden models) as JSON.
+Stimulus and expected results come from :mod:`regression.reference` (golden models) as JSON.
 Windows of one block run back to back (the next window's events wait on ``i`` while the tile
 fires), with random idle cycles on ``load`` and ``i`` and random ``ready`` on ``o``. One window
 per run is hit by a reset (during integrate or during fire); the tile must come back idle,
@@ -10,11 +10,12 @@ keep its SRAM, take a fresh config and then run that same window exactly.
 from __future__ import annotations
 
 import cocotb
-from cocotb.triggers import ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
-from cocotb_tests.bench import END, Bench, cycles, event_item, reset_midway, wait_until
-from cocotb_tests.coverage import CoverageModel
-from cocotb_tests.scoreboard import InOrderScoreboard
+from cocotb_tests.bench import END, Bench, event_item, reset_midway, wait_until
+from golden_models.mask import transmitted
+from regression.coverage import CoverageModel
+from regression.scoreboard import InOrderScoreboard
 
 
 class TileBench(Bench):
@@ -99,14 +100,14 @@ class TileBench(Bench):
             timeout,
             f"{target} window markers (saw {self.markers})",
         )
-        await cycles(self.dut, 2)
+        await ClockCycles(self.dut.clk, 2)
 
     markers_expected = 0
 
     async def load_block(self, beats: list[dict], timeout: int) -> None:
         self.load.send(beats)
         await wait_until(self.dut, lambda: self.load.idle, timeout, "load beats accepted")
-        await cycles(self.dut, 2)
+        await ClockCycles(self.dut.clk, 2)
 
     def queue_window(self, win: dict, corrupt: str | None = None) -> None:
         events = [tuple(e) for e in win["out"]]
@@ -124,7 +125,7 @@ class TileBench(Bench):
         per_step: dict[int, int] = {}
         for tau in win["tau"]:
             per_step[tau] = per_step.get(tau, 0) + 1
-            if abs(tau - i_max) <= k:
+            if not transmitted(tau, i_max, k):
                 self.cov.sample_out(tau, True, False)
         for t, n in per_step.items():
             self.cov.sample_fire(t, n)
@@ -141,11 +142,11 @@ class TileBench(Bench):
         self.inp.send([{"addr": 0, "tau": 0, "last": 1}])
         await wait_until(self.dut, lambda: int(self.dut.busy.value), timeout, "window start")
         if phase == "integrate":
-            await cycles(self.dut, rng.randrange(1, max(2, len(win["in"]))))
+            await ClockCycles(self.dut.clk, rng.randrange(1, max(2, len(win["in"]))))
         else:
             await wait_until(self.dut, lambda: self.inp.idle, timeout, "marker accepted")
             # the fire walk takes at least T clocks after the marker
-            await cycles(self.dut, rng.randrange(0, self.T // 2 + 1))
+            await ClockCycles(self.dut.clk, rng.randrange(0, self.T // 2 + 1))
         await ReadOnly()
         if not int(self.dut.busy.value):
             raise AssertionError(f"bench error: the {phase} reset came after the window ended")
@@ -186,7 +187,7 @@ async def test_tile(dut):
                 corrupt = None
             tb.window_done(win, mask)
     await tb.drain(per_window * (sum(len(b["windows"]) for b in blocks) + 1))
-    await cycles(dut, 4)
+    await ClockCycles(dut.clk, 4)
     mismatches = tb.events.finish() + tb.counts.finish()
     errors = [str(m) for m in mismatches[:10]] + tb.out.stats.protocol_errors[:5]
     tb.report(

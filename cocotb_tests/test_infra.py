@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from cocotb_tests import sim
 from cocotb_tests.bench import corrupt_expectation
 from cocotb_tests.layout import PayloadLayout
 from cocotb_tests.passthrough import passthrough_verilog
-from cocotb_tests.scoreboard import InOrderScoreboard
+from regression import sim
+from regression.scoreboard import InOrderScoreboard
 
 ROOT = Path(__file__).resolve().parents[1] / "build" / "cocotb"
 

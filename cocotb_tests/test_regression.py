@@ -8,27 +8,30 @@ benches fail when one expected event is altered or dropped.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
 import pytest
 
-from cocotb_tests import coverage as cov
-from cocotb_tests import regress, sim
+import regression
+from regression import coverage as cov
+from regression import sim
+from regression.benches import tile
 
 ROOT = Path(__file__).resolve().parents[1] / "build" / "cocotb"
-DEFAULT_JOBS = regress.regression_jobs((4, 8, 16), (0, 1, 2), sim.SIMULATORS, seed=0)
-SLOW_JOBS = regress.regression_jobs((32,), (0, 1, 2), sim.SIMULATORS, seed=0)
-_results: dict[regress.Job, regress.JobResult] = {}
+DEFAULT_JOBS = regression.regression_jobs((4, 8, 16), (0, 1, 2), sim.SIMULATORS, seed=0)
+SLOW_JOBS = regression.regression_jobs((32,), (0, 1, 2), sim.SIMULATORS, seed=0)
+_results: dict[regression.Job, regression.JobResult] = {}
 
 
-def _run(j: regress.Job) -> regress.JobResult:
+def _run(j: regression.Job) -> regression.JobResult:
     if j not in _results:
-        _results[j] = regress.run_job(j, ROOT)
+        _results[j] = regression.run_job(j, ROOT)
     return _results[j]
 
 
-def check_job(j: regress.Job) -> None:
+def check_job(j: regression.Job) -> None:
     r = _run(j)
     assert r.passed, f"{j.name}: {r.error}"
     rep = r.report
@@ -59,53 +62,56 @@ def test_default_coverage_complete():
     assert summary["percent"] == 100.0, f"uncovered bins: {missing}"
 
 
-def _corrupted(bench: str, mode: str) -> regress.Job:
+def _corrupted(bench: str, mode: str) -> regression.Job:
     base = next(j for j in DEFAULT_JOBS if j.bench == bench and j.sim == "icarus")
-    stim = dict(base.stim, corrupt=mode)
-    return regress.Job(base.bench, base.sim, base.params, tuple(sorted(stim.items())), base.seed)
+    return dataclasses.replace(base, stim=dataclasses.replace(base.stim, corrupt=mode))
 
 
 @pytest.mark.parametrize("mode", ["alter", "drop"])
 @pytest.mark.parametrize("bench", ["encoder", "tile", "router", "system"])
 def test_scoreboard_catches_corrupted_expectation(bench, mode):
     """One expected output event altered or dropped: the bench must fail on it."""
-    r = regress.run_job(_corrupted(bench, mode), ROOT)
+    r = regression.run_job(_corrupted(bench, mode), ROOT)
     assert not r.passed
     assert r.report.get("mismatches", 0) >= 1, r.error
 
 
 def test_sram_bench_catches_wrong_golden_row():
-    r = regress.run_job(_corrupted("sram", "alter"), ROOT)
+    r = regression.run_job(_corrupted("sram", "alter"), ROOT)
     assert not r.passed
     assert "not the golden weight row" in r.error
 
 
 def test_regression_summary(tmp_path):
     """The API behind ``matterhorn regress``: summary fields, JSON file, bad arguments."""
-    s = regress.run_regression(4, 0, "icarus", out_dir=tmp_path, benches=("encoder",), quick=True)
-    assert s["schema"] == regress.SCHEMA
+    s = regression.run_regression(
+        4, 0, "icarus", out_dir=tmp_path, benches=("encoder",), quick=True
+    )
+    assert s["schema"] == regression.SCHEMA
     assert s["configurations"] == 1 and s["passed"] == 1 and s["mismatches"] == 0
     assert s["events"] > 0 and s["events_per_second"] > 0
     assert s["coverage"]["bins"] > 0
     assert (tmp_path / "regress_summary.json").is_file()
     bad_t = "T must be a power of two 2**n with n in 1..8 (2, 4, 8, ..., 256), not 5"
     with pytest.raises(ValueError, match=re.escape(bad_t)):
-        regress.run_regression(5, 0, "icarus", out_dir=tmp_path)
+        regression.run_regression(5, 0, "icarus", out_dir=tmp_path)
     with pytest.raises(ValueError, match="T must be at most 64 for the generated RTL, not 128"):
-        regress.run_regression(128, 0, "icarus", out_dir=tmp_path)
+        regression.run_regression(128, 0, "icarus", out_dir=tmp_path)
     with pytest.raises(ValueError, match="k must be in 0..3 for T=4, not 4"):
-        regress.run_regression(4, 4, "icarus", out_dir=tmp_path)
+        regression.run_regression(4, 4, "icarus", out_dir=tmp_path)
     with pytest.raises(ValueError, match="sim must be one of"):
-        regress.run_regression(4, 0, "modelsim", out_dir=tmp_path)
+        regression.run_regression(4, 0, "modelsim", out_dir=tmp_path)
 
 
 def test_waves_only_on_request(tmp_path):
     """Waveforms are written when asked for, and not otherwise (Icarus: FST in the run dir)."""
-    regress.run_regression(
+    regression.run_regression(
         4, 1, "icarus", out_dir=tmp_path / "w", benches=("encoder",), quick=True, waves=True
     )
     assert list((tmp_path / "w" / "runs").glob("*/dump.fst"))
-    regress.run_regression(4, 1, "icarus", out_dir=tmp_path / "n", benches=("encoder",), quick=True)
+    regression.run_regression(
+        4, 1, "icarus", out_dir=tmp_path / "n", benches=("encoder",), quick=True
+    )
     assert not list((tmp_path / "n" / "runs").glob("*/dump.*"))
 
 
@@ -139,13 +145,13 @@ def test_tile_bench_kills_a_threshold_mutant(tmp_path):
     """Negative control on the RTL side: one lane's ``V >= theta`` turned into ``V > theta`` in a
     copy of the generated tile must make the tile bench fail."""
     j = next(j for j in DEFAULT_JOBS if j.bench == "tile" and j.sim == "icarus")
-    rtl_dir, manifest = regress.generate_rtl(dict(j.params), ROOT)
+    rtl_dir, manifest = regression.generate_rtl(dict(j.params), ROOT)
     lines = (rtl_dir / "mttfs_tile.v").read_text().splitlines()
     compares = [i for i, line in enumerate(lines) if "$signed" in line and " >= " in line]
     assert len(compares) >= 2, "no signed >= compare found in mttfs_tile.v to mutate"
     lines[compares[1]] = lines[compares[1]].replace(" >= ", " > ", 1)
     (tmp_path / "mttfs_tile.v").write_text("\n".join(lines) + "\n")
     b = sim.build("icarus", [tmp_path / "mttfs_tile.v"], "mttfs_tile", tmp_path / "build")
-    r = sim.run(b, "cocotb_tests.tb_tile", regress._tile_config(j, manifest), tmp_path / "run")
+    r = sim.run(b, "cocotb_tests.tb_tile", tile.config(j, manifest), tmp_path / "run")
     assert not r.passed
     assert r.report["mismatches"] > 0

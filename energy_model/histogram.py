@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from golden_models.codespace import CodeSpace
-from golden_models.mttfs import Mask, ttfs_mask
+from golden_models.mask import Mask, ttfs_mask
 
 #: Bit-event conventions; the default is the one the paper's printed rows fit.
 BIT_CONVENTIONS = ("signed", "magnitude")

@@ -10,20 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from toolkit_base.checks import check_integer
+
 #: The two quantizer families of the paper's Table of modes.
 FAMILIES = ("sym", "asym")
 #: Supported activation bit widths (T = 2**n).
 MIN_BITS, MAX_BITS = 1, 8
-
-
-def check_integer(name: str, value: object) -> int:
-    """Return ``value`` if it is an ``int`` (``bool`` excluded), else raise ``TypeError``.
-
-    The type half of every integer parameter check; each caller adds its own range.
-    """
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    return value
 
 
 def check_T(T: object) -> int:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from golden_models.counters import DenseCounters
 from golden_models.integer_layer import IntegerLayer, fire
 from golden_models.mttfs import Mask, check_codes, folded_init
 
@@ -40,25 +41,6 @@ def with_masks(layer: IntegerLayer, in_mask: Mask, out_mask: Mask) -> IntegerLay
             f"{layer.out_mask.space}), not ({in_mask.space}, {out_mask.space})")
     init = dense_init(layer) + folded_init(layer.weights, in_mask.mu)
     return replace(layer, init=init, in_mask=in_mask, out_mask=out_mask)
-
-
-@dataclass(frozen=True)
-class DenseCounters:
-    """Activity of one dense window, as the dense tile counts it.
-
-    ``compare_ops`` and ``threshold_reads`` count (neuron, step) pairs as
-    :class:`golden_models.Counters` does: a neuron is compared at ``t = 0 .. min(tau, T-2)``.
-    """
-
-    codes_in: int = 0
-    weight_row_reads: int = 0
-    mac_ops: int = 0
-    compare_ops: int = 0
-    threshold_reads: int = 0
-    codes_out: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,10 @@ import numpy as np
 import torch
 
 from golden_models.codespace import CodeSpace
-from golden_models.files import write_atomic
 from golden_models.integer_layer import IntegerLayer, accumulator_bound, signed_width
 from golden_models.mttfs import Mask
+from toolkit_base.files import write_atomic
+from toolkit_base.schemas import validate
 
 SCHEMA = "matterhorn.golden.layers"
 SCHEMA_VERSION = 1
@@ -131,13 +132,7 @@ def _build(d: dict, w, init, theta, i: int) -> tuple[str, IntegerLayer]:
 
 
 def _check_doc(doc: object, path: str) -> list:
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise ValueError(f"{path!r} is not a {SCHEMA} file (field 'schema')")
-    if doc.get("version") != SCHEMA_VERSION:
-        raise ValueError(f"field 'version' must be {SCHEMA_VERSION}, not {doc.get('version')!r}")
-    if not isinstance(doc.get("layers"), list) or not doc["layers"]:
-        raise ValueError("field 'layers' must be a non-empty list")
-    return doc["layers"]
+    return validate(doc, "golden_layers", os.path.basename(path))["layers"]
 
 
 def read_layers(

@@ -15,19 +15,14 @@ from dataclasses import dataclass, field
 
 import torch
 
-from golden_models.codespace import CodeSpace, check_integer
+# re-exported: their home is golden_models.bounds (torch-free)
+from golden_models.bounds import accumulator_bound as accumulator_bound
+from golden_models.bounds import signed_width as signed_width
+from golden_models.bounds import weight_range as weight_range
+from golden_models.codespace import CodeSpace
+from golden_models.counters import Counters as Counters
 from golden_models.mttfs import Mask, check_codes, encode_events, event_time
 from golden_models.quantizer import check_rounding, check_scale, level_of
-
-
-def weight_range(weight_bits: int) -> tuple[int, int]:
-    """Integer weight range: ``+-1`` for 1 bit, else ``[-2**(b-1), 2**(b-1)-1]``."""
-    check_integer("weight_bits", weight_bits)
-    if not 1 <= weight_bits <= 8:
-        raise ValueError(f"weight_bits must be in 1..8, not {weight_bits!r}")
-    if weight_bits == 1:
-        return -1, 1
-    return -(2 ** (weight_bits - 1)), 2 ** (weight_bits - 1) - 1
 
 
 def check_weights(weights: torch.Tensor, weight_bits: int) -> torch.Tensor:
@@ -45,20 +40,6 @@ def check_weights(weights: torch.Tensor, weight_bits: int) -> torch.Tensor:
     return weights.to(torch.int64)
 
 
-def accumulator_bound(n_in: int, weight_bits: int, space: CodeSpace) -> int:
-    """Largest ``|V|`` any partial sum can reach, for any ``I_max``, order of events and weights.
-
-    A partial sum is ``B + sum over a subset of events of W*d`` with ``|B| <= n_in*w*|mu|`` and
-    ``|d| <= T-1``; ``|mu| <= max|q|``. Hence ``n_in * w_max * (max|q| + T - 1)``.
-    """
-    lo, hi = weight_range(weight_bits)
-    w_max = max(-lo, hi)
-    return int(n_in) * w_max * (space.max_abs + space.T - 1)
-
-
-def signed_width(bound: int) -> int:
-    """Bits of a two's complement register that holds every integer in ``[-bound, bound]``."""
-    return max(int(bound).bit_length() + 1, 2)
 
 
 def threshold_table(
@@ -152,26 +133,6 @@ def fire(v: torch.Tensor, theta: torch.Tensor, T: int) -> torch.Tensor:
     crossed = v[..., None] >= theta  # [..., T-1]
     first = torch.where(crossed.any(-1), crossed.to(torch.int8).argmax(-1), T - 1)
     return first.to(torch.int64)
-
-
-@dataclass(frozen=True)
-class Counters:
-    """Activity of one layer window, as the RTL counts it (DESIGN.md, "Neuron array").
-
-    ``compare_ops`` and ``threshold_reads`` count (neuron, step) pairs: a neuron is compared at
-    steps ``0 .. min(tau_out, T-2)`` and stops once it has fired.
-    """
-
-    events_in: int = 0
-    weight_row_reads: int = 0
-    accumulate_ops: int = 0
-    compare_ops: int = 0
-    threshold_reads: int = 0
-    events_out: int = 0
-    events_suppressed: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)

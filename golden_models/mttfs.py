@@ -12,16 +12,21 @@ Integers throughout (DESIGN.md, "The numerical contract"):
 - folded init ``B[j] = mu * sum_i W[i, j]`` (Eq. folded_bias, in integer units).
 
 Standard TTFS is the special case "silence at the lowest level without the terminal event":
-:func:`ttfs_mask` gives the mask that reproduces it (``I_max = T-1``, ``k = 0``).
+:func:`ttfs_mask` gives the mask that reproduces it (``I_max = T-1``, ``k = 0``). The mask itself
+(:class:`Mask`, :func:`transmitted`) lives in :mod:`golden_models.mask`, torch-free, and is
+re-exported here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
-from golden_models.codespace import CodeSpace, check_i_max, check_k
+from golden_models.codespace import CodeSpace
+
+# the mask's home is golden_models.mask; these names stay importable from here
+from golden_models.mask import Mask as Mask
+from golden_models.mask import transmitted as transmitted
+from golden_models.mask import ttfs_mask as ttfs_mask
 
 
 def check_integer_tensor(x: object, name: str, of: str, holds: str) -> torch.Tensor:
@@ -68,74 +73,6 @@ def event_time(q: torch.Tensor, space: CodeSpace) -> torch.Tensor:
 def code_of_time(tau: torch.Tensor, space: CodeSpace) -> torch.Tensor:
     """The code ``q = c - tau`` of each event time (inverse of :func:`event_time`)."""
     return space.c - check_times(tau, space.T)
-
-
-@dataclass(frozen=True)
-class Mask:
-    """The temporal mask of one spike-encoded position: code space, silent centre and radius.
-
-    Parameters
-    ----------
-    space : CodeSpace
-    i_max : int
-        Silent centre, an event time in ``0..T-1`` (the histogram mode, Eq. mttfs_imax).
-    k : int
-        Dead-zone radius, ``0 <= k < T``; ``k = 0`` is core (lossless) M-TTFS.
-    """
-
-    space: CodeSpace
-    i_max: int
-    k: int = 0
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.space, CodeSpace):
-            raise TypeError(f"space must be a CodeSpace, not {self.space!r}")
-        check_i_max(self.i_max, self.space.T)
-        check_k(self.k, self.space.T)
-
-    @classmethod
-    def at_zero(cls, space: CodeSpace, k: int = 0) -> Mask:
-        """The paper's global rule: silence on code 0 (``I_max = c``)."""
-        return cls(space, space.c, k)
-
-    @property
-    def T(self) -> int:
-        return self.space.T
-
-    @property
-    def mu(self) -> int:
-        """The silent integer ``mu = c - I_max``."""
-        return self.space.c - self.i_max
-
-    @property
-    def silent_times(self) -> tuple[int, ...]:
-        """``Omega_k``: the event times that are never transmitted, ascending."""
-        return tuple(t for t in range(self.T) if abs(t - self.i_max) <= self.k)
-
-    @property
-    def silent_codes(self) -> tuple[int, ...]:
-        """The codes the dead zone maps to ``mu`` (``|q - mu| <= k``), ascending."""
-        return tuple(sorted(self.space.c - t for t in self.silent_times))
-
-    def transmitted(self, tau: torch.Tensor) -> torch.Tensor:
-        """Boolean tensor: is each event time outside ``Omega_k``?"""
-        check_times(tau, self.T)
-        return (tau - self.i_max).abs() > self.k
-
-    def project(self, q: torch.Tensor) -> torch.Tensor:
-        """Dead-zone projection ``qbar`` (Eq. qnn_deadzone)."""
-        check_codes(q, self.space)
-        return torch.where((q - self.mu).abs() <= self.k, torch.full_like(q, self.mu), q)
-
-    def centred(self, tau: torch.Tensor) -> torch.Tensor:
-        """Centred value ``d = c - tau - mu`` of an event at ``tau`` (Eq. centered_decay)."""
-        check_times(tau, self.T)
-        return self.space.c - tau - self.mu
-
-
-def ttfs_mask(space: CodeSpace) -> Mask:
-    """Standard TTFS as a mask: the lowest level (time ``T-1``) is the silent one, ``k = 0``."""
-    return Mask(space, space.T - 1, 0)
 
 
 def encode_dense(q: torch.Tensor, mask: Mask) -> torch.Tensor:

@@ -24,8 +24,9 @@ import torch
 
 from golden_models.calibration import _check_counts, event_histogram, select_i_max
 from golden_models.codespace import FAMILIES, CodeSpace
-from golden_models.files import write_atomic
 from golden_models.mttfs import Mask, event_time, ttfs_mask
+from toolkit_base.files import write_atomic
+from toolkit_base.schemas import validate
 
 #: Identifier and version of the statistics file format.
 SCHEMA = "matterhorn.golden.stats"
@@ -253,12 +254,7 @@ def read_stats(path: str | os.PathLike) -> list[PositionStats]:
     """Read a statistics file, checking its schema."""
     with open(path) as f:
         doc = json.load(f)
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise ValueError(f"{os.fspath(path)!r} is not a {SCHEMA} file (field 'schema')")
-    if doc.get("version") != SCHEMA_VERSION:
-        raise ValueError(f"field 'version' must be {SCHEMA_VERSION}, not {doc.get('version')!r}")
-    if not isinstance(doc.get("positions"), list):
-        raise ValueError("field 'positions' must be a list")
+    validate(doc, "golden_stats", os.path.basename(path))
     return [PositionStats.from_dict(p) for p in doc["positions"]]
 
 

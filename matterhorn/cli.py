@@ -9,7 +9,7 @@ Each subcommand lives in ``matterhorn/commands/<name>.py`` and provides
 Errors of the user's making (bad parameters, malformed files, missing tools) are raised as
 :class:`ValueError`, :class:`TypeError`, :class:`OSError` (a missing file, a path that is not a
 directory, no permission) or
-:class:`matterhorn.toolchain.ToolNotFoundError` and printed as one line, exit status 2.
+:class:`toolkit_base.toolchain.ToolNotFoundError` and printed as one line, exit status 2.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from matterhorn.toolchain import ToolNotFoundError
+    from toolkit_base.toolchain import ToolNotFoundError
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -150,7 +150,7 @@ def stage_generate(cfg: FlowConfig, out: Path) -> dict:
 
 def stage_regress(cfg: FlowConfig, out: Path, say: Callable[[str], None]) -> dict:
     """A short regression (one parameter set, every bench) on the chosen simulators."""
-    from cocotb_tests.regress import run_regression
+    from regression import run_regression
 
     def job_done(r) -> None:
         state = "pass" if r.passed else "FAIL"

@@ -6,20 +6,13 @@ Deterministic apart from the measured wall times; paths are relative to the repo
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from matterhorn import __version__
+from toolkit_base.files import write_atomic
+from toolkit_base.tables import markdown_table
 
 SCHEMA = "matterhorn.flow/1"
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
 
 
 def _fmt(x, digits: int = 4) -> str:
@@ -31,9 +24,7 @@ def _fmt(x, digits: int = 4) -> str:
 
 
 def _md_table(header: list[str], rows: list[list]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_fmt(c) for c in row) + " |" for row in rows]
-    return lines
+    return markdown_table(header, [[_fmt(c) for c in row] for row in rows])
 
 
 def _section_stages(result) -> list[str]:
@@ -195,7 +186,7 @@ def write_summary(result, root: Path) -> None:
             for name, s in stages.items()
         },
     }
-    _atomic_write(root / "flow.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    write_atomic(root / "flow.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
     md = [
         f"# Matterhorn flow: T={cfg.T}, k={cfg.k}",
         "",
@@ -213,4 +204,4 @@ def write_summary(result, root: Path) -> None:
     md += _section_energy(stages.get("energy", {}), root)
     md += _section_compare(stages.get("compare", {}))
     md += _provenance(result)
-    _atomic_write(root / "summary.md", "\n".join(md))
+    write_atomic(root / "summary.md", "\n".join(md))

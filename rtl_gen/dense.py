@@ -24,6 +24,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
+from golden_models.counters import DENSE_COUNTER_NAMES
 from golden_models.dense import dense_init
 from golden_models.integer_layer import IntegerLayer
 from rtl_gen.layouts import (
@@ -62,17 +63,13 @@ __all__ = [
 ]
 
 def dense_counters(config: RTLConfig) -> dict[str, int]:
-    """Counter name -> width, in the order of :class:`golden_models.dense.DenseCounters`."""
+    """Counter name -> width, in the order of :data:`golden_models.counters.DENSE_COUNTER_NAMES`."""
     n, e = config.tile_neurons, config.n_in
     compares = bits_for(n * (config.T - 1))
-    return {
-        "codes_in": bits_for(e),
-        "weight_row_reads": bits_for(e),
-        "mac_ops": bits_for(e * n),
-        "compare_ops": compares,
-        "threshold_reads": compares,
-        "codes_out": bits_for(n),
-    }
+    widths = {"codes_in": bits_for(e), "weight_row_reads": bits_for(e),
+              "mac_ops": bits_for(e * n), "compare_ops": compares, "threshold_reads": compares,
+              "codes_out": bits_for(n)}
+    return {name: widths[name] for name in DENSE_COUNTER_NAMES}
 
 
 class DenseTile(ConfigComponent):

@@ -18,9 +18,7 @@ import hashlib
 import importlib
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import amaranth
@@ -28,12 +26,18 @@ from amaranth.back import verilog
 from amaranth.hdl import Shape
 from amaranth.lib import data, stream, wiring
 
+from golden_models.counters import (
+    COUNTER_DEFINITIONS,
+    DENSE_COUNTER_DEFINITIONS,
+    ENCODER_COUNTER_DEFINITIONS,
+)
 from rtl_gen.dense import DenseTile, dense_counters, dense_pack
 from rtl_gen.encoder import Encoder
 from rtl_gen.layouts import TARGETS
 from rtl_gen.params import RTLConfig, check_config
 from rtl_gen.sram import MACRO_MODEL, MACRO_NAME, SRAM
 from rtl_gen.tile import NeuronTile
+from toolkit_base.files import staging_dir
 
 __all__ = [
     "LINT_FLAGS",
@@ -282,34 +286,6 @@ def _protocols(config: RTLConfig) -> tuple[dict[str, object], dict[str, object]]
     return load, window
 
 
-#: What each counter counts (one window), for the manifest.
-COUNTER_DEFINITIONS = {
-    "events_in": "input event beats (marker beats excluded)",
-    "weight_row_reads": "weight SRAM rows read, one per input event",
-    "accumulate_ops": "membrane updates, N per input event",
-    "compare_ops": "(neuron, step) compares: not-yet-fired neurons at t <= T-2",
-    "threshold_reads": "thresholds consumed, one per compare (the threshold SRAM reads "
-    "(T-1)*G rows of L thresholds per window)",
-    "events_out": "output events emitted (outside the dead zone)",
-    "events_suppressed": "neurons that fired inside the dead zone, not emitted",
-}
-
-
-DENSE_COUNTER_DEFINITIONS = {
-    "codes_in": "input code beats (marker beats excluded), one per input address",
-    "weight_row_reads": "weight SRAM rows read, one per input code",
-    "mac_ops": "membrane multiply-accumulates, N per input code",
-    "compare_ops": COUNTER_DEFINITIONS["compare_ops"],
-    "threshold_reads": COUNTER_DEFINITIONS["threshold_reads"],
-    "codes_out": "output codes sent (all N), packed P per beat",
-}
-
-ENCODER_COUNTER_DEFINITIONS = {
-    "events_out": "events emitted for the last vector",
-    "events_suppressed": "codes of the last vector inside the dead zone, not emitted",
-}
-
-
 def _counters(widths: dict[str, int], definitions=COUNTER_DEFINITIONS) -> list[dict[str, object]]:
     return [{"name": n, "port": f"cnt_{n}", "width": w, "counts": definitions[n]}
             for n, w in widths.items()]
@@ -416,9 +392,7 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike) -> dict[str, object]
     files[MANIFEST] = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
     own = {f"{name}.v" for name in MODULES} | {f"{MACRO_NAME}.v", MANIFEST}
 
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".rtl_gen-", dir=out))
-    try:
+    with staging_dir(out, prefix=".rtl_gen-") as tmp:
         for fname, text in files.items():
             (tmp / fname).write_text(text, encoding="utf-8", newline="\n")
         for fname in sorted(own - set(files)):
@@ -428,8 +402,6 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike) -> dict[str, object]
         # the manifest goes last: its presence says the Verilog next to it is complete
         for fname in sorted(files, key=lambda f: f == MANIFEST):
             os.replace(tmp / fname, out / fname)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return manifest
 
 
@@ -438,9 +410,9 @@ def lint(out_dir: str | os.PathLike, manifest: dict[str, object] | None = None) 
 
     Returns module name -> Verilator's output; raises :class:`RuntimeError` naming the module
     and showing the output when one fails, and
-    :class:`matterhorn.toolchain.ToolNotFoundError` when Verilator is missing.
+    :class:`toolkit_base.toolchain.ToolNotFoundError` when Verilator is missing.
     """
-    from matterhorn.toolchain import require
+    from toolkit_base.toolchain import require
 
     out = Path(out_dir)
     if manifest is None:

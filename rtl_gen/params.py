@@ -5,9 +5,9 @@ the image packer, the manifest and the test benches agree on one definition. The
 width comes from :func:`golden_models.accumulator_bound`, which bounds every partial sum for any
 ``I_max``, any event order and any weights, so no membrane can overflow.
 
-The parameter checks live here too: :func:`check_int` for every integer parameter of the
-generator, :func:`check_config` and :class:`ConfigComponent` for the components built from one
-configuration (encoder, tile, system), so each check and its message exist once.
+The configuration checks live here too: :func:`check_config` and :class:`ConfigComponent` for the
+components built from one configuration (encoder, tile, system), on
+:func:`toolkit_base.checks.check_int` (re-exported here), so each check and its message exist once.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
 from golden_models import FAMILIES, CodeSpace, accumulator_bound, signed_width, weight_range
+from golden_models.counters import COUNTER_NAMES
+from toolkit_base.checks import MAX_RTL_T, check_int
 
 __all__ = [
     "MAX_MESH",
@@ -32,40 +34,12 @@ __all__ = [
     "index_width",
 ]
 
-#: The generator supports ``T = 2**n`` with ``n`` in 1..6.
-MAX_T = 64
+#: The generator supports ``T = 2**n`` with ``n`` in 1..6 (one home: :mod:`toolkit_base.checks`).
+MAX_T = MAX_RTL_T
 #: Upper limits that keep elaboration and the SRAM images of a tile reasonable.
 MAX_N_IN = 4096
 MAX_TILE_NEURONS = 256
 MAX_MESH = 64
-
-
-def check_int(name: str, value: object, lo: int, hi: int, *, must_be: str = "must be in") -> int:
-    """Return ``value`` if it is an ``int`` (not ``bool``) in ``lo..hi``, else raise.
-
-    Parameters
-    ----------
-    name : str
-        Parameter name, first word of the message.
-    value : object
-    lo, hi : int
-        Valid range, both ends included.
-    must_be : str
-        Wording before the range in the ``ValueError``: ``"T must be in 2..64, not 128"``; the
-        router's parameters read ``"rows must be 1..64, not 0"`` (``must_be="must be"``).
-
-    Raises
-    ------
-    TypeError
-        ``value`` is not an integer.
-    ValueError
-        ``value`` is outside ``lo..hi``.
-    """
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{name} {must_be} {lo}..{hi}, not {value!r}")
-    return value
 
 
 def bits_for(n: int) -> int:
@@ -242,10 +216,10 @@ class RTLConfig:
 
     @property
     def tile_counters(self) -> dict[str, int]:
-        """Counter name -> width, in the order of :class:`golden_models.Counters`."""
+        """Counter name -> width, in the order of :data:`golden_models.counters.COUNTER_NAMES`."""
         n, e = self.tile_neurons, self.n_in
         compares = bits_for(n * (self.T - 1))
-        return {
+        widths = {
             "events_in": bits_for(e),
             "weight_row_reads": bits_for(e),
             "accumulate_ops": bits_for(e * n),
@@ -254,6 +228,7 @@ class RTLConfig:
             "events_out": bits_for(n),
             "events_suppressed": bits_for(n),
         }
+        return {name: widths[name] for name in COUNTER_NAMES}
 
     @property
     def encoder_counters(self) -> dict[str, int]:

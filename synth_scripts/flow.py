@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from matterhorn import toolchain
 from synth_scripts import parse
 from synth_scripts.liberty import Liberty
+from toolkit_base import toolchain
 
 
 def template(name: str) -> str:

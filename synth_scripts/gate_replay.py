@@ -15,8 +15,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from matterhorn import toolchain
 from synth_scripts import flow
+from toolkit_base import toolchain
 
 __all__ = ["RESET_CYCLES", "SIMULATORS", "ReplayMismatch", "Toggles", "replay"]
 

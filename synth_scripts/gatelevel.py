@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from matterhorn import toolchain
 from synth_scripts import flow, liberty
+from toolkit_base import toolchain
 
 __all__ = [
     "SIMULATORS",

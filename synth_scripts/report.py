@@ -6,8 +6,10 @@ import json
 import math
 from pathlib import Path
 
-from matterhorn import toolchain
 from synth_scripts import activity, liberty, paper, scaling
+from toolkit_base import toolchain
+from toolkit_base.schemas import validate
+from toolkit_base.tables import markdown_table
 
 SCHEMA = "matterhorn-synth-report/2"
 #: Operator keys in the paper's table order.
@@ -332,42 +334,61 @@ def markdown(doc: dict) -> str:
         "",
         "## Operators",
         "",
-        (
-            f"| key | widths | cells | transistors | depth | area um^2 | E/op pJ ({native}) | "
-            "cross-check pJ | leakage | sequential | slack ns |"
-        ),
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for e in doc["operators"]:
+
+    def operator_row(e: dict) -> list:
         m, en, pw = e["mapped"], e["energy_pJ"], e["power"]
-        lines.append(
-            f"| {e['key']} | {e['widths']} | {e['generic']['cells']} | "
-            f"{e['generic']['transistors']} | {e['generic']['logic_depth']} | "
-            f"{_fmt(m and m['area_um2'], '{:.1f}')} | {_fmt(en and en['per_op'])} | "
-            f"{_fmt(en and en['cross_check_measured_registers']['per_op'])} | "
-            f"{_fmt(en and en['leakage_share'], '{:.1e}')} | "
-            f"{_fmt(en and en['sequential_share'], '{:.0%}')} | "
-            f"{_fmt(pw and pw['worst_slack_ns'], '{:.2f}')} |"
-        )
+        return [
+            e["key"],
+            e["widths"],
+            e["generic"]["cells"],
+            e["generic"]["transistors"],
+            e["generic"]["logic_depth"],
+            _fmt(m and m["area_um2"], "{:.1f}"),
+            _fmt(en and en["per_op"]),
+            _fmt(en and en["cross_check_measured_registers"]["per_op"]),
+            _fmt(en and en["leakage_share"], "{:.1e}"),
+            _fmt(en and en["sequential_share"], "{:.0%}"),
+            _fmt(pw and pw["worst_slack_ns"], "{:.2f}"),
+        ]
+
+    lines += markdown_table(
+        [
+            "key", "widths", "cells", "transistors", "depth", "area um^2", f"E/op pJ ({native})",
+            "cross-check pJ", "leakage", "sequential", "slack ns",
+        ],
+        map(operator_row, doc["operators"]),
+        align="llrrrrrrrrr",
+    )
     if doc["blocks"]:
         lines += [
             "",
             "## Blocks",
             "",
-            (
-                "| block | what | cells | transistors | depth | area um^2 | energy pJ | per | "
-                "leakage |"
-            ),
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |",
         ]
-        for b in doc["blocks"]:
+
+        def block_row(b: dict) -> list:
             m, en = b["mapped"], b.get("energy_pJ")
-            lines.append(
-                f"| {b['name']} | {b['what']} | {b['generic']['cells']} | "
-                f"{b['generic']['transistors']} | {b['generic']['logic_depth']} | "
-                f"{_fmt(m and m['area_um2'], '{:.1f}')} | {_fmt(en and en['per_op'])} | "
-                f"{b.get('per', '-')} | {_fmt(en and en['leakage_share'], '{:.1e}')} |"
-            )
+            return [
+                b["name"],
+                b["what"],
+                b["generic"]["cells"],
+                b["generic"]["transistors"],
+                b["generic"]["logic_depth"],
+                _fmt(m and m["area_um2"], "{:.1f}"),
+                _fmt(en and en["per_op"]),
+                b.get("per", "-"),
+                _fmt(en and en["leakage_share"], "{:.1e}"),
+            ]
+
+        lines += markdown_table(
+            [
+                "block", "what", "cells", "transistors", "depth", "area um^2", "energy pJ", "per",
+                "leakage",
+            ],
+            map(block_row, doc["blocks"]),
+            align="llrrrrrlr",
+        )
     if "comparison" in doc:
         lines += ["", comparison_text(doc)]
     return "\n".join(lines) + "\n"
@@ -387,14 +408,23 @@ def comparison_text(doc: dict) -> str:
         + ", ".join(f"{k} /{v:g}" for k, v in s["alternatives"].items())
         + ").",
         "",
-        f"| key | {native} pJ | scaled 22 nm pJ | paper 22 nm pJ | ratio raw | ratio scaled |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        *markdown_table(
+            ["key", f"{native} pJ", "scaled 22 nm pJ", "paper 22 nm pJ", "ratio raw",
+             "ratio scaled"],
+            (
+                [
+                    r["key"],
+                    f"{r['native_pJ']:.4g}",
+                    f"{r['scaled_22nm_pJ']:.4g}",
+                    f"{r['paper_22nm_pJ']:.4g}",
+                    f"{r['ratio_raw']:.3g}",
+                    f"{r['ratio_scaled']:.3g}",
+                ]
+                for r in c["rows"]
+            ),
+            align="lrrrrr",
+        ),
     ]
-    for r in c["rows"]:
-        lines.append(
-            f"| {r['key']} | {r['native_pJ']:.4g} | {r['scaled_22nm_pJ']:.4g} | "
-            f"{r['paper_22nm_pJ']:.4g} | {r['ratio_raw']:.3g} | {r['ratio_scaled']:.3g} |"
-        )
     lines += [
         "",
         "Ranking, cheapest first: ours "
@@ -422,21 +452,10 @@ def comparison_text(doc: dict) -> str:
 
 
 def load(path: str | Path) -> dict:
-    """Read a ``synth_report.json`` back, checking the fields the energy model uses."""
+    """Read a ``synth_report.json`` back, checked against its schema (toolkit_base/schemas)."""
     path = Path(path)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path.name}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise ValueError(f"{path.name}: field 'schema' must be {SCHEMA!r}")
-    costs = doc.get("unit_costs_pJ")
-    if costs is not None:
-        if not isinstance(costs, dict):
-            raise ValueError(f"{path.name}: field 'unit_costs_pJ' must be an object")
-        for key, entry in costs.items():
-            if not isinstance(entry, dict) or not isinstance(entry.get("value"), int | float):
-                raise ValueError(f"{path.name}: field 'unit_costs_pJ.{key}.value' must be a number")
-            if not isinstance(entry.get("unit"), str):
-                raise ValueError(f"{path.name}: field 'unit_costs_pJ.{key}.unit' must be a string")
-    return doc
+    return validate(doc, "synth_report", path.name)

@@ -19,8 +19,8 @@ from importlib import resources
 from pathlib import Path
 
 from golden_models import check_k, check_T
-from matterhorn import toolchain
 from synth_scripts import activity, flow, liberty, operators, report
+from toolkit_base import toolchain
 
 #: Default clock period (ns). sky130 HD meets it for every operator (the report gives slack).
 DEFAULT_CLOCK_NS = 10.0
@@ -85,7 +85,7 @@ def synthesize(
 
     Raises
     ------
-    matterhorn.toolchain.ToolNotFoundError
+    toolkit_base.toolchain.ToolNotFoundError
         Yosys (always) or OpenSTA (with a liberty) is not installed.
     FileNotFoundError, ValueError, TypeError
         Bad parameters, a missing liberty, a malformed tool report.

@@ -26,6 +26,13 @@ def test_report_shape(small):
     on_disk = json.loads((out / "compare.json").read_text())
     assert on_disk == json.loads(json.dumps(doc))
     assert doc["schema"] == "matterhorn.compare/1"
+    from toolkit_base.schemas import validate
+
+    validate(on_disk, "compare", "compare.json")
+    broken = json.loads(json.dumps(on_disk))
+    broken["workloads"][0]["designs"][0]["design"] = "sparse"
+    with pytest.raises(ValueError, match=r"compare.json: field 'workloads\[0\].designs\[0\]"):
+        validate(broken, "compare", "compare.json")
     assert doc["pdk"] == "NangateOpenCellLibrary"
     wl = doc["workloads"][0]
     assert wl["name"] == "random" and wl["windows"] == 2

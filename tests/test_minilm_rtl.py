@@ -4,19 +4,20 @@ The slice (:mod:`golden_models.models.rtl_slice`) is 384 inputs x 16 neurons of 
 projection with the QNN's real 4-bit weights, threshold tables of its real scales and bias, the
 calibrated masks at radius k = 1, and input vectors that are real corpus tokens. The tile is
 generated at that size, loaded through its load port and run by the cocotb tile bench through
-:func:`cocotb_tests.regress.run_tile`, which compares every output event and every counter with
+:func:`regression.run_tile`, which compares every output event and every counter with
 :meth:`golden_models.integer_layer.IntegerLayer.run_events`.
 """
 
 import pytest
 import torch
 
-from cocotb_tests import regress, sim
+import regression
 from golden_models import encode_events
 from golden_models.models.bert import load_minilm
 from golden_models.models.corpus import load_corpus
 from golden_models.models.ptq import convert
 from golden_models.models.rtl_slice import capture_slice
+from regression import sim
 
 K = 1
 VECTORS = 8
@@ -43,11 +44,11 @@ def test_minilm_slice_on_tile(minilm_slice, sim_name):
     # the golden layer is the QNN's own computation for these tokens
     for q_in, q_out in zip(minilm_slice.q_in, minilm_slice.q_out, strict=True):
         assert torch.equal(layer.out_mask.space.c - layer.run_codes(q_in).tau, q_out)
-    res = regress.run_tile(
+    res = regression.run_tile(
         layer,
         minilm_slice.q_in,
         sim_name,
-        out_dir=regress.DEFAULT_ROOT,
+        out_dir=regression.DEFAULT_ROOT,
         seed=0,
         name="minilm-q",
     )

@@ -113,7 +113,7 @@ def test_signature_rejects():
 def test_macro_files_fit_the_wrapper(tmp_path, name):
     # Yosys reads the wrapper with the model or the black-box stub and finds every instance
     # port and parameter declared (hierarchy -check fails on a missing module or port)
-    from matterhorn.toolchain import require
+    from toolkit_base.toolchain import require
 
     (tmp_path / "macro.v").write_text(getattr(sram, name), encoding="utf-8")
     (tmp_path / "mttfs_sram.v").write_text(

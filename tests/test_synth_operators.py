@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from golden_models import CodeSpace, Mask, accumulator_bound, signed_width
-from matterhorn import toolchain
 from synth_scripts import activity, operators
+from toolkit_base import toolchain
 
 VERILOG = Path(operators.__file__).with_name("operators.v")
 CYCLES = 300

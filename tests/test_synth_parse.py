@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from matterhorn import toolchain
 from synth_scripts import activity, flow, liberty, operators, parse, run
+from toolkit_base import toolchain
 
 
 def test_the_test_liberties_are_there(nangate_lib, sky130_lib):

@@ -8,9 +8,6 @@ drawn by a callback (``energy_model.plots.plot_minilm``), which keeps matplotlib
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +19,8 @@ from golden_models.models.corpus import load_corpus
 from golden_models.models.ptq import PTQConfig, convert
 from golden_models.models.rtl_slice import capture_slice, slice_document
 from golden_models.models.stats import check_k_max, collect, dumps, summarise
+from toolkit_base.files import replace_dir, staging_dir
+from toolkit_base.tables import markdown_table
 
 MODELS = ("minilm",)
 #: The exported RTL slice (:mod:`golden_models.models.rtl_slice`) in the report folder.
@@ -202,9 +201,7 @@ def write_report(
     documents written alongside.
     """
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".stats-", dir=out.parent))
-    try:
+    with staging_dir(out.parent, prefix=".stats-") as tmp:
         (tmp / "stats.json").write_text(dumps(doc), "utf-8")
         (tmp / "rates.json").write_text(json.dumps(rates_document(doc), indent=1) + "\n", "utf-8")
         (tmp / "summary.md").write_text(summary_markdown(doc), "utf-8")
@@ -212,12 +209,7 @@ def write_report(
             (tmp / name).write_text(json.dumps(value, indent=1) + "\n", "utf-8")
         if plot is not None:
             plot(doc, tmp)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        replace_dir(tmp, out)
 
 
 def summary_markdown(doc: dict) -> str:
@@ -236,15 +228,21 @@ def summary_markdown(doc: dict) -> str:
         "",
         "## Most frequent code per position (QNN, all blocks pooled)",
         "",
-        "| position | family | p(q=0) | paper p(q=0) | mode q | per-block modes q |",
-        "| --- | --- | --- | --- | --- | --- |",
+        *markdown_table(
+            ["position", "family", "p(q=0)", "paper p(q=0)", "mode q", "per-block modes q"],
+            (
+                [
+                    p["label"],
+                    p["family"],
+                    f"{p['p_q0']:.3f}",
+                    f"{PAPER_P_Q0[p['position']]:.3f}",
+                    p["mode_q"],
+                    " ".join(str(m) for m in p["block_modes_q"]),
+                ]
+                for p in doc["positions"]
+            ),
+        ),
     ]
-    for p in doc["positions"]:
-        modes = " ".join(str(m) for m in p["block_modes_q"])
-        lines.append(
-            f"| {p['label']} | {p['family']} | {p['p_q0']:.3f} | "
-            f"{PAPER_P_Q0[p['position']]:.3f} | {p['mode_q']} | {modes} |"
-        )
     lines += [
         "",
         f"Per-block modes at q=0: {doc['block_modes_zero']} of {doc['block_mode_cells']}.",

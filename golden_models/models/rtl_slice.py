@@ -20,7 +20,6 @@ from pathlib import Path
 import torch
 
 from golden_models.codespace import check_integer
-from golden_models.files import write_atomic
 from golden_models.integer_layer import (
     IntegerLayer,
     accumulator_bound,
@@ -28,6 +27,7 @@ from golden_models.integer_layer import (
 )
 from golden_models.models.bert import BertEncoder, Tokenizer
 from golden_models.mttfs import Mask, folded_init
+from toolkit_base.files import write_atomic
 
 SCHEMA = "matterhorn.layer_slice/1"
 

@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cocotb_tests.regress import BENCHES, format_table, run_regression
+    from regression import BENCHES, format_table, run_regression
 
     def progress(result) -> None:
         if not args.json:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from golden_models.mask import transmitted
+
 
 class CoverageModel:
     """Cover items of one bench run (simulator side; needs ``cocotb_coverage``)."""
@@ -46,7 +48,7 @@ class CoverageModel:
             p += f".imax{i_max}.k{k}"
             self.prefix = p
             for t in times:
-                ignore.append((t, abs(t - i_max) > k, None))
+                ignore.append((t, transmitted(t, i_max, k), None))
 
         if system:
             # the system's output times follow its QNN, not the bench: cover the kinds of

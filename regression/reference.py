@@ -24,6 +24,7 @@ from golden_models import (
     encode_events,
     folded_init,
     threshold_table,
+    transmitted,
     weight_range,
 )
 
@@ -256,7 +257,7 @@ def tile_blocks(
         b += 1
         if uncovered:
             i_max_out = min(min(uncovered) + k, T - 1)
-            uncovered -= {t for t in range(T) if abs(t - i_max_out) <= k}
+            uncovered -= {t for t in range(T) if not transmitted(t, i_max_out, k)}
         else:
             i_max_out = rng.randrange(T)
         i_max_in = rng.randrange(T)

@@ -1,0 +1,115 @@
+"""The RTL and build cache: generated Verilog per parameter set, one build per simulator.
+
+Verilog comes from :func:`rtl_gen.generate.generate` (the API behind ``matterhorn generate``)
+under ``root/rtl/<key>``, where the key hashes the parameters and the generator's sources; one
+build directory per (simulator, module, parameters, waves) under ``root/sim``, reused by every
+job on it (:func:`regression.sim.build` skips the build when its stamp matches).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from regression import sim
+from toolkit_base.files import staging_dir
+from toolkit_base.schemas import validate
+
+__all__ = [
+    "build_module",
+    "generate_rtl",
+    "module_entry",
+    "params_key",
+    "read_manifest",
+    "verilator_waivers",
+]
+
+
+def _generator_digest() -> str:
+    """Digest of the generator's sources, so cached Verilog is regenerated when they change."""
+    import rtl_gen
+
+    h = hashlib.sha256()
+    for path in sorted(Path(rtl_gen.__file__).parent.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def params_key(params: Mapping) -> str:
+    """Cache key of a parameter set (and of the generator that turns it into Verilog)."""
+    text = json.dumps({"p": dict(params), "gen": _generator_digest()}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def generate_rtl(params: Mapping, root: Path) -> tuple[Path, dict]:
+    """Verilog and manifest of ``RTLConfig(**params)`` under ``root/rtl/<key>`` (cached).
+
+    Written to a temporary directory first and moved into place, so an interrupted run never
+    leaves a half-written set behind.
+    """
+    from rtl_gen.generate import generate
+    from rtl_gen.params import RTLConfig
+
+    config = RTLConfig(**params)
+    out = Path(root) / "rtl" / params_key(params)
+    manifest_path = out / "manifest.json"
+    if manifest_path.is_file():
+        return out, read_manifest(manifest_path)
+    with staging_dir(out.parent, prefix=".gen-") as tmp:
+        generate(config, tmp)
+        if not out.exists():
+            try:
+                os.replace(tmp, out)
+            except OSError:
+                if not manifest_path.is_file():  # not a concurrent writer of the same set
+                    raise
+    return out, read_manifest(manifest_path)
+
+
+def read_manifest(path: Path) -> dict:
+    """A ``manifest.json``, checked against its schema (toolkit_base/schemas)."""
+    return validate(json.loads(Path(path).read_text()), "rtl_manifest", Path(path).name)
+
+
+def module_entry(manifest: Mapping, module: str) -> dict:
+    """The manifest record of ``module``; a clear error if the generator skipped it."""
+    mods = manifest.get("modules", {})
+    if module not in mods:
+        raise ValueError(f"manifest has no module {module!r}; modules: {sorted(mods)}")
+    entry = mods[module]
+    if "skipped" in entry:
+        raise ValueError(f"the generator skipped {module!r}: {entry['skipped']}")
+    return entry
+
+
+def verilator_waivers(manifest: Mapping) -> list[str]:
+    """``-Wno-<warning>`` flags for the lint waivers the generator lists."""
+    out = []
+    for w in manifest.get("lint", {}).get("waivers", []) or []:
+        name = w.get("warning") if isinstance(w, Mapping) else w
+        if name and str(name).isidentifier():
+            out.append(f"-Wno-{name}")
+    return sorted(set(out))
+
+
+def build_module(
+    sim_name: str, rtl_dir: Path, manifest: Mapping, module: str, root: Path, waves: bool
+) -> sim.Build:
+    """Build ``module`` of the generated set ``rtl_dir`` on ``sim_name`` (cached)."""
+    entry = module_entry(manifest, module)
+    sources = [rtl_dir / entry["file"]]
+    extra = [rtl_dir / f for f in entry.get("depends", [])]
+    key = params_key({"p": manifest.get("parameters"), "m": module, "w": waves})
+    build_dir = Path(root) / "sim" / sim_name / f"{module}-{key}"
+    return sim.build(
+        sim_name,
+        [*extra, *sources],
+        module,
+        build_dir,
+        waves=waves,
+        extra_args=verilator_waivers(manifest),
+    )

@@ -1,0 +1,266 @@
+"""Execution: generate, build (cached) and run jobs, one or many; the regression entry points.
+
+``run_regression(...)`` is what ``matterhorn regress`` and ``matterhorn flow`` call;
+``run_tile(layer, windows, sim)`` runs the tile bench on a golden layer of the caller's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from golden_models.codespace import check_k
+from regression import sim
+from regression.benches import BENCH_KINDS, BENCHES
+from regression.benches.tile import tile_config
+from regression.cache import build_module, generate_rtl, params_key
+from regression.jobs import Job, JobResult, job
+from regression.planner import check_regress_T, regression_jobs
+from regression.stimulus import P_IDLE, P_STALL
+from regression.summary import summarize, write_summary
+
+__all__ = ["DEFAULT_ROOT", "run_job", "run_jobs", "run_regression", "run_tile", "tile_params"]
+
+#: Default root of generated Verilog and builds (relative to the working directory).
+DEFAULT_ROOT = Path("build") / "cocotb"
+
+
+def _check_seed(seed: object) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, not {seed!r}")
+    return seed
+
+
+def run_job(j: Job, root: Path | str = DEFAULT_ROOT, *, waves: bool = False) -> JobResult:
+    """Generate, build (cached) and run one job; return its result.
+
+    Never raises on a mismatch or a failing build: the result says it failed and why.
+    """
+    if j.bench not in BENCH_KINDS:
+        raise ValueError(f"no bench for {j.bench!r}; available: {sorted(BENCH_KINDS)}")
+    kind = BENCH_KINDS[j.bench]
+    return _execute(j, kind.params(j), lambda manifest: kind.config(j, manifest), root,
+                    waves=waves)
+
+
+def _execute(
+    j: Job,
+    params: Mapping,
+    make_config: Callable[[Mapping], dict],
+    root: Path | str,
+    *,
+    waves: bool,
+    run_name: str = "",
+) -> JobResult:
+    """Generate ``params``, build the bench's module (cached), run it on
+    ``make_config(manifest)`` under ``root/runs/<run_name or job name>``."""
+    root = Path(root).resolve()
+    kind = BENCH_KINDS[j.bench]
+    t0 = t1 = time.perf_counter()
+    try:
+        rtl_dir, manifest = generate_rtl(params, root)
+        t0 = time.perf_counter()
+        b = build_module(j.sim, rtl_dir, manifest, kind.top, root, waves)
+        t1 = time.perf_counter()
+        config = make_config(manifest)
+        run_dir = root / "runs" / (run_name or j.name.replace("@", "-"))
+        res = sim.run(b, kind.testbench, config, run_dir, seed=j.seed, waves=waves)
+    except (RuntimeError, SystemExit, OSError, AssertionError, ValueError) as exc:
+        return JobResult(j, False, {}, f"{type(exc).__name__}: {exc}", t1 - t0, 0.0)
+    t2 = time.perf_counter()
+    report = dict(res.report)
+    error = ""
+    if not res.passed:
+        examples = report.get("mismatch_examples") or []
+        error = "; ".join(examples[:3]) or f"failed tests {res.failed}: {res.tail(15)}"
+    return JobResult(j, res.passed, report, error, t1 - t0, t2 - t1)
+
+
+def tile_params(layer) -> dict:
+    """:class:`rtl_gen.params.RTLConfig` arguments of a tile that holds ``layer`` whole."""
+    return {
+        "T": layer.out_mask.T,
+        "k": layer.out_mask.k,
+        "family": layer.in_mask.space.family,
+        "weight_bits": layer.weight_bits,
+        "n_in": layer.n_in,
+        "tile_neurons": layer.n_out,
+    }
+
+
+def run_tile(
+    layer,
+    windows,
+    sim_name: str,
+    *,
+    out_dir: Path | str = DEFAULT_ROOT,
+    seed: int = 0,
+    p_idle: float = P_IDLE,
+    p_stall: float = P_STALL,
+    name: str = "tile-layer",
+    waves: bool = False,
+) -> JobResult:
+    """Run the generated tile on one golden layer and a list of input windows.
+
+    The tile is generated at the layer's size (:func:`tile_params`), built (cached) on
+    ``sim_name``, loaded with the layer through its load port and run by
+    :mod:`cocotb_tests.tb_tile`, which compares every output event and every counter with
+    :meth:`golden_models.integer_layer.IntegerLayer.run_events` of each window.
+
+    Parameters
+    ----------
+    layer : golden_models.IntegerLayer
+        The golden layer (weights, thresholds, masks).
+    windows : sequence of torch.Tensor
+        Input code vectors, one window each, ``layer.n_in`` codes of the layer's code space.
+    sim_name : {"icarus", "verilator"}
+    out_dir : path
+        Root of the generated Verilog, builds and ``runs/<name>-<sim_name>``.
+    seed : int
+        Seed of the random idle and stall cycles.
+    p_idle, p_stall : float
+        Probability of an idle input cycle and of a low ``ready`` on the output.
+    name : str
+        Name of the run directory.
+    waves : bool
+        Dump waveforms.
+
+    Returns
+    -------
+    JobResult
+        ``passed``, ``error``, and the bench report: ``events_in``, ``events_out``,
+        ``events_suppressed``, ``mismatches``, ``mismatch_examples``, ``counter_totals_rtl``
+        and ``counter_totals_golden`` (see docs/regress.md).
+    """
+    from golden_models.integer_layer import IntegerLayer
+    from regression.reference import TileGeometry, tile_block
+
+    if not isinstance(layer, IntegerLayer):
+        raise TypeError(f"layer must be a golden_models.IntegerLayer, not {type(layer).__name__}")
+    windows = list(windows)
+    if not windows:
+        raise ValueError("windows must hold at least one input code vector, not none")
+    for i, q in enumerate(windows):
+        if tuple(getattr(q, "shape", ())) != (layer.n_in,):
+            raise ValueError(
+                f"window {i} must be a tensor of {layer.n_in} codes (the layer's n_in), "
+                f"not shape {tuple(getattr(q, 'shape', ()))}"
+            )
+    _check_seed(seed)
+    params = tile_params(layer)
+    check_regress_T(params["T"])
+    j = job("tile", sim_name, params, seed)
+
+    def make_config(manifest: Mapping) -> dict:
+        block = tile_block(TileGeometry.from_manifest(manifest), layer, windows, "layer")
+        return tile_config(manifest, [block], seed=seed, p_idle=p_idle, p_stall=p_stall)
+
+    return _execute(j, params, make_config, out_dir, waves=waves, run_name=f"{name}-{sim_name}")
+
+
+def run_jobs(
+    jobs: Sequence[Job],
+    root: Path | str,
+    *,
+    workers: int = 1,
+    waves: bool = False,
+    progress: Callable[[JobResult], object] | None = None,
+) -> list[JobResult]:
+    """Run ``jobs`` (``workers`` at a time); results in job order.
+
+    Verilog is generated first, one parameter set at a time (elaboration is Python and holds
+    the interpreter); builds and simulations then run in parallel as subprocesses.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, not {workers!r}")
+    root = Path(root).resolve()
+    for name in sorted({j.sim for j in jobs}):
+        sim.ensure_simulator(name)
+    seen = set()
+    for j in jobs:
+        params = BENCH_KINDS[j.bench].params(j)
+        key = params_key(params)
+        if key not in seen:
+            seen.add(key)
+            generate_rtl(params, root)
+
+    def one(j: Job) -> JobResult:
+        r = run_job(j, root, waves=waves)
+        if progress is not None:
+            progress(r)
+        return r
+
+    if workers == 1:
+        return [one(j) for j in jobs]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, jobs))
+
+
+def run_regression(
+    T: int | Sequence[int] = 16,
+    k: int | Sequence[int] = 1,
+    sims: Sequence[str] | str = ("icarus",),
+    *,
+    workers: int = 1,
+    seed: int = 0,
+    waves: bool = False,
+    out_dir: Path | str = Path("build") / "regress",
+    benches: Sequence[str] = BENCHES,
+    quick: bool = False,
+    progress: Callable[[JobResult], object] | None = None,
+) -> dict:
+    """Run the regression for ``T`` and ``k`` on ``sims``; write and return the summary.
+
+    Parameters
+    ----------
+    T, k : int or sequence of int
+        Window length(s) and dead-zone radius (radii).
+    sims : str or sequence of {"icarus", "verilator"}
+    workers : int
+        Jobs run at a time.
+    seed : int
+        Seed of every stimulus (same seed, same vectors).
+    waves : bool
+        Dump waveforms (``runs/<job>/``); off by default (slow, large).
+    out_dir : path
+        Directory of the generated Verilog, builds, runs and ``regress_summary.json``.
+    benches : sequence of str
+        Subset of :data:`regression.benches.BENCHES`.
+    quick : bool
+        A short regression (one parameter set per ``T``, fewer vectors) for ``matterhorn
+        flow``; its coverage is reported but not expected to reach 100%.
+    progress : callable, optional
+        Called with each :class:`JobResult` as it finishes.
+
+    Returns
+    -------
+    dict
+        The summary (docs/regress.md).
+    """
+    Ts = (T,) if isinstance(T, int) else tuple(T)
+    ks = (k,) if isinstance(k, int) else tuple(k)
+    for t in Ts:
+        check_regress_T(t)
+    for kk in ks:
+        check_k(kk, min(Ts))
+    if isinstance(sims, str):
+        sims = (sims,)
+    _check_seed(seed)
+    jobs = regression_jobs(Ts, ks, tuple(sims), seed=seed, benches=benches, quick=quick)
+    start = time.perf_counter()
+    results = run_jobs(jobs, out_dir, workers=workers, waves=waves, progress=progress)
+    parameters = {
+        "T": list(Ts),
+        "k": list(ks),
+        "sims": list(sims),
+        "seed": seed,
+        "workers": workers,
+        "waves": waves,
+        "benches": list(benches),
+        "quick": quick,
+    }
+    summary = summarize(results, time.perf_counter() - start, parameters)
+    write_summary(summary, out_dir)
+    return summary

@@ -1,0 +1,93 @@
+"""Typed stimulus options of each bench, and the one home of the backpressure defaults.
+
+A :class:`regression.jobs.Job` carries one of these frozen dataclasses (hashable, so a job can
+key a cache). Every field has the default the regression runs with; ``matterhorn regress``
+never changes them, the benchmarks and the self-checks do (``corrupt``, longer runs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "P_IDLE",
+    "P_STALL",
+    "SYSTEM_P_IDLE",
+    "EncoderStimulus",
+    "RouterStimulus",
+    "SramStimulus",
+    "SystemStimulus",
+    "TileStimulus",
+]
+
+#: Probability of an idle cycle on a bench's input stream (no beat offered).
+P_IDLE = 0.25
+#: Probability of a low ``ready`` on a bench's output stream (backpressure).
+P_STALL = 0.35
+#: The system bench offers its inputs a little more often: its windows are long already.
+SYSTEM_P_IDLE = 0.2
+#: Self-check modes: alter or drop one expected item, so the bench must fail.
+CORRUPT_MODES = (None, "alter", "drop")
+
+
+@dataclass(frozen=True)
+class EncoderStimulus:
+    """``vectors`` code vectors; one reset in the middle of a vector when ``reset``."""
+
+    vectors: int = 40
+    reset: bool = True
+    p_idle: float = P_IDLE
+    p_stall: float = P_STALL
+    corrupt: str | None = None
+
+
+@dataclass(frozen=True)
+class SramStimulus:
+    """Golden weight rows written then read over ``windows`` windows, then ``random_ops``
+    random reads and writes; ``p_idle`` is the chance of an idle cycle after an access."""
+
+    windows: int = 12
+    random_ops: int = 64
+    reset: bool = True
+    p_idle: float = 0.2
+    corrupt: str | None = None
+
+
+@dataclass(frozen=True)
+class TileStimulus:
+    """``blocks`` random layers (each loaded once) of ``windows`` windows, radii ``ks``; one
+    reset during integrate and one during fire when ``reset``."""
+
+    ks: tuple[int, ...] = (0, 1, 2)
+    blocks: int = 6
+    windows: int = 8
+    reset: bool = True
+    p_idle: float = P_IDLE
+    p_stall: float = P_STALL
+    corrupt: str | None = None
+
+
+@dataclass(frozen=True)
+class RouterStimulus:
+    """``rounds`` passes over every mesh position, ``flits`` per input port (twice that on the
+    local port); one reset between phases when ``reset``. Three rounds, not two: with two, one
+    (input, output, stalled) bin of the T=16 set was hit once or not at all, depending on
+    where in a clock step the bench's waits resume."""
+
+    flits: int = 10
+    rounds: int = 3
+    reset: bool = True
+    p_idle: float = P_IDLE
+    p_stall: float = P_STALL
+    corrupt: str | None = None
+
+
+@dataclass(frozen=True)
+class SystemStimulus:
+    """``inferences`` random input vectors through the mapped QNN; one reset when ``reset``."""
+
+    inferences: int = 8
+    reset: bool = True
+    p_idle: float = SYSTEM_P_IDLE
+    p_stall: float = P_STALL
+    corrupt: str | None = None

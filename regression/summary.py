@@ -1,0 +1,122 @@
+"""The regression summary: one row per job, totals per simulator, merged coverage; JSON + table."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from regression import coverage as cov
+from regression.jobs import JobResult
+from toolkit_base.files import write_atomic
+
+__all__ = ["SCHEMA", "SUMMARY_FILE", "format_table", "summarize", "write_summary"]
+
+#: Schema identifier of the summary JSON (docs/regress.md).
+SCHEMA = "matterhorn-regress-summary/1"
+#: File name of the summary in the regression's output folder.
+SUMMARY_FILE = "regress_summary.json"
+
+
+def _row(r: JobResult) -> dict:
+    rep = r.report
+    p = dict(r.job.params)
+    golden, rtl = r.counters_golden, r.counters_rtl
+    sim_s = float(rep.get("sim_seconds", 0.0))
+    events = r.events
+    return {
+        "name": r.job.name,
+        "bench": r.job.bench,
+        "sim": r.job.sim,
+        "T": p.get("T"),
+        "family": p.get("family", "sym"),
+        "k": p.get("k"),
+        "passed": r.passed,
+        "vectors": int(rep.get("vectors", 0)),
+        "events": events,
+        "mismatches": r.mismatches,
+        "resets": int(rep.get("resets", 0)),
+        "counters_equal": bool(golden) and golden == rtl,
+        "counter_totals_golden": golden,
+        "counter_totals_rtl": rtl,
+        "build_seconds": round(r.build_seconds, 3),
+        "run_seconds": round(r.run_seconds, 3),
+        "sim_seconds": round(sim_s, 3),
+        "events_per_second": round(events / sim_s, 1) if sim_s > 0 else 0.0,
+        "error": r.error,
+    }
+
+
+def summarize(results: Sequence[JobResult], wall_seconds: float, parameters: Mapping) -> dict:
+    """The summary dict of a regression (schema in docs/regress.md)."""
+    rows = [_row(r) for r in results]
+    merged = cov.merge(r.report.get("coverage", {}) for r in results)
+    per_sim = {}
+    for name in sorted({r["sim"] for r in rows}):
+        mine = [r for r in rows if r["sim"] == name]
+        ev = sum(r["events"] for r in mine)
+        secs = sum(r["sim_seconds"] for r in mine)
+        per_sim[name] = {
+            "jobs": len(mine),
+            "events": ev,
+            "sim_seconds": round(secs, 3),
+            "events_per_second": round(ev / secs, 1) if secs > 0 else 0.0,
+            "build_seconds": round(sum(r["build_seconds"] for r in mine), 3),
+        }
+    total_ev = sum(r["events"] for r in rows)
+    total_sim = sum(r["sim_seconds"] for r in rows)
+    return {
+        "schema": SCHEMA,
+        "parameters": dict(parameters),
+        "configurations": len(rows),
+        "passed": sum(r["passed"] for r in rows),
+        "failed": sum(not r["passed"] for r in rows),
+        "vectors": sum(r["vectors"] for r in rows),
+        "events": total_ev,
+        "mismatches": sum(r["mismatches"] for r in rows),
+        "counters_equal": all(r["counters_equal"] for r in rows if r["passed"]),
+        "coverage": cov.summary(merged),
+        "wall_seconds": round(wall_seconds, 3),
+        "events_per_second": round(total_ev / total_sim, 1) if total_sim > 0 else 0.0,
+        "simulators": per_sim,
+        "jobs": rows,
+    }
+
+
+def write_summary(summary: Mapping, out_dir: Path | str) -> Path:
+    """Write ``summary`` as ``out_dir/regress_summary.json`` (atomically); return the path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / SUMMARY_FILE
+    write_atomic(path, json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def format_table(summary: Mapping) -> str:
+    """A plain-text table of the summary (one line per job, then the totals)."""
+    head = (
+        f"{'job':<44} {'ok':<4} {'vec':>5} {'events':>7} {'mism':>5} {'ctr':>4} "
+        f"{'build s':>8} {'ev/s':>8}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in summary["jobs"]:
+        lines.append(
+            f"{r['name']:<44} {'PASS' if r['passed'] else 'FAIL':<4} {r['vectors']:>5} "
+            f"{r['events']:>7} {r['mismatches']:>5} {'=' if r['counters_equal'] else '!=':>4} "
+            f"{r['build_seconds']:>8.1f} {r['events_per_second']:>8.0f}"
+        )
+        if r["error"]:
+            lines.append(f"    {r['error'][:200]}")
+    c = summary["coverage"]
+    lines.append("-" * len(head))
+    lines.append(
+        f"{summary['passed']}/{summary['configurations']} passed, {summary['vectors']} vectors, "
+        f"{summary['events']} events, {summary['mismatches']} mismatches, coverage "
+        f"{c['percent']}% ({c['covered']}/{c['bins']} bins), wall {summary['wall_seconds']:.1f} s"
+    )
+    for name, s in summary["simulators"].items():
+        lines.append(
+            f"  {name}: {s['events']} events in {s['sim_seconds']:.2f} s simulated "
+            f"({s['events_per_second']:.0f} events/s), builds {s['build_seconds']:.1f} s"
+        )
+    return "\n".join(lines)
