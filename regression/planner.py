@@ -89,6 +89,8 @@ def regression_jobs(
                     jobs.append(job("router", name, params, s))
                 if "tile" in benches:
                     jobs.append(job("tile", name, params, s, ks=ks, windows=tile_windows))
+                if "dense_tile" in benches and v == 0:
+                    jobs.append(job("dense_tile", name, params, s))
         if "system" in benches:
             sys_params = {
                 "T": T,

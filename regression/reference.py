@@ -237,6 +237,45 @@ def tile_window(layer: IntegerLayer, q: torch.Tensor) -> dict:
     }
 
 
+def dense_block(geo: TileGeometry, layer: IntegerLayer, windows: Sequence[torch.Tensor],
+                pack: int) -> dict:
+    """One block of a dense-tile run: the layer's SRAM images with the dense init
+    ``D = B - mu_in * sum_i W`` (docs/rtl_dense.md), and per window the codes, the expected
+    output beats ``[addr, codes]`` (``pack`` codes of ``time_width`` bits, neuron ``addr + p`` at
+    bit ``p * time_width``) and the counters of :func:`golden_models.dense.run_dense`."""
+    from dataclasses import replace
+
+    from golden_models.dense import dense_init, run_dense
+
+    tw = geo.time_width
+    mask = (1 << tw) - 1
+    out = []
+    for q in windows:
+        ref = run_dense(layer, q)
+        codes = [int(c) & mask for c in ref.codes.tolist()]
+        beats = [[a, sum(c << (p * tw) for p, c in enumerate(codes[a:a + pack]))]
+                 for a in range(0, geo.neurons, pack)]
+        out.append({"codes": [int(c) & mask for c in q.tolist()], "out": beats,
+                    "counters": ref.counters.as_dict()})
+    return {"load": load_beats(geo, replace(layer, init=dense_init(layer))), "windows": out}
+
+
+def dense_blocks(geo: TileGeometry, seed: int, *, blocks: int, windows: int,
+                 pack: int) -> list[dict]:
+    """Stimulus for a dense-tile run: ``blocks`` random layers, ``windows`` code vectors each,
+    the distributions cycling as for the spiking tile."""
+    rng = random.Random(f"dense:{seed}")
+    out = []
+    for b in range(blocks):
+        dist = DISTRIBUTIONS[b % len(DISTRIBUTIONS)]
+        layer = random_layer(rng, geo, i_max_in=rng.randrange(geo.T),
+                             i_max_out=rng.randrange(geo.T), k=0, dist=dist)
+        qs = [random_codes(rng, geo.space, geo.n_in, dist, layer.in_mask.mu)
+              for _ in range(windows)]
+        out.append(dense_block(geo, layer, qs, pack))
+    return out
+
+
 def tile_blocks(
     geo: TileGeometry, seed: int, *, blocks: int, windows: int, ks=(0, 1, 2)
 ) -> list[dict]:

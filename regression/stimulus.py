@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "DenseTileStimulus",
     "P_IDLE",
     "P_STALL",
     "SYSTEM_P_IDLE",
@@ -62,6 +63,18 @@ class TileStimulus:
     blocks: int = 6
     windows: int = 8
     reset: bool = True
+    p_idle: float = P_IDLE
+    p_stall: float = P_STALL
+    corrupt: str | None = None
+
+
+@dataclass(frozen=True)
+class DenseTileStimulus:
+    """``blocks`` random layers (each loaded once) of ``windows`` windows of codes for the dense
+    INT4 baseline tile."""
+
+    blocks: int = 3
+    windows: int = 4
     p_idle: float = P_IDLE
     p_stall: float = P_STALL
     corrupt: str | None = None

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from regression import stimulus
-from regression.benches import encoder, router, sram, system, tile
+from regression.benches import dense_tile, encoder, router, sram, system, tile
 
 __all__ = ["BENCHES", "BENCH_KINDS", "BenchKind"]
 
@@ -53,6 +53,9 @@ BENCH_KINDS = {
     ),
     "sram": BenchKind("mttfs_sram", "cocotb_tests.tb_sram", stimulus.SramStimulus, sram.config),
     "tile": BenchKind("mttfs_tile", "cocotb_tests.tb_tile", stimulus.TileStimulus, tile.config),
+    "dense_tile": BenchKind(
+        "dense_tile", "cocotb_tests.tb_dense_tile", stimulus.DenseTileStimulus, dense_tile.config
+    ),
     "router": BenchKind(
         "mttfs_router", "cocotb_tests.tb_router", stimulus.RouterStimulus, router.config
     ),
