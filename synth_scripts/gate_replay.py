@@ -106,9 +106,14 @@ def _testbench(net, ins: list[tuple[str, int]], outs: list[tuple[str, int]],
         off += w
     checks = []
     off = 0
+    names = {n for n, _ in outs}
     for name, w in reversed(outs):
+        # a stream's payload means something only while its valid is high (stream rule): a
+        # storage register without a reset (a FIFO's) may hold X in the netlist until written
+        valid = name[: -len("payload")] + "valid" if name.endswith("__payload") else None
+        guard = f"{_tbname('o', valid)} === 1'b1 && " if valid in names else ""
         checks.append(
-            f"      if ({_tbname('o', name)} !== expect_o[c][{off + w - 1}:{off}]) begin\n"
+            f"      if ({guard}{_tbname('o', name)} !== expect_o[c][{off + w - 1}:{off}]) begin\n"
             f"        $display(\"@@MISMATCH %0d {name} %h %h\", c, {_tbname('o', name)}, "
             f"expect_o[c][{off + w - 1}:{off}]);\n        bad = 1;\n      end"
         )
@@ -273,9 +278,17 @@ def replay(net, trace, workdir, *, sim: str = "verilator") -> Toggles:
         if line.startswith("@@MISMATCH"):
             _, c, port, got, want = line.split()
             digits = (widths[port] + 3) // 4
+
+            def hexa(v: str, digits: int = digits) -> str:
+                # an unknown (x/z) value is shown as the simulator wrote it
+                try:
+                    return f"0x{int(v, 16):0{digits}x}"
+                except ValueError:
+                    return f"0x{v}"
+
             raise ReplayMismatch(
-                f"cycle {c}: output {port} is 0x{int(got, 16):0{digits}x} in the gate netlist, "
-                f"0x{int(want, 16):0{digits}x} in the RTL trace"
+                f"cycle {c}: output {port} is {hexa(got)} in the gate netlist, "
+                f"{hexa(want)} in the RTL trace"
             )
     if "@@DONE" not in log:
         tail = "\n".join(log.strip().splitlines()[-10:])
