@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from golden_models.codespace import check_k, check_T
+from toolkit_base.checks import check_rtl_T
 
 #: Stage names in run order.
 STAGES = ("generate", "regress", "stats", "synth", "energy", "compare")
@@ -74,9 +75,7 @@ class FlowConfig:
     skip: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        check_T(self.T)
-        if self.T > 64:
-            raise ValueError(f"T must be at most 64 for the RTL, not {self.T!r}")
+        check_rtl_T(check_T(self.T))
         check_k(self.k, self.T)
         self.out_dir = Path(self.out_dir)
         self.sims = tuple(self.sims)

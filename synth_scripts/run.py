@@ -21,6 +21,7 @@ from pathlib import Path
 from golden_models import check_k, check_T
 from synth_scripts import activity, flow, liberty, operators, report
 from toolkit_base import toolchain
+from toolkit_base.files import replace_dir
 
 #: Default clock period (ns). sky130 HD meets it for every operator (the report gives slack).
 DEFAULT_CLOCK_NS = 10.0
@@ -197,8 +198,8 @@ def synthesize(
         if lib is None and (out_dir / NETLISTS).is_dir():
             shutil.rmtree(out_dir / NETLISTS)  # netlists of an earlier liberty run are stale
         for item in sorted(stage.iterdir()):
-            target = out_dir / item.name
-            if target.is_dir():
-                shutil.rmtree(target)
-            os.replace(item, target)
+            if item.is_dir():
+                replace_dir(item, out_dir / item.name)
+            else:
+                os.replace(item, out_dir / item.name)
     return doc

@@ -18,7 +18,7 @@ from matterhorn.flow import FlowConfig, run_flow
             ValueError,
             "T must be a power of two 2**n with n in 1..8 (2, 4, 8, ..., 256), not 12",
         ),
-        ({"T": 128}, ValueError, "T must be at most 64 for the RTL, not 128"),
+        ({"T": 128}, ValueError, "T must be at most 64 for the generated RTL, not 128"),
         ({"T": 16, "k": 16}, ValueError, "k must be in 0..15 for T=16, not 16"),
         ({"sims": ("modelsim",)}, ValueError,
          "simulator must be one of ('icarus', 'verilator'), not 'modelsim'"),
