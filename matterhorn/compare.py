@@ -86,14 +86,14 @@ def random_workload(T: int = 16, *, n_in: int = 64, n_out: int = 8, windows: int
 def read_slice(path: str | os.PathLike) -> Workload:
     """The real MiniLM slice that ``matterhorn stats`` exports (``matterhorn.layer_slice/1``)."""
     from golden_models import CodeSpace, IntegerLayer, Mask
+    from toolkit_base.schemas import validate
 
     path = Path(path)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"slice {str(path)!r} is not a readable JSON document: {exc}") from exc
-    if not isinstance(doc, dict) or doc.get("schema") != "matterhorn.layer_slice/1":
-        raise ValueError(f"slice {str(path)!r}: field 'schema' must be 'matterhorn.layer_slice/1'")
+    validate(doc, "layer_slice", path.name)
 
     def mask(m):
         return Mask(CodeSpace(m["T"], m["family"]), m["i_max"], m["k"])

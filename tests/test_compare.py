@@ -111,8 +111,22 @@ def test_bad_input_is_one_line_and_writes_nothing(args, message, tmp_path, capsy
     assert not out.exists()
 
 
-def test_a_foreign_slice_is_refused(tmp_path):
-    bad = tmp_path / "s.json"
-    bad.write_text('{"schema": "other"}')
-    with pytest.raises(ValueError, match="field 'schema' must be 'matterhorn.layer_slice/1'"):
-        C.read_slice(bad)
+def test_slice_round_trip_and_a_foreign_slice(tmp_path):
+    from golden_models.models.rtl_slice import LayerSlice, export_slice
+
+    wl = C.random_workload(16, windows=3)
+    q_out = torch.zeros((3, wl.layer.n_out), dtype=torch.int64)
+    path = export_slice(LayerSlice(wl.layer, wl.codes, q_out, {}), tmp_path / "s.json")
+    back = C.read_slice(path)
+    assert torch.equal(back.codes, wl.codes)
+    for name in ("weights", "init", "theta"):
+        assert torch.equal(getattr(back.layer, name), getattr(wl.layer, name)), name
+    assert (back.layer.in_mask, back.layer.out_mask) == (wl.layer.in_mask, wl.layer.out_mask)
+    doc = json.loads(path.read_text())
+    doc["in_mask"]["family"] = "signed"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"s.json: field 'in_mask.family': 'signed' is not"):
+        C.read_slice(path)
+    path.write_text('{"schema": "other"}')
+    with pytest.raises(ValueError, match="s.json: field 'n_in' is missing"):
+        C.read_slice(path)

@@ -31,6 +31,7 @@ SCHEMAS = (
     "flow",
     "golden_layers",
     "golden_stats",
+    "layer_slice",
     "regress_summary",
     "rtl_manifest",
     "synth_report",
