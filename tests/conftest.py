@@ -94,8 +94,8 @@ def sky130_lib():
 
     path = find_sky130()
     if path is None:
-        why = (f"no sky130 liberty: neither {SHARED_SKY130.parent.parent.name}/pdk/"
-               f"{SHARED_SKY130.name} beside the repository nor PDK_ROOT")
+        why = (f"no sky130 liberty: neither ../shared/pdk/{SHARED_SKY130.name} beside the "
+               "repository nor PDK_ROOT")
         if os.environ.get("CI"):
             pytest.fail(why + " (CI must have it)")
         pytest.skip(why)
