@@ -29,12 +29,12 @@ from golden_models.dense import dense_init
 from golden_models.integer_layer import IntegerLayer
 from rtl_gen.layouts import (
     PACK_BITS,
-    TARGETS,
     dense_codes_layout,
     dense_in_layout,
     dense_out_layout,
     dense_pack,
     load_layout,
+    theta_row_layout,
     unpack,
 )
 from rtl_gen.params import ConfigComponent, RTLConfig, bits_for, counter_ports
@@ -46,8 +46,15 @@ from rtl_gen.simulation import (
     run_simulator,
     wait_idle,
 )
-from rtl_gen.sram import SRAM
-from rtl_gen.tile import load_beats
+from rtl_gen.tile import (
+    accumulate,
+    issue_threshold_read,
+    load_beats,
+    load_init,
+    membranes,
+    tile_srams,
+    write_rows,
+)
 
 __all__ = [
     "PACK_BITS",
@@ -108,20 +115,11 @@ class DenseTile(ConfigComponent):
         cfg = self._config
         m = Module()
         N, L, G, T = cfg.tile_neurons, cfg.lanes, cfg.groups, cfg.T
-        tw, wb, P = cfg.time_width, cfg.weight_bits, dense_pack(cfg)
+        tw, P = cfg.time_width, dense_pack(cfg)
         beats = -(-N // P)
 
-        macro = cfg.sram_macro
-        m.submodules.weights = wsram = SRAM(depth=cfg.n_in, width=cfg.weight_row_width,
-                                            macro=macro)
-        m.submodules.thresholds = tsram = SRAM(depth=cfg.theta_depth,
-                                               width=cfg.theta_row_width, macro=macro)
-        m.submodules.init = isram = SRAM(depth=G, width=cfg.init_row_width, macro=macro)
-
-        v = [Signal(signed(cfg.acc_width), name=f"v{j}") for j in range(N)]
-        v_pad = v + [Const(0, signed(cfg.acc_width))] * (G * L - N)
-        fired = Signal(G * L)
-        pad_mask = sum(1 << j for j in range(N, G * L))
+        wsram, tsram, isram = tile_srams(m, cfg)
+        v, v_pad, fired, pad_mask = membranes(cfg)
         codes = [Signal(tw, name=f"q{j}") for j in range(N)]
         codes_pad = codes + [Const(0, tw)] * (beats * P - N)
 
@@ -135,11 +133,7 @@ class DenseTile(ConfigComponent):
         p_valid = Signal()
         p_q = Signal(signed(cfg.d_width))
         m.d.sync += p_valid.eq(0)
-        with m.If(p_valid):
-            for j in range(N):
-                w = wsram.bus.rdata[j * wb:(j + 1) * wb]
-                term = Mux(w[0], p_q, -p_q) if wb == 1 else w.as_signed() * p_q
-                m.d.sync += v[j].eq(v[j] + term)
+        accumulate(m, cfg, wsram, v, p_valid, p_q)
 
         # --- quantize: A issues the threshold read of (t, g), B compares ------------------------
         a_valid, b_valid = Signal(), Signal()
@@ -147,8 +141,7 @@ class DenseTile(ConfigComponent):
         a_g, b_g = Signal(range(max(G, 2))), Signal(range(max(G, 2)))
         a_addr = Signal(range(max(cfg.theta_depth, 2)))
         lane_v = [Array([v_pad[g * L + lane] for g in range(G)])[b_g] for lane in range(L)]
-        theta = [tsram.bus.rdata[lane * cfg.theta_width:(lane + 1) * cfg.theta_width].as_signed()
-                 for lane in range(L)]
+        theta = theta_row_layout(cfg)(tsram.bus.rdata)
         active, cross = Signal(L), Signal(L)
         last_step = b_t == T - 1
         m.d.comb += [
@@ -162,34 +155,15 @@ class DenseTile(ConfigComponent):
         with m.FSM(name="phase"):
             with m.State("IDLE"):
                 m.d.comb += [self.busy.eq(0), self.load.ready.eq(1)]
-                ld = self.load.payload
                 with m.If(self.load.valid):
-                    for bus, target in ((wsram.bus, "weights"), (tsram.bus, "thresholds"),
-                                        (isram.bus, "init")):
-                        m.d.comb += [
-                            bus.addr.eq(ld.addr),
-                            bus.wdata.eq(ld.data),
-                            bus.wen.eq(ld.target == TARGETS[target]),
-                        ]
+                    write_rows(m, self.load, (wsram, tsram, isram))
                 with m.Elif(self.i.valid):
                     m.d.sync += [c.eq(0) for c in counters.values()]
                     m.d.sync += [fired.eq(pad_mask), addr.eq(0)]
                     m.next = "INIT"
 
-            init_idx = Signal(range(G + 1))
             with m.State("INIT"):
-                m.d.comb += [isram.bus.addr.eq(init_idx), isram.bus.ren.eq(init_idx < G)]
-                m.d.sync += init_idx.eq(init_idx + 1)
-                for g in range(G):
-                    with m.If(init_idx == g + 1):
-                        for lane in range(L):
-                            j = g * L + lane
-                            if j < N:
-                                w = cfg.acc_width
-                                m.d.sync += v[j].eq(isram.bus.rdata[lane * w:(lane + 1) * w])
-                with m.If(init_idx == G):
-                    m.d.sync += init_idx.eq(0)
-                    m.next = "INTEGRATE"
+                load_init(m, cfg, isram, v, "INTEGRATE")
 
             with m.State("INTEGRATE"):
                 m.d.comb += self.i.ready.eq(1)
@@ -221,15 +195,7 @@ class DenseTile(ConfigComponent):
                         count("compare_ops", sum(active[lane] for lane in range(L)))
                         count("threshold_reads", sum(active[lane] for lane in range(L)))
                 m.d.sync += [b_valid.eq(a_valid), b_t.eq(a_t), b_g.eq(a_g)]
-                with m.If(a_valid):
-                    m.d.comb += [tsram.bus.addr.eq(a_addr), tsram.bus.ren.eq(a_t != T - 1)]
-                    m.d.sync += a_addr.eq(a_addr + 1)
-                    with m.If(a_g == G - 1):
-                        m.d.sync += [a_g.eq(0), a_t.eq(a_t + 1)]
-                        with m.If(a_t == T - 1):
-                            m.d.sync += a_valid.eq(0)
-                    with m.Else():
-                        m.d.sync += a_g.eq(a_g + 1)
+                issue_threshold_read(m, cfg, tsram, a_valid, a_t, a_g, a_addr)
                 with m.If(~a_valid & b_valid & last_step & (b_g == G - 1)):
                     m.d.sync += beat.eq(0)
                     m.next = "SEND"

@@ -64,6 +64,98 @@ def _popcount(value) -> object:
     return total
 
 
+# -- building blocks shared with the dense tile (rtl_gen.dense) ---------------------------------
+
+
+def tile_srams(m: Module, cfg: RTLConfig) -> tuple[SRAM, SRAM, SRAM]:
+    """The weight, threshold and init SRAMs of a tile, as submodules of ``m``."""
+    macro = cfg.sram_macro
+    m.submodules.weights = wsram = SRAM(depth=cfg.n_in, width=cfg.weight_row_width,
+                                        macro=macro)
+    m.submodules.thresholds = tsram = SRAM(depth=cfg.theta_depth,
+                                           width=cfg.theta_row_width, macro=macro)
+    m.submodules.init = isram = SRAM(depth=cfg.groups, width=cfg.init_row_width, macro=macro)
+    return wsram, tsram, isram
+
+
+def membranes(cfg: RTLConfig):
+    """Membranes ``v`` (padded to ``G*L`` lanes as ``v_pad``) and fired flags; padding lanes
+    start (and stay) fired (``pad_mask``) so they never compare or emit."""
+    N, L, G = cfg.tile_neurons, cfg.lanes, cfg.groups
+    v = [Signal(signed(cfg.acc_width), name=f"v{j}") for j in range(N)]
+    v_pad = v + [Const(0, signed(cfg.acc_width))] * (G * L - N)
+    fired = Signal(G * L, name="fired")
+    pad_mask = sum(1 << j for j in range(N, G * L))
+    return v, v_pad, fired, pad_mask
+
+
+def write_rows(m: Module, load, srams: tuple[SRAM, SRAM, SRAM]) -> None:
+    """While ``load`` offers a beat: write its row into the SRAM its target names."""
+    ld = load.payload
+    for bus, target in zip((s.bus for s in srams), ("weights", "thresholds", "init"),
+                           strict=True):
+        m.d.comb += [
+            bus.addr.eq(ld.addr),
+            bus.wdata.eq(ld.data),
+            bus.wen.eq(ld.target == TARGETS[target]),
+        ]
+
+
+def accumulate(m: Module, cfg: RTLConfig, wsram: SRAM, v, p_valid, operand) -> None:
+    """When ``p_valid``: ``v[j] += W[row][j] * operand`` with the weight row read the clock
+    before (add/subtract for 1-bit weights, a multiply otherwise)."""
+    weight_row = weight_row_layout(cfg)(wsram.bus.rdata)
+    with m.If(p_valid):
+        for j in range(cfg.tile_neurons):
+            w = weight_row[j]
+            if cfg.weight_bits == 1:
+                term = Mux(w, operand, -operand)
+            else:
+                term = w * operand
+            m.d.sync += v[j].eq(v[j] + term)
+
+
+def load_init(m: Module, cfg: RTLConfig, isram: SRAM, v, next_state: str) -> None:
+    """The body of the state that reads init row ``g`` at clock ``g`` and loads group ``g`` into
+    the membranes at clock ``g+1``, then goes to ``next_state``."""
+    N, L, G = cfg.tile_neurons, cfg.lanes, cfg.groups
+    init_idx = Signal(range(G + 1), name="init_idx")
+    init_row = init_row_layout(cfg)(isram.bus.rdata)
+    m.d.comb += [
+        isram.bus.addr.eq(init_idx),
+        isram.bus.ren.eq(init_idx < G),
+    ]
+    m.d.sync += init_idx.eq(init_idx + 1)
+    for g in range(G):
+        with m.If(init_idx == g + 1):
+            for lane in range(L):
+                j = g * L + lane
+                if j < N:
+                    m.d.sync += v[j].eq(init_row[lane])
+    with m.If(init_idx == G):
+        m.d.sync += init_idx.eq(0)
+        m.next = next_state
+
+
+def issue_threshold_read(m: Module, cfg: RTLConfig, tsram: SRAM, a_valid, a_t, a_g,
+                         a_addr) -> None:
+    """Stage A of the threshold walk: read the row of ``(a_t, a_g)``, step ``g`` inner and ``t``
+    outer, stop after ``t = T-1`` (whose step compares nothing and reads no row)."""
+    T, G = cfg.T, cfg.groups
+    with m.If(a_valid):
+        m.d.comb += [
+            tsram.bus.addr.eq(a_addr),
+            tsram.bus.ren.eq(a_t != T - 1),
+        ]
+        m.d.sync += a_addr.eq(a_addr + 1)
+        with m.If(a_g == G - 1):
+            m.d.sync += [a_g.eq(0), a_t.eq(a_t + 1)]
+            with m.If(a_t == T - 1):
+                m.d.sync += a_valid.eq(0)
+        with m.Else():
+            m.d.sync += a_g.eq(a_g + 1)
+
+
 class NeuronTile(ConfigComponent):
     """``N`` M-TTFS neurons with weight, threshold and init SRAMs.
 
@@ -105,26 +197,16 @@ class NeuronTile(ConfigComponent):
         cfg = self._config
         m = Module()
         N, L, G, T = cfg.tile_neurons, cfg.lanes, cfg.groups, cfg.T
-        tw, wb = cfg.time_width, cfg.weight_bits
+        tw = cfg.time_width
 
-        macro = cfg.sram_macro
-        m.submodules.weights = wsram = SRAM(depth=cfg.n_in, width=cfg.weight_row_width,
-                                            macro=macro)
-        m.submodules.thresholds = tsram = SRAM(depth=cfg.theta_depth,
-                                               width=cfg.theta_row_width, macro=macro)
-        m.submodules.init = isram = SRAM(depth=G, width=cfg.init_row_width, macro=macro)
+        wsram, tsram, isram = tile_srams(m, cfg)
 
         # config registers: reset to the elaboration values, rewritable through `load`
         i_max_in = Signal(tw, init=cfg.i_max_in)
         i_max_out = Signal(tw, init=cfg.i_max_out)
         k = Signal(tw, init=cfg.k)
 
-        # membranes, padded to G*L lanes so every group has L of them
-        v = [Signal(signed(cfg.acc_width), name=f"v{j}") for j in range(N)]
-        v_pad = v + [Const(0, signed(cfg.acc_width))] * (G * L - N)
-        # fired flags; padding lanes start (and stay) fired so they never compare or emit
-        fired = Signal(G * L)
-        pad_mask = sum(1 << j for j in range(N, G * L))
+        v, v_pad, fired, pad_mask = membranes(cfg)
 
         counters = {name: getattr(self, f"cnt_{name}") for name in cfg.tile_counters}
 
@@ -135,15 +217,7 @@ class NeuronTile(ConfigComponent):
         p_valid = Signal()
         p_d = Signal(signed(cfg.d_width))
         m.d.sync += p_valid.eq(0)
-        weight_row = weight_row_layout(cfg)(wsram.bus.rdata)
-        with m.If(p_valid):
-            for j in range(N):
-                w = weight_row[j]
-                if wb == 1:
-                    term = Mux(w, p_d, -p_d)
-                else:
-                    term = w * p_d
-                m.d.sync += v[j].eq(v[j] + term)
+        accumulate(m, cfg, wsram, v, p_valid, p_d)
 
         # --- fire pipeline: A issues (t, g), B compares, C emits ---------------------------------
         a_valid = Signal()
@@ -191,13 +265,7 @@ class NeuronTile(ConfigComponent):
                 ]
                 ld = self.load.payload
                 with m.If(self.load.valid):
-                    for bus, target in ((wsram.bus, "weights"), (tsram.bus, "thresholds"),
-                                        (isram.bus, "init")):
-                        m.d.comb += [
-                            bus.addr.eq(ld.addr),
-                            bus.wdata.eq(ld.data),
-                            bus.wen.eq(ld.target == TARGETS[target]),
-                        ]
+                    write_rows(m, self.load, (wsram, tsram, isram))
                     with m.If(ld.target == TARGETS["config"]):
                         word = tile_config_layout(cfg)(ld.data[:cfg.config_width])
                         m.d.sync += [
@@ -210,24 +278,8 @@ class NeuronTile(ConfigComponent):
                     m.d.sync += fired.eq(pad_mask)
                     m.next = "INIT"
 
-            init_idx = Signal(range(G + 1))
-            init_row = init_row_layout(cfg)(isram.bus.rdata)
             with m.State("INIT"):
-                # read init row g at clock g, load group g into the membranes at clock g+1
-                m.d.comb += [
-                    isram.bus.addr.eq(init_idx),
-                    isram.bus.ren.eq(init_idx < G),
-                ]
-                m.d.sync += init_idx.eq(init_idx + 1)
-                for g in range(G):
-                    with m.If(init_idx == g + 1):
-                        for lane in range(L):
-                            j = g * L + lane
-                            if j < N:
-                                m.d.sync += v[j].eq(init_row[lane])
-                with m.If(init_idx == G):
-                    m.d.sync += init_idx.eq(0)
-                    m.next = "INTEGRATE"
+                load_init(m, cfg, isram, v, "INTEGRATE")
 
             with m.State("INTEGRATE"):
                 m.d.comb += self.i.ready.eq(1)
@@ -287,18 +339,7 @@ class NeuronTile(ConfigComponent):
                         b_t.eq(a_t),
                         b_g.eq(a_g),
                     ]
-                    with m.If(a_valid):
-                        m.d.comb += [
-                            tsram.bus.addr.eq(a_addr),
-                            tsram.bus.ren.eq(a_t != T - 1),
-                        ]
-                        m.d.sync += a_addr.eq(a_addr + 1)
-                        with m.If(a_g == G - 1):
-                            m.d.sync += [a_g.eq(0), a_t.eq(a_t + 1)]
-                            with m.If(a_t == T - 1):
-                                m.d.sync += a_valid.eq(0)
-                        with m.Else():
-                            m.d.sync += a_g.eq(a_g + 1)
+                    issue_threshold_read(m, cfg, tsram, a_valid, a_t, a_g, a_addr)
                 with m.If(~a_valid & ~b_valid & ((pend == 0) | (o_fire & (pend_rest == 0)))):
                     m.next = "END"
 
