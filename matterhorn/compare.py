@@ -148,6 +148,8 @@ class TileRun:
 
 def _tile_testbench(dut, beats, windows, send_window, out_port):
     """Drive ``beats`` into ``load``, then each window; collect every output beat."""
+    from rtl_gen.simulation import stream_put
+
     got: list[list[tuple]] = []
     marks: dict[str, int] = {}
 
@@ -156,14 +158,7 @@ def _tile_testbench(dut, beats, windows, send_window, out_port):
 
         async def put(stream, payload):
             nonlocal clock
-            ctx.set(stream.valid, 1)
-            ctx.set(stream.payload, payload)
-            while True:
-                _, _, ready = await ctx.tick().sample(stream.ready)
-                clock += 1
-                if ready:
-                    break
-            ctx.set(stream.valid, 0)
+            clock += await stream_put(ctx, stream, payload)
 
         for target, addr, word in beats:
             await put(dut.load, {"target": target, "addr": addr, "data": word})

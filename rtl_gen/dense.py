@@ -44,6 +44,7 @@ from rtl_gen.simulation import (
     marked_output,
     read_counters,
     run_simulator,
+    stream_put,
     wait_idle,
 )
 from rtl_gen.tile import (
@@ -278,13 +279,7 @@ def simulate_dense(
         async def send(stream, payload, gaps=False):
             while gaps and i_valid < 1.0 and rng.random() >= i_valid:
                 await ctx.tick()
-            ctx.set(stream.valid, 1)
-            ctx.set(stream.payload, payload)
-            while True:
-                _, _, ready = await ctx.tick().sample(stream.ready)
-                if ready:
-                    break
-            ctx.set(stream.valid, 0)
+            await stream_put(ctx, stream, payload)
 
         loaded = None
         for layer, codes in windows:
