@@ -326,8 +326,8 @@ def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> 
         say(f"{name}: done in {wall:.1f}s")
         return True
 
-    for d in ("rtl", "regress", "stats", "synth", "energy", "energy_paper", "energy_measured",
-              "compare"):
+    # compare/ is not cleared: matterhorn compare replaces only its own three files
+    for d in ("rtl", "regress", "stats", "synth", "energy", "energy_paper", "energy_measured"):
         if (root / d).is_dir() and d not in ("regress",):
             shutil.rmtree(root / d)
     stats_file = dirs["stats"] / "golden_stats.json"
