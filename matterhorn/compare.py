@@ -41,6 +41,8 @@ from pathlib import Path
 
 import torch
 
+from synth_scripts.report import sig
+
 SCHEMA = "matterhorn.compare/1"
 DESIGNS = ("dense", "ttfs", "mttfs-k0", "mttfs-k1", "mttfs-k2")
 #: Mesh of the movement figure and the mean XY distance between two distinct nodes of it.
@@ -458,8 +460,8 @@ def compare_workload(wl: Workload, lib_path: Path, costs: dict, work: Path, *, s
             "error": {k: _ratio(model[k], gates[k]) for k in ("sram", "compute", "movement",
                                                                "total")},
             "gate_cells": {"tile": tile["cells"], "router": router["cells"]},
-            "router_pJ": {"per_hop": _sig(router["per_hop_pJ"]),
-                          "idle_per_clock": _sig(router["idle_per_clock_pJ"])},
+            "router_pJ": {"per_hop": sig(router["per_hop_pJ"], 5),
+                          "idle_per_clock": sig(router["idle_per_clock_pJ"], 5)},
         })
         progress(f"  {wl.name} {design}: {gates['total']:.4g} pJ per window in gates "
                  f"({time.perf_counter() - t0:.1f} s)")
@@ -467,26 +469,22 @@ def compare_workload(wl: Workload, lib_path: Path, costs: dict, work: Path, *, s
     for d in designs:
         g, m = d["energy_pJ"]["gates"], d["energy_pJ"]["model"]
         d["rel_dense"] = {
-            "gates": _sig(g["total"] / dense["gates"]["total"]),
-            "gates_gated": _sig(g["total_gated"] / dense["gates"]["total_gated"]),
-            "model": _sig(m["total"] / dense["model"]["total"]),
+            "gates": sig(g["total"] / dense["gates"]["total"], 5),
+            "gates_gated": sig(g["total_gated"] / dense["gates"]["total_gated"], 5),
+            "model": sig(m["total"] / dense["model"]["total"], 5),
         }
     return {"name": wl.name, "source": wl.source, "n_in": wl.layer.n_in,
             "n_out": wl.layer.n_out, "weight_bits": wl.layer.weight_bits,
             "windows": int(wl.codes.shape[0]), "designs": designs,
-            "sram_pJ_per_bit": _sig(e_bit)}
-
-
-def _sig(x: float, n: int = 5) -> float:
-    return float(f"{x:.{n}g}")
+            "sram_pJ_per_bit": sig(e_bit, 5)}
 
 
 def _round(d: dict) -> dict:
-    return {k: _sig(v) for k, v in d.items()}
+    return {k: sig(v, 5) for k, v in d.items()}
 
 
 def _ratio(model: float, gates: float) -> float | None:
-    return _sig(model / gates - 1.0, 4) if gates else None
+    return sig(model / gates - 1.0, 4) if gates else None
 
 
 PAPER_REL_K1 = 0.67
@@ -551,7 +549,7 @@ def compare(T: int = 16, k: int = 1, out_dir: str | os.PathLike = "build/compare
     t_start = time.perf_counter()
     doc = {"schema": SCHEMA, "parameters": {"T": T, "k": k, "windows": windows, "seed": seed,
                                              "clock_ns": clock_ns, "simulator": sim,
-                                             "mesh": f"{MESH}x{MESH}", "hops": _sig(HOPS)},
+                                             "mesh": f"{MESH}x{MESH}", "hops": sig(HOPS, 5)},
            "pdks": []}
     with tempfile.TemporaryDirectory(prefix=".compare-", dir=out.parent) as tmp:
         tmp = Path(tmp)
@@ -564,7 +562,7 @@ def compare(T: int = 16, k: int = 1, out_dir: str | os.PathLike = "build/compare
             entry = {"pdk": lib.name, "liberty": lib_path.name, "sha256": lib.sha256,
                      "technology": synth["scaling"]["technology_label"],
                      "scaling_divide_by": synth["scaling"]["divide_by"],
-                     "unit_costs_pJ": {k2: _sig(v["value"]) for k2, v in costs.items()},
+                     "unit_costs_pJ": {k2: sig(v["value"], 5) for k2, v in costs.items()},
                      "unit_cost_source": "synthesized by matterhorn synth on this library "
                      "(unit_costs_pJ_native); E_move_event_router for a hop",
                      "sram_bit_source": SRAM_BIT["source"],

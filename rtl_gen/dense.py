@@ -53,6 +53,7 @@ from rtl_gen.tile import (
     load_beats,
     load_init,
     membranes,
+    popcount,
     tile_srams,
     write_rows,
 )
@@ -193,8 +194,8 @@ class DenseTile(ConfigComponent):
                                     with m.If(cross[lane]):
                                         m.d.sync += codes[j].eq(cfg.c - b_t)
                     with m.If(~last_step):
-                        count("compare_ops", sum(active[lane] for lane in range(L)))
-                        count("threshold_reads", sum(active[lane] for lane in range(L)))
+                        count("compare_ops", popcount(active))
+                        count("threshold_reads", popcount(active))
                 m.d.sync += [b_valid.eq(a_valid), b_t.eq(a_t), b_g.eq(a_g)]
                 issue_threshold_read(m, cfg, tsram, a_valid, a_t, a_g, a_addr)
                 with m.If(~a_valid & b_valid & last_step & (b_g == G - 1)):

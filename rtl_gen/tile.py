@@ -57,7 +57,8 @@ __all__ = [
     "simulate_tile",
 ]
 
-def _popcount(value) -> object:
+def popcount(value) -> object:
+    """The number of set bits of ``value`` (an adder chain)."""
     total = Const(0, 1)
     for b in range(len(value)):
         total = total + value[b]
@@ -327,12 +328,12 @@ class NeuronTile(ConfigComponent):
                             c_g.eq(b_g),
                         ]
                         with m.If(~last_step):
-                            count("compare_ops", _popcount(active))
-                            count("threshold_reads", _popcount(active))
+                            count("compare_ops", popcount(active))
+                            count("threshold_reads", popcount(active))
                         with m.If(b_tx):
-                            count("events_out", _popcount(cross))
+                            count("events_out", popcount(cross))
                         with m.Else():
-                            count("events_suppressed", _popcount(cross))
+                            count("events_suppressed", popcount(cross))
                     # A -> B: issue the threshold read of (a_t, a_g)
                     m.d.sync += [
                         b_valid.eq(a_valid),
