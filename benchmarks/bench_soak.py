@@ -13,6 +13,7 @@ counts with the Python model of the sources (exactly once). Prints the Verilator
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 import time
 from pathlib import Path
@@ -29,6 +30,13 @@ from regression.soak import (  # noqa: E402
 )
 
 
+def _child_cpu() -> float:
+    """CPU seconds of the finished child processes (the simulator, the compiler): on a shared
+    machine the wall time says more about the load than about the simulation."""
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flits", type=int, default=1_000_000, help="flits in total (default 1e6)")
@@ -42,13 +50,17 @@ def main(argv=None) -> int:
     p = SoakParams(flits=-(-args.flits // 16), seed=args.seed, p_valid=args.p_valid,
                    p_ready=args.p_ready, p_hot=args.p_hot, hot=5)
     t0 = time.perf_counter()
+    cpu0 = _child_cpu()
     b, build_s = build_soak(args.out)
     total_s = time.perf_counter() - t0
-    print(f"Verilator build: {build_s:.1f} s (with the harness's Verilog {total_s:.1f} s)")
+    print(f"Verilator build: {build_s:.1f} s, {_child_cpu() - cpu0:.1f} s CPU "
+          f"(with the harness's Verilog {total_s:.1f} s)")
     traffic = expected_traffic(p)
     t1 = time.perf_counter()
+    cpu1 = _child_cpu()
     r = run_soak(b, p, Path(args.out) / "soak" / f"run-{p.total}-{p.seed}")
     wall = time.perf_counter() - t1
+    cpu = _child_cpu() - cpu1
     problems = verdict(p, r, traffic)
     print(f"4x4 mesh, seed {p.seed}, p_valid {p.p_valid}/256, p_ready {p.p_ready}/256, "
           f"hotspot node {p.hot} at {p.p_hot}/256")
@@ -57,7 +69,8 @@ def main(argv=None) -> int:
     print(f"flits/clock       {r.recv / max(r.cycles, 1):.3f}")
     print(f"flits/s           {r.flits_per_second:,.0f}  (start to done, {r.seconds:.1f} s)")
     print(f"clocks/s          {r.cycles_per_second:,.0f}")
-    print(f"run incl. start-up and read-out: {wall:.1f} s")
+    print(f"run incl. start-up and read-out: {wall:.1f} s wall, {cpu:.1f} s CPU "
+          f"({r.cycles / max(cpu, 1e-9):,.0f} clocks per CPU second)")
     print(f"checker counters  {r.errors}")
     print(f"busy at done/end  {r.busy_at_done}/{r.busy_end}")
     print("result            " + ("PASS: every flit exactly once, in order per pair, "
