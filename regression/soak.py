@@ -210,23 +210,32 @@ def soak_verilog(rows: int = 4, cols: int = 4, seq_width: int = 16) -> str:
                            emit_src=False)
 
 
+def _harness_key(rows: int, cols: int, seq_width: int) -> str:
+    """Cache key of the harness's Verilog: its parameters, this package's harness source and the
+    generator's sources (:func:`regression.cache.params_key`)."""
+    from regression import soak_rtl
+    from regression.cache import params_key
+
+    src = hashlib.sha256(Path(soak_rtl.__file__).read_bytes()).hexdigest()
+    return params_key({"soak": [rows, cols, seq_width], "harness": src})
+
+
 def build_soak(root: Path | str, rows: int = 4, cols: int = 4, seq_width: int = 16
                ) -> tuple[sim.Build, float]:
     """Verilator build of the harness in the build cache's layout (:mod:`regression.cache`):
-    Verilog under ``root/rtl/soak-<key>``, the build under ``root/sim/verilator/`` (beside the
-    regression's builds, sharing their cached Verilator runtime objects), reused while the
-    Verilog is the same. Returns the build and the seconds it took (about 0 when cached)."""
+    Verilog under ``root/rtl/soak-<key>`` (converted again only when the harness or the
+    generator changes), the build under ``root/sim/verilator/`` (beside the regression's builds,
+    sharing their cached Verilator runtime objects), reused while the Verilog is the same.
+    Returns the build and the seconds the Verilator build took (about 0 when cached)."""
     from toolkit_base.files import write_atomic
 
-    text = soak_verilog(rows, cols, seq_width)
-    key = hashlib.sha256(text.encode()).hexdigest()[:12]
-    src = Path(root) / "rtl" / f"soak-{key}" / f"{TOPLEVEL}.v"
-    if not src.is_file() or src.read_text() != text:
+    src = Path(root) / "rtl" / f"soak-{_harness_key(rows, cols, seq_width)}" / f"{TOPLEVEL}.v"
+    if not src.is_file():
         src.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(src, text)
+        write_atomic(src, soak_verilog(rows, cols, seq_width))
     t0 = time.perf_counter()
     b = sim.build("verilator", [src], TOPLEVEL,
-                  Path(root) / "sim" / "verilator" / f"{TOPLEVEL}-{key}")
+                  Path(root) / "sim" / "verilator" / f"{TOPLEVEL}-{rows}x{cols}-{seq_width}")
     return b, time.perf_counter() - t0
 
 
