@@ -28,7 +28,8 @@ def test_soak_100k_flits(soak_build, tmp_path):
     assert r.node_recv[CLEAN.hot] > 2 * max(n for i, n in enumerate(r.node_recv) if i != 5)
 
 
-@pytest.mark.parametrize(("fault", "counter"), [("duplicate", "err_order"),
+@pytest.mark.parametrize(("fault", "counter"), [("drop", "err_order"),
+                                                ("duplicate", "err_order"),
                                                 ("reorder", "err_order"),
                                                 ("misroute", "err_dst")])
 def test_soak_catches_a_planted_fault(soak_build, tmp_path, fault, counter):
@@ -36,3 +37,7 @@ def test_soak_catches_a_planted_fault(soak_build, tmp_path, fault, counter):
     r = run_soak(soak_build, p, tmp_path / "run")
     assert verdict(p, r)
     assert r.errors[counter] >= 1
+    if fault == "drop":
+        assert r.stalled and r.recv == r.sent - 1
+    if fault == "duplicate":
+        assert r.recv == r.sent + 1

@@ -16,8 +16,8 @@ from rtl_gen.router import Mesh, Router
 SHORT = {"flits": 20, "seed": 7}
 
 
-def test_short_run_delivers_the_model_stream_exactly():
-    p = SoakParams(**SHORT)
+def test_2000_flits_deliver_the_model_stream_exactly():
+    p = SoakParams(flits=125, seed=7)
     r = simulate_soak(p, record=True)
     assert verdict(p, r) == []
     traffic = expected_traffic(p)
@@ -29,7 +29,7 @@ def test_short_run_delivers_the_model_stream_exactly():
             want[(s, d)].append((seq, dist, d % 4, d // 4))
     # every pair's flits, in delivery order, are the model's: exactly once, in order, right hops
     assert r.streams == want
-    assert r.recv == p.total == 320
+    assert r.recv == p.total == 2000
     assert sum(1 for s, d in want if d == p.hot) == 16  # every source reached the hotspot
 
 
@@ -45,8 +45,8 @@ def test_model_counts_follow_the_hotspot_fraction():
 
 @pytest.mark.parametrize(
     ("fault", "counter"),
-    [("drop", "err_order"), ("duplicate", "err_order"), ("reorder", "err_order"),
-     ("misroute", "err_dst")],
+    # duplicate and misroute too on Verilator (cocotb_tests/test_soak.py)
+    [("drop", "err_order"), ("reorder", "err_order")],
 )
 def test_checkers_catch_a_planted_fault(fault, counter):
     p = SoakParams(**SHORT, fault=fault, fault_at=10)
@@ -56,8 +56,6 @@ def test_checkers_catch_a_planted_fault(fault, counter):
     assert r.errors[counter] >= 1, r.errors
     if fault == "drop":
         assert r.stalled and r.recv == r.sent - 1
-    if fault == "duplicate":
-        assert r.recv == r.sent + 1
     if fault == "reorder":  # nothing lost: only the order check sees it
         assert r.recv == r.sent and r.errors["err_order"] == 2
         assert r.pair_sent == r.pair_recv
