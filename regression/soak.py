@@ -165,7 +165,8 @@ class SoakResult:
 
 
 def verdict(p: SoakParams, r: SoakResult, traffic: Traffic | None = None) -> list[str]:
-    """Problems of run ``r`` of ``p`` (empty: the run passed), each one line.
+    """Problems of run ``r`` of ``p`` (empty: the run passed), each one line; ``traffic`` is
+    :func:`expected_traffic` of ``p`` (computed when not given).
 
     Checks: finished by itself, every checker counter zero, ``busy`` low at ``done`` and at the
     read-out, every pair delivered in order what it sent (``pair_sent == pair_recv``), per-node
@@ -188,11 +189,12 @@ def verdict(p: SoakParams, r: SoakResult, traffic: Traffic | None = None) -> lis
     out += [f"pair {i // P}->{i % P}: sent {r.pair_sent[i]}, delivered {r.pair_recv[i]}"
             f" (mod 2**{p.seq_width})" for i in bad[:5]]
     traffic = expected_traffic(p) if traffic is None else traffic
-    want = [c % mod for c in traffic.pair_counts(P)]
+    counts = traffic.pair_counts(P)
+    want = [c % mod for c in counts]
     off = [i for i in range(P * P) if r.pair_sent[i] != want[i]]
     out += [f"pair {i // P}->{i % P}: the model sends {want[i]}, the hardware {r.pair_sent[i]}"
             for i in off[:5]]
-    recv_want = [sum(traffic.pair_counts(P)[s * P + d] for s in range(P)) for d in range(P)]
+    recv_want = [sum(counts[s * P + d] for s in range(P)) for d in range(P)]
     if r.node_sent != [len(d) for d in traffic.dsts] or r.node_recv != recv_want:
         out.append(f"per-node totals differ from the model: sent {r.node_sent}, delivered "
                    f"{r.node_recv}, model {recv_want}")
