@@ -3,7 +3,7 @@
 Hardware form of :func:`golden_models.encode_events` (docs/rtl_encoder.md). Codes arrive one per
 clock in address order; each becomes the event time ``tau = c - q`` and is kept iff
 ``|tau - I_max| > k`` (the dead zone is dropped at the door). A kept address is appended to the
-linked list of its time step: the list heads and tails are ``T`` registers each, the links live
+linked list of its time step: the list heads and tails are two ``T``-word register files, the links live
 in a single-port SRAM of ``n_in`` words of ``log2 n_in`` bits (:class:`rtl_gen.sram.SRAM`, the
 project's SRAM interface, so ``sram_macro`` swaps in the macro). Addresses arrive in ascending
 order, so every list is in ascending address order. Once the vector is complete the encoder
@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import random
 
-from amaranth.hdl import Array, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from rtl_gen.layouts import code_layout, in_event_layout
@@ -91,8 +92,11 @@ class Encoder(ConfigComponent):
         m.submodules.links = links = SRAM(depth=n, width=aw, macro=cfg.sram_macro,
                                           counter_width=1)
         bus = wiring.flipped(links.bus)
-        heads = Array(Signal(aw, name=f"head{t}") for t in range(T))
-        tails = Array(Signal(aw, name=f"tail{t}") for t in range(T))
+        # heads and tails of the T lists: register files with combinational reads
+        m.submodules.heads = heads = Memory(shape=aw, depth=T, init=[])
+        m.submodules.tails = tails = Memory(shape=aw, depth=T, init=[])
+        head_rd, head_wr = heads.read_port(domain="comb"), heads.write_port()
+        tail_rd, tail_wr = tails.read_port(domain="comb"), tails.write_port()
         used = Signal(T)  # step t holds at least one event
         addr = Signal(aw)
         t = Signal(tw)
@@ -109,14 +113,22 @@ class Encoder(ConfigComponent):
                     tau = Signal(tw)
                     m.d.comb += tau.eq(cfg.c - self.i.payload.q)
                     kept = transmitted(tau, cfg.i_max_in, cfg.k)
+                    m.d.comb += [
+                        tail_rd.addr.eq(tau),
+                        tail_wr.addr.eq(tau),
+                        tail_wr.data.eq(addr),
+                        head_wr.addr.eq(tau),
+                        head_wr.data.eq(addr),
+                    ]
                     with m.If(kept):
                         with m.If(used.bit_select(tau, 1)):
                             # append: link the step's tail to this address
-                            m.d.comb += [bus.addr.eq(tails[tau]), bus.wdata.eq(addr),
+                            m.d.comb += [bus.addr.eq(tail_rd.data), bus.wdata.eq(addr),
                                          bus.wen.eq(1)]
                         with m.Else():
-                            m.d.sync += [heads[tau].eq(addr), used.bit_select(tau, 1).eq(1)]
-                        m.d.sync += tails[tau].eq(addr)
+                            m.d.comb += head_wr.en.eq(1)
+                            m.d.sync += used.bit_select(tau, 1).eq(1)
+                        m.d.comb += tail_wr.en.eq(1)
                     m.d.sync += addr.eq(addr + 1)
                     with m.If(addr == 0):
                         m.d.sync += [cnt_out.eq(kept), cnt_sup.eq(~kept)]
@@ -128,7 +140,11 @@ class Encoder(ConfigComponent):
 
             with m.State("EMIT"):
                 ptr = Signal(aw)
-                m.d.comb += ptr.eq(Mux(first, heads[t], bus.rdata))
+                m.d.comb += [
+                    head_rd.addr.eq(t),
+                    tail_rd.addr.eq(t),
+                    ptr.eq(Mux(first, head_rd.data, bus.rdata)),
+                ]
                 m.d.comb += [
                     self.busy.eq(1),
                     self.o.valid.eq(used.bit_select(t, 1)),
@@ -137,7 +153,7 @@ class Encoder(ConfigComponent):
                 ]
                 # a step ends with its tail (or at once when it has no event)
                 step_done = Signal()
-                m.d.comb += step_done.eq(~self.o.valid | (self.o.ready & (ptr == tails[t])))
+                m.d.comb += step_done.eq(~self.o.valid | (self.o.ready & (ptr == tail_rd.data)))
                 with m.If(self.o.valid & self.o.ready):
                     # fetch the link of the address just sent; rdata holds until the next read
                     m.d.comb += [bus.addr.eq(ptr), bus.ren.eq(1)]
