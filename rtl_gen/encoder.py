@@ -185,7 +185,9 @@ def simulate_encoder(
     """Encode ``vectors`` of codes in the Amaranth simulator.
 
     Returns, per vector, the ``(addr, tau)`` events in emission order, the counters, and the
-    clocks from the last code's handshake to the marker's.
+    clocks from the last code's handshake to the marker's. An encoder still busy far beyond
+    :func:`emit_clocks` (20 times the longest window at the given ``o_ready``) raises
+    ``RuntimeError``.
     """
     check_probability("o_ready", o_ready)
     for v in vectors:
@@ -195,6 +197,7 @@ def simulate_encoder(
     rng = random.Random(seed)
     seen: list[tuple[int, int, int, int]] = []
     results = []
+    limit = int(20 * (config.n_in + config.T + 2) / o_ready)
 
     async def drive(ctx):
         cycle = 0
@@ -203,7 +206,7 @@ def simulate_encoder(
             for q in v:
                 cycle += await stream_put(ctx, dut.i, {"q": int(q)})
             last_in = cycle
-            cycle += await wait_idle(ctx, dut.busy)
+            cycle += await wait_idle(ctx, dut.busy, limit)
             window = marked_output(seen[start:], f"vector {len(results)}")
             counters = read_counters(ctx, dut, config.encoder_counters)
             results.append(([(a, t) for a, t, _, _ in window[:-1]], counters,
