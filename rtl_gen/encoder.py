@@ -3,12 +3,12 @@
 Hardware form of :func:`golden_models.encode_events` (docs/rtl_encoder.md). Codes arrive one per
 clock in address order; each becomes the event time ``tau = c - q`` and is kept iff
 ``|tau - I_max| > k`` (the dead zone is dropped at the door). A kept address is appended to the
-linked list of its time step: the list heads and tails are two ``T``-word register files, the links live
-in a single-port SRAM of ``n_in`` words of ``log2 n_in`` bits (:class:`rtl_gen.sram.SRAM`, the
-project's SRAM interface, so ``sram_macro`` swaps in the macro). Addresses arrive in ascending
-order, so every list is in ascending address order. Once the vector is complete the encoder
-walks ``t = 0..T-1`` and follows list ``t`` from its head, one event per clock, so the stream
-comes out in time order, lowest address first within a step, without sorting.
+linked list of its time step: the list heads and tails are two ``T``-word register files, the
+links live in a single-port SRAM of ``n_in`` words of ``log2 n_in`` bits
+(:class:`rtl_gen.sram.SRAM`, the project's SRAM interface, so ``sram_macro`` swaps in the
+macro). Addresses arrive in ascending order, so every list ascends. Once the vector is complete
+the encoder walks ``t = 0..T-1`` and follows list ``t`` from its head, one event per clock, so
+the stream comes out in time order, lowest address first within a step, without sorting.
 
 The logic does not grow with ``n_in`` (only the SRAM depth and the address width do): the
 Verilog is a few kB at any documented size, and a window costs the same clocks as the earlier

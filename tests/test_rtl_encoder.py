@@ -13,15 +13,14 @@ import re
 
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from golden_models import CodeSpace, Mask, encode_events
 from amaranth.back import verilog
 from amaranth.hdl import Module
 from amaranth.lib.memory import Memory
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rtl_gen.encoder as encoder_module
+from golden_models import CodeSpace, Mask, encode_events
 from rtl_gen.encoder import Encoder, emit_clocks, simulate_encoder
 from rtl_gen.layouts import code_layout
 from rtl_gen.params import MAX_N_IN, RTLConfig
