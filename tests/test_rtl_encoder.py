@@ -91,6 +91,14 @@ def test_encoder_sizes(T, n, family, data):
             assert clocks == emit_clocks(cfg.T, [t for _, t in events])
 
 
+def test_encoder_long_vector():
+    """A 1024-code vector with most codes on two levels: lists of hundreds of events."""
+    cfg = RTLConfig(T=64, k=2, family="asym", n_in=1024, i_max_in=40)
+    rng = random.Random(1024)
+    q = [rng.choice([0, 5, rng.randrange(64)]) for _ in range(cfg.n_in)]
+    check_encoder(cfg, [q, q[::-1]], o_ready=0.7, seed=3)
+
+
 def test_encoder_step_cost():
     """A step costs max(1, events in it) clocks: T + events + the marker, at full rate."""
     cfg = RTLConfig(T=16, k=0, family="asym", n_in=8, i_max_in=15)
