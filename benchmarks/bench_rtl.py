@@ -7,22 +7,33 @@ Prints, per configuration:
   comparator lanes): with every output event in the dead zone (``k = T-1``, no emission
   stalls) and with random thresholds (several firings of one ``(t, g)`` leave on consecutive
   clocks);
-- encoder: clocks from the last code to the marker, against ``T + events``.
+- encoder: clocks from the last code to the marker, against ``T + events - steps + 1``, and the
+  clocks of a whole window (``n_in`` codes in, events out) up to ``n_in = 4096``;
+- sizes (``--sizes``): elaboration time and Verilog size of the encoder and of a whole
+  ``generate`` at ``n_in`` 1024/2048/4096, against the earlier per-address encoder
+  (``benchmarks/encoder_parallel.py``), which runs in a child process with a time limit (it needs
+  minutes and gigabytes from ``n_in = 2048`` on).
 
 Every window is also checked against ``golden_models`` (a wrong result is not a figure).
 
-Run: ``./run bench rtl`` (or ``python benchmarks/bench_rtl.py``).
+Run: ``./run bench rtl`` (or ``python benchmarks/bench_rtl.py [--sizes]``).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import random
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
 from golden_models import CodeSpace, IntegerLayer, Mask, encode_events, folded_init
-from rtl_gen.encoder import simulate_encoder
+from rtl_gen.encoder import Encoder, emit_clocks, simulate_encoder
 from rtl_gen.params import RTLConfig
 from rtl_gen.tile import simulate_tile
 
@@ -79,19 +90,100 @@ def bench_tile() -> None:
 
 def bench_encoder() -> None:
     print()
-    print("encoder, o.ready always high")
-    print(f"{'T':>3} {'n_in':>4} | {'events':>6} {'clocks':>6} {'T+ev-steps+1':>12}")
-    for T, n in [(16, 64), (64, 64), (4, 256)]:
+    print("encoder, o.ready always high (window = n_in clocks to collect + clocks to the marker)")
+    print(f"{'T':>3} {'n_in':>4} | {'events':>6} {'clocks':>6} {'T+ev-steps+1':>12} "
+          f"{'window':>6} | {'sim s':>5}")
+    for T, n in [(16, 64), (64, 64), (4, 256), (16, 1024), (16, 4096)]:
+        t0 = time.perf_counter()
         cfg = RTLConfig(T=T, k=0, n_in=n, family="sym")
         space = cfg.space
         rng = random.Random(T + n)
         q = [rng.randint(space.q_min, space.q_max) for _ in range(n)]
-        ((events, _, clocks),) = simulate_encoder(cfg, [q])
-        steps = len({t for _, t in events})
-        print(f"{T:>3} {n:>4} | {len(events):>6} {clocks:>6} {T + len(events) - steps + 1:>12}")
-    print("a step costs max(1, events in it) clocks, plus 1 for the marker")
+        ((events, counters, clocks),) = simulate_encoder(cfg, [q])
+        index, times = encode_events(torch.tensor(q), Mask(space, cfg.i_max_in, cfg.k))
+        if events != list(zip(index.tolist(), times.tolist(), strict=True)) \
+                or counters["events_out"] != len(events):
+            raise SystemExit("RTL and golden model disagree; no figures")
+        formula = emit_clocks(T, [t for _, t in events])
+        print(f"{T:>3} {n:>4} | {len(events):>6} {clocks:>6} {formula:>12} {n + clocks:>6} | "
+              f"{time.perf_counter() - t0:>5.1f}")
+    print("a step costs max(1, events in it) clocks, plus 1 for the marker (the same for the "
+          "earlier per-address encoder)")
+
+
+def _verilog_of(component, name: str) -> tuple[float, int]:
+    from amaranth.back import verilog
+
+    t0 = time.perf_counter()
+    text = verilog.convert(component, name=name, emit_src=False)
+    return time.perf_counter() - t0, len(text.encode())
+
+
+def _old_encoder(n_in: int, T: int, limit: float) -> str:
+    """Elaborate the per-address encoder in a child process: ``"s  kB"`` or why it failed."""
+    cmd = [sys.executable, __file__, "--old-one", str(n_in), "--T", str(T)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, check=False)
+    except subprocess.TimeoutExpired:
+        return f"not done in {limit:.0f} s"
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        return f"failed: {tail[:40]}"
+    sec, size = json.loads(proc.stdout)
+    return f"{sec:>7.1f} {size / 1e3:>9.0f}"
+
+
+def bench_sizes(sizes: list[int], T: int, old_max: int, limit: float) -> None:
+    from rtl_gen.generate import generate
+
+    print()
+    print(f"Verilog size and elaboration time, T={T} (kB = 1000 bytes)")
+    print(f"{'n_in':>4} | {'encoder s':>9} {'kB':>5} | {'generate s':>10} {'all .v kB':>9} "
+          f"{'(sram_macro)':>12} | old encoder s, kB")
+    for n in sizes:
+        cfg = RTLConfig(T=T, n_in=n)
+        enc_s, enc_b = _verilog_of(Encoder(cfg), "mttfs_encoder")
+        totals = []
+        for macro in (False, True):
+            with tempfile.TemporaryDirectory() as tmp:
+                t0 = time.perf_counter()
+                generate(RTLConfig(T=T, n_in=n, sram_macro=macro), tmp)
+                sec = time.perf_counter() - t0
+                totals.append((sec, sum(f.stat().st_size for f in Path(tmp).glob("*.v"))))
+        old = _old_encoder(n, T, limit) if n <= old_max else "not run (--old-max)"
+        (gen_s, gen_b), (_, macro_b) = totals
+        print(f"{n:>4} | {enc_s:>9.1f} {enc_b / 1e3:>5.0f} | {gen_s:>10.1f} {gen_b / 1e3:>9.0f} "
+              f"{macro_b / 1e3:>12.0f} | {old}")
+    print("all .v: every generated file (zero-initialised SRAM rows included: Amaranth writes one "
+          "initial row per word); sram_macro: SRAMs as macro wrappers")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", action="store_true",
+                    help="only the Verilog sizes and elaboration times, old vs new encoder")
+    ap.add_argument("--n-in", type=int, nargs="+", default=[1024, 2048, 4096])
+    ap.add_argument("--T", type=int, default=16)
+    ap.add_argument("--old-max", type=int, default=1024,
+                    help="largest n_in at which the old encoder is elaborated [1024]")
+    ap.add_argument("--old-limit", type=float, default=900.0,
+                    help="seconds allowed to each old-encoder elaboration [900]")
+    ap.add_argument("--old-one", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.old_one:
+        sys.path.insert(0, str(Path(__file__).parent))
+        from encoder_parallel import ParallelEncoder
+
+        cfg = RTLConfig(T=args.T, n_in=args.old_one)
+        print(json.dumps(_verilog_of(ParallelEncoder(cfg), "mttfs_encoder")))
+        return
+    if args.sizes:
+        bench_sizes(args.n_in, args.T, args.old_max, args.old_limit)
+        return
+    bench_tile()
+    bench_encoder()
+    bench_sizes(args.n_in, args.T, args.old_max, args.old_limit)
 
 
 if __name__ == "__main__":
-    bench_tile()
-    bench_encoder()
+    main()

@@ -1,18 +1,27 @@
 """The M-TTFS encoder: a vector of dense codes in, the masked event stream out.
 
-Hardware form of :func:`golden_models.encode_events` (docs/rtl_encoder.md): codes arrive one
-per clock in address order; each becomes the event time ``tau = c - q`` and a keep flag
-``|tau - I_max| > k`` (the dead zone is dropped at the door). Once the vector is complete the
-encoder walks ``t = 0..T-1`` and, per step, emits the kept addresses whose time is ``t`` lowest
-address first with a priority encoder, so the stream comes out in time order without sorting.
+Hardware form of :func:`golden_models.encode_events` (docs/rtl_encoder.md). Codes arrive one per
+clock in address order; each becomes the event time ``tau = c - q`` and is kept iff
+``|tau - I_max| > k`` (the dead zone is dropped at the door). A kept address is appended to the
+linked list of its time step: the list heads and tails are two ``T``-word register files, the
+links live in a single-port SRAM of ``n_in`` words of ``log2 n_in`` bits
+(:class:`rtl_gen.sram.SRAM`, the project's SRAM interface, so ``sram_macro`` swaps in the
+macro). Addresses arrive in ascending order, so every list ascends. Once the vector is complete
+the encoder walks ``t = 0..T-1`` and follows list ``t`` from its head, one event per clock, so
+the stream comes out in time order, lowest address first within a step, without sorting.
+
+The logic does not grow with ``n_in`` (only the SRAM depth and the address width do): the
+Verilog is a few kB at any documented size, and a window costs the same clocks as the earlier
+per-address design (``n_in`` to collect, ``T + events - steps with events + 1`` to emit).
 """
 
 from __future__ import annotations
 
 import random
 
-from amaranth.hdl import Array, Cat, Module, Signal
-from amaranth.lib import stream
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from rtl_gen.layouts import code_layout, in_event_layout
@@ -27,8 +36,18 @@ from rtl_gen.simulation import (
     stream_put,
     wait_idle,
 )
+from rtl_gen.sram import SRAM
 
-__all__ = ["Encoder", "simulate_encoder"]
+__all__ = ["Encoder", "emit_clocks", "simulate_encoder"]
+
+
+def emit_clocks(T: int, times: list[int]) -> int:
+    """Clocks from the last code's handshake to the marker's, at full output rate.
+
+    ``times`` are the event times of the window: a step costs ``max(1, events in it)`` clocks,
+    the marker one more: ``T + events - steps with events + 1``.
+    """
+    return T + len(times) - len(set(times)) + 1
 
 
 class Encoder(ConfigComponent):
@@ -37,8 +56,8 @@ class Encoder(ConfigComponent):
     Parameters
     ----------
     config : RTLConfig
-        Uses ``T``, ``family`` (``c``), ``i_max_in`` and ``k`` (the mask, fixed at elaboration)
-        and ``n_in`` (vector length).
+        Uses ``T``, ``family`` (``c``), ``i_max_in`` and ``k`` (the mask, fixed at elaboration),
+        ``n_in`` (vector length, the depth of the link SRAM) and ``sram_macro``.
 
     Members
     -------
@@ -68,21 +87,21 @@ class Encoder(ConfigComponent):
     def elaborate(self, platform):
         cfg = self._config
         m = Module()
-        n, T, tw = cfg.n_in, cfg.T, cfg.time_width
-        taus = Array(Signal(tw, name=f"tau{a}") for a in range(n))
-        keep = Signal(n)
-        addr = Signal(range(max(n, 2)))
+        n, T, tw, aw = cfg.n_in, cfg.T, cfg.time_width, cfg.in_addr_width
+        # links: next[a] = the address after a in a's time step (written while collecting)
+        m.submodules.links = links = SRAM(depth=n, width=aw, macro=cfg.sram_macro,
+                                          counter_width=1)
+        bus = wiring.flipped(links.bus)
+        # heads and tails of the T lists: register files with combinational reads
+        m.submodules.heads = heads = Memory(shape=aw, depth=T, init=[])
+        m.submodules.tails = tails = Memory(shape=aw, depth=T, init=[])
+        head_rd, head_wr = heads.read_port(domain="comb"), heads.write_port()
+        tail_rd, tail_wr = tails.read_port(domain="comb"), tails.write_port()
+        used = Signal(T)  # step t holds at least one event
+        addr = Signal(aw)
         t = Signal(tw)
+        first = Signal()  # the walk is at the head of step t (else at the link just read)
         cnt_out, cnt_sup = self.cnt_events_out, self.cnt_events_suppressed
-
-        # events of step t, lowest address first
-        match = Signal(n)
-        m.d.comb += match.eq(keep & Cat(*[taus[a] == t for a in range(n)]))
-        lowest = Signal(range(max(n, 2)))
-        for a in reversed(range(n)):
-            with m.If(match[a]):
-                m.d.comb += lowest.eq(a)
-        only_one = (match & (match - 1)) == 0
 
         with m.FSM(name="phase"):
             with m.State("COLLECT"):
@@ -94,33 +113,53 @@ class Encoder(ConfigComponent):
                     tau = Signal(tw)
                     m.d.comb += tau.eq(cfg.c - self.i.payload.q)
                     kept = transmitted(tau, cfg.i_max_in, cfg.k)
-                    m.d.sync += [
-                        taus[addr].eq(tau),
-                        keep.bit_select(addr, 1).eq(kept),
-                        addr.eq(addr + 1),
+                    m.d.comb += [
+                        tail_rd.addr.eq(tau),
+                        tail_wr.addr.eq(tau),
+                        tail_wr.data.eq(addr),
+                        head_wr.addr.eq(tau),
+                        head_wr.data.eq(addr),
                     ]
+                    with m.If(kept):
+                        with m.If(used.bit_select(tau, 1)):
+                            # append: link the step's tail to this address
+                            m.d.comb += [bus.addr.eq(tail_rd.data), bus.wdata.eq(addr),
+                                         bus.wen.eq(1)]
+                        with m.Else():
+                            m.d.comb += head_wr.en.eq(1)
+                            m.d.sync += used.bit_select(tau, 1).eq(1)
+                        m.d.comb += tail_wr.en.eq(1)
+                    m.d.sync += addr.eq(addr + 1)
                     with m.If(addr == 0):
                         m.d.sync += [cnt_out.eq(kept), cnt_sup.eq(~kept)]
                     with m.Else():
                         m.d.sync += [cnt_out.eq(cnt_out + kept), cnt_sup.eq(cnt_sup + ~kept)]
                     with m.If(addr == n - 1):
-                        m.d.sync += [addr.eq(0), t.eq(0)]
+                        m.d.sync += [addr.eq(0), t.eq(0), first.eq(1)]
                         m.next = "EMIT"
 
             with m.State("EMIT"):
+                ptr = Signal(aw)
+                m.d.comb += [
+                    head_rd.addr.eq(t),
+                    tail_rd.addr.eq(t),
+                    ptr.eq(Mux(first, head_rd.data, bus.rdata)),
+                ]
                 m.d.comb += [
                     self.busy.eq(1),
-                    self.o.valid.eq(match != 0),
-                    self.o.payload.addr.eq(lowest),
+                    self.o.valid.eq(used.bit_select(t, 1)),
+                    self.o.payload.addr.eq(ptr),
                     self.o.payload.tau.eq(t),
                 ]
-                # a step ends with its last event (or at once when it has none)
+                # a step ends with its tail (or at once when it has no event)
                 step_done = Signal()
-                m.d.comb += step_done.eq((match == 0) | (self.o.ready & only_one))
+                m.d.comb += step_done.eq(~self.o.valid | (self.o.ready & (ptr == tail_rd.data)))
                 with m.If(self.o.valid & self.o.ready):
-                    m.d.sync += keep.bit_select(lowest, 1).eq(0)
+                    # fetch the link of the address just sent; rdata holds until the next read
+                    m.d.comb += [bus.addr.eq(ptr), bus.ren.eq(1)]
+                    m.d.sync += first.eq(0)
                 with m.If(step_done):
-                    m.d.sync += t.eq(t + 1)
+                    m.d.sync += [t.eq(t + 1), first.eq(1)]
                     with m.If(t == T - 1):
                         m.next = "END"
 
@@ -131,6 +170,7 @@ class Encoder(ConfigComponent):
                     self.o.payload.last.eq(1),
                 ]
                 with m.If(self.o.ready):
+                    m.d.sync += used.eq(0)
                     m.next = "COLLECT"
         return m
 
@@ -145,7 +185,9 @@ def simulate_encoder(
     """Encode ``vectors`` of codes in the Amaranth simulator.
 
     Returns, per vector, the ``(addr, tau)`` events in emission order, the counters, and the
-    clocks from the last code's handshake to the marker's.
+    clocks from the last code's handshake to the marker's. An encoder still busy far beyond
+    :func:`emit_clocks` (20 times the longest window at the given ``o_ready``) raises
+    ``RuntimeError``.
     """
     check_probability("o_ready", o_ready)
     for v in vectors:
@@ -155,6 +197,7 @@ def simulate_encoder(
     rng = random.Random(seed)
     seen: list[tuple[int, int, int, int]] = []
     results = []
+    limit = int(20 * (config.n_in + config.T + 2) / o_ready)
 
     async def drive(ctx):
         cycle = 0
@@ -163,7 +206,7 @@ def simulate_encoder(
             for q in v:
                 cycle += await stream_put(ctx, dut.i, {"q": int(q)})
             last_in = cycle
-            cycle += await wait_idle(ctx, dut.busy)
+            cycle += await wait_idle(ctx, dut.busy, limit)
             window = marked_output(seen[start:], f"vector {len(results)}")
             counters = read_counters(ctx, dut, config.encoder_counters)
             results.append(([(a, t) for a, t, _, _ in window[:-1]], counters,

@@ -86,14 +86,20 @@ def drain(stream, field: str, seen: list, *, o_ready: float, rng):
     return collect
 
 
-async def wait_idle(ctx, busy) -> int:
-    """Testbench coroutine: clock until ``busy`` is sampled low; returns the clocks taken."""
+async def wait_idle(ctx, busy, limit: int | None = None) -> int:
+    """Testbench coroutine: clock until ``busy`` is sampled low; returns the clocks taken.
+
+    With ``limit``, a design still busy after ``limit`` clocks raises ``RuntimeError`` (a hung
+    design fails instead of running forever).
+    """
     clocks = 0
     while True:
         _, _, value = await ctx.tick().sample(busy)
         clocks += 1
         if not value:
             return clocks
+        if limit is not None and clocks >= limit:
+            raise RuntimeError(f"still busy after {limit} clocks")
 
 
 def marked_output(beats: list, what: str) -> list:

@@ -1,9 +1,9 @@
 """The generated blocks: neuron tile, encoder, router and SRAM interface, elaborated from rtl_gen.
 
 Blocks are elaborated with ``rtl_gen``'s components and ``amaranth.back.verilog`` (``emit_src``
-off), one module at a time: ``rtl_gen.generate.generate`` elaborates every block including the
-encoder, whose Verilog grows with the vector length (hundreds of MB at ``n_in = 3072``), so the
-tile, router and SRAM interface use the paper's fan-in and the encoder a short vector.
+off), one module at a time. The tile, router and SRAM interface use the paper's fan-in and the
+encoder a short vector (its logic does not depend on the vector length; its link SRAM, here
+behavioural and so mapped to flip-flops, holds ``n_in`` words).
 
 SRAM macros are excluded: the tile and the SRAM wrapper are elaborated with ``sram_macro=True``;
 Yosys turns each macro's read-data bus into a top-level input (``expose -input``) and deletes the
@@ -29,7 +29,7 @@ from synth_scripts import activity, operators, report
 
 #: Output neurons of the synthesized tile (per-neuron figures divide by it).
 TILE_NEURONS = 8
-#: Vector length of the synthesized encoder (its Verilog grows fast with it).
+#: Vector length of the synthesized encoder (the depth of its link SRAM).
 ENCODER_N_IN = 64
 #: Mesh of the router (coordinates 2 bits each).
 MESH = 4
