@@ -17,7 +17,7 @@ Groups:
   :func:`init_row_layout` and the config word :func:`tile_config_layout`;
 - mesh: :func:`flit_layout` (the router payload), with :func:`coord_width`, :func:`hop_width`
   and :func:`check_mesh`;
-- system: :func:`system_widths`, :func:`route_layout` (a route-table entry),
+- system: :func:`system_widths`, :func:`route_layout` (a node's destination range),
   :func:`node_layout` (a node's configuration), :func:`system_load_layout`,
   :data:`SYSTEM_TARGETS`, :func:`system_out_layout`.
 """
@@ -67,7 +67,7 @@ TARGETS = {"weights": 0, "thresholds": 1, "init": 2, "config": 3}
 #: Values of the system's ``load.target`` field: the tile's four, then the system's own.
 SYSTEM_TARGETS = {
     **TARGETS,
-    "route": 4,  # addr = entry index; data = route_layout
+    "route": 4,  # addr ignored; data = route_layout (the node's destination range)
     "node": 5,  # data = node_layout
     "system": 6,  # data = n_layers
 }
@@ -296,7 +296,7 @@ def flit_layout(rows: int, cols: int, addr_width: int, time_width: int) -> data.
 
 
 def system_widths(config: RTLConfig) -> dict[str, int]:
-    """Field widths of the system's route-table entries, node configuration and output.
+    """Field widths of the system's destination ranges, node configuration and output.
 
     ``P = mesh_rows * mesh_cols`` nodes; a chain has at most ``P`` layers and a tile at most
     ``P`` destinations.
@@ -314,7 +314,9 @@ def system_widths(config: RTLConfig) -> dict[str, int]:
 
 
 def route_layout(config: RTLConfig) -> data.StructLayout:
-    """A route-table entry: ``dst_x, dst_y, offset`` (the flit goes to ``addr + offset``)."""
+    """A node's destination range: ``dst_x, dst_y`` (its first destination; the others follow
+    row-major, ``n_dst`` in all, see :func:`node_layout`) and ``offset`` (a flit goes to
+    ``addr + offset``)."""
     sw = system_widths(config)
     return data.StructLayout({"dst_x": sw["dst_x"], "dst_y": sw["dst_y"],
                               "offset": sw["offset"]})
@@ -331,7 +333,7 @@ def system_load_layout(config: RTLConfig) -> data.StructLayout:
     """Payload of the system's ``load`` stream: ``node, target, addr, data`` (LSB first).
 
     Targets (:data:`SYSTEM_TARGETS`) 0..3 go to the tile at ``node`` (its own load beats); 4
-    writes route entry ``addr`` of ``node`` (:func:`route_layout`); 5 writes the node
+    writes the destination range of ``node`` (:func:`route_layout`); 5 writes the node
     configuration (:func:`node_layout`); 6 writes the layer count (``n_layers``).
     """
     sw = system_widths(config)

@@ -7,9 +7,9 @@ node ``y * cols + x``), and produces
 - per tile, the padded :class:`golden_models.IntegerLayer` it runs (``N`` neurons; padding
   neurons are silent by construction, see :func:`_pad_layer`) and its SRAM image (the tile's
   load beats, :func:`rtl_gen.tile.load_beats`);
-- per tile, its destination table: the nodes that receive its output events and the address
-  offset added to the tile-local neuron index (the tile's first neuron in the layer), so the
-  receiving tile reads weight row ``offset + j``;
+- per tile, its destination range: the consecutive nodes (row-major) of the next layer that
+  receive its output events, and the address offset added to the tile-local neuron index (the
+  tile's first neuron in the layer), so the receiving tile reads weight row ``offset + j``;
 - the system load beats (:meth:`SystemMap.load_beats`) in the payload of
   :func:`rtl_gen.layouts.system_load_layout`.
 
@@ -65,9 +65,10 @@ class TilePlacement:
     tile_layer : IntegerLayer
         The padded ``[n_in, N]`` layer the tile runs.
     dests : tuple of (int, int, int)
-        ``(node, x, y)`` of each destination tile, in the order of the route table.
+        ``(node, x, y)`` of each destination tile: consecutive nodes, in the order the
+        injector sends (its destination range starts at the first).
     dest_offset : int
-        Address offset of every destination entry (``neuron_offset``).
+        Address offset of every destination (``neuron_offset``).
     final : bool
         The tile belongs to the last layer: its events leave on the system output.
     """
@@ -135,17 +136,21 @@ class SystemMap:
         return torch.cat([q, pad])
 
     def load_beats(self) -> list[tuple[int, int, int, int]]:
-        """System load beats ``(node, target, addr, data)``: every tile image, route table and
-        node configuration, then the layer count. Nodes without a tile are disabled."""
+        """System load beats ``(node, target, addr, data)``: every tile image, destination
+        range and node configuration, then the layer count. Nodes without a tile are
+        disabled."""
         cfg = self.config
         route, node_cfg = route_layout(cfg), node_layout(cfg)
         beats = []
         for t in self.tiles:
             for target, addr, data in tile_load_beats(cfg, t.tile_layer):
                 beats.append((t.node, target, addr, data))
-            for e, (_node, x, y) in enumerate(t.dests):
+            if t.dests:
+                first, x, y = t.dests[0]
+                # the hardware walks the range row-major from its first node
+                assert [n for n, _x, _y in t.dests] == list(range(first, first + len(t.dests)))
                 word = pack(route, {"dst_x": x, "dst_y": y, "offset": t.dest_offset})
-                beats.append((t.node, SYSTEM_TARGETS["route"], e, word))
+                beats.append((t.node, SYSTEM_TARGETS["route"], 0, word))
         for node in range(self.nodes):
             t = self.tile_at(node)
             if t is None:

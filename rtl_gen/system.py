@@ -197,8 +197,7 @@ class System(ConfigComponent):
                 merge.i[n].payload.eq(ev),
                 merge.offset[n].eq(conf.node[n].out_offset),
             ]
-            for e in range(P):
-                m.d.comb += inject.route[e].eq(conf.route[n][e])
+            m.d.comb += inject.route.eq(conf.route[n])
             with m.If(ev.last):
                 m.d.comb += tile.o.ready.eq(1)
             with m.Elif(seq.final[n]):

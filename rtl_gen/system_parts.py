@@ -1,11 +1,12 @@
 """The named sub-components :class:`rtl_gen.system.System` is built from.
 
-- :class:`SystemConfig`: the ``load`` port decoder and the configuration registers (route
-  tables, node configurations, layer count), which hold their values through ``rst``;
+- :class:`SystemConfig`: the ``load`` port decoder and the configuration registers (one
+  destination range per node, node configurations, layer count), which hold their values
+  through ``rst``;
 - :class:`Sequencer`: the inference state (running, producing layer ``p``, which tiles emitted
   their marker, pending marker beats) and the layer-window rule;
 - :class:`EventFork`: an eager fork of the encoder's stream to the layer-0 tiles;
-- :class:`Injector`: one tile's output events into flits, one per route-table entry;
+- :class:`Injector`: one tile's output events into flits, one per destination of its range;
 - :class:`OutputMerge`: the final layer's tile outputs merged into the system output in
   ``(t, addr)`` order, then one marker.
 
@@ -16,7 +17,7 @@ docs/rtl_system.md; each has its own tests in ``tests/test_rtl_system_parts.py``
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Const, Module, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
@@ -59,8 +60,8 @@ class SystemConfig(ConfigComponent):
         Load beats of targets 0..3, to the tile at ``node``.
     running : In(1)
         An inference is running: every load beat waits.
-    route : Out(route_layout(config)).array(P, P)
-        ``route[n][e]``: route entry ``e`` of node ``n`` (target 4).
+    route : Out(route_layout(config)).array(P)
+        ``route[n]``: the destination range of node ``n`` (target 4).
     node : Out(node_layout(config)).array(P)
         Node configurations (target 5).
     n_layers : Out(system_widths(config)["n_dst"])
@@ -73,7 +74,7 @@ class SystemConfig(ConfigComponent):
             "load": In(stream.Signature(system_load_layout(config))),
             "tile": Out(stream.Signature(load_layout(config))).array(P),
             "running": In(1),
-            "route": Out(route_layout(config)).array(P, P),
+            "route": Out(route_layout(config)).array(P),
             "node": Out(node_layout(config)).array(P),
             "n_layers": Out(system_widths(config)["n_dst"]),
         }
@@ -85,13 +86,10 @@ class SystemConfig(ConfigComponent):
         # reset_less: the configuration survives rst, like SRAM contents
         n_layers = Signal(system_widths(cfg)["n_dst"], reset_less=True)
         node = [Signal(node_layout(cfg), name=f"node{n}", reset_less=True) for n in range(P)]
-        route = [[Signal(route_layout(cfg), name=f"route{n}_{e}", reset_less=True)
-                  for e in range(P)] for n in range(P)]
+        route = [Signal(route_layout(cfg), name=f"route{n}", reset_less=True) for n in range(P)]
         m.d.comb += self.n_layers.eq(n_layers)
         for n in range(P):
-            m.d.comb += self.node[n].eq(node[n])
-            for e in range(P):
-                m.d.comb += self.route[n][e].eq(route[n][e])
+            m.d.comb += [self.node[n].eq(node[n]), self.route[n].eq(route[n])]
 
         ld = self.load.payload
         tile_target = ld.target < 4
@@ -108,9 +106,7 @@ class SystemConfig(ConfigComponent):
             for n in range(P):
                 with m.If(ld.node == n):
                     with m.If(ld.target == SYSTEM_TARGETS["route"]):
-                        for e in range(P):
-                            with m.If(ld.addr == e):
-                                m.d.sync += route[n][e].eq(ld.data)
+                        m.d.sync += route[n].eq(ld.data)
                     with m.If(ld.target == SYSTEM_TARGETS["node"]):
                         m.d.sync += node[n].eq(ld.data)
             with m.If(ld.target == SYSTEM_TARGETS["system"]):
@@ -257,7 +253,11 @@ class EventFork(ConfigComponent):
 
 
 class Injector(ConfigComponent):
-    """One tile's output events into flits: one per route-table entry, entry order.
+    """One tile's output events into flits: one per destination of the node's range.
+
+    The destinations of a tile are the ``n_dst`` consecutive nodes, in row-major order, that
+    start at ``route.dst_x, route.dst_y`` (the mapper places each layer's tiles on consecutive
+    nodes), so a node needs one range register, not a table of ``P`` entries.
 
     Members
     -------
@@ -265,30 +265,40 @@ class Injector(ConfigComponent):
         Events (never a marker); each is taken with its last flit, or at once when ``n_dst``
         is 0.
     o : Out(stream.Signature(flit_layout(...)))
-        Flits ``(dst_x, dst_y)`` of the entry, ``addr + offset``, ``t``, ``hops = 0``; the
-        mesh's flit layout (``config.in_addr_width``, ``config.time_width``).
-    route : In(route_layout(config)).array(P)
-        The node's route table.
+        Flits to destination ``e = 0..n_dst-1`` in turn (``(dst_x, dst_y)`` advanced ``e``
+        nodes row-major), ``addr + offset``, ``t``, ``hops = 0``; the mesh's flit layout
+        (``config.in_addr_width``, ``config.time_width``).
+    route : In(route_layout(config))
+        The node's destination range: first destination and address offset.
     n_dst : In(system_widths(config)["n_dst"])
-        Entries in use.
+        Destinations in the range.
     """
 
     def _members(self, config: RTLConfig) -> dict[str, object]:
-        P = _nodes(config)
         flit = flit_layout(config.mesh_rows, config.mesh_cols, config.in_addr_width,
                            config.time_width)
         return {
             "i": In(stream.Signature(out_event_layout(config))),
             "o": Out(stream.Signature(flit)),
-            "route": In(route_layout(config)).array(P),
+            "route": In(route_layout(config)),
             "n_dst": In(system_widths(config)["n_dst"]),
         }
 
     def elaborate(self, platform):
         m = Module()
-        P = _nodes(self._config)
+        cfg = self._config
+        P = _nodes(cfg)
+        sw = system_widths(cfg)
         idx = Signal(range(max(P, 2)))
-        sel = Array(self.route)[idx]
+        # the current destination: the range's first at idx == 0, else the walked registers
+        walk_x = Signal(sw["dst_x"])
+        walk_y = Signal(sw["dst_y"])
+        cur_x = Signal(sw["dst_x"])
+        cur_y = Signal(sw["dst_y"])
+        m.d.comb += [
+            cur_x.eq(Mux(idx == 0, self.route.dst_x, walk_x)),
+            cur_y.eq(Mux(idx == 0, self.route.dst_y, walk_y)),
+        ]
         ev = self.i.payload
         with m.If(self.i.valid):
             with m.If(self.n_dst == 0):
@@ -296,9 +306,9 @@ class Injector(ConfigComponent):
             with m.Else():
                 m.d.comb += [
                     self.o.valid.eq(1),
-                    self.o.payload.dst_x.eq(sel.dst_x),
-                    self.o.payload.dst_y.eq(sel.dst_y),
-                    self.o.payload.addr.eq(ev.addr + sel.offset),
+                    self.o.payload.dst_x.eq(cur_x),
+                    self.o.payload.dst_y.eq(cur_y),
+                    self.o.payload.addr.eq(ev.addr + self.route.offset),
                     self.o.payload.t.eq(ev.t),
                     # explicit, so every payload bit has a driver in the netlist
                     self.o.payload.hops.eq(0),
@@ -309,6 +319,10 @@ class Injector(ConfigComponent):
                         m.d.comb += self.i.ready.eq(1)
                     with m.Else():
                         m.d.sync += idx.eq(idx + 1)
+                        with m.If(cur_x == cfg.mesh_cols - 1):
+                            m.d.sync += [walk_x.eq(0), walk_y.eq(cur_y + 1)]
+                        with m.Else():
+                            m.d.sync += [walk_x.eq(cur_x + 1), walk_y.eq(cur_y)]
         return m
 
 

@@ -68,6 +68,22 @@ def test_split_final_layer_fanout_padding_and_idle_node():
     assert smap.tile_at(5) is None
 
 
+def test_destination_range_wraps_to_the_next_mesh_row():
+    # N = 4 on 2x2: the layer-0 tile (node 0) feeds nodes 1 = (1, 0) and 2 = (0, 1)
+    smap, _, events = check_system((8, 4, 8, 4), T=8, k=1, N=4, mesh=(2, 2), seed=7)
+    assert [(n, x, y) for n, x, y in smap.tiles[0].dests] == [(1, 1, 0), (2, 0, 1)]
+    assert events > 0
+
+
+@pytest.mark.slow
+def test_8x8_mesh_every_node_used():
+    # N = 1: 24 + 24 + 16 tiles fill the 64 nodes; each layer-0 tile's range spans three rows
+    smap, results, events = check_system((8, 24, 24, 16), T=8, k=1, N=1, mesh=(8, 8), batch=1,
+                                         seed=2)
+    assert len(smap.tiles) == 64 and smap.tiles[0].dests[0][0] == 24
+    assert events > 0 and results[0].flits > 0
+
+
 def test_lane_groups_and_multibit_weights():
     check_system((6, 4, 4, 4), T=4, k=1, N=4, lanes=3, mesh=(2, 2), weight_bits=3, seed=5)
 

@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import re
+
+from matterhorn.commands import mesh_arg
 
 HELP = "elaborate the Amaranth RTL to Verilog (one file per top-level block) + manifest.json"
-
-
-def _mesh(text: str) -> tuple[int, int]:
-    match = re.fullmatch(r"(\d+)x(\d+)", text)
-    if not match:
-        raise argparse.ArgumentTypeError(f"mesh must be ROWSxCOLS such as 2x2, not {text!r}")
-    return int(match.group(1)), int(match.group(2))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tile-neurons", type=int, default=8, help="neurons per tile [8]")
     parser.add_argument("--lanes", type=int, default=None,
                         help="comparator lanes of the fire phase [tile neurons]")
-    parser.add_argument("--mesh", type=_mesh, default=(2, 2), metavar="RxC",
+    parser.add_argument("--mesh", type=mesh_arg, default=(2, 2), metavar="RxC",
                         help="mesh rows x cols [2x2]")
     parser.add_argument("--sram-macro", action="store_true",
                         help="emit mttfs_sram as a wrapper of a black-box macro")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from matterhorn.commands import mesh_arg
+
 HELP = "synthesize operators and blocks (Yosys, OpenSTA with a liberty) -> synth_report.json"
 
 
@@ -35,6 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-blocks", action="store_true", help="operators only (skip the rtl_gen blocks)"
     )
     parser.add_argument("--jobs", type=int, default=2, help="parallel tool runs (2)")
+    parser.add_argument(
+        "--system", type=mesh_arg, default=None, metavar="RxC",
+        help="also synthesize mttfs_system on an RxC mesh with its hierarchy kept "
+        "-> system_area.json (area per tile, router, ...)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,4 +60,16 @@ def run(args: argparse.Namespace) -> int:
     )
     print(report.markdown(doc))
     print(f"wrote {args.out}/{REPORT_JSON} and {args.out}/{REPORT_MD}")
+    if args.system is not None:
+        from rtl_gen.params import RTLConfig
+        from synth_scripts.blocks import TILE_NEURONS
+        from synth_scripts.system_area import SYSTEM_JSON, SYSTEM_N_IN, synthesize_system
+        from synth_scripts.system_area import markdown as system_markdown
+
+        cfg = RTLConfig(T=args.T, k=args.k, n_in=SYSTEM_N_IN, tile_neurons=TILE_NEURONS,
+                        mesh_rows=args.system[0], mesh_cols=args.system[1])
+        area = synthesize_system(cfg, args.out, liberty_file=args.liberty,
+                                 default_liberty=not args.no_liberty)
+        print(system_markdown(area))
+        print(f"wrote {args.out}/{SYSTEM_JSON}")
     return 0

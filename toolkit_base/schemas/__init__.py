@@ -4,6 +4,7 @@ Each ``<name>.json`` beside this file is a JSON Schema (draft 2020-12) of one do
 
 - ``rtl_manifest``: ``manifest.json`` of ``matterhorn generate``;
 - ``synth_report``: ``synth_report.json`` of ``matterhorn synth``;
+- ``system_area``: ``system_area.json`` of ``matterhorn synth --system``;
 - ``golden_stats``: the golden model's statistics file;
 - ``golden_layers``: integer layers exported by ``golden_models.export``;
 - ``regress_summary``: ``regress_summary.json`` of ``matterhorn regress``;
@@ -35,6 +36,7 @@ SCHEMAS = (
     "regress_summary",
     "rtl_manifest",
     "synth_report",
+    "system_area",
 )
 
 
