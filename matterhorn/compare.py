@@ -42,7 +42,7 @@ from pathlib import Path
 import torch
 
 from synth_scripts.report import sig
-from toolkit_base.checks import check_out_dir, check_seed, unique
+from toolkit_base.checks import check_out_dir, check_rtl_T, check_seed, unique
 
 SCHEMA = "matterhorn.compare/1"
 DESIGNS = ("dense", "ttfs", "mttfs-k0", "mttfs-k1", "mttfs-k2")
@@ -513,7 +513,7 @@ def compare(T: int = 16, k: int = 1, out_dir: str | os.PathLike = "build/compare
     from synth_scripts.run import check_clock, synthesize
     from toolkit_base.schemas import validate
 
-    check_T(T)
+    check_rtl_T(check_T(T))
     check_k(k, T)
     if k > 2:
         raise ValueError(f"k must be 0, 1 or 2 (the compared radii), not {k!r}")

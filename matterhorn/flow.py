@@ -115,8 +115,8 @@ class FlowResult:
 class Progress:
     """One line per stage start and end, with wall time, on ``stream``."""
 
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
+    def __init__(self, stream=None):
+        self.stream = stream if stream is not None else sys.stderr  # the current stderr
         self.t0 = time.monotonic()
 
     def __call__(self, message: str) -> None:
@@ -318,6 +318,7 @@ def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> 
     """
     say = progress or Progress()
     root = cfg.out_dir
+    check_tools(cfg)  # every tool a stage needs, before anything is written
     root.mkdir(parents=True, exist_ok=True)
     result = FlowResult(cfg)
     dirs = {
@@ -355,7 +356,6 @@ def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> 
     # of an earlier run is marked incomplete first, so an interrupted run never reads as a pass.
     from matterhorn.report import write_running, write_summary
 
-    check_tools(cfg)
     write_running(cfg, root)
     stats_file = dirs["stats"] / "golden_stats.json"
     synth_file = dirs["synth"] / "synth_report.json"

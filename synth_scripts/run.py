@@ -10,7 +10,6 @@ into place at the end.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -23,17 +22,14 @@ from pathlib import Path
 from golden_models import check_k, check_T
 from synth_scripts import activity, flow, liberty, operators, report
 from toolkit_base import toolchain
-from toolkit_base.checks import check_int, check_out_dir
-from toolkit_base.files import write_atomic
+from toolkit_base.checks import check_int, check_out_dir, check_rtl_T
+from toolkit_base.files import replace_owned
 
 #: Default clock period (ns). sky130 HD meets it for every operator (the report gives slack).
 DEFAULT_CLOCK_NS = 10.0
 REPORT_JSON = "synth_report.json"
 REPORT_MD = "synth_report.md"
 NETLISTS = "netlists"
-#: In ``netlists/``: the names of the netlists synth wrote there (the only ones it replaces or
-#: removes later; other files in the folder are the user's).
-NETLIST_OWNER = ".matterhorn-synth.json"
 #: Largest ``jobs`` (parallel tool runs).
 MAX_JOBS = 64
 
@@ -68,41 +64,14 @@ def _pmap(fn: Callable, items: Sequence, jobs: int) -> list:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _owned_netlists(folder: Path) -> set[str]:
-    """Names listed in ``folder``'s ownership file (none when it is missing or unreadable)."""
-    try:
-        names = json.loads((folder / NETLIST_OWNER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return set()
-    if not isinstance(names, list):
-        return set()
-    return {n for n in names if isinstance(n, str) and n.endswith(".v") and "/" not in n}
-
-
 def _put_netlists(stage: Path, out: Path, tops: Sequence[str]) -> None:
     """Move the staged netlists into ``out/netlists``, replacing only synth's own files.
 
-    synth's own files are the netlists listed in the ownership file of an earlier run and the
-    netlists of this run's designs (``<top>.v``); they are removed when this run wrote none
-    (a generic run after a liberty run). Other files in ``netlists/`` are never touched.
+    synth's own files are the netlists it listed in ``netlists/.matterhorn-owned.json`` and
+    the netlists of this run's designs (``<top>.v``); they are removed when this run wrote
+    none (a generic run after a liberty run). Other files in ``netlists/`` are never touched.
     """
-    dest = out / NETLISTS
-    new = sorted(p.name for p in stage.iterdir()) if stage.is_dir() else []
-    if not new and not dest.is_dir():
-        return
-    dest.mkdir(exist_ok=True)
-    own = _owned_netlists(dest) | {f"{top}.v" for top in tops}
-    for name in sorted(own - set(new)):
-        if (dest / name).is_file():
-            (dest / name).unlink()
-    for name in new:
-        os.replace(stage / name, dest / name)
-    if new:
-        write_atomic(dest / NETLIST_OWNER, json.dumps(new, indent=1) + "\n")
-    else:
-        (dest / NETLIST_OWNER).unlink(missing_ok=True)
-        if not any(dest.iterdir()):
-            dest.rmdir()
+    replace_owned(stage, out / NETLISTS, also_own=[f"{top}.v" for top in tops])
 
 
 def synthesize(
@@ -122,10 +91,11 @@ def synthesize(
     Parameters
     ----------
     T, k : int
-        Time steps (``2**n``) and dead-zone radius of the encoder (and of the blocks).
+        Time steps (``2**n``, at most 64 with ``blocks``) and dead-zone radius of the encoder
+        (and of the blocks).
     out_dir : path
         Receives ``synth_report.json``, ``synth_report.md`` and, with a liberty, one netlist
-        per design in ``netlists/`` (listed in ``netlists/.matterhorn-synth.json``). Only these
+        per design in ``netlists/`` (listed in ``netlists/.matterhorn-owned.json``). Only these
         files are replaced; anything else in ``out_dir`` or ``netlists/`` stays.
     liberty_file : path, optional
         Liberty (``.lib`` or ``.lib.gz``). Without it, ``PDK_ROOT`` is searched for sky130 HD,
@@ -150,6 +120,8 @@ def synthesize(
     """
     check_T(T)
     check_k(k, T)
+    if blocks:
+        check_rtl_T(T)
     clock_ns = check_clock(clock_ns)
     check_out_dir(out_dir)
     check_int("jobs", jobs, 1, MAX_JOBS)
