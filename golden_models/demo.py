@@ -12,8 +12,8 @@ from golden_models.qnn import random_qnn
 from golden_models.statistics import PositionStats, transmitted_events
 from toolkit_base.checks import MAX_SEED, check_int
 
-#: Largest ``n_in``, ``n_out`` and ``batch`` of the demo (a 4096 x 4096 layer on 4096 vectors
-#: takes minutes and about 1 GB; larger sizes would only fail later in a torch allocation).
+#: Largest ``n_in``, ``n_out`` and ``batch`` of the demo (docs/reliability.md): the demo is a
+#: quick look at one layer; without a bound a large size ends in a torch allocation error.
 MAX_DEMO_SIZE = 4096
 
 
