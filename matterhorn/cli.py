@@ -58,9 +58,9 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    terminate_as_interrupt()  # SIGTERM unwinds like Ctrl-C: staging folders are removed
     try:
-        return int(args._run(args) or 0)
+        with terminate_as_interrupt():  # SIGTERM unwinds like Ctrl-C: staging folders go
+            return int(args._run(args) or 0)
     except (ValueError, TypeError, OSError, ToolNotFoundError, ToolError) as exc:
         print(f"matterhorn {args.command}: error: {exc}", file=sys.stderr)
         return 2

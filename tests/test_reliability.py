@@ -418,3 +418,17 @@ def test_liberty_gz_without_flops_too(tmp_path):
     path.write_bytes(gzip.compress(text.encode()))
     with pytest.raises(ValueError, match=r"^liberty 'x.lib.gz' has no flip-flop cells"):
         prepare(path, tmp_path / "w")
+
+
+def test_terminate_as_interrupt_restores_the_handler():
+    import signal
+
+    from toolkit_base.signals import Terminated, terminate_as_interrupt
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated), terminate_as_interrupt() as installed:
+        assert installed
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(1000):  # the handler runs between bytecodes
+            pass
+    assert signal.getsignal(signal.SIGTERM) is before
