@@ -162,7 +162,8 @@ def stage_regress(cfg: FlowConfig, out: Path, say: Callable[[str], None]) -> dic
         T=cfg.T, k=cfg.k, sims=cfg.sims, seed=cfg.seed, out_dir=out, quick=True,
         progress=job_done,
     )
-    figures = {key: value for key, value in summary.items() if key != "jobs"}
+    # the stage's own status says ok/failed: the summary's (passed) would overwrite it
+    figures = {key: value for key, value in summary.items() if key not in ("jobs", "status")}
     if summary["status"] == "vacuous":
         raise RuntimeError(
             f"regression checked nothing: {summary['vacuous']} of {summary['configurations']} "
@@ -348,7 +349,7 @@ def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> 
             say(f"{name}: FAILED after {time.monotonic() - t0:.1f}s: {exc}")
             return False
         wall = time.monotonic() - t0
-        result.stages[name] = {"status": "ok", "wall_s": round(wall, 2), **figures}
+        result.stages[name] = {**figures, "status": "ok", "wall_s": round(wall, 2)}
         say(f"{name}: done in {wall:.1f}s")
         return True
 
