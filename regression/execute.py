@@ -194,8 +194,11 @@ def run_jobs(
 
     if workers == 1:
         return [one(j) for j in jobs]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
         return list(pool.map(one, jobs))
+    finally:  # on an interrupt, the jobs not started yet are cancelled
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def run_regression(
