@@ -13,6 +13,7 @@ from pathlib import Path
 
 from energy_model.model import EnergyReport
 from energy_model.sensitivity import Sweep
+from toolkit_base.checks import check_out_dir
 
 #: File names of a report folder.
 FILES = {
@@ -34,8 +35,11 @@ def write_report(
 ) -> dict[str, Path]:
     """Write ``report`` (and its ``sweep``) into ``out_dir``; return key -> written path.
 
-    The spike-time plot is written when the report's rates carry histograms.
+    The spike-time plot is written when the report's rates carry histograms. Only the files
+    of :data:`FILES` are replaced; one of them not written this time (``plots=False``, no
+    sweep) is removed, so the folder never mixes two reports. Other files stay.
     """
+    check_out_dir(out_dir)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".energy-", dir=out_dir))
@@ -68,6 +72,11 @@ def write_report(
                 written["spike_times_png"] = out_dir / FILES["spike_times_png"]
         for key, dest in written.items():
             os.replace(tmp / FILES[key], dest)
+        # files of these names are this function's own, written by an earlier report: one
+        # not written now (plots off, no sweep, no histograms) would be stale beside the rest
+        for key, name in FILES.items():
+            if key not in written and (out_dir / name).is_file():
+                (out_dir / name).unlink()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return written

@@ -6,10 +6,15 @@ from dataclasses import dataclass
 
 import torch
 
-from golden_models.codespace import check_integer, check_k, check_T
+from golden_models.codespace import check_k, check_T
 from golden_models.mttfs import Mask, encode_events, ttfs_mask
 from golden_models.qnn import random_qnn
 from golden_models.statistics import PositionStats, transmitted_events
+from toolkit_base.checks import MAX_SEED, check_int
+
+#: Largest ``n_in``, ``n_out`` and ``batch`` of the demo (docs/reliability.md): the demo is a
+#: quick look at one layer; without a bound a large size ends in a torch allocation error.
+MAX_DEMO_SIZE = 4096
 
 
 @dataclass(frozen=True)
@@ -88,10 +93,9 @@ def run_demo(
     """
     check_T(T)
     check_k(k, T)
-    for name, v in (("seed", seed), ("n_in", n_in), ("n_out", n_out), ("batch", batch)):
-        check_integer(name, v)
-        if v < (0 if name == "seed" else 1):
-            raise ValueError(f"{name} must be at least {0 if name == 'seed' else 1}, not {v!r}")
+    check_int("seed", seed, 0, MAX_SEED)
+    for name, v in (("n_in", n_in), ("n_out", n_out), ("batch", batch)):
+        check_int(name, v, 1, MAX_DEMO_SIZE)
     chain = random_qnn((n_in, n_out), T=T, k=0, seed=seed)
     layer = chain.layers[0]
     q_in = chain.random_input(batch, seed=seed + 1)
@@ -120,4 +124,4 @@ def run_demo(
                       tuple(rows))
 
 
-__all__ = ["DemoResult", "DemoRow", "run_demo"]
+__all__ = ["MAX_DEMO_SIZE", "DemoResult", "DemoRow", "run_demo"]

@@ -8,8 +8,11 @@ Each subcommand lives in ``matterhorn/commands/<name>.py`` and provides
 
 Errors of the user's making (bad parameters, malformed files, missing tools) are raised as
 :class:`ValueError`, :class:`TypeError`, :class:`OSError` (a missing file, a path that is not a
-directory, no permission) or
-:class:`toolkit_base.toolchain.ToolNotFoundError` and printed as one line, exit status 2.
+directory, no permission),
+:class:`toolkit_base.toolchain.ToolNotFoundError` or :class:`toolkit_base.toolchain.ToolError` (a
+tool that ran and failed) and printed as one line, exit status 2. SIGINT and SIGTERM end the
+command with one line and status 130 / 143 after its staging folders are removed
+(docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -50,15 +53,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from toolkit_base.toolchain import ToolNotFoundError
+    from toolkit_base.signals import Terminated, terminate_as_interrupt
+    from toolkit_base.toolchain import ToolError, ToolNotFoundError
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args._run(args) or 0)
-    except (ValueError, TypeError, OSError, ToolNotFoundError) as exc:
+        with terminate_as_interrupt():  # SIGTERM unwinds like Ctrl-C: staging folders go
+            return int(args._run(args) or 0)
+    except (ValueError, TypeError, OSError, ToolNotFoundError, ToolError) as exc:
         print(f"matterhorn {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:
+        signo = 15 if isinstance(exc, Terminated) else 2
+        print(f"matterhorn {args.command}: interrupted; the run is incomplete", file=sys.stderr)
+        return 128 + signo
 
 
 if __name__ == "__main__":

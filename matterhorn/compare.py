@@ -42,6 +42,7 @@ from pathlib import Path
 import torch
 
 from synth_scripts.report import sig
+from toolkit_base.checks import check_out_dir, check_rtl_T, check_seed, unique
 
 SCHEMA = "matterhorn.compare/1"
 DESIGNS = ("dense", "ttfs", "mttfs-k0", "mttfs-k1", "mttfs-k2")
@@ -512,7 +513,7 @@ def compare(T: int = 16, k: int = 1, out_dir: str | os.PathLike = "build/compare
     from synth_scripts.run import check_clock, synthesize
     from toolkit_base.schemas import validate
 
-    check_T(T)
+    check_rtl_T(check_T(T))
     check_k(k, T)
     if k > 2:
         raise ValueError(f"k must be 0, 1 or 2 (the compared radii), not {k!r}")
@@ -521,6 +522,8 @@ def compare(T: int = 16, k: int = 1, out_dir: str | os.PathLike = "build/compare
         raise ValueError(f"windows must be in 1..256, not {windows!r}")
     if sim not in ("icarus", "verilator"):
         raise ValueError(f"sim must be 'icarus' or 'verilator', not {sim!r}")
+    check_seed(seed)
+    check_out_dir(out_dir)
     if liberties is None:
         liberties = [p for p in (liberty.resolve(None, {}),
                                  liberty.resolve(None, default=False)) if p is not None]
@@ -534,6 +537,13 @@ def compare(T: int = 16, k: int = 1, out_dir: str | os.PathLike = "build/compare
     if not libs:
         raise FileNotFoundError("no liberty: install the default with "
                                 f"'{liberty.DEFAULT_INSTALL}' or pass --liberty FILE")
+    libs = list(unique(libs))
+    from regression.sim import ensure_simulator
+    from toolkit_base import toolchain
+
+    for tool in ("yosys", "sta"):  # every tool, before anything runs
+        toolchain.require(tool)
+    ensure_simulator(sim)
     workloads = [random_workload(T, windows=windows, seed=seed)]
     if slice_path is None and MINILM_SLICE.is_file():
         slice_path = MINILM_SLICE

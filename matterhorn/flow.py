@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -30,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from golden_models.codespace import check_k, check_T
-from toolkit_base.checks import check_rtl_T
+from toolkit_base.checks import check_out_dir, check_rtl_T, check_seed, unique
 
 #: Stage names in run order.
 STAGES = ("generate", "regress", "stats", "synth", "energy", "compare")
@@ -48,9 +47,10 @@ class FlowConfig:
     T, k : int
         Time steps (power of two, 2..64 for the RTL) and dead-zone radius ``0..T-1``.
     out_dir : path
-        The report folder. Only the flow's own files and subfolders are replaced.
+        The report folder. Only the flow's own files are replaced (docs/reliability.md): each
+        stage replaces the files it writes in its subfolder and leaves every other file there.
     sims : tuple of str
-        Simulators of the regression stage.
+        Simulators of the regression stage (repeats removed).
     seed : int
         Seed of every random stimulus.
     liberty : path, optional
@@ -77,8 +77,10 @@ class FlowConfig:
     def __post_init__(self) -> None:
         check_rtl_T(check_T(self.T))
         check_k(self.k, self.T)
-        self.out_dir = Path(self.out_dir)
-        self.sims = tuple(self.sims)
+        self.out_dir = Path(check_out_dir(self.out_dir))
+        self.sims = unique(self.sims)
+        self.skip = unique(self.skip)
+        check_seed(self.seed)
         for sim in self.sims:
             if sim not in SIMULATORS:
                 raise ValueError(f"simulator must be one of {SIMULATORS}, not {sim!r}")
@@ -113,8 +115,8 @@ class FlowResult:
 class Progress:
     """One line per stage start and end, with wall time, on ``stream``."""
 
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
+    def __init__(self, stream=None):
+        self.stream = stream if stream is not None else sys.stderr  # the current stderr
         self.t0 = time.monotonic()
 
     def __call__(self, message: str) -> None:
@@ -160,8 +162,14 @@ def stage_regress(cfg: FlowConfig, out: Path, say: Callable[[str], None]) -> dic
         T=cfg.T, k=cfg.k, sims=cfg.sims, seed=cfg.seed, out_dir=out, quick=True,
         progress=job_done,
     )
-    figures = {key: value for key, value in summary.items() if key != "jobs"}
-    if summary["failed"] or summary["mismatches"]:
+    # the stage's own status says ok/failed: the summary's (passed) would overwrite it
+    figures = {key: value for key, value in summary.items() if key not in ("jobs", "status")}
+    if summary["status"] == "vacuous":
+        raise RuntimeError(
+            f"regression checked nothing: {summary['vacuous']} of {summary['configurations']} "
+            f"jobs compared no event (the mask drops every code at T={cfg.T}, k={cfg.k})"
+        )
+    if summary["status"] != "passed":
         raise RuntimeError(
             f"regression failed: {summary['failed']} of {summary['configurations']} jobs, "
             f"{summary['mismatches']} mismatches (see {out.name}/regress_summary.json)"
@@ -285,6 +293,24 @@ def stage_energy(cfg: FlowConfig, out: Path, synth_report: Path | None, stats: P
 # ---------------------------------------------------------------------------------------------
 
 
+def check_tools(cfg: FlowConfig) -> None:
+    """Raise :class:`toolkit_base.toolchain.ToolNotFoundError` for the first tool a stage of
+    ``cfg`` needs that is missing, before any stage runs."""
+    from toolkit_base import toolchain
+
+    if "regress" not in cfg.skip:
+        from regression.sim import ensure_simulator
+
+        for sim in cfg.sims:
+            ensure_simulator(sim)
+    if "synth" not in cfg.skip or "compare" not in cfg.skip:
+        toolchain.require("yosys")
+        from synth_scripts.liberty import resolve
+
+        if cfg.liberty is not None or resolve(None) is not None:
+            toolchain.require("sta")
+
+
 def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> FlowResult:
     """Run every stage of ``cfg``; write ``summary.md`` and ``flow.json`` into ``cfg.out_dir``.
 
@@ -293,6 +319,7 @@ def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> 
     """
     say = progress or Progress()
     root = cfg.out_dir
+    check_tools(cfg)  # every tool a stage needs, before anything is written
     root.mkdir(parents=True, exist_ok=True)
     result = FlowResult(cfg)
     dirs = {
@@ -322,14 +349,15 @@ def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> 
             say(f"{name}: FAILED after {time.monotonic() - t0:.1f}s: {exc}")
             return False
         wall = time.monotonic() - t0
-        result.stages[name] = {"status": "ok", "wall_s": round(wall, 2), **figures}
+        result.stages[name] = {**figures, "status": "ok", "wall_s": round(wall, 2)}
         say(f"{name}: done in {wall:.1f}s")
         return True
 
-    # compare/ is not cleared: matterhorn compare replaces only its own three files
-    for d in ("rtl", "regress", "stats", "synth", "energy", "energy_paper", "energy_measured"):
-        if (root / d).is_dir() and d not in ("regress",):
-            shutil.rmtree(root / d)
+    # Nothing is cleared: every stage replaces only its own files in its folder. The report
+    # of an earlier run is marked incomplete first, so an interrupted run never reads as a pass.
+    from matterhorn.report import write_running, write_summary
+
+    write_running(cfg, root)
     stats_file = dirs["stats"] / "golden_stats.json"
     synth_file = dirs["synth"] / "synth_report.json"
     steps = (
@@ -353,8 +381,8 @@ def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> 
     for name, fn in steps:
         if not run(name, fn):
             break
-    from matterhorn.report import write_summary
-
+    for name in STAGES:  # stages after a failure did not run
+        result.stages.setdefault(name, {"status": "not run"})
     write_summary(result, root)
     say(f"report: {root / 'summary.md'}")
     return result

@@ -161,21 +161,45 @@ def _provenance(result) -> list[str]:
     return [*lines, ""]
 
 
+def _parameters(cfg) -> dict:
+    return {
+        "T": cfg.T,
+        "k": cfg.k,
+        "sims": list(cfg.sims),
+        "seed": cfg.seed,
+        "clock_ns": cfg.clock_ns,
+        "liberty": cfg.liberty.name if cfg.liberty else None,
+        "rates_file": cfg.rates_file.name if cfg.rates_file else None,
+    }
+
+
+def write_running(cfg, root: Path) -> None:
+    """Mark the report folder as holding a run that has not finished (written first).
+
+    ``flow.json`` gets ``"status": "running"`` and no stages, ``summary.md`` says the run is
+    incomplete; both are replaced atomically, so an interrupted or crashed run leaves this,
+    never the earlier run's all-ok report beside half-replaced stage folders.
+    """
+    doc = {"schema": SCHEMA, "version": __version__, "status": "running",
+           "parameters": _parameters(cfg), "stages": {}}
+    write_atomic(root / "flow.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    md = [f"# Matterhorn flow: T={cfg.T}, k={cfg.k}", "",
+          ("**INCOMPLETE**: this run started and has not finished (still running, interrupted "
+           "or crashed). No figure of an earlier run is reported here; the stage folders may "
+           "hold partial results."), ""]
+    write_atomic(root / "summary.md", "\n".join(md))
+
+
 def write_summary(result, root: Path) -> None:
     cfg = result.config
     stages = result.stages
     doc = {
         "schema": SCHEMA,
         "version": __version__,
-        "parameters": {
-            "T": cfg.T,
-            "k": cfg.k,
-            "sims": list(cfg.sims),
-            "seed": cfg.seed,
-            "clock_ns": cfg.clock_ns,
-            "liberty": cfg.liberty.name if cfg.liberty else None,
-            "rates_file": cfg.rates_file.name if cfg.rates_file else None,
-        },
+        "status": "complete"
+        if all(s.get("status") in ("ok", "skipped") for s in stages.values())
+        else "failed",
+        "parameters": _parameters(cfg),
         "stages": {
             name: {k: v for k, v in s.items() if k != "runs"}
             | (

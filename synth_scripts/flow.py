@@ -24,8 +24,8 @@ def template(name: str) -> str:
     return resources.files("synth_scripts").joinpath(name).read_text(encoding="utf-8")
 
 
-class ToolError(RuntimeError):
-    """A tool ran but failed; the message carries the end of its log."""
+#: A tool ran but failed: one line (what, exit status, its last line); ``detail`` has the log's end.
+ToolError = toolchain.ToolError
 
 
 def _run(cmd: list[str], cwd: Path, log: Path, what: str) -> str:
@@ -35,8 +35,7 @@ def _run(cmd: list[str], cwd: Path, log: Path, what: str) -> str:
     text = proc.stdout + proc.stderr
     log.write_text(text, encoding="utf-8")
     if proc.returncode != 0:
-        tail = "\n".join(text.strip().splitlines()[-15:])
-        raise ToolError(f"{what} failed (exit status {proc.returncode}):\n{tail}")
+        raise toolchain.tool_failed(what, proc.returncode, text)
     return text
 
 

@@ -292,7 +292,8 @@ def replay(net, trace, workdir, *, sim: str = "verilator") -> Toggles:
             )
     if "@@DONE" not in log:
         tail = "\n".join(log.strip().splitlines()[-10:])
-        raise flow.ToolError(f"{sim} replay of {net.top} did not finish:\n{tail}")
+        last = tail.splitlines()[-1] if tail else "no output"
+        raise flow.ToolError(f"{sim} replay of {net.top} did not finish: {last}", tail)
     counts, changes = _count(workdir / "diffs.txt", counted, flops, trace.cycles)
     if counts is None:
         raise flow.ToolError(f"{sim} replay of {net.top} wrote truncated counts")

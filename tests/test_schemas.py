@@ -131,6 +131,20 @@ def test_flow_json(tmp_path):
     with pytest.raises(ValueError) as info:
         validate(doc, "flow", "flow.json")
     assert str(info.value) == "flow.json: field 'stages.generate.status' is missing"
+    assert doc["status"] == "complete"
+
+
+def test_flow_json_running(tmp_path):
+    from matterhorn.report import write_running
+
+    cfg = SimpleNamespace(T=4, k=1, sims=("icarus",), seed=0, clock_ns=10.0, liberty=None,
+                          rates_file=None)
+    write_running(cfg, tmp_path)
+    doc = validate(read(tmp_path / "flow.json"), "flow", "flow.json")
+    assert (doc["status"], doc["stages"]) == ("running", {})
+    doc["status"] = "ok"
+    with pytest.raises(ValueError, match="field 'status'"):
+        validate(doc, "flow", "flow.json")
 
 
 def test_energy_report(tmp_path, capsys):

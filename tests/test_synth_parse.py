@@ -179,7 +179,7 @@ def test_missing_sta_through_the_command(tmp_path):
         ({"k": 16}, ValueError, "k must be in 0..15 for T=16, not 16"),
         ({"clock_ns": 0.0}, ValueError, "clock_ns must be in 0.1..1000 ns, not 0.0"),
         ({"clock_ns": "10"}, TypeError, "clock_ns must be a number of nanoseconds"),
-        ({"jobs": 0}, ValueError, "jobs must be a positive integer, not 0"),
+        ({"jobs": 0}, ValueError, "jobs must be in 1..64, not 0"),
         ({"liberty_file": "no/such.lib"}, FileNotFoundError, "liberty file 'no/such.lib'"),
     ],
 )

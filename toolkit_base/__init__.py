@@ -1,8 +1,11 @@
 """The ground floor of the toolkit: what every layer needs and nothing that knows the CLI.
 
-- :mod:`toolkit_base.toolchain`: where the external tools are (Icarus, Verilator, Yosys, OpenSTA).
-- :mod:`toolkit_base.files`: atomic file and folder writes.
-- :mod:`toolkit_base.checks`: integer parameter checks and the generator's ``T`` limit.
+- :mod:`toolkit_base.toolchain`: where the external tools are (Icarus, Verilator, make, a C++
+  compiler, Yosys, OpenSTA), and the one-line error of a tool that failed.
+- :mod:`toolkit_base.files`: atomic file and folder writes; the files a command owns in a folder.
+- :mod:`toolkit_base.signals`: SIGTERM unwinds like Ctrl-C (staging folders are removed).
+- :mod:`toolkit_base.checks`: integer, seed and output-folder checks, the generator's ``T``
+  limit, repeated values removed.
 - :mod:`toolkit_base.tables`: Markdown tables.
 - :mod:`toolkit_base.schemas`: JSON schemas of the documents the toolkit writes and reads.
 

@@ -7,10 +7,21 @@ smaller range of ``T``, and :func:`check_rtl_T` is the one place that says so.
 
 from __future__ import annotations
 
-__all__ = ["MAX_RTL_T", "check_int", "check_integer", "check_rtl_T"]
+__all__ = [
+    "MAX_RTL_T",
+    "MAX_SEED",
+    "check_int",
+    "check_integer",
+    "check_out_dir",
+    "check_rtl_T",
+    "check_seed",
+    "unique",
+]
 
 #: The generated RTL supports ``T = 2**n`` with ``n`` in 1..6.
 MAX_RTL_T = 64
+#: Largest stimulus seed (seeds go to simulators as 32-bit integers).
+MAX_SEED = 2**31 - 1
 
 
 def check_integer(name: str, value: object) -> int:
@@ -58,3 +69,39 @@ def check_rtl_T(T: int) -> int:
     if T > MAX_RTL_T:
         raise ValueError(f"T must be at most {MAX_RTL_T} for the generated RTL, not {T!r}")
     return T
+
+
+def check_seed(seed: object, name: str = "seed") -> int:
+    """Return ``seed`` if it is an integer in ``0..MAX_SEED``, else raise."""
+    return check_int(name, seed, 0, MAX_SEED)
+
+
+def check_out_dir(path: object, name: str = "output folder") -> str:
+    """Return ``path`` (a ``str`` or path-like) if it names a folder, else raise.
+
+    An empty string (or only spaces) would mean the current directory by accident
+    (``Path("")`` is ``.``), so it is refused, as is a path to an existing file.
+
+    Raises
+    ------
+    TypeError
+        ``path`` is not a string or path-like.
+    ValueError
+        ``path`` is empty or an existing file.
+    """
+    import os
+
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"{name} must be a folder path, not {path!r}")
+    text = os.fspath(path)
+    if isinstance(text, bytes) or not text.strip():
+        raise ValueError(f"{name} must be a non-empty path, not {text!r}")
+    if os.path.exists(text) and not os.path.isdir(text):
+        raise ValueError(f"{name} {text!r} exists and is not a directory")
+    return path  # type: ignore[return-value]
+
+
+def unique(values) -> tuple:
+    """``values`` without repeats, first occurrence kept, in order (``--sim icarus --sim icarus``
+    runs once)."""
+    return tuple(dict.fromkeys(values))

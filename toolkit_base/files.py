@@ -8,13 +8,26 @@ is removed and the destination is left as it was.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["copy_atomic", "replace_dir", "staging_dir", "write_atomic"]
+__all__ = [
+    "OWNER_FILE",
+    "copy_atomic",
+    "owned_files",
+    "replace_dir",
+    "replace_owned",
+    "staging_dir",
+    "write_atomic",
+]
+
+#: In a folder a command writes files into: the names of the files it wrote there (the only
+#: ones it replaces or removes later; every other file in the folder is the user's).
+OWNER_FILE = ".matterhorn-owned.json"
 
 
 def write_atomic(path: str | os.PathLike, data: bytes | str, *, prefix: str = ".tmp-") -> None:
@@ -80,3 +93,44 @@ def replace_dir(tmp: str | os.PathLike, out: str | os.PathLike) -> None:
     if out.exists():
         shutil.rmtree(out)
     os.replace(tmp, out)
+
+
+def owned_files(folder: str | os.PathLike) -> set[str]:
+    """The file names :func:`replace_owned` listed in ``folder`` (none if missing or unreadable)."""
+    try:
+        names = json.loads((Path(folder) / OWNER_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(names, list):
+        return set()
+    return {n for n in names if isinstance(n, str) and n and "/" not in n and n != OWNER_FILE}
+
+
+def replace_owned(stage: str | os.PathLike, out: str | os.PathLike, *, also_own=()) -> list[str]:
+    """Move the files of ``stage`` into ``out``, replacing only the caller's own files.
+
+    The caller's own files are those listed in ``out``'s :data:`OWNER_FILE` by an earlier call,
+    plus ``also_own`` (names it knows are its own); those not written this time are removed.
+    Other files in ``out`` stay. The list of files written goes to :data:`OWNER_FILE`; when
+    nothing was written it is removed, and so is ``out`` if that leaves it empty. Returns the
+    names written (sorted). ``stage`` holds files only.
+    """
+    stage, out = Path(stage), Path(out)
+    new = sorted(p.name for p in stage.iterdir()) if stage.is_dir() else []
+    if (stage / OWNER_FILE).exists():
+        raise ValueError(f"{OWNER_FILE} is a reserved name")
+    if not new and not out.is_dir():
+        return new
+    out.mkdir(parents=True, exist_ok=True)
+    for name in sorted((owned_files(out) | set(also_own)) - set(new)):
+        if (out / name).is_file():
+            (out / name).unlink()
+    for name in new:
+        os.replace(stage / name, out / name)
+    if new:
+        write_atomic(out / OWNER_FILE, json.dumps(new, indent=1) + "\n")
+    else:
+        (out / OWNER_FILE).unlink(missing_ok=True)
+        if not any(out.iterdir()):
+            out.rmdir()
+    return new

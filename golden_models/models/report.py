@@ -19,7 +19,7 @@ from golden_models.models.corpus import load_corpus
 from golden_models.models.ptq import PTQConfig, convert
 from golden_models.models.rtl_slice import capture_slice, slice_document
 from golden_models.models.stats import check_k_max, collect, dumps, summarise
-from toolkit_base.files import replace_dir, staging_dir
+from toolkit_base.files import replace_owned, staging_dir
 from toolkit_base.tables import markdown_table
 
 MODELS = ("minilm",)
@@ -195,6 +195,9 @@ def write_report(
 ) -> None:
     """Write ``stats.json``, ``rates.json``, ``summary.md`` (and plots) to ``out`` atomically.
 
+    Only these files are replaced (and the ones an earlier call wrote and this one did not,
+    e.g. plots, removed); other files in ``out`` stay (:func:`toolkit_base.files.replace_owned`).
+
     ``plot(doc, folder)`` draws the figures into the folder being written (the project's is
     :func:`energy_model.plots.plot_minilm`: the plotting layer, since ``golden_models`` depends
     on torch and numpy only); None writes no figures. ``extra`` maps further file names to JSON
@@ -209,7 +212,7 @@ def write_report(
             (tmp / name).write_text(json.dumps(value, indent=1) + "\n", "utf-8")
         if plot is not None:
             plot(doc, tmp)
-        replace_dir(tmp, out)
+        replace_owned(tmp, out, also_own=("stats.json", "rates.json", "summary.md"))
 
 
 def summary_markdown(doc: dict) -> str:

@@ -11,10 +11,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--T", type=int, default=16, help="time steps / levels, 2**n (default 16)")
     parser.add_argument("--k", type=int, default=1,
                         help="largest dead-zone radius shown; rows for k = 0..K (default 1)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--n-in", type=int, default=64, help="layer inputs (default 64)")
-    parser.add_argument("--n-out", type=int, default=32, help="layer outputs (default 32)")
-    parser.add_argument("--batch", type=int, default=256, help="input vectors (default 256)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed, 0..2**31-1 (default 0)")
+    parser.add_argument("--n-in", type=int, default=64, help="layer inputs, 1..4096 (default 64)")
+    parser.add_argument("--n-out", type=int, default=32,
+                        help="layer outputs, 1..4096 (default 32)")
+    parser.add_argument("--batch", type=int, default=256,
+                        help="input vectors, 1..4096 (default 256)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -35,6 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rtl_gen.generate import generate, lint
     from rtl_gen.params import RTLConfig
+    from toolkit_base.toolchain import require
+
+    if args.lint:
+        require("verilator")  # before anything is written
 
     i_max_in = i_max_out = None
     if args.i_max is not None:

@@ -38,12 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="synth_report.json with unit costs (from matterhorn synth --liberty): a second "
         "energy estimate with our synthesized costs",
     )
-    parser.add_argument("--out", type=Path, required=True, help="output folder")
+    parser.add_argument("--out", required=True, help="output folder")
 
 
 def run(args: argparse.Namespace) -> int:
     from golden_models.models.report import MODELS, minilm_stats
+    from toolkit_base.checks import check_out_dir
 
+    args.out = Path(check_out_dir(args.out))
     if args.model not in MODELS:
         raise ValueError(f"--model must be one of {MODELS}, not {args.model!r}")
     if args.synth is not None and not args.synth.is_file():

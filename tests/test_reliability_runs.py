@@ -1,0 +1,134 @@
+"""Interrupted runs, vacuous regressions and repeated values, on real runs (docs/reliability.md).
+
+The interrupted runs are real ``matterhorn`` processes sent SIGINT or SIGTERM mid-run: after
+them, no summary may read as a pass and no staging folder may be left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from matterhorn.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+INTERRUPTED = "interrupted; the run is incomplete"
+
+
+def _start(args: list[str], cwd: Path) -> subprocess.Popen:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    return subprocess.Popen(
+        [sys.executable, "-m", "matterhorn.cli", *args], cwd=cwd, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+    )
+
+
+def _interrupt_when(proc: subprocess.Popen, marker: str, sig: int, timeout: float = 300,
+                    delay: float = 0.0) -> tuple[int, list[str]]:
+    """Read ``proc``'s output until a line contains ``marker``, wait ``delay`` s, send ``sig``;
+    return the exit status and every line printed."""
+    lines: list[str] = []
+    seen = threading.Event()
+
+    def reader() -> None:
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if marker in line:
+                seen.set()
+        seen.set()  # ended without the marker
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    assert seen.wait(timeout), f"no {marker!r} within {timeout} s:\n" + "\n".join(lines)
+    assert proc.poll() is None, "the run ended before it could be interrupted:\n" + "\n".join(
+        lines)
+    time.sleep(delay)
+    proc.send_signal(sig)
+    code = proc.wait(timeout=timeout)
+    t.join(10)
+    return code, lines
+
+
+def test_flow_interrupted(tmp_path, capsys):
+    # before the fix: the earlier run's flow.json and summary.md (all stages ok) stayed
+    out = tmp_path / "flow"
+    skip = ["--skip", "stats", "--skip", "synth", "--skip", "energy", "--skip", "compare"]
+    assert main(["flow", "--T", "4", "--out", str(out), "--skip", "regress", *skip]) == 0
+    capsys.readouterr()
+    first = json.loads((out / "flow.json").read_text())
+    assert {s["status"] for s in first["stages"].values()} == {"ok", "skipped"}
+    proc = _start(["flow", "--T", "4", "--out", "flow", *skip], tmp_path)
+    code, lines = _interrupt_when(proc, "regress: start", signal.SIGINT, delay=1.0)
+    doc = json.loads((out / "flow.json").read_text())
+    assert (doc.get("status"), doc["stages"]) == ("running", {})  # not the earlier all-ok
+    summary = (out / "summary.md").read_text()
+    assert "**INCOMPLETE**" in summary and "| ok" not in summary
+    assert code == 130, lines
+    assert f"matterhorn flow: {INTERRUPTED}" in lines  # (Amaranth may warn after it)
+
+
+def test_regress_interrupted(tmp_path, capsys):
+    # before the fix: the earlier run's regress_summary.json (seed 0, all passed) stayed
+    out = tmp_path / "r"
+    assert main(["regress", "--T", "4", "--bench", "sram", "--quick", "--out", str(out)]) == 0
+    capsys.readouterr()
+    first = json.loads((out / "regress_summary.json").read_text())
+    assert (first["passed"], first["failed"], first["parameters"]["seed"]) == (1, 0, 0)
+    proc = _start(["regress", "--T", "4", "--seed", "9", "--bench", "sram", "--bench", "tile",
+                   "--quick", "--out", "r"], tmp_path)
+    code, lines = _interrupt_when(proc, "PASS sram", signal.SIGINT, delay=0.5)
+    assert not (out / "regress_summary.json").exists()  # not the earlier seed-0 pass
+    assert code == 130, lines
+    assert f"matterhorn regress: {INTERRUPTED}" in lines
+
+
+def test_synth_terminated(tmp_path):
+    # before the fix: SIGTERM left the .synth-* staging folder (13 MB) beside the output
+    out = tmp_path / "s"
+    out.mkdir()
+    (out / "synth_report.json").write_text("earlier")
+    proc = _start(["synth", "--T", "4", "--no-liberty", "--jobs", "1", "--out", "s"], tmp_path)
+
+    def staging() -> list[str]:
+        return [p.name for p in tmp_path.iterdir() if p.name.startswith(".synth-")]
+
+    deadline = time.monotonic() + 120
+    while not staging() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert staging(), "no staging folder appeared"
+    time.sleep(1.0)  # Yosys is running
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGTERM)
+    code = proc.wait(timeout=300)
+    text = proc.stdout.read()
+    assert code == 143, text
+    assert f"matterhorn synth: {INTERRUPTED}" in text.splitlines()
+    assert staging() == []
+    assert sorted(p.name for p in out.iterdir()) == ["synth_report.json"]
+    assert (out / "synth_report.json").read_text() == "earlier"  # left as it was
+
+
+def test_vacuous_and_repeats(tmp_path, capsys):
+    # before the fix: PASS with 0 events checked, and every repeated value run again
+    out = tmp_path / "v"
+    argv = ["regress", "--T", "4", "4", "--k", "3", "3", "--sim", "icarus", "--sim", "icarus",
+            "--bench", "encoder", "--bench", "tile", "--bench", "encoder", "--quick",
+            "--out", str(out)]
+    assert main(argv) == 1
+    text = capsys.readouterr().out
+    doc = json.loads((out / "regress_summary.json").read_text())
+    assert doc["parameters"]["T"] == [4] and doc["parameters"]["k"] == [3]
+    assert doc["parameters"]["sims"] == ["icarus"]
+    assert doc["parameters"]["benches"] == ["encoder", "tile"]
+    assert [(j["bench"], j["status"], j["events"]) for j in doc["jobs"]] == [
+        ("encoder", "vacuous", 0), ("tile", "vacuous", 0)]
+    assert (doc["status"], doc["passed"], doc["failed"], doc["vacuous"]) == ("vacuous", 0, 0, 2)
+    assert "PASS" not in text
+    assert "NOTHING CHECKED by 2 job(s)" in text
