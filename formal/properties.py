@@ -19,13 +19,15 @@ __all__ = ["PROPERTIES", "Mutant", "Property", "select"]
 
 @dataclass(frozen=True)
 class Mutant:
-    """A planted bug: in ``module``, the one occurrence of ``old`` becomes ``new``."""
+    """A planted bug: in ``module``, the one occurrence of ``old`` becomes ``new``; the check
+    must fail on the assertion whose message contains ``expect``."""
 
     name: str
     module: str
     old: str
     new: str
     what: str
+    expect: str
 
     def load(self):
         return mutant_module(self.module, self.old, self.new)
@@ -93,47 +95,53 @@ ROUTER = "rtl_gen.router"
 
 ENC_STREAM_MUTANT = Mutant(
     "encoder_step_ignores_ready", ENC, "(self.o.ready & only_one)", "only_one",
-    "the emit walk moves to the next time step without waiting for ready")
+    "the emit walk moves to the next time step without waiting for ready", "o: stream rule")
 ENC_MASK_MUTANT = Mutant(
     "encoder_mask_off_by_one", ENC, "kept = transmitted(tau, cfg.i_max_in, cfg.k)",
     "kept = transmitted(tau, cfg.i_max_in, cfg.k + 1)",
-    "the input mask drops |tau - I_max| = k + 1 too")
+    "the input mask drops |tau - I_max| = k + 1 too", "a kept address never left")
 ENC_ONCE_MUTANT = Mutant(
     "encoder_keeps_sent_flag", ENC, "m.d.sync += keep.bit_select(lowest, 1).eq(0)",
-    "m.d.sync += []", "a sent address is not cleared, so it is sent again")
+    "m.d.sync += []", "a sent address is not cleared, so it is sent again", "(time, address) order")
 ENC_ORDER_MUTANT = Mutant(
     "encoder_highest_first", ENC, "for a in reversed(range(n)):", "for a in range(n):",
-    "the priority encoder picks the highest address of a step first")
+    "the priority encoder picks the highest address of a step first", "(time, address) order")
 TILE_STREAM_MUTANT = Mutant(
     "tile_marker_ignores_ready", TILE,
     "                with m.If(self.o.ready):\n                    m.next = \"IDLE\"",
     "                m.next = \"IDLE\"",
-    "the output marker is dropped after one clock even when not taken")
+    "the output marker is dropped after one clock even when not taken", "o: stream rule")
 TILE_MASK_MUTANT = Mutant(
     "tile_mask_off_by_one", TILE, "b_tx.eq(transmitted(b_t, i_max_out, k))",
     "b_tx.eq(transmitted(b_t, i_max_out, k - 1))",
-    "the output mask lets |t - I_max| = k through")
+    "the output mask lets |t - I_max| = k through", "inside the dead zone")
 TILE_ONCE_MUTANT = Mutant(
     "tile_fired_not_set", TILE, "fired.word_select(b_g, L) | cross),",
-    "fired.word_select(b_g, L)),", "a neuron that fired is not marked fired")
+    "fired.word_select(b_g, L)),", "a neuron that fired is not marked fired", "fired twice")
 TILE_ACC_MUTANT = Mutant(
     "tile_accumulator_one_bit_short", TILE, "Signal(signed(cfg.acc_width), name=f\"v{j}\")",
     "Signal(signed(cfg.acc_width - 1), name=f\"v{j}\")",
-    "the membranes are one bit narrower than the derived accumulator width")
+    "the membranes are one bit narrower than the derived accumulator width", "changed by more than")
 ROUTER_STREAM_MUTANT = Mutant(
     "router_grant_not_held", ROUTER, "            with m.If(locked):\n"
     "                m.d.comb += sel.eq(held)\n", "",
-    "a stalled output is re-arbitrated instead of holding its grant")
+    "a stalled output is re-arbitrated instead of holding its grant", "stream rule")
 ROUTER_XY_MUTANT = Mutant(
     "router_y_before_x", ROUTER, "go_x = f.dst_x != x", "go_x = Const(0, 1)",
-    "a flit may turn to its Y port before reaching its column")
+    "a flit may turn to its Y port before reaching its column", "for another port")
 ROUTER_HOPS_MUTANT = Mutant(
     "router_no_hop_on_west", ROUTER, "if o != _L:", "if o not in (_L, _W):",
-    "a flit leaving west keeps its hop count")
+    "a flit leaving west keeps its hop count", "hops not one higher")
 ROUTER_DUP_MUTANT = Mutant(
     "router_pop_without_take", ROUTER, "pops[i].append(take & (sel == i))",
     "pops[i].append(out.valid & (sel == i))",
-    "an input FIFO is popped while its output is stalled (a flit is lost)")
+    "an input FIFO is popped while its output is stalled (a flit is lost)", "stream rule")
+
+ROUTER_LOCAL_DUP_MUTANT = Mutant(
+    "router_local_not_popped", ROUTER, "pops[i].append(take & (sel == i))",
+    "pops[i].append(take & (sel == i) & Const(int(o != _L), 1))",
+    "a flit ejected on the local port stays in its FIFO and leaves again (duplicated)",
+    "left twice")
 
 PROPERTIES: tuple[Property, ...] = (
     Property("encoder_stream_T4", "mttfs_encoder", {"T": 4, "k": 1, "n_in": 4}, "prove", 10,
@@ -166,7 +174,7 @@ PROPERTIES: tuple[Property, ...] = (
              {"mesh": "3x3", "x": 1, "y": 1, "addr_width": 1, "time_width": 2}, "bmc", 8,
              "XY port; any flit leaves exactly once, while busy is high, with dst and t "
              "unchanged and hops + 1 per hop", _router("RouterFlow"),
-             (ROUTER_XY_MUTANT, ROUTER_HOPS_MUTANT, ROUTER_DUP_MUTANT)),
+             (ROUTER_XY_MUTANT, ROUTER_HOPS_MUTANT, ROUTER_DUP_MUTANT, ROUTER_LOCAL_DUP_MUTANT)),
 )
 
 

@@ -86,15 +86,19 @@ def write_job(workdir: Path, harness, *, mode: str, depth: int, timeout: int) ->
     return job
 
 
-_FAILED = re.compile(r"(Assert failed in .*|failed assertion .*)$")
+_FAILED = re.compile(r"Assert failed in \S+: (\S+) \(_witness_\.check_(\d+)\)")
+_CHECK = re.compile(r'cell \$check \$(\d+)\n\s*parameter \\FORMAT "([^"]*)"')
 
 
-def _detail(log: str) -> str:
+def _detail(log: str, design: str = "") -> str:
+    """The failed assertion as ``<message> (<file>:<line>)``, else the log's last line."""
+    messages = dict(_CHECK.findall(design))
     for line in log.splitlines():
         match = _FAILED.search(line)
         if match:
-            # src locations carry absolute paths; keep the file name and line
-            return re.sub(r"[^\s:]*/([^/\s:]+:\d+)", r"\1", match.group(1)).strip()
+            where = match.group(1).rsplit("/", 1)[-1]  # no absolute paths
+            message = messages.get(match.group(2), "")
+            return f"{message} ({where})" if message else f"assertion at {where}"
     lines = [ln for ln in log.splitlines() if ln.strip()]
     return lines[-1].split("] ", 1)[-1].strip() if lines else ""
 
@@ -131,5 +135,6 @@ def run_sby(workdir: str | os.PathLike, harness, *, mode: str, depth: int,
     if status == "FAIL":
         vcds = sorted((workdir / "job").glob("engine_*/trace*.vcd"))
         trace = str(vcds[0].relative_to(workdir)) if vcds else None
-    detail = _detail(log) if status != "PASS" else ""
+    design = (workdir / "design.il").read_text(encoding="utf-8")
+    detail = _detail(log, design) if status != "PASS" else ""
     return SbyResult(status, seconds, detail, trace)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -56,7 +57,9 @@ def test_mutant_caught(summary, prop, mutant):
     entry = next(e for e in doc["properties"] if e["property"] == prop.name)
     result = next(m for m in entry["mutants"] if m["name"] == mutant.name)
     assert result["result"] == "FAIL" and result["caught"]
-    assert result["failed_assertion"].startswith("Assert failed")
+    # it fails on the assertion the bug is about (message and source line)
+    assert mutant.expect in result["failed_assertion"], result["failed_assertion"]
+    assert re.search(r"\(\w+\.py:\d+\)$", result["failed_assertion"])
     assert (out / result["trace"]).is_file()  # the counterexample trace
 
 
