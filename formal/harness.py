@@ -1,0 +1,112 @@
+"""What every proof harness shares: free inputs, the stream rule, planted bugs.
+
+A harness is an Amaranth ``Elaboratable`` that instantiates a generated block, drives its
+inputs from free inputs of the harness (the solver chooses them every clock), constrains them
+with ``Assume`` (the stream rule on input streams, parameter bounds) and states the property
+with ``Assert``. The reset is assumed low: the solver starts from the reset state (every
+register at its ``init``) and may then do anything the assumptions allow.
+
+A mutant is a copy of a generator module with one line changed (:func:`mutant_module`): the
+shipped source is read, the edit is applied in memory, and the copy is executed as a module of
+its own, so the shipped generator's output never changes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+
+from amaranth.hdl import Assume, Elaboratable, ResetSignal, Signal
+
+__all__ = ["Harness", "mutant_module", "stream_rule"]
+
+
+class Harness(Elaboratable):
+    """Base of the proof harnesses: free inputs and the reset assumption.
+
+    Subclasses build their checks in ``check(m)``; :meth:`free` makes a free input, and
+    :attr:`ports` lists them for :func:`amaranth.back.rtlil.convert`.
+    """
+
+    def __init__(self):
+        self._free: list[Signal] = []
+
+    def free(self, shape, name: str) -> Signal:
+        """A free input of the harness: any value on any clock."""
+        sig = Signal(shape, name=name)
+        self._free.append(sig)
+        return sig
+
+    @property
+    def ports(self) -> list[Signal]:
+        return list(self._free)
+
+    def check(self, m) -> None:  # pragma: no cover - every harness overrides it
+        raise NotImplementedError
+
+    def elaborate(self, platform):
+        from amaranth.hdl import Module
+
+        m = Module()
+        m.d.comb += Assume(~ResetSignal())
+        self.check(m)
+        return m
+
+
+def stream_rule(m, port, kind, name: str) -> None:
+    """The stream rule on ``port`` (an ``amaranth.lib.stream`` interface): once ``valid`` is
+    high and ``ready`` low, the next clock has ``valid`` high and the same payload.
+
+    ``kind`` is ``Assert`` for an output of the block and ``Assume`` for an input (what the
+    environment promises).
+    """
+    payload = port.payload.as_value() if hasattr(port.payload, "as_value") else port.payload
+    past = Signal(name=f"{name}_past")
+    held = Signal(name=f"{name}_held")
+    prev = Signal(len(payload), name=f"{name}_prev")
+    m.d.sync += [past.eq(1), held.eq(port.valid & ~port.ready), prev.eq(payload)]
+    with m.If(past & held):
+        m.d.comb += kind(port.valid & (payload == prev), f"{name}: stream rule")
+
+
+def drive_input(h: Harness, m, port, name: str) -> None:
+    """Drive input stream ``port`` from free inputs that obey the stream rule (assumed)."""
+    payload = port.payload.as_value() if hasattr(port.payload, "as_value") else port.payload
+    valid = h.free(1, f"{name}_valid")
+    data = h.free(len(payload), f"{name}_payload")
+    m.d.comb += [port.valid.eq(valid), payload.eq(data)]
+    stream_rule(m, port, Assume, name)
+
+
+def drive_ready(h: Harness, m, port, name: str) -> None:
+    """A free ``ready`` on output stream ``port`` (any backpressure)."""
+    m.d.comb += port.ready.eq(h.free(1, f"{name}_ready"))
+
+
+def mutant_module(module: str, old: str, new: str) -> types.ModuleType:
+    """A copy of ``module`` (dotted name) with the one occurrence of ``old`` replaced by ``new``.
+
+    Raises
+    ------
+    RuntimeError
+        ``old`` does not occur exactly once: the generator changed and the mutant must be
+        updated (a mutant that silently applies nowhere would prove nothing).
+    """
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise RuntimeError(f"mutant: module {module} not found")
+    with open(spec.origin, encoding="utf-8") as f:
+        source = f.read()
+    count = source.count(old)
+    if count != 1:
+        raise RuntimeError(f"mutant of {module}: {old!r} occurs {count} times, not once")
+    name = f"formal_mutant_{module.replace('.', '_')}"
+    copy = types.ModuleType(name)
+    copy.__file__ = spec.origin
+    sys.modules[name] = copy  # dataclasses look their module up while the class is built
+    try:
+        exec(compile(source.replace(old, new), f"{spec.origin} (mutant)", "exec"), copy.__dict__)
+    finally:
+        sys.modules.pop(name, None)
+    return copy

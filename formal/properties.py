@@ -1,0 +1,190 @@
+"""The list of properties ``matterhorn prove`` checks, each with its planted bug.
+
+A :class:`Property` names the block, its parameters, how it is checked (``prove``:
+k-induction, unbounded; ``bmc``: every trace of ``depth`` clocks from reset) and how its
+harness is built; each :class:`Mutant` is a one-line edit of the generator's source
+(:func:`formal.harness.mutant_module`) that the same check must reject with a counterexample.
+docs/formal.md states every property and mutant in words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from formal.harness import mutant_module
+
+__all__ = ["PROPERTIES", "Mutant", "Property", "select"]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A planted bug: in ``module``, the one occurrence of ``old`` becomes ``new``; the check
+    must fail on the assertion whose message contains ``expect``."""
+
+    name: str
+    module: str
+    old: str
+    new: str
+    what: str
+    expect: str
+
+    def load(self):
+        return mutant_module(self.module, self.old, self.new)
+
+
+@dataclass(frozen=True)
+class Property:
+    name: str
+    block: str
+    params: dict
+    mode: str
+    depth: int
+    statement: str
+    build: Callable  # build(module_or_None) -> Harness
+    mutants: tuple[Mutant, ...] = field(default_factory=tuple)
+
+
+def _encoder_cfg(T):
+    from rtl_gen.params import RTLConfig
+
+    return RTLConfig(T=T, k=1, n_in=4)
+
+
+def _tile_cfg(T, weight_bits=1):
+    from rtl_gen.params import RTLConfig
+
+    return RTLConfig(T=T, k=1, n_in=3, tile_neurons=2, lanes=1, weight_bits=weight_bits)
+
+
+def _encoder_stream(T):
+    def build(module=None):
+        from formal.encoder import EncoderStream
+
+        return EncoderStream(_encoder_cfg(T), module)
+    return build
+
+
+def _encoder_events(T):
+    def build(module=None):
+        from formal.encoder import EncoderEvents
+
+        return EncoderEvents(_encoder_cfg(T), module)
+    return build
+
+
+def _tile(kind, T, weight_bits=1):
+    def build(module=None):
+        from formal import tile
+
+        return getattr(tile, kind)(_tile_cfg(T, weight_bits), module)
+    return build
+
+
+def _router(kind):
+    def build(module=None):
+        from formal import router
+
+        return getattr(router, kind)(module=module)
+    return build
+
+
+ENC = "rtl_gen.encoder"
+TILE = "rtl_gen.tile"
+ROUTER = "rtl_gen.router"
+
+ENC_STREAM_MUTANT = Mutant(
+    "encoder_step_ignores_ready", ENC, "(self.o.ready & only_one)", "only_one",
+    "the emit walk moves to the next time step without waiting for ready", "o: stream rule")
+ENC_MASK_MUTANT = Mutant(
+    "encoder_mask_off_by_one", ENC, "kept = transmitted(tau, cfg.i_max_in, cfg.k)",
+    "kept = transmitted(tau, cfg.i_max_in, cfg.k + 1)",
+    "the input mask drops |tau - I_max| = k + 1 too", "a kept address never left")
+ENC_ONCE_MUTANT = Mutant(
+    "encoder_keeps_sent_flag", ENC, "m.d.sync += keep.bit_select(lowest, 1).eq(0)",
+    "m.d.sync += []", "a sent address is not cleared, so it is sent again", "(time, address) order")
+ENC_ORDER_MUTANT = Mutant(
+    "encoder_highest_first", ENC, "for a in reversed(range(n)):", "for a in range(n):",
+    "the priority encoder picks the highest address of a step first", "(time, address) order")
+TILE_STREAM_MUTANT = Mutant(
+    "tile_marker_ignores_ready", TILE,
+    "                with m.If(self.o.ready):\n                    m.next = \"IDLE\"",
+    "                m.next = \"IDLE\"",
+    "the output marker is dropped after one clock even when not taken", "o: stream rule")
+TILE_MASK_MUTANT = Mutant(
+    "tile_mask_off_by_one", TILE, "b_tx.eq(transmitted(b_t, i_max_out, k))",
+    "b_tx.eq(transmitted(b_t, i_max_out, k - 1))",
+    "the output mask lets |t - I_max| = k through", "inside the dead zone")
+TILE_ONCE_MUTANT = Mutant(
+    "tile_fired_not_set", TILE, "fired.word_select(b_g, L) | cross),",
+    "fired.word_select(b_g, L)),", "a neuron that fired is not marked fired", "fired twice")
+TILE_ACC_MUTANT = Mutant(
+    "tile_accumulator_one_bit_short", TILE, "Signal(signed(cfg.acc_width), name=f\"v{j}\")",
+    "Signal(signed(cfg.acc_width - 1), name=f\"v{j}\")",
+    "the membranes are one bit narrower than the derived accumulator width", "changed by more than")
+ROUTER_STREAM_MUTANT = Mutant(
+    "router_grant_not_held", ROUTER, "            with m.If(locked):\n"
+    "                m.d.comb += sel.eq(held)\n", "",
+    "a stalled output is re-arbitrated instead of holding its grant", "stream rule")
+ROUTER_XY_MUTANT = Mutant(
+    "router_y_before_x", ROUTER, "go_x = f.dst_x != x", "go_x = Const(0, 1)",
+    "a flit may turn to its Y port before reaching its column", "for another port")
+ROUTER_HOPS_MUTANT = Mutant(
+    "router_no_hop_on_west", ROUTER, "if o != _L:", "if o not in (_L, _W):",
+    "a flit leaving west keeps its hop count", "hops not one higher")
+ROUTER_DUP_MUTANT = Mutant(
+    "router_pop_without_take", ROUTER, "pops[i].append(take & (sel == i))",
+    "pops[i].append(out.valid & (sel == i))",
+    "an input FIFO is popped while its output is stalled (a flit is lost)", "stream rule")
+
+ROUTER_LOCAL_DUP_MUTANT = Mutant(
+    "router_local_not_popped", ROUTER, "pops[i].append(take & (sel == i))",
+    "pops[i].append(take & (sel == i) & Const(int(o != _L), 1))",
+    "a flit ejected on the local port stays in its FIFO and leaves again (duplicated)",
+    "left twice")
+
+PROPERTIES: tuple[Property, ...] = (
+    Property("encoder_stream_T4", "mttfs_encoder", {"T": 4, "k": 1, "n_in": 4}, "prove", 10,
+             "o obeys the stream rule", _encoder_stream(4), (ENC_STREAM_MUTANT,)),
+    Property("encoder_stream_T8", "mttfs_encoder", {"T": 8, "k": 1, "n_in": 4}, "prove", 10,
+             "o obeys the stream rule", _encoder_stream(8), (ENC_STREAM_MUTANT,)),
+    Property("encoder_events_T4", "mttfs_encoder", {"T": 4, "k": 1, "n_in": 4}, "bmc", 24,
+             "an event leaves iff |tau - I_max| > k, once per window, in (time, address) order",
+             _encoder_events(4), (ENC_MASK_MUTANT, ENC_ONCE_MUTANT, ENC_ORDER_MUTANT)),
+    Property("encoder_events_T8", "mttfs_encoder", {"T": 8, "k": 1, "n_in": 4}, "bmc", 24,
+             "an event leaves iff |tau - I_max| > k, once per window, in (time, address) order",
+             _encoder_events(8), (ENC_MASK_MUTANT,)),
+    Property("tile_stream_T4", "mttfs_tile",
+             {"T": 4, "k": 1, "n_in": 3, "tile_neurons": 2, "lanes": 1}, "prove", 20,
+             "o obeys the stream rule", _tile("TileStream", 4), (TILE_STREAM_MUTANT,)),
+    Property("tile_outputs_T4", "mttfs_tile",
+             {"T": 4, "k": 1, "n_in": 3, "tile_neurons": 2, "lanes": 1}, "bmc", 24,
+             "at most one event per neuron and window, none in the dead zone, "
+             "(time, address) order", _tile("TileOutputs", 4),
+             (TILE_MASK_MUTANT, TILE_ONCE_MUTANT)),
+    Property("tile_membrane_T4", "mttfs_tile",
+             {"T": 4, "k": 1, "n_in": 3, "tile_neurons": 2, "lanes": 1}, "bmc", 16,
+             "membranes within acc_bound and never wrapping, for loads within the packer's "
+             "bounds", _tile("TileMembrane", 4), (TILE_ACC_MUTANT,)),
+    Property("router_stream", "mttfs_router",
+             {"mesh": "3x3", "x": 1, "y": 1, "addr_width": 1, "time_width": 2}, "bmc", 12,
+             "every output obeys the stream rule", _router("RouterStream"),
+             (ROUTER_STREAM_MUTANT,)),
+    Property("router_flow", "mttfs_router",
+             {"mesh": "3x3", "x": 1, "y": 1, "addr_width": 1, "time_width": 2}, "bmc", 8,
+             "XY port; any flit leaves exactly once, while busy is high, with dst and t "
+             "unchanged and hops + 1 per hop", _router("RouterFlow"),
+             (ROUTER_XY_MUTANT, ROUTER_HOPS_MUTANT, ROUTER_DUP_MUTANT, ROUTER_LOCAL_DUP_MUTANT)),
+)
+
+
+def select(only: list[str] | None = None) -> tuple[Property, ...]:
+    """The properties named in ``only`` (all when empty); ``ValueError`` on an unknown name."""
+    if not only:
+        return PROPERTIES
+    names = {p.name for p in PROPERTIES}
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        raise ValueError(f"unknown property {unknown[0]!r}; known: {', '.join(sorted(names))}")
+    wanted = list(dict.fromkeys(only))
+    return tuple(p for p in PROPERTIES if p.name in wanted)
