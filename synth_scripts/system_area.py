@@ -213,9 +213,9 @@ def markdown(doc: dict) -> str:
                      m.get("area", "-")])
     r, c = doc["mesh"]
     head = [f"# mttfs_system on a {r}x{c} mesh: area per instance", "",
-            f"Library: {doc['liberty'] or 'none (generic cells only)'}; "
-            f"SRAM macros: {doc['sram_macros']}; n_in {doc['parameters']['n_in']}, "
-            f"N {doc['parameters']['tile_neurons']}, T {doc['parameters']['T']}.", ""]
+            (f"Library: {doc['liberty'] or 'none (generic cells only)'}; "
+             f"SRAM macros: {doc['sram_macros']}; n_in {doc['parameters']['n_in']}, "
+             f"N {doc['parameters']['tile_neurons']}, T {doc['parameters']['T']}."), ""]
     table = markdown_table(
         ["kind", "instances", "generic cells / inst.", "mapped cells / inst.",
          "area / inst.", "area range", "area, all"], rows)

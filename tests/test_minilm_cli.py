@@ -37,6 +37,7 @@ def test_stats_writes_report(tmp_path, capsys):
     assert doc["quality"]["k=0"]["bit_exact_qnn"] is True
     names = sorted(p.name for p in out.iterdir())
     assert names == [
+        ".matterhorn-owned.json",  # what the command wrote: a rerun replaces only those
         "energy_paper",
         "golden_stats.json",
         "rates.json",
