@@ -21,7 +21,7 @@ import sys
 from matterhorn import __version__
 
 #: Subcommands in the order ``--help`` lists them.
-COMMANDS = ("demo", "generate", "regress", "synth", "energy", "stats", "compare", "flow")
+COMMANDS = ("demo", "generate", "regress", "synth", "energy", "stats", "compare", "flow", "finetune")
 
 
 def _load(name: str):

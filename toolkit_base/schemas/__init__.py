@@ -8,7 +8,8 @@ Each ``<name>.json`` beside this file is a JSON Schema (draft 2020-12) of one do
 - ``golden_layers``: integer layers exported by ``golden_models.export``;
 - ``regress_summary``: ``regress_summary.json`` of ``matterhorn regress``;
 - ``flow``: ``flow.json`` of ``matterhorn flow``;
-- ``energy_report``: ``energy_report.json`` of ``matterhorn energy``.
+- ``energy_report``: ``energy_report.json`` of ``matterhorn energy``;
+- ``finetune``: ``finetune.json`` of ``matterhorn finetune`` (and of each checkpoint folder).
 
 Readers call :func:`validate`; a malformed document raises ``ValueError`` with one line that
 names the document and the failing field, e.g.
@@ -28,6 +29,7 @@ __all__ = ["SCHEMAS", "field_path", "schema", "validate"]
 SCHEMAS = (
     "compare",
     "energy_report",
+    "finetune",
     "flow",
     "golden_layers",
     "golden_stats",
