@@ -32,7 +32,8 @@ def run_dir(tmp_path_factory):
 
 
 def test_finetune_writes_report_and_checkpoints(run_dir, capsys):
-    assert sorted(p.name for p in run_dir.iterdir()) == ["finetune.json", "k0", "k1"]
+    assert sorted(p.name for p in run_dir.iterdir()) == ["finetune.json", "k0", "k1", "summary.md"]
+    assert "| 1 | " in (run_dir / "summary.md").read_text()
     doc = validate(json.loads((run_dir / "finetune.json").read_text()), "finetune", "x")
     assert [r["k"] for r in doc["runs"]] == [0, 1]
     k0, k1 = doc["runs"]

@@ -31,6 +31,7 @@ from golden_models.models.stats import Tally
 from toolkit_base.checks import check_int
 from toolkit_base.files import write_atomic
 from toolkit_base.schemas import validate
+from toolkit_base.tables import markdown_table
 
 SCHEMA = "matterhorn.finetune/1"
 MODELS = {"minilm": "all-MiniLM-L6-v2"}
@@ -246,13 +247,13 @@ def _document(model: str, main, n_cal: int, n_ev: int, ptq: PTQConfig, runs: lis
 
 
 def write_summary(out: Path | str, *, plot: Callable[[dict, Path], object] | None = None) -> dict:
-    """Rebuild ``<out>/finetune.json`` (and the plot) from the checkpoint folders in ``<out>``.
+    """Rebuild ``<out>/finetune.json``, ``summary.md`` (and the plot) from the checkpoints.
 
     Runs are ordered by ``k``. Checkpoints from different corpora or settings are refused.
     """
     out = Path(out)
-    docs = [checkpoint.read_document(p) for p in sorted(out.glob("k*")) if p.is_dir()]
-    docs = [d for d in docs]
+    folders = [p for p in out.glob("k*") if p.is_dir() and p.name[1:].isdigit()]
+    docs = [checkpoint.read_document(p) for p in sorted(folders)]
     if not docs:
         raise ValueError(f"{str(out)!r} holds no checkpoint folder k<k>")
     head = {n: v for n, v in docs[0].items() if n != "runs"}
@@ -262,6 +263,66 @@ def write_summary(out: Path | str, *, plot: Callable[[dict, Path], object] | Non
     runs = sorted((d["runs"][0] for d in docs), key=lambda r: r["k"])
     doc = validate({**head, "runs": runs}, "finetune", "finetune.json")
     write_atomic(out / "finetune.json", json.dumps(doc, indent=1) + "\n")
+    write_atomic(out / "summary.md", summary_markdown(doc))
     if plot is not None:
         plot(doc, out / PLOT_FILE)
     return doc
+
+
+def summary_markdown(doc: dict) -> str:
+    """Before/after quality per radius and the spike rates per position (percent per step)."""
+
+    def q(x: dict) -> list[str]:
+        c = x["cos_float"]
+        return [f"{c['mean']:.3f} / {c['min']:.3f}", f"{x['retrieval_agreement']:.3f}"]
+
+    c = doc["corpus"]
+    lines = [
+        f"# {doc['model']} W{doc['weight_bits']}A{doc['act_bits']}: dead-zone fine-tuning",
+        "",
+        (
+            f"Evaluation: {c['evaluation_sentences']} sentences of `{c['name']}` "
+            f"({c['source']}), never trained on."
+        ),
+        "",
+        *markdown_table(
+            [
+                "k",
+                "cos to float before (mean / min)",
+                "retrieval before",
+                "cos to float after (mean / min)",
+                "retrieval after",
+                "rate before (%)",
+                "rate after (%)",
+                "steps",
+                "wall (s)",
+            ],
+            (
+                [
+                    r["k"],
+                    *q(r["before"]),
+                    *q(r["after"]),
+                    f"{100 * r['before']['rates']['network']:.2f}",
+                    f"{100 * r['after']['rates']['network']:.2f}",
+                    r["config"]["steps"],
+                    f"{r['training']['wall_seconds']:.0f}",
+                ]
+                for r in doc["runs"]
+            ),
+        ),
+        "",
+        "## Spike rate per step after fine-tuning (%)",
+        "",
+        *markdown_table(
+            ["position", *(f"k={r['k']}" for r in doc["runs"])],
+            (
+                [
+                    name,
+                    *(f"{100 * r['after']['rates']['positions'][name]:.2f}" for r in doc["runs"]),
+                ]
+                for name in POSITIONS
+            ),
+        ),
+        "",
+    ]
+    return "\n".join(lines)
