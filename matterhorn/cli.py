@@ -21,7 +21,17 @@ import sys
 from matterhorn import __version__
 
 #: Subcommands in the order ``--help`` lists them.
-COMMANDS = ("demo", "generate", "regress", "synth", "energy", "stats", "compare", "flow", "finetune")
+COMMANDS = (
+    "demo",
+    "generate",
+    "regress",
+    "synth",
+    "energy",
+    "stats",
+    "compare",
+    "flow",
+    "finetune",
+)
 
 
 def _load(name: str):
