@@ -141,4 +141,10 @@ def test_stats_refuses_other_checkpoints(run_dir, tmp_path, capsys):
     (other / "finetune.json").write_text(json.dumps(doc))
     assert main([*base, "--checkpoint", str(other)]) == 2
     assert "is of model 'bert-base', not 'minilm'" in capsys.readouterr().err
+    doc["runs"][0]["k"] = "one"
+    (other / "finetune.json").write_text(json.dumps(doc))
+    assert main([*base, "--checkpoint", str(other)]) == 2
+    assert "finetune.json: field 'runs[0].k': 'one' is not of type 'integer'" in (
+        capsys.readouterr().err
+    )
     assert not (tmp_path / "s").exists()
