@@ -148,3 +148,12 @@ def test_stats_refuses_other_checkpoints(run_dir, tmp_path, capsys):
         capsys.readouterr().err
     )
     assert not (tmp_path / "s").exists()
+
+
+def test_quality_plot(run_dir, tmp_path):
+    from energy_model.plots import plot_finetune
+
+    doc = json.loads((run_dir / "finetune.json").read_text())
+    first = plot_finetune(doc, tmp_path / "a.png").read_bytes()
+    assert first[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plot_finetune(doc, tmp_path / "b.png").read_bytes() == first  # deterministic
