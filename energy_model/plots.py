@@ -260,3 +260,42 @@ def plot_minilm_rates(doc: Mapping, path: str | Path) -> Path:
     ax.set_title("network: " + ", ".join(f"{e} {100 * net[e]:.2f}%" for e in encs), fontsize=9)
     ax.legend(fontsize=8)
     return _save(fig, path, dpi=_MINILM_DPI)
+
+
+def plot_finetune(doc: Mapping, path: str | Path) -> Path:
+    """Quality against spike rate, before and after fine-tuning, one point per radius k.
+
+    The paper's figure "Energy-Accuracy Trade-off", measured: x is the network spike rate per
+    step, y the mean cosine to the float model (left) and the top-1 retrieval agreement
+    (right) on the evaluation split (``finetune.json``, ``matterhorn.finetune/1``).
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    for ax, (metric, label) in zip(
+        axes,
+        (
+            (lambda q: q["cos_float"]["mean"], "mean cosine to float"),
+            (lambda q: q["retrieval_agreement"], "top-1 retrieval agreement"),
+        ),
+        strict=True,
+    ):
+        for when, style in (("before", "o--"), ("after", "s-")):
+            xs = [100 * r[when]["rates"]["network"] for r in doc["runs"]]
+            ys = [metric(r[when]) for r in doc["runs"]]
+            name = "post-training conversion" if when == "before" else "fine-tuned"
+            ax.plot(xs, ys, style, label=name)
+            for r, x, y in zip(doc["runs"], xs, ys, strict=True):
+                ax.annotate(
+                    f"k={r['k']}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8
+                )
+        ax.set_xlabel("network spike rate per step (%)")
+        ax.set_ylabel(label)
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(
+        f"{doc['model']} W{doc['weight_bits']}A{doc['act_bits']} M-TTFS: quality against spike "
+        f"rate, corpus {doc['corpus']['name']} ({doc['corpus']['evaluation_sentences']} "
+        "evaluation sentences)",
+        fontsize=10,
+    )
+    return _save(fig, path, dpi=_MINILM_DPI)

@@ -15,6 +15,16 @@ def test_builtin_corpus_splits():
     assert "/" not in c.source
 
 
+def test_docstring_corpus_never_leaks_evaluation_sentences():
+    extra = load_corpus("python-docstrings")
+    assert len(extra.calibration) >= 1000 and "/" not in extra.source
+    assert not set(extra.calibration) & set(extra.evaluation)
+    # the same hash rule: a sentence shared with pydoc-topics lands in the same split
+    ev = set(load_corpus("pydoc-topics").evaluation)
+    assert not ev & set(extra.calibration)
+    assert all(split_of(s) == "calibration" for s in extra.calibration)
+
+
 def test_sentences_drop_code_and_headings():
     text = (
         "The if statement\n****************\n\nThe if statement is used for conditional "

@@ -1,11 +1,12 @@
 """A real MiniLM layer in RTL: the Q-projection slice on the generated tile, both simulators.
 
-The slice (:mod:`golden_models.models.rtl_slice`) is 384 inputs x 16 neurons of block 0's Q
-projection with the QNN's real 4-bit weights, threshold tables of its real scales and bias, the
-calibrated masks at radius k = 1, and input vectors that are real corpus tokens. The tile is
-generated at that size, loaded through its load port and run by the cocotb tile bench through
-:func:`regression.run_tile`, which compares every output event and every counter with
-:meth:`golden_models.integer_layer.IntegerLayer.run_events`.
+The slice (:mod:`golden_models.models.rtl_slice`), of the post-training QNN and of the QNN
+after dead-zone fine-tuning (:mod:`golden_models.models.finetune`), is 384 inputs x 16
+neurons of block 0's Q projection with the QNN's real 4-bit weights, threshold tables of its
+real scales and bias, the calibrated masks at radius k = 1, and input vectors that are real
+corpus tokens. The tile is generated at that size, loaded through its load port and run by the
+cocotb tile bench through :func:`regression.run_tile`, which compares every output event and
+every counter with :meth:`golden_models.integer_layer.IntegerLayer.run_events`.
 """
 
 import pytest
@@ -15,6 +16,7 @@ import regression
 from golden_models import encode_events
 from golden_models.models.bert import load_minilm
 from golden_models.models.corpus import load_corpus
+from golden_models.models.finetune import FinetuneConfig, train
 from golden_models.models.ptq import convert
 from golden_models.models.rtl_slice import capture_slice
 from regression import sim
@@ -24,22 +26,36 @@ VECTORS = 8
 
 
 @pytest.fixture(scope="module")
-def minilm_slice():
+def slices():
+    """The slice of the post-training QNN and of the same QNN after a short fine-tuning at k."""
     saved = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         model, tok = load_minilm()
         corpus = load_corpus("pydoc-topics")
         qnn = convert(model, tok, corpus.calibration[:8])
-        return capture_slice(
-            qnn, tok, corpus.evaluation[:4], block=0, n_out=16, k=K, max_vectors=VECTORS
-        )
+        # a short, strong fine-tuning (the integer form is what matters here, not its quality)
+        cfg = FinetuneConfig(k=K, steps=2, batch=4, lr=1e-2, warmup=0, threads=1)
+        tuned, _ = train(model, qnn, tok, corpus.calibration[:16], cfg)
+        return {
+            name: capture_slice(
+                net, tok, corpus.evaluation[:4], block=0, n_out=16, k=K, max_vectors=VECTORS
+            )
+            for name, net in (("ptq", qnn), ("finetuned", tuned))
+        }
     finally:
         torch.set_num_threads(saved)
 
 
+def test_finetuned_slice_differs(slices):
+    a, b = slices["ptq"].layer, slices["finetuned"].layer
+    assert not (torch.equal(a.weights, b.weights) and torch.equal(a.theta, b.theta))
+
+
+@pytest.mark.parametrize("model", ["ptq", "finetuned"])
 @pytest.mark.parametrize("sim_name", sim.SIMULATORS)
-def test_minilm_slice_on_tile(minilm_slice, sim_name):
+def test_minilm_slice_on_tile(slices, model, sim_name):
+    minilm_slice = slices[model]
     layer = minilm_slice.layer
     # the golden layer is the QNN's own computation for these tokens
     for q_in, q_out in zip(minilm_slice.q_in, minilm_slice.q_out, strict=True):
@@ -50,7 +66,7 @@ def test_minilm_slice_on_tile(minilm_slice, sim_name):
         sim_name,
         out_dir=regression.DEFAULT_ROOT,
         seed=0,
-        name="minilm-q",
+        name=f"minilm-q-{model}",
     )
     assert res.passed, res.error
     golden = res.counters_golden

@@ -6,20 +6,26 @@ topics that every CPython installation ships as :mod:`pydoc_data.topics` (PSF li
 (grammar and code lines dropped) and assigned to the calibration or the evaluation split by a
 hash of the sentence text, so the two splits are disjoint and do not depend on list order.
 
+``"python-docstrings"`` is the English prose of the docstrings of the standard library's Python
+sources (modules, classes and functions; test packages left out), read with :mod:`ast` without
+importing anything: about 10 700 sentences, used as extra training text for fine-tuning.
+
 A path to a UTF-8 text file with one sentence a line is accepted as well (``name`` ending in
 ``.txt``), split by the same rule.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
 import sys
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
 #: Names of the built-in corpora.
-CORPORA = ("pydoc-topics",)
+CORPORA = ("pydoc-topics", "python-docstrings")
 
 #: Sentences shorter or longer than this (in words) are dropped: headings, fragments, run-ons.
 MIN_WORDS, MAX_WORDS = 6, 48
@@ -136,6 +142,12 @@ def load_corpus(name: str) -> Corpus:
         text = "\n\n".join(topics[key] for key in sorted(topics))
         version = ".".join(str(v) for v in sys.version_info[:2])
         return _split(name, sentences_of_text(text), f"CPython {version} pydoc_data.topics")
+    if name == "python-docstrings":
+        version = ".".join(str(v) for v in sys.version_info[:2])
+        text = "\n\n".join(_stdlib_docstrings())
+        return _split(
+            name, sentences_of_text(text), f"CPython {version} standard library docstrings"
+        )
     if name.endswith(".txt"):
         path = Path(name)
         if not path.is_file():
@@ -147,3 +159,23 @@ def load_corpus(name: str) -> Corpus:
         f"corpus must be one of {CORPORA} or a path to a .txt file (one sentence a line), "
         f"not {name!r}"
     )
+
+
+def _stdlib_docstrings() -> list[str]:
+    """Docstrings of the standard library's ``.py`` files, in path order (nothing imported)."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    skip = {"site-packages", "test", "tests", "idle_test"}
+    docs = []
+    for path in sorted(root.rglob("*.py")):
+        if skip & set(path.relative_to(root).parts):
+            continue
+        try:
+            tree = ast.parse(path.read_text("utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue  # a few sources are templates or in other encodings
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node)
+                if doc:
+                    docs.append(doc)
+    return docs

@@ -67,6 +67,7 @@ def minilm_stats(
     out: Path | str | None = None,
     plot: Callable[[dict, Path], object] | None = None,
     threads: int | None = None,
+    checkpoint: Path | str | None = None,
 ) -> dict:
     """Convert MiniLM post-training, measure spike statistics, and write the report.
 
@@ -88,6 +89,10 @@ def minilm_stats(
     plot : callable, optional
         ``plot(doc, folder)`` draws the figures into the report folder (see
         :func:`write_report`; ``energy_model.plots.plot_minilm`` writes the PNGs).
+    checkpoint : path, optional
+        A checkpoint folder of ``matterhorn finetune`` (:mod:`golden_models.models.checkpoint`):
+        measure that QNN instead of converting one (``calibration`` is then unused). Its radius
+        must not exceed ``k_max``.
 
     Returns
     -------
@@ -100,12 +105,12 @@ def minilm_stats(
     if threads is not None:
         torch.set_num_threads(threads)
     try:
-        return _minilm_stats(corpus, sentences, calibration, k_max, out, plot)
+        return _minilm_stats(corpus, sentences, calibration, k_max, out, plot, checkpoint)
     finally:
         torch.set_num_threads(saved)
 
 
-def _minilm_stats(corpus, sentences, calibration, k_max, out, plot) -> dict:
+def _minilm_stats(corpus, sentences, calibration, k_max, out, plot, checkpoint) -> dict:
     sentences = _check_count(sentences, "sentences")
     calibration = _check_count(calibration, "calibration")
     check_k_max(k_max)
@@ -114,7 +119,26 @@ def _minilm_stats(corpus, sentences, calibration, k_max, out, plot) -> dict:
     ev = data.evaluation[:sentences]
     float_model, tok = load_minilm()
     cfg = PTQConfig()
-    qnn = convert(float_model, tok, cal, cfg)
+    finetuned = None
+    if checkpoint is None:
+        qnn = convert(float_model, tok, cal, cfg)
+    else:
+        from golden_models.models import checkpoint as ckpt
+
+        qnn, ck = ckpt.load(checkpoint, float_model, model="minilm")
+        run = ck["runs"][0]
+        if run["k"] > k_max:
+            raise ValueError(
+                f"checkpoint {str(checkpoint)!r} was fine-tuned at k={run['k']}, beyond "
+                f"k_max={k_max}"
+            )
+        cal = data.calibration[: ck["corpus"]["calibration_sentences"]]
+        finetuned = {
+            "k": run["k"],
+            "steps": run["config"]["steps"],
+            "seed": run["config"]["seed"],
+            "corpus": ck["corpus"]["name"],
+        }
     run = collect(float_model, qnn, tok, ev, k_max)
     meta = {
         "model": "all-MiniLM-L6-v2",
@@ -134,6 +158,7 @@ def _minilm_stats(corpus, sentences, calibration, k_max, out, plot) -> dict:
             "key_value": "4-bit symmetric per block, consumed as weights (not spike-encoded)",
             "i_max": "mode of the calibration histogram per position and block",
         },
+        "finetuned": finetuned,
     }
     doc = summarise(qnn, run, meta)
     if out is not None:
@@ -227,6 +252,17 @@ def summary_markdown(doc: dict) -> str:
             f"{c['evaluation_sentences']} evaluation sentences ({doc['tokens']} tokens). "
             f"W{doc['quantization']['weight_bits']}A{doc['quantization']['act_bits']}, "
             f"T={doc['T']}, rounding `{doc['quantization']['rounding']}`."
+        ),
+        *(
+            [
+                "",
+                (
+                    f"Fine-tuned at k={doc['finetuned']['k']} ({doc['finetuned']['steps']} "
+                    f"steps, seed {doc['finetuned']['seed']}; `matterhorn finetune`)."
+                ),
+            ]
+            if doc.get("finetuned")
+            else []
         ),
         "",
         "## Most frequent code per position (QNN, all blocks pooled)",

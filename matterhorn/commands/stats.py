@@ -38,6 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="synth_report.json with unit costs (from matterhorn synth --liberty): a second "
         "energy estimate with our synthesized costs",
     )
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=None,
+        help="a checkpoint folder of matterhorn finetune (OUT/k<k>): measure that QNN",
+    )
     parser.add_argument("--out", required=True, help="output folder")
 
 
@@ -58,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         out=args.out,
         plot=None if args.no_plots else _plot_minilm(),
         threads=args.threads,
+        checkpoint=args.checkpoint,
     )
     r = doc["rates"]
     rates = ", ".join(f"{k} {100 * v:.2f}%" for k, v in r.items())

@@ -11,6 +11,7 @@ Each ``<name>.json`` beside this file is a JSON Schema (draft 2020-12) of one do
 - ``flow``: ``flow.json`` of ``matterhorn flow``;
 - ``energy_report``: ``energy_report.json`` of ``matterhorn energy``;
 - ``prove_summary``: ``prove_summary.json`` of ``matterhorn prove``.
+- ``finetune``: ``finetune.json`` of ``matterhorn finetune`` (and of each checkpoint folder).
 
 Readers call :func:`validate`; a malformed document raises ``ValueError`` with one line that
 names the document and the failing field, e.g.
@@ -30,6 +31,7 @@ __all__ = ["SCHEMAS", "field_path", "schema", "validate"]
 SCHEMAS = (
     "compare",
     "energy_report",
+    "finetune",
     "flow",
     "golden_layers",
     "golden_stats",

@@ -1,0 +1,63 @@
+"""Speed and memory of dead-zone fine-tuning (``matterhorn finetune``), projected to a default run.
+
+Prints the conversion time, seconds per training step (batch 16, the default training text),
+seconds per evaluated sentence, the peak resident memory, and the projected wall time of the
+default run at one radius (600 steps, 632 evaluation sentences before and after).
+
+    python benchmarks/bench_finetune.py [--steps 10] [--k 1] [--threads 1] [--sentences 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+import torch
+
+from golden_models.models.bert import load_minilm
+from golden_models.models.corpus import load_corpus
+from golden_models.models.finetune import FinetuneConfig, train
+from golden_models.models.finetune_report import EXTRA_CORPORA, evaluate, float_embeddings
+from golden_models.models.ptq import convert
+
+DEFAULT_STEPS, EVAL_SENTENCES = 600, 632
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--k", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--sentences", type=int, default=32)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    model, tok = load_minilm()
+    main_corpus = load_corpus("pydoc-topics")
+    texts = list(main_corpus.calibration)
+    for name in EXTRA_CORPORA:
+        texts += load_corpus(name).calibration
+    texts = list(dict.fromkeys(texts))  # as finetune_minilm: duplicates once
+    start = time.perf_counter()
+    qnn = convert(model, tok, main_corpus.calibration)
+    conv = time.perf_counter() - start
+    ev = main_corpus.evaluation[: args.sentences]
+    emb = float_embeddings(model, tok, ev)
+    start = time.perf_counter()
+    evaluate(qnn, tok, ev, args.k, emb)
+    per_sentence = (time.perf_counter() - start) / len(ev)
+    cfg = FinetuneConfig(k=args.k, steps=args.steps, threads=args.threads)
+    _, log = train(model, qnn, tok, texts, cfg)
+    per_step = log.seconds / args.steps
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    projected = conv + DEFAULT_STEPS * per_step + 2 * EVAL_SENTENCES * per_sentence
+    print(f"threads {args.threads}, k={args.k}; conversion {conv:.1f} s")
+    print(f"training: {per_step:.2f} s/step (batch {cfg.batch}, {len(texts)} sentences)")
+    print(f"evaluation: {per_sentence * 1000:.0f} ms/sentence")
+    print(f"peak resident memory: {peak:.2f} GiB")
+    print(f"projected default run (one k): {projected / 60:.1f} min")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""Checkpoints of a (fine-tuned) MiniLM QNN: the integer contract's parameters, nothing else.
+
+A checkpoint folder holds
+
+- ``checkpoint.safetensors``: per linear layer ``<name>.w_int`` (int8), ``<name>.w_scale`` and
+  ``<name>.bias`` (float64); per LayerNorm ``<name>.weight`` and ``<name>.bias`` (float64); per
+  quant point ``<name>.alpha`` (float64) and, at the spike-encoded points, ``<name>.i_max``
+  (int64). Names are the module names of :class:`golden_models.models.bert.BertEncoder`.
+- ``finetune.json``: the ``matterhorn.finetune/1`` document of the run that made it (one run),
+  which names the model and the radius ``k`` it was trained at.
+
+The token, position and type embeddings are not stored: fine-tuning keeps them, and they come
+from the shipped model. The folder is written into a staging folder and renamed into place, so
+an interrupted run leaves no folder that looks complete.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from golden_models.codespace import CodeSpace
+from golden_models.models.bert import BertEncoder, QLinear, QuantPoint
+from golden_models.mttfs import Mask
+from toolkit_base.files import replace_dir, staging_dir
+from toolkit_base.schemas import validate
+
+TENSORS = "checkpoint.safetensors"
+DOCUMENT = "finetune.json"
+
+
+def state_of(qnn: BertEncoder) -> dict[str, torch.Tensor]:
+    """The checkpoint tensors of a converted QNN."""
+    out: dict[str, torch.Tensor] = {}
+    for name, m in qnn.named_modules():
+        if isinstance(m, QLinear):
+            if m.w_int is None:
+                raise ValueError(f"linear layer {name} has no integer weights")
+            out[f"{name}.w_int"] = m.w_int.to(torch.int8).contiguous()
+            out[f"{name}.w_scale"] = m.w_scale.to(torch.float64).contiguous()
+            out[f"{name}.bias"] = m.bias.detach().to(torch.float64).contiguous()
+        elif isinstance(m, nn.LayerNorm):
+            out[f"{name}.weight"] = m.weight.detach().to(torch.float64).contiguous()
+            out[f"{name}.bias"] = m.bias.detach().to(torch.float64).contiguous()
+        elif isinstance(m, QuantPoint):
+            out[f"{name}.alpha"] = torch.tensor([float(m.alpha)], dtype=torch.float64)
+            if m.spike:
+                out[f"{name}.i_max"] = torch.tensor([m.mask.i_max], dtype=torch.int64)
+    return out
+
+
+def save(qnn: BertEncoder, doc: dict, out: Path | str) -> Path:
+    """Write the checkpoint folder ``out`` (tensors + one-run document), atomically."""
+    from safetensors.torch import save_file
+
+    validate(doc, "finetune", DOCUMENT)
+    out = Path(out)
+    with staging_dir(out.parent, prefix=".checkpoint-") as tmp:
+        save_file(state_of(qnn), str(tmp / TENSORS))
+        (tmp / DOCUMENT).write_text(json.dumps(doc, indent=1) + "\n", "utf-8")
+        replace_dir(tmp, out)
+    return out
+
+
+def read_document(folder: Path | str) -> dict:
+    """The validated ``finetune.json`` of a checkpoint folder."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"checkpoint folder {str(folder)!r} does not exist")
+    if not (folder / TENSORS).is_file() or not (folder / DOCUMENT).is_file():
+        subs = sorted(p.name for p in folder.glob("k*") if (p / TENSORS).is_file())
+        hint = f"; its checkpoints are {', '.join(subs)}" if subs else ""
+        raise ValueError(
+            f"{str(folder)!r} is not a complete checkpoint (needs {TENSORS} and {DOCUMENT}){hint}"
+        )
+    try:
+        doc = json.loads((folder / DOCUMENT).read_text("utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{folder / DOCUMENT}: not JSON ({exc.msg})") from None
+    validate(doc, "finetune", DOCUMENT)
+    if len(doc["runs"]) != 1:
+        raise ValueError(f"{DOCUMENT} of a checkpoint must hold one run, not {len(doc['runs'])}")
+    return doc
+
+
+def load(
+    folder: Path | str,
+    float_model: BertEncoder,
+    *,
+    model: str = "minilm",
+    k: int | None = None,
+) -> tuple[BertEncoder, dict]:
+    """The QNN of a checkpoint folder (float64, ``k = 0`` masks) and its document.
+
+    Parameters
+    ----------
+    folder : path
+    float_model : BertEncoder
+        The float model the checkpoint was made from (its embeddings are used).
+    model : str
+        The model the caller expects; a checkpoint of another model is refused.
+    k : int, optional
+        The radius the caller expects; a checkpoint trained at another radius is refused.
+    """
+    from safetensors.torch import load_file
+
+    doc = read_document(folder)
+    run = doc["runs"][0]
+    if doc["model_key"] != model:
+        raise ValueError(
+            f"checkpoint {str(folder)!r} is of model {doc['model_key']!r}, not {model!r}"
+        )
+    if k is not None and run["k"] != k:
+        raise ValueError(f"checkpoint {str(folder)!r} was fine-tuned at k={run['k']}, not k={k}")
+    tensors = load_file(str(Path(folder) / TENSORS))
+    qnn = copy.deepcopy(float_model).to(torch.float64)
+
+    def get(key: str) -> torch.Tensor:
+        if key not in tensors:
+            raise ValueError(f"{TENSORS}: tensor {key!r} is missing")
+        return tensors[key]
+
+    for name, m in qnn.named_modules():
+        if isinstance(m, QLinear):
+            w = get(f"{name}.w_int").to(torch.int64)
+            if tuple(w.shape) != tuple(m.weight.shape):
+                raise ValueError(f"{TENSORS}: tensor {name}.w_int has shape {tuple(w.shape)}")
+            m.w_int, m.w_scale = w, get(f"{name}.w_scale")
+            m.weight_bits = doc["weight_bits"]
+            m.bias.data = get(f"{name}.bias")
+        elif isinstance(m, nn.LayerNorm):
+            m.weight.data, m.bias.data = get(f"{name}.weight"), get(f"{name}.bias")
+        elif isinstance(m, QuantPoint):
+            m.space = CodeSpace(2 ** doc["act_bits"], m.space.family)
+            m.rounding = doc["rounding"]
+            m.alpha = float(get(f"{name}.alpha")[0])
+            if m.spike:
+                m.mask = Mask(m.space, int(get(f"{name}.i_max")[0]), 0)
+    return qnn, doc

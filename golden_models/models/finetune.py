@@ -1,0 +1,284 @@
+"""Dead-zone quantization-aware fine-tuning of the W4A4 MiniLM QNN (paper, "Training the
+Dead-Zone QNN").
+
+The integer QNN of :func:`golden_models.models.ptq.convert` carries no gradient (integer weights,
+integer codes). Training therefore runs on a float32 fake-quant *twin* initialised from it: the
+same blocks, every linear layer's latent weight initialised to ``s * W_int`` and fake-quantized
+back onto the fixed per-channel grid ``s``, every quant point quantized at its calibrated
+``alpha`` (fixed: no learned scales) and, at the spike-encoded points, dead-zone projected around
+its calibrated ``I_max`` with radius ``k``:
+
+- ``k >= 1``: the paper's masked straight-through estimator
+  (:class:`golden_models.quantizer.MaskedSTE`, Eq. masked_ste): no gradient where the code was
+  projected to ``mu`` or the quantizer saturates;
+- ``k = 0`` (and the key and value, which are never spike-encoded): the plain clipped STE. Read
+  literally, the masked STE would also block the gradient where ``q = mu`` at ``k = 0``, which
+  is 17-89 % of the values; at ``k = 0`` nothing is projected, so nothing should be blocked.
+
+The teacher is the float model. The loss is distillation without labels:
+``mean over the six blocks of MSE(student block output, teacher block output)`` over the real
+tokens, plus ``EMBED_WEIGHT * (1 - cos)`` of the pooled sentence embeddings.
+Trained: the latent weights and biases of all 36 linear layers and the LayerNorm gains and
+shifts; the token, position and type embeddings stay fixed; ``alpha``, ``I_max`` and ``k`` stay
+fixed, as in the paper. :func:`to_qnn` rounds the result back onto the integer contract: a QNN of
+the same form as the conversion's, whose ``k = 0`` run is bit-exact to it and whose layers export
+to threshold tables unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+from golden_models.models.bert import BertEncoder, BertLayer, QLinear, QuantPoint, Tokenizer
+from golden_models.quantizer import MaskedSTE, unsaturated
+from toolkit_base.checks import check_int
+
+#: Weight of the embedding term ``1 - cos`` against the mean block-output MSE.
+EMBED_WEIGHT = 1.0
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    """Settings of one fine-tuning run (all recorded in ``finetune.json``)."""
+
+    k: int = 0
+    steps: int = 600
+    batch: int = 16
+    lr: float = 3e-4
+    warmup: int = 30
+    weight_decay: float = 0.0
+    seed: int = 0
+    #: Torch intra-op threads while training (set explicitly: same threads, same result).
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        check_int("k", self.k, 0, 15)
+        check_int("steps", self.steps, 1, 1_000_000)
+        check_int("batch", self.batch, 1, 4096)
+        check_int("warmup", self.warmup, 0, 1_000_000)
+        check_int("seed", self.seed, 0, 2**63 - 1)
+        check_int("threads", self.threads, 1, 256)
+        if not (isinstance(self.lr, (int, float)) and 0 < self.lr < 1):
+            raise ValueError(f"lr must be a number in (0, 1), not {self.lr!r}")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _fake_act(x: torch.Tensor, point: QuantPoint, k: int) -> torch.Tensor:
+    """``alpha * qbar`` of the point, with the masked STE (k >= 1) or the clipped STE."""
+    if point.alpha is None:
+        raise ValueError("the QNN is not calibrated: convert it with golden_models.models.ptq")
+    space, alpha = point.space, point.alpha
+    if point.spike and k > 0:
+        return MaskedSTE.apply(x, alpha, space, point.mask.mu, k, point.rounding)
+    shift = 0.5 if point.rounding == "round" else 0.0
+    xq = torch.floor(x / alpha + shift).clamp(space.q_min, space.q_max) * alpha
+    keep = unsaturated(x.detach(), alpha, space, point.rounding).to(x.dtype)
+    return x * keep + (xq - x * keep).detach()
+
+
+def _fake_linear(x: torch.Tensor, lin: QLinear) -> torch.Tensor:
+    """The linear layer with its latent weight fake-quantized per channel (STE)."""
+    s = lin.scale32[:, None]
+    top = 2 ** (lin.weight_bits - 1)
+    w = lin.weight
+    wq = torch.floor(w / s + 0.5).clamp(-top, top - 1) * s
+    return nn.functional.linear(x, w + (wq - w).detach(), lin.bias)
+
+
+def _block(layer: BertLayer, x: torch.Tensor, bias: torch.Tensor, k: int) -> torch.Tensor:
+    """:meth:`BertLayer.forward` of the fake-quant twin (same data flow, trainable)."""
+    b, s, h = x.shape
+    nh, dk = layer.cfg.num_attention_heads, layer.cfg.head_dim
+    pt = layer.points
+
+    def heads(t: torch.Tensor) -> torch.Tensor:
+        return t.view(b, s, nh, dk).transpose(1, 2)
+
+    xq = _fake_act(x, pt["q_proj_in"], k)
+    xk = _fake_act(x, pt["k_proj_in"], k)
+    xv = _fake_act(x, pt["v_proj_in"], k)
+    query = _fake_act(heads(_fake_linear(xq, layer.query)), pt["query"], k)
+    key = _fake_act(heads(_fake_linear(xk, layer.key)), pt["key"], k)
+    value = _fake_act(heads(_fake_linear(xv, layer.value)), pt["value"], k)
+    scores = query @ key.transpose(-1, -2) / math.sqrt(dk) + bias
+    prob = _fake_act(torch.softmax(scores, dim=-1), pt["attn_prob"], k)
+    ctx = (prob @ value).transpose(1, 2).reshape(b, s, h)
+    ctx = _fake_act(ctx, pt["attn_out_in"], k)
+    x = layer.attn_norm(x + _fake_linear(ctx, layer.attn_out))
+    xf = _fake_act(x, pt["ffn_expand_in"], k)
+    mid = nn.functional.gelu(_fake_linear(xf, layer.ffn_expand))
+    mid = _fake_act(mid, pt["ffn_contract_in"], k)
+    return layer.ffn_norm(x + _fake_linear(mid, layer.ffn_contract))
+
+
+def block_outputs(
+    model: BertEncoder, ids: torch.Tensor, mask: torch.Tensor, k: int | None = None
+) -> list[torch.Tensor]:
+    """Outputs ``[B, S, H]`` of every block: of the float model (``k=None``) or of the twin."""
+    b, s = ids.shape
+    pos = torch.arange(s)
+    x = (
+        model.word_embeddings(ids)
+        + model.position_embeddings(pos)[None]
+        + model.token_type_embeddings(torch.zeros_like(ids))
+    )
+    x = model.embed_norm(x)
+    keep = mask[:, None, None, :].to(torch.bool)
+    bias = torch.zeros(keep.shape, dtype=x.dtype).masked_fill(~keep, torch.finfo(x.dtype).min)
+    outs = []
+    for layer in model.layers:
+        x = layer(x, bias) if k is None else _block(layer, x, bias, k)
+        outs.append(x)
+    return outs
+
+
+def pooled(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean over the real tokens, L2-normalised (as :meth:`BertEncoder.embed`)."""
+    m = mask[..., None].to(hidden.dtype)
+    return nn.functional.normalize((hidden * m).sum(1) / m.sum(1).clamp(min=1e-9), dim=1)
+
+
+def twin(qnn: BertEncoder) -> BertEncoder:
+    """The float32 fake-quant twin of a converted QNN, its trainable parameters marked."""
+    if any(p.alpha is None or (p.spike and p.mask is None) for p in qnn.points()):
+        raise ValueError("the QNN is not calibrated: convert it with golden_models.models.ptq")
+    if any(p.smooth is not None for p in qnn.points()):
+        raise ValueError("fine-tuning supports the conversion without smoothing (smooth=0)")
+    student = copy.deepcopy(qnn)
+    student.to(torch.float32)
+    student.requires_grad_(False)
+    for lin in student.linears():
+        lin.weight.data = (lin.w_int.to(torch.float64) * lin.w_scale[:, None]).to(torch.float32)
+        lin.scale32 = lin.w_scale.to(torch.float32)
+        lin.weight.requires_grad_(True)
+        lin.bias.requires_grad_(True)
+    for m in student.modules():
+        if isinstance(m, nn.LayerNorm):
+            m.requires_grad_(True)
+    return student
+
+
+def to_qnn(student: BertEncoder, qnn: BertEncoder) -> BertEncoder:
+    """The trained twin rounded back onto the integer contract: a float64 QNN like ``qnn``.
+
+    Weights are re-quantized on the fixed per-channel scales (``round``, the conversion's
+    mode); biases and LayerNorm parameters are copied; scales and masks are ``qnn``'s.
+    """
+    from golden_models.codespace import CodeSpace
+    from golden_models.quantizer import quantize
+
+    out = copy.deepcopy(qnn)
+    for lin_s, lin_q in zip(student.linears(), out.linears(), strict=True):
+        space = CodeSpace(2**lin_q.weight_bits, "sym")
+        w = lin_s.weight.detach().to(torch.float64)
+        lin_q.w_int = quantize(w, lin_q.w_scale[:, None], space, "round")
+        lin_q.bias.data = lin_s.bias.detach().to(torch.float64)
+        lin_q._w64 = None
+    norms_s = [m for m in student.modules() if isinstance(m, nn.LayerNorm)]
+    norms_q = [m for m in out.modules() if isinstance(m, nn.LayerNorm)]
+    for ns, nq in zip(norms_s, norms_q, strict=True):
+        nq.weight.data = ns.weight.detach().to(torch.float64)
+        nq.bias.data = ns.bias.detach().to(torch.float64)
+    return out
+
+
+def batches(n: int, batch: int, steps: int, seed: int) -> list[list[int]]:
+    """Sentence indices of every step: seeded permutations, epoch after epoch."""
+    gen = torch.Generator().manual_seed(seed)
+    order: list[int] = []
+    out = []
+    for _ in range(steps):
+        idx = []
+        while len(idx) < batch:
+            if not order:
+                order = torch.randperm(n, generator=gen).tolist()
+            idx.append(order.pop(0))
+        out.append(idx)
+    return out
+
+
+def lr_at(step: int, cfg: FinetuneConfig) -> float:
+    """Linear warm-up, then cosine decay to zero."""
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    t = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    return cfg.lr * 0.5 * (1 + math.cos(math.pi * t))
+
+
+def distill_loss(
+    student: BertEncoder,
+    teacher: BertEncoder,
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    k: int,
+) -> torch.Tensor:
+    """Mean block-output MSE over real tokens + ``EMBED_WEIGHT * (1 - cos)`` of the embeddings."""
+    with torch.no_grad():
+        t_out = block_outputs(teacher, ids, mask)
+    s_out = block_outputs(student, ids, mask, k)
+    m = mask[..., None].to(torch.float32)
+    n = m.sum() * s_out[0].shape[-1]
+    mse = sum(((s - t) ** 2 * m).sum() / n for s, t in zip(s_out, t_out, strict=True))
+    cos = (pooled(s_out[-1], mask) * pooled(t_out[-1], mask)).sum(1)
+    return mse / len(s_out) + EMBED_WEIGHT * (1 - cos).mean()
+
+
+@dataclass
+class TrainLog:
+    """Loss at every step and the training time."""
+
+    losses: list[float]
+    seconds: float
+
+
+def train(
+    teacher: BertEncoder,
+    qnn: BertEncoder,
+    tokenizer: Tokenizer,
+    sentences: Sequence[str],
+    cfg: FinetuneConfig,
+    progress: Callable[[int, float], None] | None = None,
+) -> tuple[BertEncoder, TrainLog]:
+    """Fine-tune ``qnn`` at radius ``cfg.k`` on ``sentences``; return the new QNN and the log.
+
+    Deterministic: the data order comes from ``cfg.seed``, torch's seed is set, and the run
+    uses ``cfg.threads`` intra-op threads (restored afterwards).
+    """
+    if len(sentences) < cfg.batch:
+        raise ValueError(
+            f"fine-tuning needs at least batch={cfg.batch} training sentences, not {len(sentences)}"
+        )
+    saved = torch.get_num_threads()
+    torch.set_num_threads(cfg.threads)
+    try:
+        torch.manual_seed(cfg.seed)
+        student = twin(qnn)
+        params = [p for p in student.parameters() if p.requires_grad]
+        opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        teacher = copy.deepcopy(teacher).to(torch.float32).eval()
+        losses = []
+        start = time.perf_counter()
+        for step, idx in enumerate(batches(len(sentences), cfg.batch, cfg.steps, cfg.seed)):
+            for group in opt.param_groups:
+                group["lr"] = lr_at(step, cfg)
+            ids, mask = tokenizer([sentences[i] for i in idx])
+            loss = distill_loss(student, teacher, ids, mask, cfg.k)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.detach()))
+            if progress is not None:
+                progress(step, losses[-1])
+        seconds = time.perf_counter() - start
+        return to_qnn(student, qnn), TrainLog(losses, seconds)
+    finally:
+        torch.set_num_threads(saved)

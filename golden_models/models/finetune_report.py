@@ -1,0 +1,328 @@
+"""``matterhorn finetune``: from corpus to fine-tuned checkpoint and ``finetune.json``.
+
+One call fine-tunes the W4A4 MiniLM QNN at one radius ``k`` (:mod:`golden_models.models.finetune`)
+and measures it before and after on the evaluation split (:func:`evaluate`): cosine of the
+sentence embeddings to the float model (mean and minimum), top-1 retrieval agreement and the
+spike rates per position. The result goes to ``<out>/k<k>/`` (a checkpoint folder,
+:mod:`golden_models.models.checkpoint`); then ``<out>/finetune.json`` is rebuilt from every
+complete checkpoint folder in ``<out>``, so runs at several radii (one call each, or one call
+with several) collect into one report and one plot.
+
+Data: the conversion's calibration and the training use only calibration-split sentences (hash
+rule of :mod:`golden_models.models.corpus`): those of the main corpus and of the extra training
+corpora (default ``python-docstrings``). The evaluation split of the main corpus is never seen.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import torch
+
+from golden_models.models import checkpoint
+from golden_models.models.bert import POSITIONS, BertEncoder, Tokenizer, load_minilm
+from golden_models.models.corpus import load_corpus
+from golden_models.models.finetune import FinetuneConfig, train
+from golden_models.models.ptq import PTQConfig, convert, set_masks_
+from golden_models.models.stats import Tally
+from toolkit_base.checks import check_int
+from toolkit_base.files import write_atomic
+from toolkit_base.schemas import validate
+from toolkit_base.tables import markdown_table
+
+SCHEMA = "matterhorn.finetune/1"
+MODELS = {"minilm": "all-MiniLM-L6-v2"}
+#: Extra training text (calibration split only) used by default.
+EXTRA_CORPORA = ("python-docstrings",)
+#: The plot :func:`write_summary` asks the ``plot`` callback for.
+PLOT_FILE = "quality_vs_rate.png"
+
+
+def _r(x: float) -> float:
+    return round(float(x), 6)
+
+
+def retrieval_agreement(emb: torch.Tensor, emb_ref: torch.Tensor) -> float:
+    """Share of sentences whose nearest neighbour (cosine, itself excluded) is the same under
+    ``emb`` as under ``emb_ref`` (rows L2-normalised; ties go to the lower index)."""
+    if emb.shape[0] < 2:
+        raise ValueError("retrieval agreement needs at least two sentences")
+
+    def nearest(e: torch.Tensor) -> torch.Tensor:
+        sim = e.to(torch.float64) @ e.to(torch.float64).T
+        sim.fill_diagonal_(-torch.inf)
+        return sim.argmax(1)
+
+    return float((nearest(emb) == nearest(emb_ref)).to(torch.float64).mean())
+
+
+def float_embeddings(model: BertEncoder, tok: Tokenizer, sentences: Sequence[str]) -> torch.Tensor:
+    with torch.no_grad():
+        return torch.cat([model.embed(*tok([s])).to(torch.float64) for s in sentences])
+
+
+def evaluate(
+    qnn: BertEncoder, tok: Tokenizer, sentences: Sequence[str], k: int, emb_float: torch.Tensor
+) -> dict:
+    """Quality and spike rates of the M-TTFS network at radius ``k`` (one sentence a run).
+
+    At ``k = 0`` the run is also compared with the unmasked QNN and must be bit-exact
+    (Proposition 2; ``RuntimeError`` otherwise).
+    """
+    points = qnn.spike_points()
+    i_max = {id(p): p.mask.i_max for p in points}
+    tally = Tally()
+    embs, plain = [], []
+    try:
+        with torch.no_grad():
+            for s in sentences:
+                ids, mask = tok([s])
+                if k == 0:
+                    set_masks_(qnn, None)
+                    plain.append(qnn.embed(ids, mask))
+                    _restore(points, i_max, 0)
+                set_masks_(qnn, k)
+                for p in points:
+                    p.recorder = tally.record
+                embs.append(qnn.embed(ids, mask))
+                for p in points:
+                    p.recorder = None
+    finally:
+        for p in points:
+            p.recorder = None
+        _restore(points, i_max, 0)
+    emb = torch.cat(embs)
+    bit_exact = None
+    if k == 0:
+        bit_exact = bool(torch.equal(emb, torch.cat(plain)))
+        if not bit_exact:
+            raise RuntimeError("M-TTFS k=0 differs from the QNN: Proposition 2 is violated")
+    cos = (emb * emb_float).sum(1) / (emb.norm(dim=1) * emb_float.norm(dim=1))
+    T = points[0].space.T
+
+    def rate(keys) -> float:
+        n = sum(int(tally.hist[key].sum()) for key in keys)
+        return _r(sum(tally.events[key] for key in keys) / (n * T))
+
+    blocks = range(len(qnn.layers))
+    return {
+        "cos_float": {"mean": _r(cos.mean()), "min": _r(cos.min())},
+        "retrieval_agreement": _r(retrieval_agreement(emb, emb_float)),
+        "bit_exact_qnn": bit_exact,
+        "rates": {
+            "network": rate([(b, n) for b in blocks for n in POSITIONS]),
+            "positions": {n: rate([(b, n) for b in blocks]) for n in POSITIONS},
+        },
+    }
+
+
+def _restore(points, i_max: dict, k: int) -> None:
+    from golden_models.mttfs import Mask
+
+    for p in points:
+        p.mask = Mask(p.space, i_max[id(p)], k)
+
+
+def check_model(model: object) -> str:
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {tuple(MODELS)}, not {model!r}")
+    return model  # type: ignore[return-value]
+
+
+def finetune_minilm(
+    ks: Sequence[int],
+    out: Path | str,
+    *,
+    corpus: str = "pydoc-topics",
+    extra: Sequence[str] = EXTRA_CORPORA,
+    steps: int = 600,
+    batch: int = 16,
+    seed: int = 0,
+    threads: int = 1,
+    sentences: int | None = None,
+    calibration: int | None = None,
+    training: int | None = None,
+    model: str = "minilm",
+    plot: Callable[[dict, Path], object] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
+    """Fine-tune at every radius in ``ks``; write ``<out>/k<k>/`` and ``<out>/finetune.json``.
+
+    ``sentences``, ``calibration`` and ``training`` limit the evaluation, conversion and
+    training sentences (default: all), for short runs. Returns the rebuilt report.
+    """
+    check_model(model)
+    if not ks:
+        raise ValueError("give at least one radius k")
+    cfgs = [FinetuneConfig(k=k, steps=steps, batch=batch, seed=seed, threads=threads) for k in ks]
+    for name, v in (("sentences", sentences), ("calibration", calibration), ("training", training)):
+        if v is not None:
+            check_int(name, v, 2 if name == "sentences" else 1, 10**9)
+    say = progress or (lambda _msg: None)
+    main = load_corpus(corpus)
+    extras = [load_corpus(name) for name in extra]
+    cal = main.calibration[:calibration]
+    ev = main.evaluation[:sentences]
+    if len(ev) < 2:
+        raise ValueError(f"corpus {corpus!r} has {len(ev)} evaluation sentences; needs 2")
+    texts = list(dict.fromkeys([*main.calibration, *(s for c in extras for s in c.calibration)]))
+    texts = texts[:training]
+    if len(texts) < batch:
+        raise ValueError(
+            f"corpus {corpus!r} gives {len(texts)} training sentences, fewer than batch={batch}"
+        )
+    saved = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        float_model, tok = load_minilm()
+        ptq = PTQConfig()
+        say(f"converting on {len(cal)} calibration sentences")
+        qnn = convert(float_model, tok, cal, ptq)
+        emb_float = float_embeddings(float_model, tok, ev)
+        for cfg in cfgs:
+            start = time.perf_counter()
+            say(f"k={cfg.k}: evaluating the conversion on {len(ev)} sentences")
+            before = evaluate(qnn, tok, ev, cfg.k, emb_float)
+            cos = before["cos_float"]["mean"]
+            say(f"k={cfg.k}: before cos {cos:.4f}; training {cfg.steps} steps")
+
+            def step_log(step: int, loss: float, k: int = cfg.k) -> None:
+                if step % 25 == 0 or step == steps - 1:
+                    say(f"k={k}: step {step} loss {loss:.4f}")
+
+            tuned, log = train(float_model, qnn, tok, texts, cfg, progress=step_log)
+            after = evaluate(tuned, tok, ev, cfg.k, emb_float)
+            say(f"k={cfg.k}: after cos {after['cos_float']['mean']:.4f}")
+            run = {
+                "k": cfg.k,
+                "config": {n: v for n, v in cfg.as_dict().items() if n != "k"},
+                "training": {
+                    "corpora": [
+                        {"name": c.name, "source": c.source, "split": "calibration"}
+                        for c in (main, *extras)
+                    ],
+                    "sentences": len(texts),
+                    "loss_first": _r(log.losses[0]),
+                    "loss_last": _r(log.losses[-1]),
+                    "train_seconds": round(log.seconds, 1),
+                    "wall_seconds": round(time.perf_counter() - start, 1),
+                },
+                "before": before,
+                "after": after,
+            }
+            doc = _document(model, main, len(cal), len(ev), ptq, [run])
+            checkpoint.save(tuned, doc, Path(out) / f"k{cfg.k}")
+    finally:
+        torch.set_num_threads(saved)
+    return write_summary(out, plot=plot)
+
+
+def _document(model: str, main, n_cal: int, n_ev: int, ptq: PTQConfig, runs: list) -> dict:
+    return {
+        "schema": SCHEMA,
+        "model": MODELS[model],
+        "model_key": model,
+        "T": 2**ptq.act_bits,
+        "weight_bits": ptq.weight_bits,
+        "act_bits": ptq.act_bits,
+        "rounding": ptq.rounding,
+        "corpus": {
+            "name": main.name,
+            "source": main.source,
+            "calibration_sentences": n_cal,
+            "evaluation_sentences": n_ev,
+        },
+        "recipe": {
+            "student": "float32 fake-quant twin of the converted QNN; alpha, I_max, k fixed",
+            "ste": "clipped STE at k=0 and at key/value; masked STE (Eq. masked_ste) at k>=1",
+            "trained": "linear weights (latent, per-channel grid fixed) and biases, LayerNorms",
+            "loss": "mean over 6 blocks of token MSE to the float model + (1 - cos) of embeddings",
+            "optimizer": "AdamW, linear warm-up then cosine decay",
+        },
+        "runs": runs,
+    }
+
+
+def write_summary(out: Path | str, *, plot: Callable[[dict, Path], object] | None = None) -> dict:
+    """Rebuild ``<out>/finetune.json``, ``summary.md`` (and the plot) from the checkpoints.
+
+    Runs are ordered by ``k``. Checkpoints from different corpora or settings are refused.
+    """
+    out = Path(out)
+    folders = [p for p in out.glob("k*") if p.is_dir() and p.name[1:].isdigit()]
+    docs = [checkpoint.read_document(p) for p in sorted(folders)]
+    if not docs:
+        raise ValueError(f"{str(out)!r} holds no checkpoint folder k<k>")
+    head = {n: v for n, v in docs[0].items() if n != "runs"}
+    for d in docs[1:]:
+        if {n: v for n, v in d.items() if n != "runs"} != head:
+            raise ValueError(f"the checkpoints in {str(out)!r} come from different settings")
+    runs = sorted((d["runs"][0] for d in docs), key=lambda r: r["k"])
+    doc = validate({**head, "runs": runs}, "finetune", "finetune.json")
+    write_atomic(out / "finetune.json", json.dumps(doc, indent=1) + "\n")
+    write_atomic(out / "summary.md", summary_markdown(doc))
+    if plot is not None:
+        plot(doc, out / PLOT_FILE)
+    return doc
+
+
+def summary_markdown(doc: dict) -> str:
+    """Before/after quality per radius and the spike rates per position (percent per step)."""
+
+    def q(x: dict) -> list[str]:
+        c = x["cos_float"]
+        return [f"{c['mean']:.3f} / {c['min']:.3f}", f"{x['retrieval_agreement']:.3f}"]
+
+    c = doc["corpus"]
+    lines = [
+        f"# {doc['model']} W{doc['weight_bits']}A{doc['act_bits']}: dead-zone fine-tuning",
+        "",
+        (
+            f"Evaluation: {c['evaluation_sentences']} sentences of `{c['name']}` "
+            f"({c['source']}), never trained on."
+        ),
+        "",
+        *markdown_table(
+            [
+                "k",
+                "cos to float before (mean / min)",
+                "retrieval before",
+                "cos to float after (mean / min)",
+                "retrieval after",
+                "rate before (%)",
+                "rate after (%)",
+                "steps",
+                "wall (s)",
+            ],
+            (
+                [
+                    r["k"],
+                    *q(r["before"]),
+                    *q(r["after"]),
+                    f"{100 * r['before']['rates']['network']:.2f}",
+                    f"{100 * r['after']['rates']['network']:.2f}",
+                    r["config"]["steps"],
+                    f"{r['training']['wall_seconds']:.0f}",
+                ]
+                for r in doc["runs"]
+            ),
+        ),
+        "",
+        "## Spike rate per step after fine-tuning (%)",
+        "",
+        *markdown_table(
+            ["position", *(f"k={r['k']}" for r in doc["runs"])],
+            (
+                [
+                    name,
+                    *(f"{100 * r['after']['rates']['positions'][name]:.2f}" for r in doc["runs"]),
+                ]
+                for name in POSITIONS
+            ),
+        ),
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,79 @@
+"""``matterhorn finetune``: dead-zone fine-tuning of a real model's W4A4 QNN (MiniLM)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "dead-zone quantization-aware fine-tuning of the W4A4 MiniLM QNN (masked STE, distillation)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="model name (minilm)")
+    parser.add_argument(
+        "--k", type=int, nargs="+", required=True, help="dead-zone radius (several: one run each)"
+    )
+    parser.add_argument(
+        "--corpus",
+        default="pydoc-topics",
+        help="corpus name or a .txt file (one sentence a line): its calibration split trains, "
+        "its evaluation split measures",
+    )
+    parser.add_argument(
+        "--extra",
+        nargs="*",
+        default=None,
+        help="extra training corpora, calibration split only (default: python-docstrings; "
+        "give none to train on the corpus alone)",
+    )
+    parser.add_argument("--steps", type=int, default=600, help="training steps per radius")
+    parser.add_argument("--batch", type=int, default=16, help="sentences per step")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the data order and torch")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads (one is fastest on a loaded machine)"
+    )
+    parser.add_argument("--sentences", type=int, default=None, help="evaluation sentences")
+    parser.add_argument("--calibration", type=int, default=None, help="conversion sentences")
+    parser.add_argument("--training", type=int, default=None, help="training sentences")
+    parser.add_argument("--no-plots", action="store_true", help="write no plot")
+    parser.add_argument("--out", type=Path, required=True, help="output folder")
+
+
+def run(args: argparse.Namespace) -> int:
+    from golden_models.models.finetune_report import EXTRA_CORPORA, MODELS, finetune_minilm
+
+    if args.model not in MODELS:
+        raise ValueError(f"--model must be one of {tuple(MODELS)}, not {args.model!r}")
+    doc = finetune_minilm(
+        args.k,
+        args.out,
+        corpus=args.corpus,
+        extra=EXTRA_CORPORA if args.extra is None else args.extra,
+        steps=args.steps,
+        batch=args.batch,
+        seed=args.seed,
+        threads=args.threads,
+        sentences=args.sentences,
+        calibration=args.calibration,
+        training=args.training,
+        model=args.model,
+        plot=None if args.no_plots else _plot(),
+        progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+    )
+    for r in doc["runs"]:
+        b, a = r["before"], r["after"]
+        print(
+            f"k={r['k']}: cosine to float {b['cos_float']['mean']:.4f} -> "
+            f"{a['cos_float']['mean']:.4f}, retrieval agreement {b['retrieval_agreement']:.3f} "
+            f"-> {a['retrieval_agreement']:.3f}, spike rate {100 * b['rates']['network']:.2f}% "
+            f"-> {100 * a['rates']['network']:.2f}%"
+        )
+    print(f"wrote {args.out}/finetune.json and checkpoints " + ", ".join(f"k{k}" for k in args.k))
+    return 0
+
+
+def _plot():
+    from energy_model.plots import plot_finetune
+
+    return plot_finetune

@@ -1,0 +1,159 @@
+"""``matterhorn finetune`` end to end in short mode, ``stats --checkpoint``, and bad input."""
+
+import json
+
+import pytest
+
+from matterhorn.cli import main
+from toolkit_base.schemas import validate
+
+SHORT = [
+    "--steps",
+    "2",
+    "--batch",
+    "4",
+    "--sentences",
+    "4",
+    "--calibration",
+    "4",
+    "--training",
+    "8",
+    "--threads",
+    "1",
+    "--no-plots",
+]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ft") / "ft"
+    assert main(["finetune", "--model", "minilm", "--k", "0", "1", *SHORT, "--out", str(out)]) == 0
+    return out
+
+
+def test_finetune_writes_report_and_checkpoints(run_dir, capsys):
+    assert sorted(p.name for p in run_dir.iterdir()) == ["finetune.json", "k0", "k1", "summary.md"]
+    assert "| 1 | " in (run_dir / "summary.md").read_text()
+    doc = validate(json.loads((run_dir / "finetune.json").read_text()), "finetune", "x")
+    assert [r["k"] for r in doc["runs"]] == [0, 1]
+    k0, k1 = doc["runs"]
+    assert k0["before"]["bit_exact_qnn"] is True and k0["after"]["bit_exact_qnn"] is True
+    assert k1["after"]["bit_exact_qnn"] is None
+    assert k1["config"]["steps"] == 2 and k1["training"]["sentences"] == 8
+    assert k1["after"]["rates"]["network"] < k0["after"]["rates"]["network"]
+    assert doc["corpus"]["evaluation_sentences"] == 4
+    # each checkpoint carries its own one-run document
+    one = json.loads((run_dir / "k1" / "finetune.json").read_text())
+    assert one["runs"] == [k1]
+
+
+def test_stats_on_a_checkpoint(run_dir, tmp_path, capsys):
+    out = tmp_path / "stats"
+    argv = [
+        "stats",
+        "--model",
+        "minilm",
+        "--checkpoint",
+        str(run_dir / "k1"),
+        "--sentences",
+        "2",
+        "--k-max",
+        "1",
+        "--threads",
+        "1",
+        "--no-plots",
+        "--no-energy",
+        "--out",
+        str(out),
+    ]
+    assert main(argv) == 0
+    doc = json.loads((out / "stats.json").read_text())
+    assert doc["finetuned"]["k"] == 1 and doc["corpus"]["calibration_sentences"] == 4
+    assert doc["quality"]["k=0"]["bit_exact_qnn"] is True
+    sl = json.loads((out / "slice_block0_qproj.json").read_text())
+    assert sl["in_mask"]["k"] == 1
+    assert "Fine-tuned at k=1" in (out / "summary.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--model", "gpt", "--k", "0"], "--model must be one of ('minilm',), not 'gpt'"),
+        (["--model", "minilm", "--k", "16"], "k must be in 0..15, not 16"),
+        (["--model", "minilm", "--k", "0", "--steps", "0"], "steps must be in 1..1000000, not 0"),
+        (["--model", "minilm", "--k", "0", "--corpus", "nope"], "corpus must be one of"),
+    ],
+)
+def test_finetune_bad_arguments(tmp_path, capsys, argv, message):
+    assert main(["finetune", *argv, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "x").exists()
+
+
+def test_corpus_too_small(tmp_path, capsys):
+    small = tmp_path / "small.txt"
+    small.write_text("One short sentence is here.\n")
+    argv = [
+        "finetune",
+        "--model",
+        "minilm",
+        "--k",
+        "0",
+        "--corpus",
+        str(small),
+        "--extra",
+        "--out",
+        str(tmp_path / "x"),
+    ]
+    assert main(argv) == 2
+    assert "corpus 'small.txt' yields" in capsys.readouterr().err
+    # enough for both splits, too few to train a batch
+    lines = [f"Sentence number {i} of a small corpus is here." for i in range(12)]
+    small.write_text("\n".join(lines) + "\n")
+    assert main([*argv[:-2], "--batch", "16", "--out", str(tmp_path / "x")]) == 2
+    assert "training sentences, fewer than batch=16" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_stats_refuses_other_checkpoints(run_dir, tmp_path, capsys):
+    base = [
+        "stats",
+        "--model",
+        "minilm",
+        "--sentences",
+        "2",
+        "--no-plots",
+        "--no-energy",
+        "--out",
+        str(tmp_path / "s"),
+    ]
+    assert main([*base, "--checkpoint", str(run_dir), "--k-max", "1"]) == 2
+    assert "is not a complete checkpoint" in capsys.readouterr().err
+    assert main([*base, "--checkpoint", str(run_dir / "k1"), "--k-max", "0"]) == 2
+    assert "was fine-tuned at k=1, beyond k_max=0" in capsys.readouterr().err
+    other = tmp_path / "other"
+    other.mkdir()
+    for name in ("checkpoint.safetensors", "finetune.json"):
+        (other / name).write_bytes((run_dir / "k1" / name).read_bytes())
+    doc = json.loads((other / "finetune.json").read_text())
+    doc["model_key"] = "bert-base"
+    (other / "finetune.json").write_text(json.dumps(doc))
+    assert main([*base, "--checkpoint", str(other)]) == 2
+    assert "is of model 'bert-base', not 'minilm'" in capsys.readouterr().err
+    doc["runs"][0]["k"] = "one"
+    (other / "finetune.json").write_text(json.dumps(doc))
+    assert main([*base, "--checkpoint", str(other)]) == 2
+    assert "finetune.json: field 'runs[0].k': 'one' is not of type 'integer'" in (
+        capsys.readouterr().err
+    )
+    assert not (tmp_path / "s").exists()
+
+
+def test_quality_plot(run_dir, tmp_path):
+    from energy_model.plots import plot_finetune
+
+    doc = json.loads((run_dir / "finetune.json").read_text())
+    first = plot_finetune(doc, tmp_path / "a.png").read_bytes()
+    assert first[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plot_finetune(doc, tmp_path / "b.png").read_bytes() == first  # deterministic

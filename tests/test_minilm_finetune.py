@@ -1,0 +1,209 @@
+"""Dead-zone fine-tuning of the MiniLM QNN (golden_models.models.finetune), short mode.
+
+The twin must reproduce the converted QNN, the masked STE must block exactly the projected and
+saturated values, the fine-tuned QNN must keep the integer contract (k=0 bit-exact, a slice that
+equals the QNN, a checkpoint that loads back bit for bit) and the run must be deterministic.
+"""
+
+import json
+
+import pytest
+import torch
+
+from golden_models.models import checkpoint
+from golden_models.models import finetune as ft
+from golden_models.models.bert import POSITIONS, load_minilm
+from golden_models.models.corpus import load_corpus
+from golden_models.models.finetune_report import (
+    _document,
+    evaluate,
+    float_embeddings,
+    retrieval_agreement,
+)
+from golden_models.models.ptq import PTQConfig, convert, set_masks_
+from golden_models.models.rtl_slice import capture_slice
+
+STEPS = 2
+
+
+@pytest.fixture(scope="module")
+def setup():
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        model, tok = load_minilm()
+        corpus = load_corpus("pydoc-topics")
+        qnn = convert(model, tok, corpus.calibration[:8])
+        cfg = ft.FinetuneConfig(k=1, steps=STEPS, batch=4, lr=1e-2, warmup=0, threads=1)
+        tuned, log = ft.train(model, qnn, tok, corpus.calibration[:16], cfg)
+        yield model, tok, corpus, qnn, tuned, log
+    finally:
+        torch.set_num_threads(saved)
+
+
+def _qnn_embed(qnn, tok, sentences, k):
+    set_masks_(qnn, k)
+    try:
+        with torch.no_grad():
+            return torch.cat([qnn.embed(*tok([s])) for s in sentences])
+    finally:
+        set_masks_(qnn, 0)
+
+
+@pytest.mark.parametrize("k", [0, 1])
+def test_twin_reproduces_the_qnn(setup, k):
+    model, tok, corpus, qnn, _, _ = setup
+    sentences = corpus.evaluation[:3]
+    student = ft.twin(qnn)
+    with torch.no_grad():
+        for s in sentences:
+            ids, mask = tok([s])
+            e_twin = ft.pooled(ft.block_outputs(student, ids, mask, k)[-1], mask)
+            e_qnn = _qnn_embed(qnn, tok, [s], k)
+            cos = float((e_twin.double() * e_qnn).sum())
+            assert cos > 0.9999
+
+
+def test_round_trip_is_exact(setup):
+    _, _, _, qnn, _, _ = setup
+    back = ft.to_qnn(ft.twin(qnn), qnn)
+    for a, b in zip(qnn.linears(), back.linears(), strict=True):
+        assert torch.equal(a.w_int, b.w_int)
+        assert torch.equal(a.bias, b.bias.to(a.bias.dtype)) or torch.allclose(
+            a.bias, b.bias, rtol=0, atol=1e-6
+        )
+
+
+def test_ste_gradients():
+    model, _ = load_minilm()
+    point = model.layers[0].points["q_proj_in"]
+    from golden_models.mttfs import Mask
+
+    saved = (point.alpha, point.mask)
+    point.alpha, point.mask = 0.5, Mask(point.space, point.space.c, 0)  # mu = 0
+    try:
+        x = torch.tensor([-9.0, -0.4, 0.0, 0.3, 0.6, 1.2, 9.0], requires_grad=True)
+        # k = 0: clipped STE, the gradient passes at q = mu = 0 and stops only when saturated
+        ft._fake_act(x, point, 0).sum().backward()
+        assert x.grad.tolist() == [0, 1, 1, 1, 1, 1, 0]
+        x.grad = None
+        # k = 1: masked STE, codes -1, 0, 1 are projected to mu and get no gradient
+        y = ft._fake_act(x, point, 1)
+        y.sum().backward()
+        assert y.tolist() == [-4.0, 0.0, 0.0, 0.0, 0.0, 1.0, 3.5]
+        assert x.grad.tolist() == [0, 0, 0, 0, 0, 1, 0]
+    finally:
+        point.alpha, point.mask = saved
+
+
+def test_training_changes_the_network_and_is_deterministic(setup):
+    model, tok, corpus, qnn, tuned, log = setup
+    assert len(log.losses) == STEPS
+    changed = sum(
+        int((a.w_int != b.w_int).sum()) for a, b in zip(qnn.linears(), tuned.linears(), strict=True)
+    )
+    assert changed > 0
+    for lin in tuned.linears():
+        assert int(lin.w_int.min()) >= -8 and int(lin.w_int.max()) <= 7
+    cfg = ft.FinetuneConfig(k=1, steps=STEPS, batch=4, lr=1e-2, warmup=0, threads=1)
+    again, log2 = ft.train(model, qnn, tok, corpus.calibration[:16], cfg)
+    assert log2.losses == log.losses
+    for a, b in zip(tuned.linears(), again.linears(), strict=True):
+        assert torch.equal(a.w_int, b.w_int) and torch.equal(a.bias, b.bias)
+
+
+def test_finetuned_qnn_keeps_the_integer_contract(setup, tmp_path):
+    model, tok, corpus, qnn, tuned, _ = setup
+    ev = corpus.evaluation[:4]
+    emb_f = float_embeddings(model, tok, ev)
+    q0 = evaluate(tuned, tok, ev, 0, emb_f)
+    assert q0["bit_exact_qnn"] is True  # Proposition 2 on the fine-tuned QNN
+    q1 = evaluate(tuned, tok, ev, 1, emb_f)
+    assert q1["bit_exact_qnn"] is None
+    assert q1["rates"]["network"] < q0["rates"]["network"]
+    # the Q-projection slice of the fine-tuned QNN equals the QNN (capture_slice checks it)
+    sl = capture_slice(tuned, tok, ev, block=0, n_out=16, k=1, max_vectors=4)
+    assert sl.q_in.shape == (4, 384)
+    # a checkpoint loads back bit for bit
+    doc = _document("minilm", corpus, 8, len(ev), PTQConfig(), [_run(q0, q1)])
+    folder = checkpoint.save(tuned, doc, tmp_path / "k1")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k1"]  # no staging left behind
+    loaded, _ = checkpoint.load(folder, model, k=1)
+    assert torch.equal(_qnn_embed(loaded, tok, ev, 1), _qnn_embed(tuned, tok, ev, 1))
+    with pytest.raises(ValueError, match="fine-tuned at k=1, not k=2"):
+        checkpoint.load(folder, model, k=2)
+    with pytest.raises(ValueError, match="of model 'minilm', not 'bert'"):
+        checkpoint.load(folder, model, model="bert")
+    (folder / "checkpoint.safetensors").unlink()
+    with pytest.raises(ValueError, match="is not a complete checkpoint"):
+        checkpoint.load(folder, model)
+
+
+def _run(before, after):
+    return {
+        "k": 1,
+        "config": {
+            "steps": 1,
+            "batch": 4,
+            "lr": 0.01,
+            "warmup": 0,
+            "weight_decay": 0.0,
+            "seed": 0,
+            "threads": 1,
+        },
+        "training": {
+            "corpora": [{"name": "x", "source": "y", "split": "calibration"}],
+            "sentences": 16,
+            "loss_first": 1.0,
+            "loss_last": 0.5,
+            "train_seconds": 1.0,
+            "wall_seconds": 2.0,
+        },
+        "before": before,
+        "after": after,
+    }
+
+
+def test_interrupted_save_leaves_no_checkpoint(setup, tmp_path, monkeypatch):
+    _, _, corpus, _, tuned, _ = setup
+    q = {
+        "cos_float": {"mean": 0.5, "min": 0.1},
+        "retrieval_agreement": 0.5,
+        "bit_exact_qnn": None,
+        "rates": {"network": 0.01, "positions": {}},
+    }
+    bad = _document("minilm", corpus, 8, 4, PTQConfig(), [_run(q, q)])
+    with pytest.raises(
+        ValueError, match="finetune.json: field 'runs\\[0\\].before.rates.positions"
+    ):
+        checkpoint.save(tuned, bad, tmp_path / "k1")
+    import safetensors.torch
+
+    def boom(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(safetensors.torch, "save_file", boom)
+    positions = {n: 0.01 for n in POSITIONS}
+    q["rates"]["positions"] = positions
+    doc = _document("minilm", corpus, 8, 4, PTQConfig(), [_run(q, q)])
+    with pytest.raises(KeyboardInterrupt):
+        checkpoint.save(tuned, doc, tmp_path / "k1")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_retrieval_agreement():
+    e = torch.nn.functional.normalize(torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0]]), dim=1)
+    assert retrieval_agreement(e, e) == 1.0
+    # swapping the last two rows' geometry changes the nearest neighbours of all three
+    f = torch.nn.functional.normalize(torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.1, 0.9]]), dim=1)
+    assert retrieval_agreement(f, e) == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match="at least two"):
+        retrieval_agreement(e[:1], e[:1])
+
+
+def test_config_errors():
+    with pytest.raises(ValueError, match="k must be in 0..15, not 16"):
+        ft.FinetuneConfig(k=16)
+    with pytest.raises(ValueError, match="lr must be"):
+        ft.FinetuneConfig(lr=2.0)
+    assert json.dumps(ft.FinetuneConfig().as_dict())
