@@ -117,6 +117,13 @@ CASES = [
     ("compare --seed -1", "seed must be in 0..2147483647, not -1"),
     ("compare --liberty missing.lib", "liberty file 'missing.lib' does not exist"),
     ("stats --model minilm --out ''", f"{_EMPTY} ''"),
+    ("finetune --model minilm --k 1 --out ''", f"{_EMPTY} ''"),
+    ("finetune --model bert --k 1 --out out", "--model must be one of ('minilm',), not 'bert'"),
+    ("finetune --model minilm --k 16 --out out", "k must be in 0..15, not 16"),
+    ("finetune --model minilm --k -1 --out out", "k must be in 0..15, not -1"),
+    ("synth --system 0x2 --out out", "mesh_rows must be in 1..64, not 0"),
+    ("synth --system 2x65 --out out", "mesh_cols must be in 1..64, not 65"),
+    ("prove --out ''", "--out must be a folder name, not empty"),
 ]
 
 #: Cases that need a tool, a fault injected in a tool, or a real run: (command, input,

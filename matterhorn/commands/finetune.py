@@ -37,17 +37,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--calibration", type=int, default=None, help="conversion sentences")
     parser.add_argument("--training", type=int, default=None, help="training sentences")
     parser.add_argument("--no-plots", action="store_true", help="write no plot")
-    parser.add_argument("--out", type=Path, required=True, help="output folder")
+    parser.add_argument("--out", required=True, help="output folder")
 
 
 def run(args: argparse.Namespace) -> int:
     from golden_models.models.finetune_report import EXTRA_CORPORA, MODELS, finetune_minilm
 
+    from toolkit_base.checks import check_out_dir
+
+    out = Path(check_out_dir(args.out))
     if args.model not in MODELS:
         raise ValueError(f"--model must be one of {tuple(MODELS)}, not {args.model!r}")
+    ks = list(dict.fromkeys(args.k))  # a repeated radius runs once
     doc = finetune_minilm(
-        args.k,
-        args.out,
+        ks,
+        out,
         corpus=args.corpus,
         extra=EXTRA_CORPORA if args.extra is None else args.extra,
         steps=args.steps,
@@ -69,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             f"-> {a['retrieval_agreement']:.3f}, spike rate {100 * b['rates']['network']:.2f}% "
             f"-> {100 * a['rates']['network']:.2f}%"
         )
-    print(f"wrote {args.out}/finetune.json and checkpoints " + ", ".join(f"k{k}" for k in args.k))
+    print(f"wrote {out}/finetune.json and checkpoints " + ", ".join(f"k{k}" for k in ks))
     return 0
 
 

@@ -48,6 +48,15 @@ def run(args: argparse.Namespace) -> int:
     from synth_scripts import report
     from synth_scripts.run import REPORT_JSON, REPORT_MD, synthesize
 
+    system = None
+    if args.system is not None:  # checked before any synthesis
+        from rtl_gen.params import RTLConfig
+        from synth_scripts.blocks import TILE_NEURONS
+        from synth_scripts.system_area import SYSTEM_N_IN
+
+        system = RTLConfig(T=args.T, k=args.k, n_in=SYSTEM_N_IN, tile_neurons=TILE_NEURONS,
+                           mesh_rows=args.system[0], mesh_cols=args.system[1])
+
     doc = synthesize(
         args.T,
         args.k,
@@ -60,15 +69,11 @@ def run(args: argparse.Namespace) -> int:
     )
     print(report.markdown(doc))
     print(f"wrote {args.out}/{REPORT_JSON} and {args.out}/{REPORT_MD}")
-    if args.system is not None:
-        from rtl_gen.params import RTLConfig
-        from synth_scripts.blocks import TILE_NEURONS
-        from synth_scripts.system_area import SYSTEM_JSON, SYSTEM_N_IN, synthesize_system
+    if system is not None:
+        from synth_scripts.system_area import SYSTEM_JSON, synthesize_system
         from synth_scripts.system_area import markdown as system_markdown
 
-        cfg = RTLConfig(T=args.T, k=args.k, n_in=SYSTEM_N_IN, tile_neurons=TILE_NEURONS,
-                        mesh_rows=args.system[0], mesh_cols=args.system[1])
-        area = synthesize_system(cfg, args.out, liberty_file=args.liberty,
+        area = synthesize_system(system, args.out, liberty_file=args.liberty,
                                  default_liberty=not args.no_liberty)
         print(system_markdown(area))
         print(f"wrote {args.out}/{SYSTEM_JSON}")
