@@ -439,3 +439,35 @@ def test_terminate_as_interrupt_restores_the_handler():
         for _ in range(1000):  # the handler runs between bytecodes
             pass
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_signal_landing_in_a_finalizer_is_delivered_again(signame):
+    # before: SIGTERM inside Amaranth's MustUse.__del__ raised there, Python dropped the
+    # exception, and `synth` ran to the end (exit 0) instead of stopping
+    import signal
+    import time
+
+    from toolkit_base.signals import terminate_as_interrupt
+
+    signo = getattr(signal, signame)
+
+    class Finalized:
+        def __del__(self):
+            os.kill(os.getpid(), signo)
+            for _ in range(10000):  # the handler runs here, inside the finalizer
+                pass
+
+    # Python's own SIGINT handler, as in a foreground run (a background job ignores SIGINT)
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt) as info, terminate_as_interrupt():
+            obj = Finalized()
+            del obj
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                time.sleep(0.001)
+        assert ("terminated by SIGTERM" in str(info.value)) == (signame == "SIGTERM")
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, outer)

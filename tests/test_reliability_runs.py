@@ -27,7 +27,16 @@ def _start(args: list[str], cwd: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "matterhorn.cli", *args], cwd=cwd, env=env, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        preexec_fn=_default_signals,
     )
+
+
+def _default_signals() -> None:
+    """In the child: the default SIGINT and SIGTERM. A shell starts background jobs with SIGINT
+    ignored, and an ignored signal stays ignored across exec (Python then never raises
+    KeyboardInterrupt), so a suite started in the background would test nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _interrupt_when(proc: subprocess.Popen, marker: str, sig: int, timeout: float = 300,

@@ -42,7 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from golden_models.models.finetune_report import EXTRA_CORPORA, MODELS, finetune_minilm
-
     from toolkit_base.checks import check_out_dir
 
     out = Path(check_out_dir(args.out))
