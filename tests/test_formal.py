@@ -96,7 +96,7 @@ def test_mutant_must_apply_exactly_once():
         mutant_module("rtl_gen.encoder", "no such text", "x")
     with pytest.raises(RuntimeError, match="occurs [2-9]"):
         mutant_module("rtl_gen.encoder", "m.d.comb", "x")
-    copy = mutant_module("rtl_gen.encoder", "for a in reversed(range(n)):", "for a in range(n):")
+    copy = mutant_module("rtl_gen.encoder", "m.d.sync += first.eq(0)", "m.d.sync += []")
     import rtl_gen.encoder as shipped
 
     assert copy.Encoder is not shipped.Encoder and copy.__name__ != shipped.__name__
