@@ -32,6 +32,9 @@ def _encoder_class(module):
 class EncoderStream(Harness):
     """The stream rule on the encoder's output, any input and any backpressure."""
 
+    #: the link SRAM and the head/tail register files are checked as registers (formal.sby)
+    map_memories = True
+
     def __init__(self, config: RTLConfig, module=None):
         super().__init__()
         self.config = config

@@ -94,18 +94,27 @@ TILE = "rtl_gen.tile"
 ROUTER = "rtl_gen.router"
 
 ENC_STREAM_MUTANT = Mutant(
-    "encoder_step_ignores_ready", ENC, "(self.o.ready & only_one)", "only_one",
-    "the emit walk moves to the next time step without waiting for ready", "o: stream rule")
+    "encoder_step_ignores_ready", ENC, "(self.o.ready & (ptr == tail_rd.data))",
+    "(ptr == tail_rd.data)",
+    "the emit walk leaves a step at its tail without waiting for ready", "o: stream rule")
 ENC_MASK_MUTANT = Mutant(
     "encoder_mask_off_by_one", ENC, "kept = transmitted(tau, cfg.i_max_in, cfg.k)",
     "kept = transmitted(tau, cfg.i_max_in, cfg.k + 1)",
     "the input mask drops |tau - I_max| = k + 1 too", "a kept address never left")
 ENC_ONCE_MUTANT = Mutant(
-    "encoder_keeps_sent_flag", ENC, "m.d.sync += keep.bit_select(lowest, 1).eq(0)",
-    "m.d.sync += []", "a sent address is not cleared, so it is sent again", "(time, address) order")
+    "encoder_walk_stays_at_head", ENC, "m.d.sync += first.eq(0)", "m.d.sync += []",
+    "after sending a step's head the walk stays at the head, so the head is sent again",
+    "(time, address) order")
 ENC_ORDER_MUTANT = Mutant(
-    "encoder_highest_first", ENC, "for a in reversed(range(n)):", "for a in range(n):",
-    "the priority encoder picks the highest address of a step first", "(time, address) order")
+    "encoder_link_backwards", ENC, "bus.addr.eq(tail_rd.data), bus.wdata.eq(addr)",
+    "bus.addr.eq(addr), bus.wdata.eq(tail_rd.data)",
+    "an append links the new address back to the old tail (the list runs backwards), so the "
+    "walk follows a link not written in this window", "(time, address) order")
+ENC_HEAD_MUTANT = Mutant(
+    "encoder_walk_starts_at_tail", ENC, "ptr.eq(Mux(first, head_rd.data, bus.rdata))",
+    "ptr.eq(Mux(first, tail_rd.data, bus.rdata))",
+    "the walk starts a step at its tail instead of its head (head and tail swapped), so only "
+    "the last address of a step leaves", "a kept address never left")
 TILE_STREAM_MUTANT = Mutant(
     "tile_marker_ignores_ready", TILE,
     "                with m.If(self.o.ready):\n                    m.next = \"IDLE\"",
@@ -150,8 +159,9 @@ PROPERTIES: tuple[Property, ...] = (
              "o obeys the stream rule", _encoder_stream(8), (ENC_STREAM_MUTANT,)),
     Property("encoder_events_T4", "mttfs_encoder", {"T": 4, "k": 1, "n_in": 4}, "bmc", 24,
              "an event leaves iff |tau - I_max| > k, once per window, in (time, address) order",
-             _encoder_events(4), (ENC_MASK_MUTANT, ENC_ONCE_MUTANT, ENC_ORDER_MUTANT)),
-    Property("encoder_events_T8", "mttfs_encoder", {"T": 8, "k": 1, "n_in": 4}, "bmc", 24,
+             _encoder_events(4),
+             (ENC_MASK_MUTANT, ENC_ONCE_MUTANT, ENC_ORDER_MUTANT, ENC_HEAD_MUTANT)),
+    Property("encoder_events_T8", "mttfs_encoder", {"T": 8, "k": 1, "n_in": 4}, "bmc", 20,
              "an event leaves iff |tau - I_max| > k, once per window, in (time, address) order",
              _encoder_events(8), (ENC_MASK_MUTANT,)),
     Property("tile_stream_T4", "mttfs_tile",
