@@ -45,10 +45,10 @@ class Property:
     mutants: tuple[Mutant, ...] = field(default_factory=tuple)
 
 
-def _encoder_cfg(T):
+def _encoder_cfg(T, n_in=4):
     from rtl_gen.params import RTLConfig
 
-    return RTLConfig(T=T, k=1, n_in=4)
+    return RTLConfig(T=T, k=1, n_in=n_in)
 
 
 def _tile_cfg(T, weight_bits=1):
@@ -65,11 +65,11 @@ def _encoder_stream(T):
     return build
 
 
-def _encoder_events(T):
+def _encoder_events(T, n_in=4):
     def build(module=None):
         from formal.encoder import EncoderEvents
 
-        return EncoderEvents(_encoder_cfg(T), module)
+        return EncoderEvents(_encoder_cfg(T, n_in), module)
     return build
 
 
@@ -79,6 +79,26 @@ def _tile(kind, T, weight_bits=1):
 
         return getattr(tile, kind)(_tile_cfg(T, weight_bits), module)
     return build
+
+
+def _part(kind, config):
+    def build(module=None):
+        from formal import parts
+
+        return getattr(parts, kind)(config, module)
+    return build
+
+
+def _dense_cfg():
+    from rtl_gen.params import RTLConfig
+
+    return RTLConfig(T=4, k=1, n_in=3, tile_neurons=2, lanes=1, weight_bits=4)
+
+
+def _injector_cfg():
+    from rtl_gen.params import RTLConfig
+
+    return RTLConfig(T=4, k=1, n_in=4, tile_neurons=2, mesh_rows=2, mesh_cols=2)
 
 
 def _router(kind):
@@ -152,6 +172,19 @@ ROUTER_LOCAL_DUP_MUTANT = Mutant(
     "a flit ejected on the local port stays in its FIFO and leaves again (duplicated)",
     "left twice")
 
+DENSE = "rtl_gen.dense"
+DENSE_STREAM_MUTANT = Mutant(
+    "dense_beat_ignores_ready", DENSE,
+    "                with m.If(self.o.ready):\n                    count(\"codes_out\"",
+    "                with m.If(1):\n                    count(\"codes_out\"",
+    "the next code beat is put up while the current one is not taken", "o: stream rule")
+PARTS = "rtl_gen.system_parts"
+INJECTOR_STREAM_MUTANT = Mutant(
+    "injector_walk_ignores_ready", PARTS,
+    "                with m.If(self.o.ready):\n                    with m.If(idx == self.n_dst - 1):",
+    "                with m.If(1):\n                    with m.If(idx == self.n_dst - 1):",
+    "the walk moves to the next destination while the flit is not taken", "o: stream rule")
+
 PROPERTIES: tuple[Property, ...] = (
     Property("encoder_stream_T4", "mttfs_encoder", {"T": 4, "k": 1, "n_in": 4}, "prove", 10,
              "o obeys the stream rule", _encoder_stream(4), (ENC_STREAM_MUTANT,)),
@@ -161,9 +194,9 @@ PROPERTIES: tuple[Property, ...] = (
              "an event leaves iff |tau - I_max| > k, once per window, in (time, address) order",
              _encoder_events(4),
              (ENC_MASK_MUTANT, ENC_ONCE_MUTANT, ENC_ORDER_MUTANT, ENC_HEAD_MUTANT)),
-    Property("encoder_events_T8", "mttfs_encoder", {"T": 8, "k": 1, "n_in": 4}, "bmc", 20,
+    Property("encoder_events_T8", "mttfs_encoder", {"T": 8, "k": 1, "n_in": 2}, "bmc", 24,
              "an event leaves iff |tau - I_max| > k, once per window, in (time, address) order",
-             _encoder_events(8), (ENC_MASK_MUTANT,)),
+             _encoder_events(8, 2), (ENC_MASK_MUTANT,)),
     Property("tile_stream_T4", "mttfs_tile",
              {"T": 4, "k": 1, "n_in": 3, "tile_neurons": 2, "lanes": 1}, "prove", 20,
              "o obeys the stream rule", _tile("TileStream", 4), (TILE_STREAM_MUTANT,)),
@@ -176,6 +209,14 @@ PROPERTIES: tuple[Property, ...] = (
              {"T": 4, "k": 1, "n_in": 3, "tile_neurons": 2, "lanes": 1}, "bmc", 16,
              "membranes within acc_bound and never wrapping, for loads within the packer's "
              "bounds", _tile("TileMembrane", 4), (TILE_ACC_MUTANT,)),
+    Property("dense_tile_stream_T4", "dense_tile",
+             {"T": 4, "k": 1, "n_in": 3, "tile_neurons": 2, "lanes": 1, "weight_bits": 4},
+             "prove", 20, "o obeys the stream rule", _part("DenseTileStream", _dense_cfg()),
+             (DENSE_STREAM_MUTANT,)),
+    Property("injector_stream", "mttfs_system (inject_x<x>_y<y>)",
+             {"T": 4, "n_in": 4, "mesh": "2x2"}, "prove", 10,
+             "o obeys the stream rule while the destination range holds still",
+             _part("InjectorStream", _injector_cfg()), (INJECTOR_STREAM_MUTANT,)),
     Property("router_stream", "mttfs_router",
              {"mesh": "3x3", "x": 1, "y": 1, "addr_width": 1, "time_width": 2}, "bmc", 12,
              "every output obeys the stream rule", _router("RouterStream"),
