@@ -181,7 +181,8 @@ DENSE_STREAM_MUTANT = Mutant(
 PARTS = "rtl_gen.system_parts"
 INJECTOR_STREAM_MUTANT = Mutant(
     "injector_walk_ignores_ready", PARTS,
-    "                with m.If(self.o.ready):\n                    with m.If(idx == self.n_dst - 1):",
+    "                with m.If(self.o.ready):\n"
+    "                    with m.If(idx == self.n_dst - 1):",
     "                with m.If(1):\n                    with m.If(idx == self.n_dst - 1):",
     "the walk moves to the next destination while the flit is not taken", "o: stream rule")
 
