@@ -14,27 +14,23 @@ from __future__ import annotations
 from amaranth.hdl import Assert, Assume, Signal
 
 from formal.harness import Harness, drive_input, drive_ready, stream_rule
+from formal.tile import TileStream
 from rtl_gen.params import RTLConfig
 
 __all__ = ["DenseTileStream", "InjectorStream"]
 
 
-class DenseTileStream(Harness):
-    """The stream rule on the dense tile's output."""
+class DenseTileStream(TileStream):
+    """The stream rule on the dense tile's output: the tile's harness around ``DenseTile``
+    (the same ``load``, ``i`` and ``o`` streams)."""
 
     def __init__(self, config: RTLConfig, module=None):
-        super().__init__()
+        Harness.__init__(self)
         if module is None:
             from rtl_gen import dense as module
         self.config = config
+        self.module = module
         self.dut = module.DenseTile(config)
-
-    def check(self, m):
-        m.submodules.dut = dut = self.dut
-        drive_input(self, m, dut.load, "load")
-        drive_input(self, m, dut.i, "i")
-        drive_ready(self, m, dut.o, "o")
-        stream_rule(m, dut.o, Assert, "o")
 
 
 class InjectorStream(Harness):
