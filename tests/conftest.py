@@ -1,4 +1,5 @@
-"""Shared fixtures: the MiniLM model, its corpus and one post-training conversion.
+"""Shared fixtures: the MiniLM model, its corpus, one post-training conversion and one short
+dead-zone fine-tuning of a conversion.
 
 Loading MiniLM and converting it take a few seconds each; the MiniLM test modules share one of
 each per session. Every module gets its own copy of the converted network, because tests set
@@ -62,6 +63,31 @@ def _minilm_qnn_shared(minilm, pydoc_corpus):
 def minilm_qnn(_minilm_qnn_shared):
     """MiniLM converted post-training on the first calibration sentences: a copy per module."""
     return copy.deepcopy(_minilm_qnn_shared)
+
+
+#: The short fine-tuning the fine-tuning and RTL tests share: its conversion's calibration
+#: sentences, training sentences, radius and configuration (few steps, a strong rate: the tests
+#: check the integer form and determinism, not quality).
+FINETUNE_CALIBRATION, FINETUNE_TRAINING, FINETUNE_K = 8, 16, 1
+
+
+@pytest.fixture(scope="session")
+def _minilm_finetuned_shared(minilm, pydoc_corpus):
+    from golden_models.models.finetune import FinetuneConfig, train
+
+    model, tok = minilm
+    with _torch_threads(1):
+        qnn = convert(model, tok, pydoc_corpus.calibration[:FINETUNE_CALIBRATION])
+        cfg = FinetuneConfig(k=FINETUNE_K, steps=2, batch=4, lr=1e-2, warmup=0, threads=1)
+        tuned, log = train(model, qnn, tok, pydoc_corpus.calibration[:FINETUNE_TRAINING], cfg)
+    return qnn, tuned, log
+
+
+@pytest.fixture(scope="module")
+def minilm_finetuned(_minilm_finetuned_shared):
+    """``(qnn, tuned, log)``: a conversion and that QNN after a 2-step fine-tuning at
+    ``FINETUNE_K``; a copy per module (tests set masks)."""
+    return copy.deepcopy(_minilm_finetuned_shared)
 
 
 # -- cell libraries ----------------------------------------------------------------------------

@@ -13,32 +13,23 @@ import torch
 from golden_models.models import checkpoint
 from golden_models.models import finetune as ft
 from golden_models.models.bert import POSITIONS, load_minilm
-from golden_models.models.corpus import load_corpus
 from golden_models.models.finetune_report import (
     _document,
     evaluate,
     float_embeddings,
     retrieval_agreement,
 )
-from golden_models.models.ptq import PTQConfig, convert, set_masks_
+from golden_models.models.ptq import PTQConfig, set_masks_
 from golden_models.models.rtl_slice import capture_slice
 
 STEPS = 2
 
 
 @pytest.fixture(scope="module")
-def setup():
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        model, tok = load_minilm()
-        corpus = load_corpus("pydoc-topics")
-        qnn = convert(model, tok, corpus.calibration[:8])
-        cfg = ft.FinetuneConfig(k=1, steps=STEPS, batch=4, lr=1e-2, warmup=0, threads=1)
-        tuned, log = ft.train(model, qnn, tok, corpus.calibration[:16], cfg)
-        yield model, tok, corpus, qnn, tuned, log
-    finally:
-        torch.set_num_threads(saved)
+def setup(minilm, pydoc_corpus, minilm_finetuned, one_thread):
+    model, tok = minilm
+    qnn, tuned, log = minilm_finetuned
+    return model, tok, pydoc_corpus, qnn, tuned, log
 
 
 def _qnn_embed(qnn, tok, sentences, k):

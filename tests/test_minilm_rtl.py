@@ -14,10 +14,6 @@ import torch
 
 import regression
 from golden_models import encode_events
-from golden_models.models.bert import load_minilm
-from golden_models.models.corpus import load_corpus
-from golden_models.models.finetune import FinetuneConfig, train
-from golden_models.models.ptq import convert
 from golden_models.models.rtl_slice import capture_slice
 from regression import sim
 
@@ -26,25 +22,17 @@ VECTORS = 8
 
 
 @pytest.fixture(scope="module")
-def slices():
-    """The slice of the post-training QNN and of the same QNN after a short fine-tuning at k."""
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        model, tok = load_minilm()
-        corpus = load_corpus("pydoc-topics")
-        qnn = convert(model, tok, corpus.calibration[:8])
-        # a short, strong fine-tuning (the integer form is what matters here, not its quality)
-        cfg = FinetuneConfig(k=K, steps=2, batch=4, lr=1e-2, warmup=0, threads=1)
-        tuned, _ = train(model, qnn, tok, corpus.calibration[:16], cfg)
-        return {
-            name: capture_slice(
-                net, tok, corpus.evaluation[:4], block=0, n_out=16, k=K, max_vectors=VECTORS
-            )
-            for name, net in (("ptq", qnn), ("finetuned", tuned))
-        }
-    finally:
-        torch.set_num_threads(saved)
+def slices(minilm, pydoc_corpus, minilm_finetuned, one_thread):
+    """The slice of the post-training QNN and of the same QNN after a short fine-tuning at k
+    (the shared fine-tuning of tests/conftest.py; the integer form is what matters here)."""
+    _, tok = minilm
+    qnn, tuned, _ = minilm_finetuned
+    return {
+        name: capture_slice(
+            net, tok, pydoc_corpus.evaluation[:4], block=0, n_out=16, k=K, max_vectors=VECTORS
+        )
+        for name, net in (("ptq", qnn), ("finetuned", tuned))
+    }
 
 
 def test_finetuned_slice_differs(slices):
