@@ -18,6 +18,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -48,10 +49,12 @@ __all__ = [
     "MODULES",
     "SCHEMA",
     "build_manifest",
+    "collapse_zero_init",
     "elaborate",
     "generate",
     "lint",
     "port_list",
+    "to_verilog",
 ]
 
 SCHEMA = "matterhorn-rtl-manifest/1"
@@ -351,12 +354,54 @@ def build_manifest(config: RTLConfig, comps: dict[str, wiring.Component],
         }
     return manifest
 
+#: One row of a memory's ``initial`` block as Yosys writes it: ``    mem[12] = 8'h00;``.
+_INIT_ROW = re.compile(r"    (?P<name>\\?[^\s\[]+ ?)\[(?P<index>\d+)\] = (?P<width>\d+)'h(?P<value>[0-9a-f]+);\n")
+_INIT_BLOCK = re.compile(r"  initial begin\n((?:    [^\n]*\n)+?)  end\n")
+
+
+def collapse_zero_init(text: str) -> str:
+    """Write each memory's all-zero ``initial`` block as one loop instead of a row per word.
+
+    Amaranth gives every memory an initial value, and Yosys writes it as one assignment per
+    word: at ``n_in = 4096`` that is most of the Verilog. A block whose rows set words
+    ``0..depth-1`` of one memory to zero, in order, becomes a named block with a ``for`` loop
+    (Verilog-2001; Icarus, Verilator and Yosys read it). The contents, zero, are unchanged;
+    any other initial block is left as it is.
+    """
+    count = 0
+
+    def loop(match: re.Match) -> str:
+        nonlocal count
+        body = match.group(1)
+        rows = list(_INIT_ROW.finditer(body))
+        if len(rows) < 4 or sum(len(r.group(0)) for r in rows) != len(body):
+            return match.group(0)
+        names = {r.group("name") for r in rows}
+        widths = {r.group("width") for r in rows}
+        if (len(names) != 1 or len(widths) != 1
+                or any(int(r.group("index")) != i for i, r in enumerate(rows))
+                or any(int(r.group("value"), 16) != 0 for r in rows)):
+            return match.group(0)
+        count += 1
+        name, width = names.pop(), widths.pop()
+        return (f"  initial begin : zero_init_{count}\n"
+                f"    integer i;\n"
+                f"    for (i = 0; i < {len(rows)}; i = i + 1)\n"
+                f"      {name}[i] = {width}'h0;\n"
+                f"  end\n")
+
+    return _INIT_BLOCK.sub(loop, text)
+
+
+def to_verilog(component: wiring.Component, name: str) -> str:
+    """Verilog of ``component`` as module ``name``: no source paths, zero memories as loops."""
+    return collapse_zero_init(verilog.convert(component, name=name, emit_src=False))
+
 
 def elaborate(config: RTLConfig) -> tuple[dict[str, str], dict[str, object]]:
     """Verilog text of every top-level module, and the manifest (nothing is written)."""
     comps = components(config)
-    texts = {name: verilog.convert(comp, name=name, emit_src=False)
-             for name, comp in comps.items()}
+    texts = {name: to_verilog(comp, name) for name, comp in comps.items()}
     return texts, build_manifest(config, comps, texts)
 
 

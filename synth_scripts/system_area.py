@@ -141,8 +141,7 @@ def synthesize_system(
     synth_scripts.flow.ToolError, synth_scripts.parse.ReportError
         Yosys failed or its statistics are malformed.
     """
-    from amaranth.back import verilog
-
+    from rtl_gen.generate import to_verilog
     from rtl_gen.params import RTLConfig
     from rtl_gen.sram import MACRO_STUB
     from rtl_gen.system import system_from_config
@@ -155,7 +154,7 @@ def synthesize_system(
     with tempfile.TemporaryDirectory(prefix=".synth-system-", dir=out_dir) as tmp:
         work = Path(tmp).resolve()
         lib = liberty.prepare(lib_path, work) if lib_path is not None else None
-        text = verilog.convert(system_from_config(cfg), name="mttfs_system", emit_src=False)
+        text = to_verilog(system_from_config(cfg), "mttfs_system")
         (work / "mttfs_system.v").write_text(text, encoding="utf-8")
         (work / "sram_macro_stub.v").write_text(MACRO_STUB, encoding="utf-8")
         script = _SCRIPT
