@@ -244,12 +244,12 @@ def tile_config_layout(config: RTLConfig) -> data.StructLayout:
 
 
 def _check_mesh_int(name: str, value: object, lo: int, hi: int) -> int:
-    # the mesh's messages read "rows must be 1..64, not 0"
+    # the mesh's messages read "rows must be 1..16, not 0"
     return check_int(name, value, lo, hi, must_be="must be")
 
 
 def check_mesh(rows: object, cols: object) -> tuple[int, int]:
-    """Return ``(rows, cols)`` if both are integers in 1..64, else raise."""
+    """Return ``(rows, cols)`` if both are integers in 1..MAX_MESH (16), else raise."""
     return (_check_mesh_int("rows", rows, 1, MAX_MESH),
             _check_mesh_int("cols", cols, 1, MAX_MESH))
 

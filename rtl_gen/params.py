@@ -39,7 +39,10 @@ MAX_T = MAX_RTL_T
 #: Upper limits that keep elaboration and the SRAM images of a tile reasonable.
 MAX_N_IN = 4096
 MAX_TILE_NEURONS = 256
-MAX_MESH = 64
+#: Largest mesh side: 16x16 (256 nodes) generates in about 140 s of CPU with 2 GB peak memory
+#: and a 38 MB ``mttfs_system.v`` (one Verilog module per instance); both grow with the node
+#: count, so 32x32 would be about 150 MB and 8 GB (docs/rtl_system.md "Scale").
+MAX_MESH = 16
 
 
 def bits_for(n: int) -> int:

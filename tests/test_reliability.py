@@ -54,9 +54,9 @@ CASES = [
     ("generate --out out --tile-neurons 257", "tile_neurons must be in 1..256, not 257"),
     ("generate --out out --lanes 0", "lanes must be in 1..8, not 0"),
     ("generate --out out --lanes 9", "lanes must be in 1..8, not 9"),
-    ("generate --out out --mesh 0x2", "mesh_rows must be in 1..64, not 0"),
-    ("generate --out out --mesh 65x1", "mesh_rows must be in 1..64, not 65"),
-    ("generate --out out --mesh 2x65", "mesh_cols must be in 1..64, not 65"),
+    ("generate --out out --mesh 0x2", "mesh_rows must be in 1..16, not 0"),
+    ("generate --out out --mesh 17x1", "mesh_rows must be in 1..16, not 17"),
+    ("generate --out out --mesh 2x17", "mesh_cols must be in 1..16, not 17"),
     ("generate --out out --i-max 16", "i_max_in must be in 0..15, not 16"),
     ("generate --out out --i-max 1 2 3",
      "--i-max takes one or two values (IN [OUT]), not [1, 2, 3]"),
@@ -121,8 +121,8 @@ CASES = [
     ("finetune --model bert --k 1 --out out", "--model must be one of ('minilm',), not 'bert'"),
     ("finetune --model minilm --k 16 --out out", "k must be in 0..15, not 16"),
     ("finetune --model minilm --k -1 --out out", "k must be in 0..15, not -1"),
-    ("synth --system 0x2 --out out", "mesh_rows must be in 1..64, not 0"),
-    ("synth --system 2x65 --out out", "mesh_cols must be in 1..64, not 65"),
+    ("synth --system 0x2 --out out", "mesh_rows must be in 1..16, not 0"),
+    ("synth --system 2x17 --out out", "mesh_cols must be in 1..16, not 17"),
     ("prove --out ''", "--out must be a folder name, not empty"),
 ]
 
