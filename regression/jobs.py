@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from regression import sim
-from regression.benches import BENCH_KINDS, BENCHES
+from regression.benches import ALL_BENCHES, BENCH_KINDS
 
 __all__ = ["Job", "JobResult", "job"]
 
@@ -52,8 +52,8 @@ def job(bench: str, sim_name: str, params: Mapping, seed: int = 0, **stim) -> Jo
     TypeError
         A stimulus option the bench does not have.
     """
-    if bench not in BENCHES:
-        raise ValueError(f"bench must be one of {BENCHES}, not {bench!r}")
+    if bench not in ALL_BENCHES:
+        raise ValueError(f"bench must be one of {ALL_BENCHES}, not {bench!r}")
     sim.check_sim(sim_name)
     return Job(bench, sim_name, tuple(sorted(params.items())), BENCH_KINDS[bench].stimulus(**stim),
                seed)
