@@ -35,6 +35,9 @@ class Job:
                 parts.append(f"{tag}{p[key]}")
         if p.get("distribution"):
             parts.append(str(p["distribution"]))
+        repeat = getattr(self.stim, "repeat", 1)
+        if repeat != 1:
+            parts.append(f"x{repeat}")
         corrupt = getattr(self.stim, "corrupt", None)
         if corrupt:
             parts.append(f"corrupt-{corrupt}")

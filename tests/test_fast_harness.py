@@ -20,7 +20,7 @@ from regression.fast import fast_config, probability_256, verdict
 
 ROOT = Path(__file__).resolve().parents[1] / "build" / "cocotb"
 SYSTEM = {"T": 16, "k": 1, "family": "sym", "distribution": "uniform", "shape": 0}
-SYSTEM_PADDED = {"T": 8, "k": 2, "family": "asym", "distribution": "peaked", "shape": 1}
+SYSTEM_PADDED = {"T": 16, "k": 0, "family": "asym", "distribution": "uniform", "shape": 1}
 _results: dict = {}
 
 
@@ -101,7 +101,8 @@ def test_the_comparator_in_the_simulation_catches(j, mode):
     assert h["err_out"] >= 1, r.error
     assert h["bad_out_at"] >= 1
     if mode == "drop":  # the design's beats outnumber the expectation
-        assert h["err_extra"] >= 1 and "beats_out" in r.error
+        assert h["err_extra"] >= 1
+        assert any(p.startswith("beats_out:") for p in r.report["mismatch_examples"])
     if mode == "weight":  # the flipped row changes what the tile computes, counters too
         assert h["err_cnt"] >= 1 and h["bad_cnt_at"] >= 1
 
