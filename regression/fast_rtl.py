@@ -25,6 +25,8 @@ and reads the totals.
   (:attr:`FastHarness.counter_ports`, concatenated LSB first). When the design is quiet after a
   window, its counters are compared with the next word (``err_cnt``, ``bad_cnt_at``,
   ``bad_cnt_got``) and added to the totals ``tot_<port>``.
+- **Clock.** The harness makes its own clock (:data:`CLOCK_MODULE`, a ``#5`` toggle), so no
+  clock edge needs the bench; ``reset`` is its synchronous reset.
 - **End.** ``done`` rises when every pass has been played, every window checked and the design
   is quiet; or, with ``stalled``, when nothing moved for :data:`STALL` clocks; or, with
   ``timed_out``, after ``limit`` clocks. ``cycles`` counts the clocks from ``start`` to ``done``.
