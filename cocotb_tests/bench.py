@@ -61,6 +61,36 @@ async def start_clock(dut) -> None:
     cocotb.start_soon(Clock(dut.clk, CLOCK_PERIOD_NS, unit="ns").start())
 
 
+async def start_and_wait(dut, inputs: dict, *, internal_clock: bool = False) -> float:
+    """Run a self-checking harness (the router soak, the fast harness): set its configuration
+    ``inputs``, reset, pulse ``start`` and wait for ``done`` (one trigger, no per-clock Python).
+    ``internal_clock``: the harness makes its own clock (reset input ``reset``); else the bench
+    drives ``clk`` (reset ``rst``). Returns the wall seconds from ``start`` to ``done``."""
+    from cocotb.triggers import ClockCycles, RisingEdge, Timer
+
+    for name, value in inputs.items():
+        getattr(dut, name).value = int(value)
+    dut.start.value = 0
+    if internal_clock:
+        # the harness's own clock rises at 5, 15, 25, ... ns: write between its edges
+        dut.reset.value = 1
+        await Timer(3 * CLOCK_PERIOD_NS, unit="ns")
+        dut.reset.value = 0
+        dut.start.value = 1
+        await Timer(CLOCK_PERIOD_NS, unit="ns")
+    else:
+        await start_clock(dut)
+        dut.rst.value = 1
+        await ClockCycles(dut.clk, 2)
+        dut.rst.value = 0
+        dut.start.value = 1
+        await RisingEdge(dut.clk)
+    dut.start.value = 0
+    t0 = time.perf_counter()
+    await RisingEdge(dut.done)
+    return time.perf_counter() - t0
+
+
 async def reset(dut, cycles: int = 2) -> None:
     """Synchronous active-high reset for ``cycles`` rising edges."""
     from cocotb.triggers import ClockCycles
@@ -108,10 +138,16 @@ def check_scoreboards(*boards: InOrderScoreboard, limit: int = 10) -> list[str]:
 class WallClock:
     def __init__(self) -> None:
         self.start = time.perf_counter()
+        self.cpu_start = time.process_time()
 
     @property
     def seconds(self) -> float:
         return time.perf_counter() - self.start
+
+    @property
+    def cpu_seconds(self) -> float:
+        """CPU time of the simulator process (simulator and bench) since the start."""
+        return time.process_time() - self.cpu_start
 
 
 def corrupt_expectation(expected: list, mode: str | None, rng) -> list:
@@ -231,8 +267,9 @@ class Bench:
         return corrupt_expectation(expected, mode, self.rng("corrupt"))
 
     def report(self, update: dict) -> dict:
-        """:func:`merge_report` of ``update`` plus the simulation wall time."""
-        return merge_report({**update, "sim_seconds": self.clock.seconds})
+        """:func:`merge_report` of ``update`` plus the simulation's wall and CPU time."""
+        return merge_report({**update, "sim_seconds": self.clock.seconds,
+                             "cpu_seconds": self.clock.cpu_seconds})
 
     async def power_up(self) -> None:
         """Check the ports against the manifest, start the clock, hold reset."""

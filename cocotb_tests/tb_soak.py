@@ -9,12 +9,10 @@ per-pair and per-node counts through ``rd_sel`` into its report. It judges nothi
 
 from __future__ import annotations
 
-import time
-
 import cocotb
-from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge, Timer
+from cocotb.triggers import ClockCycles, ReadOnly, Timer
 
-from cocotb_tests.bench import load_config, start_clock, write_report
+from cocotb_tests.bench import load_config, start_and_wait, write_report
 
 GRACE = 64
 
@@ -23,20 +21,8 @@ GRACE = 64
 async def test_soak(dut):
     cfg = load_config()
     nodes = int(cfg["nodes"])
-    await start_clock(dut)
-    for name, value in cfg["inputs"].items():
-        getattr(dut, name).value = int(value)
-    dut.start.value = 0
     dut.rd_sel.value = 0
-    dut.rst.value = 1
-    await ClockCycles(dut.clk, 2)
-    dut.rst.value = 0
-    dut.start.value = 1
-    await RisingEdge(dut.clk)
-    dut.start.value = 0
-    t0 = time.perf_counter()
-    await RisingEdge(dut.done)
-    seconds = time.perf_counter() - t0
+    seconds = await start_and_wait(dut, cfg["inputs"])
     await ClockCycles(dut.clk, GRACE)
     await ReadOnly()
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from regression import sim
-from regression.benches import BENCH_KINDS, BENCHES
+from regression.benches import ALL_BENCHES, BENCH_KINDS
 
 __all__ = ["Job", "JobResult", "job"]
 
@@ -35,6 +35,9 @@ class Job:
                 parts.append(f"{tag}{p[key]}")
         if p.get("distribution"):
             parts.append(str(p["distribution"]))
+        repeat = getattr(self.stim, "repeat", 1)
+        if repeat != 1:
+            parts.append(f"x{repeat}")
         corrupt = getattr(self.stim, "corrupt", None)
         if corrupt:
             parts.append(f"corrupt-{corrupt}")
@@ -52,8 +55,8 @@ def job(bench: str, sim_name: str, params: Mapping, seed: int = 0, **stim) -> Jo
     TypeError
         A stimulus option the bench does not have.
     """
-    if bench not in BENCHES:
-        raise ValueError(f"bench must be one of {BENCHES}, not {bench!r}")
+    if bench not in ALL_BENCHES:
+        raise ValueError(f"bench must be one of {ALL_BENCHES}, not {bench!r}")
     sim.check_sim(sim_name)
     return Job(bench, sim_name, tuple(sorted(params.items())), BENCH_KINDS[bench].stimulus(**stim),
                seed)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from golden_models.codespace import check_k, check_T
 from regression import sim
-from regression.benches import BENCHES
+from regression.benches import ALL_BENCHES, BENCHES
 from regression.jobs import Job, job
 from toolkit_base.checks import check_rtl_T
 
@@ -64,14 +64,15 @@ def regression_jobs(
     ``k`` (cycling through ``ks``) and a random ``I_max``; the tile runs every ``k`` of ``ks``
     with random ``I_max`` (loaded at run time) on each; the SRAM runs on one; the system runs
     a 3-layer random QNN on a 2x2 mesh (its ``k``, family and distribution vary with ``T``).
-    ``quick``: one parameter set per ``T`` and fewer vectors.
+    The fast benches (``tile-fast``, ``system-fast``) run the tile's and the system's jobs
+    through the fast harness. ``quick``: one parameter set per ``T`` and fewer vectors.
     """
     ks = tuple(check_k(k, min(check_regress_T(T) for T in Ts)) for k in ks)
     for name in sims:
         sim.check_sim(name)
     for b in benches:
-        if b not in BENCHES:
-            raise ValueError(f"bench must be one of {BENCHES}, not {b!r}")
+        if b not in ALL_BENCHES:
+            raise ValueError(f"bench must be one of {ALL_BENCHES}, not {b!r}")
     jobs = []
     short = {"vectors": 12} if quick else {}
     tile_windows = 4 if quick else 8
@@ -89,24 +90,20 @@ def regression_jobs(
                     jobs.append(job("router", name, params, s))
                 if "tile" in benches:
                     jobs.append(job("tile", name, params, s, ks=ks, windows=tile_windows))
+                if "tile-fast" in benches:
+                    jobs.append(job("tile-fast", name, params, s, ks=ks, windows=tile_windows))
                 if "dense_tile" in benches and v == 0:
                     jobs.append(job("dense_tile", name, params, s))
-        if "system" in benches:
-            sys_params = {
-                "T": T,
-                "k": ks[ti % len(ks)],
-                "family": ("sym", "asym")[ti % 2],
-                "distribution": ("uniform", "peaked")[ti % 2],
-                "shape": ti % 2,
-            }
-            for name in sims:
-                jobs.append(
-                    job(
-                        "system",
-                        name,
-                        sys_params,
-                        seed * 1000 + T,
-                        **({"inferences": 4} if quick else {}),
-                    )
-                )
+        sys_params = {
+            "T": T,
+            "k": ks[ti % len(ks)],
+            "family": ("sym", "asym")[ti % 2],
+            "distribution": ("uniform", "peaked")[ti % 2],
+            "shape": ti % 2,
+        }
+        short_sys = {"inferences": 4} if quick else {}
+        for name in sims:
+            for bench in ("system", "system-fast"):
+                if bench in benches:
+                    jobs.append(job(bench, name, sys_params, seed * 1000 + T, **short_sys))
     return jobs

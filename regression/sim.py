@@ -140,12 +140,20 @@ def build(
     *,
     waves: bool = False,
     extra_args: Sequence[str] = (),
+    top_public_only: bool = False,
+    make_args: Sequence[str] = (),
 ) -> Build:
     """Compile ``sources`` for ``sim`` into ``build_dir``, unless an identical build is there.
 
     The cache key is the content of every source, the top module, the simulator, the flags and
     ``waves``; a stamp file in ``build_dir`` records it, so a second call with the same Verilog
     costs nothing (Verilator builds take tens of seconds).
+
+    ``top_public_only`` (Verilator): only the top module's signals are visible to the bench,
+    not every signal of the design (``cocotb_tools.runner`` builds with ``--public-flat-rw``,
+    which keeps Verilator from optimizing the design: a self-checking harness whose bench reads
+    only top-level ports runs several times faster without it); ``make_args`` are variables
+    for its ``make`` (e.g. ``OPT_FAST=-O2``).
     """
     from cocotb_tools.runner import get_runner
 
@@ -159,7 +167,8 @@ def build(
     else:
         args = list(ICARUS_BASE_ARGS)
     build_dir = Path(build_dir).resolve()
-    key = _digest(srcs, [sim, toplevel, repr(args), repr(waves)])
+    key = _digest(srcs, [sim, toplevel, repr(args), repr(waves),
+                         "top-public" if top_public_only else "", *make_args])
     stamp = build_dir / "matterhorn_build.json"
     if stamp.is_file():
         try:
@@ -190,6 +199,10 @@ def build(
         # Verilator's Makefile prefixes every compile with $(OBJCACHE) (its documented hook
         # for ccache); a user's own OBJCACHE wins
         os.environ.setdefault("OBJCACHE", objcache_command())
+    if sim == "verilator" and top_public_only:
+        _verilator_top_public(srcs, toplevel, build_dir, args, waves, make_args)
+        write_atomic(stamp, json.dumps({"digest": key, "sim": sim, "toplevel": toplevel}) + "\n")
+        return Build(sim, toplevel, build_dir, waves, key)
     runner = get_runner(sim)
     runner.build(
         sources=srcs,
@@ -200,6 +213,39 @@ def build(
     )
     write_atomic(stamp, json.dumps({"digest": key, "sim": sim, "toplevel": toplevel}) + "\n")
     return Build(sim, toplevel, build_dir, waves, key)
+
+
+def _verilator_top_public(srcs: Sequence[Path], toplevel: str, build_dir: Path,
+                          args: Sequence[str], waves: bool, make_args: Sequence[str]) -> None:
+    """The Verilator build ``cocotb_tools.runner`` makes (its ``verilator.cpp`` main, its VPI
+    library, the ``Vtop`` prefix its test run expects), with a control file that makes the
+    top module's signals public instead of ``--public-flat-rw``. Output in ``build.log``."""
+    import subprocess
+
+    import cocotb_tools.config as cocotb_config
+
+    vlt = build_dir / "matterhorn_public.vlt"
+    vlt.write_text(f'`verilator_config\npublic_flat_rw -module "{toplevel}" -var "*"\n')
+    libs = cocotb_config.libs_dir
+    verilate = [
+        "verilator", "-cc", "--exe", "-Mdir", str(build_dir), "--top-module", toplevel,
+        "--vpi", "--prefix", "Vtop", "-o", toplevel,
+        "-LDFLAGS", f"-Wl,-rpath,{libs} -L{libs} -lcocotbvpi_verilator",
+        *(["--trace"] if waves else []), *args,
+        "--timescale", "{}/{}".format(*TIMESCALE),
+        str(vlt), str(cocotb_config.share_dir / "lib" / "verilator" / "verilator.cpp"),
+        *map(str, srcs),
+    ]
+    make = ["make", "-j", str(os.cpu_count() or 1), "-C", str(build_dir), "-f", "Vtop.mk",
+            f"VM_TRACE={int(waves)}", *make_args]
+    with open(build_dir / "build.log", "w") as log:
+        for cmd in (verilate, make):
+            log.write(shlex.join(cmd) + "\n")
+            log.flush()
+            done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False)
+            if done.returncode:
+                raise RuntimeError(f"{cmd[0]} failed with status {done.returncode}; see "
+                                   f"{build_dir / 'build.log'}")
 
 
 @dataclass

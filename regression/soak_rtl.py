@@ -38,7 +38,7 @@ the end; traffic and checking run inside the simulation at the simulator's full 
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Const, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -46,7 +46,8 @@ from rtl_gen.layouts import check_mesh, flit_layout
 from rtl_gen.params import check_int, index_width
 from rtl_gen.router import Mesh
 
-__all__ = ["FAULTS", "SoakHarness", "node_keys", "xorshift32"]
+__all__ = ["FAULTS", "SoakHarness", "node_keys", "seeded_state", "stream_rule_error",
+           "xorshift32", "xorshift_rtl"]
 
 #: Values of the ``fault`` input.
 FAULTS = {"none": 0, "drop": 1, "duplicate": 2, "reorder": 3, "misroute": 4}
@@ -65,7 +66,8 @@ def xorshift32(s: int) -> int:
     return s
 
 
-def _xorshift(s):
+def xorshift_rtl(s):
+    """:func:`xorshift32` of a 32-bit value, as logic."""
     a = s ^ (s << 13)[:32]
     b = a ^ (a >> 17)
     return b ^ (b << 5)[:32]
@@ -77,7 +79,8 @@ def node_keys(nodes: int) -> tuple[list[int], list[int]]:
     return keys[:nodes], keys[nodes:]
 
 
-def _seeded(seed, key):
+def seeded_state(seed, key):
+    """The generator's start state ``seed ^ key`` (1 if 0), as logic."""
     s = seed ^ Const(key, 32)
     return Mux(s == 0, 1, s)
 
@@ -101,7 +104,7 @@ class _Source(wiring.Component):
         running = Signal()
         seqs = Array(self.seq)
         r = Signal(32)
-        m.d.comb += r.eq(_xorshift(state))
+        m.d.comb += r.eq(xorshift_rtl(state))
         take = self.o.valid & self.o.ready
         step = running & (self.sent != self.flits) & (~self.o.valid | take)
         dst = Signal(index_width(P))
@@ -193,7 +196,7 @@ class _Sink(wiring.Component):
         state = Signal(32)
         running = Signal()
         r = Signal(32)
-        m.d.comb += r.eq(_xorshift(state))
+        m.d.comb += r.eq(xorshift_rtl(state))
         with m.If(self.start):
             m.d.sync += [state.eq(self.key), running.eq(1)]
         with m.Elif(running):
@@ -212,13 +215,18 @@ class _Sink(wiring.Component):
                 self.err_order.eq(f.addr != exps[src]),
             ]
             m.d.sync += [exps[src].eq(exps[src] + 1), self.recv.eq(self.recv + 1)]
-        # stream rule: a beat offered and not taken comes back unchanged
-        waiting = Signal()
-        last = Signal.like(f)
-        m.d.sync += [waiting.eq(self.i.valid & ~self.i.ready), last.eq(f)]
-        changed = f.as_value() != last.as_value()
-        m.d.comb += self.err_stream.eq(waiting & (~self.i.valid | changed))
+        m.d.comb += self.err_stream.eq(stream_rule_error(m, self.i))
         return m
+
+
+def stream_rule_error(m, s):
+    """High in a clock where stream ``s`` breaks the stream rule: a beat offered and not taken
+    in the clock before is not offered again unchanged."""
+    waiting = Signal()
+    last = Signal.like(s.payload)
+    m.d.sync += [waiting.eq(s.valid & ~s.ready), last.eq(s.payload)]
+    changed = Value.cast(s.payload) != Value.cast(last)
+    return waiting & (~s.valid | changed)
 
 
 class SoakHarness(wiring.Component):
@@ -274,10 +282,10 @@ class SoakHarness(wiring.Component):
             x, y = n % cols, n // cols
             m.submodules[f"source_{n}"] = s = self.sources[n]
             m.submodules[f"sink_{n}"] = k = self.sinks[n]
-            m.d.comb += [s.start.eq(self.start), s.key.eq(_seeded(self.seed, src_keys[n])),
+            m.d.comb += [s.start.eq(self.start), s.key.eq(seeded_state(self.seed, src_keys[n])),
                          s.flits.eq(self.flits), s.p_valid.eq(self.p_valid),
                          s.p_hot.eq(self.p_hot), s.hot.eq(self.hot),
-                         k.start.eq(self.start), k.key.eq(_seeded(self.seed, sink_keys[n])),
+                         k.start.eq(self.start), k.key.eq(seeded_state(self.seed, sink_keys[n])),
                          k.p_ready.eq(self.p_ready)]
             wiring.connect(m, s.o, mesh.i[y][x])
         # ejection: node `hot` through the fault stage, the others straight to their sinks

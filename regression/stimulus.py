@@ -15,6 +15,8 @@ __all__ = [
     "P_STALL",
     "SYSTEM_P_IDLE",
     "EncoderStimulus",
+    "FastSystemStimulus",
+    "FastTileStimulus",
     "RouterStimulus",
     "SramStimulus",
     "SystemStimulus",
@@ -101,6 +103,34 @@ class SystemStimulus:
 
     inferences: int = 8
     reset: bool = True
+    p_idle: float = SYSTEM_P_IDLE
+    p_stall: float = P_STALL
+    corrupt: str | None = None
+
+
+@dataclass(frozen=True)
+class FastTileStimulus:
+    """The tile bench's blocks and windows (:class:`TileStimulus`, no resets) run by the fast
+    harness (:mod:`regression.fast`), played ``repeat`` times over; ``p_idle`` / ``p_stall``
+    as the per-beat bench's, drawn in hardware. ``corrupt``: ``"alter"``, ``"drop"`` (one
+    expected event) or ``"weight"`` (a flipped weight row loaded), so the run must fail."""
+
+    ks: tuple[int, ...] = (0, 1, 2)
+    blocks: int = 6
+    windows: int = 8
+    repeat: int = 1
+    p_idle: float = P_IDLE
+    p_stall: float = P_STALL
+    corrupt: str | None = None
+
+
+@dataclass(frozen=True)
+class FastSystemStimulus:
+    """The system bench's inferences (:class:`SystemStimulus`, no reset) run by the fast
+    harness, played ``repeat`` times over; ``corrupt``: ``"alter"`` or ``"drop"``."""
+
+    inferences: int = 8
+    repeat: int = 1
     p_idle: float = SYSTEM_P_IDLE
     p_stall: float = P_STALL
     corrupt: str | None = None

@@ -30,9 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--waves", action="store_true", help="dump waveforms (slow, large)")
     parser.add_argument(
         "--bench",
-        choices=("encoder", "sram", "tile", "router", "system"),
+        choices=("encoder", "sram", "tile", "router", "system", "tile-fast", "system-fast"),
         action="append",
-        help="run only these benches; repeatable [all]",
+        help="run only these benches; repeatable; tile-fast and system-fast run the tile's and "
+        "the system's vectors in the fast harness (docs/regress.md, \"Fast mode\") "
+        "[all per-beat benches]",
     )
     parser.add_argument(
         "--quick", action="store_true", help="short run: one parameter set per T, fewer vectors"

@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from regression import stimulus
-from regression.benches import dense_tile, encoder, router, sram, system, tile
+from regression.benches import dense_tile, encoder, fast, router, sram, system, tile
 
-__all__ = ["BENCHES", "BENCH_KINDS", "BenchKind"]
+__all__ = ["ALL_BENCHES", "BENCHES", "BENCH_KINDS", "FAST_BENCHES", "BenchKind"]
 
 
 def _own_params(job) -> dict:
@@ -37,6 +37,10 @@ class BenchKind:
         ``config(job, manifest) -> dict``: the JSON configuration the bench reads.
     params : callable
         ``params(job) -> dict``: the :class:`rtl_gen.params.RTLConfig` arguments to generate.
+    build : callable, optional
+        ``build(sim, rtl_dir, manifest, top, config, root, waves) -> regression.sim.Build``
+        when the bench runs a harness around ``top`` (the fast benches); by default ``top``
+        alone is built (:func:`regression.cache.build_module`).
     """
 
     top: str
@@ -44,6 +48,7 @@ class BenchKind:
     stimulus: type
     config: Callable[[object, Mapping], dict]
     params: Callable[[object], dict] = _own_params
+    build: Callable | None = None
 
 
 #: bench name -> kind, in the order the regression runs them.
@@ -67,5 +72,18 @@ BENCH_KINDS = {
         params=system.params,
     ),
 }
-#: Benches in the order the regression runs them.
+#: The per-beat benches, in the order the regression runs them (its default set).
 BENCHES = tuple(BENCH_KINDS)
+#: The fast benches (stimulus and expected response in the simulation, :mod:`regression.fast`):
+#: the tile's and the system's vectors without per-beat Python; run when asked for.
+BENCH_KINDS["tile-fast"] = BenchKind(
+    "mttfs_tile", "cocotb_tests.tb_fast", stimulus.FastTileStimulus, fast.tile_config,
+    build=fast.build,
+)
+BENCH_KINDS["system-fast"] = BenchKind(
+    "mttfs_system", "cocotb_tests.tb_fast", stimulus.FastSystemStimulus, fast.system_config,
+    params=system.params, build=fast.build,
+)
+FAST_BENCHES = ("tile-fast", "system-fast")
+#: Every bench a job may name.
+ALL_BENCHES = BENCHES + FAST_BENCHES
