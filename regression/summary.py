@@ -131,8 +131,8 @@ def format_table(summary: Mapping) -> str:
     lines.append(
         f"{summary.get('status', '?')}: "
         f"{summary['passed']}/{summary['configurations']} passed, {summary['vectors']} vectors, "
-        f"{summary['events']} events, {summary['mismatches']} mismatches, coverage "
-        f"{c['percent']}% ({c['covered']}/{c['bins']} bins), wall {summary['wall_seconds']:.1f} s"
+        f"{summary['events']} events, {summary['mismatches']} mismatches, {_coverage(c)}, "
+        f"wall {summary['wall_seconds']:.1f} s"
     )
     for name, s in summary["simulators"].items():
         lines.append(
@@ -145,6 +145,12 @@ def format_table(summary: Mapping) -> str:
             "code of this T and k, so they compared no event; this is not a pass"
         )
     return "\n".join(lines)
+
+
+def _coverage(c: Mapping) -> str:
+    if not c["bins"]:  # fast-mode jobs check in the simulation and sample no coverage
+        return "coverage not sampled (0 bins)"
+    return f"coverage {c['percent']}% ({c['covered']}/{c['bins']} bins)"
 
 
 #: The table's word for each job status.

@@ -143,3 +143,15 @@ def test_verdict_names_each_problem():
     assert "the run did not end" in problems
     assert "beats_out: 9, expected 10" in problems
     assert any("counters of window 1" in p and "a=3, b=5" in p for p in problems)
+
+
+def test_summary_without_coverage_says_so():
+    """Fast-mode jobs sample no coverage: the summary must not read "coverage 100%"."""
+    from regression.jobs import JobResult, job
+    from regression.summary import format_table, summarize
+
+    r = JobResult(job("encoder", "icarus", {"T": 4, "k": 0}, 1), True,
+                  {"events": 10, "vectors": 2, "sim_seconds": 0.5})
+    text = format_table(summarize([r], 1.0, {"T": [4]}))
+    assert "coverage not sampled (0 bins)" in text
+    assert "100" not in text.splitlines()[-2]
