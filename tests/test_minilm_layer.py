@@ -20,7 +20,6 @@ import torch
 
 import regression
 from golden_models import IntegerLayer, encode_events
-from regression import sim
 from regression.layer import layer_config, minilm_q_projection, run_layer
 
 K = 1
@@ -86,11 +85,10 @@ def test_whole_layer_on_mesh_icarus(q_proj):
     _check(run, q_proj.layer, windows)
 
 
-@pytest.mark.parametrize("sim_name", sim.SIMULATORS)
-def test_layer_part_on_mesh(q_proj, sim_name):
+def test_layer_part_on_mesh_verilator(q_proj):
     layer = _part(q_proj.layer, 96)
     windows = list(q_proj.q_in)
-    run = run_layer(layer, windows, sim_name, tile_neurons=48, mesh=(1, 2),
+    run = run_layer(layer, windows, "verilator", tile_neurons=48, mesh=(1, 2),
                     out_dir=regression.DEFAULT_ROOT, p_stall=0.2, name="minilm-q-part")
     assert run.tiles == 2
     _check(run, layer, windows)
@@ -122,7 +120,7 @@ def test_flipped_weight_is_caught(q_proj):
     run = run_layer(q_proj.layer, [q], "icarus", out_dir=regression.DEFAULT_ROOT,
                     loaded=bad, name="minilm-q-mutant")
     assert not run.passed
-    assert run.result.mismatches > 0
+    assert run.result.report.get("mismatches", 0) >= 1, run.error  # the bench ran and saw it
 
 
 def _random_layer(n_out: int) -> IntegerLayer:
