@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_MESH",
     "DEFAULT_TILE_NEURONS",
     "LayerRun",
+    "check_layer_fits",
     "layer_config",
     "minilm_q_projection",
     "run_layer",
@@ -89,17 +90,32 @@ def layer_config(layer, *, tile_neurons: int = DEFAULT_TILE_NEURONS,
 
     if not isinstance(layer, IntegerLayer):
         raise TypeError(f"layer must be a golden_models.IntegerLayer, not {type(layer).__name__}")
-    if not isinstance(mesh, (tuple, list)) or len(mesh) != 2:
-        raise ValueError(f"mesh must be (rows, cols), not {mesh!r}")
     check_regress_T(layer.out_mask.T)
+    check_layer_fits(layer.n_out, tile_neurons=tile_neurons, mesh=mesh)
     rows, cols = mesh
     cfg = config_for_chain([layer], tile_neurons=tile_neurons, mesh_rows=rows, mesh_cols=cols)
-    tiles = -(-layer.n_out // cfg.tile_neurons)
+    return cfg, map_chain(cfg, [layer])
+
+
+def check_layer_fits(n_out: int, *, tile_neurons: int, mesh: Sequence[int]) -> int:
+    """The number of tiles a layer of ``n_out`` neurons takes; a ValueError in one line naming
+    the tiles needed and the nodes of the mesh when it does not fit (and for a tile or mesh
+    size out of range)."""
+    from rtl_gen.params import MAX_MESH, MAX_TILE_NEURONS
+
+    if not isinstance(mesh, (tuple, list)) or len(mesh) != 2:
+        raise ValueError(f"mesh must be (rows, cols), not {mesh!r}")
+    rows, cols = mesh
+    check_int("mesh_rows", rows, 1, MAX_MESH)
+    check_int("mesh_cols", cols, 1, MAX_MESH)
+    check_int("tile_neurons", tile_neurons, 1, MAX_TILE_NEURONS)
+    check_int("n_out", n_out, 1, 1 << 20)
+    tiles = -(-n_out // tile_neurons)
     if tiles > rows * cols:
         raise ValueError(
-            f"the layer's {layer.n_out} outputs need {tiles} tiles of {tile_neurons} neurons, "
-            f"the {rows}x{cols} mesh has {rows * cols} nodes")
-    return cfg, map_chain(cfg, [layer])
+            f"the layer's {n_out} outputs need {tiles} tiles of {tile_neurons} neurons, "
+            f"the {rows}x{cols} mesh has {rows * cols} node{'s' if rows * cols > 1 else ''}")
+    return tiles
 
 
 def run_layer(

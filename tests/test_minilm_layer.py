@@ -123,6 +123,18 @@ def test_flipped_weight_is_caught(q_proj):
     assert run.result.report.get("mismatches", 0) >= 1, run.error  # the bench ran and saw it
 
 
+def test_layer_command(q_proj, capsys):
+    """``matterhorn layer`` end to end on one window (the same Verilog and build as above)."""
+    from matterhorn.cli import main
+
+    argv = ["layer", "--sim", "icarus", "--windows", "1", "--out", str(regression.DEFAULT_ROOT)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "384x384, k=1, 1 token windows, tiles of 48 on 3x3" in out
+    assert "icarus: PASS; 8 tiles, 1 windows" in out
+    assert " 0 mismatches" in out
+
+
 def _random_layer(n_out: int) -> IntegerLayer:
     from golden_models.qnn import random_qnn
 
