@@ -57,7 +57,10 @@ class LayerRun:
     tiles : int
         Tiles the layer is partitioned into.
     generate_seconds : float
-        Generating the Verilog (0 when it was cached).
+        Generating the Verilog (about 0 when it was cached).
+    figures : dict
+        :func:`layer_figures`: windows, events, cycles, mismatches, simulation, build and
+        run seconds.
     """
 
     result: JobResult
