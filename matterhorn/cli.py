@@ -25,7 +25,7 @@ from matterhorn import __version__
 
 #: Subcommands in the order ``--help`` lists them.
 COMMANDS = ("demo", "generate", "regress", "synth", "energy", "stats", "compare", "flow",
-            "prove", "finetune")
+            "prove", "finetune", "layer")
 
 
 def _load(name: str):

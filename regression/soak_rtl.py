@@ -235,7 +235,7 @@ class SoakHarness(wiring.Component):
     Parameters
     ----------
     rows, cols : int
-        Mesh size, 1..64 each.
+        Mesh size, 1..16 each (MAX_MESH).
     seq_width : int
         Bits of the sequence number (the flit's ``addr`` field), 1..32.
     mesh : callable, optional

@@ -274,7 +274,7 @@ def flit_layout(rows: int, cols: int, addr_width: int, time_width: int) -> data.
     Parameters
     ----------
     rows, cols : int
-        Mesh size (1..64 each).
+        Mesh size (1..16 each, MAX_MESH).
     addr_width : int
         Bits of the source neuron address (1..32).
     time_width : int

@@ -79,7 +79,7 @@ class RTLConfig:
     lanes : int or None
         Comparator lanes ``L`` of the fire phase, ``1..N``; ``None`` means ``N``.
     mesh_rows, mesh_cols : int
-        Mesh size, 1..64 each.
+        Mesh size, 1..16 each (MAX_MESH).
     sram_macro : bool
         Emit ``mttfs_sram`` as a wrapper around a black-box macro.
 

@@ -95,7 +95,7 @@ class Router(wiring.Component):
     Parameters
     ----------
     rows, cols : int
-        Mesh size, 1..64 each.
+        Mesh size, 1..16 each (MAX_MESH).
     x, y : int or None
         Own column and row. ``None`` turns the coordinate into an input port of the same name
         (one Verilog module for every position); an integer makes it a constant.
@@ -235,7 +235,7 @@ class Mesh(wiring.Component):
     Parameters
     ----------
     rows, cols : int
-        Mesh size, 1..64 each.
+        Mesh size, 1..16 each (MAX_MESH).
     addr_width, time_width : int
         Flit field widths, as for :class:`Router`.
 

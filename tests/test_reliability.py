@@ -124,6 +124,15 @@ CASES = [
     ("synth --system 0x2 --out out", "mesh_rows must be in 1..16, not 0"),
     ("synth --system 2x17 --out out", "mesh_cols must be in 1..16, not 17"),
     ("prove --out ''", "--out must be a folder name, not empty"),
+    ("layer --mesh 2x3 --out out",
+     "the layer's 384 outputs need 8 tiles of 48 neurons, the 2x3 mesh has 6 nodes"),
+    ("layer --tile-neurons 96 --mesh 1x2 --out out",
+     "the layer's 384 outputs need 4 tiles of 96 neurons, the 1x2 mesh has 2 nodes"),
+    ("layer --mesh 17x1 --out out", "mesh_rows must be in 1..16, not 17"),
+    ("layer --tile-neurons 257 --out out", "tile_neurons must be in 1..256, not 257"),
+    ("layer --windows 0 --out out", "windows must be in 1..4096, not 0"),
+    ("layer --k 16 --out out", "k must be in 0..15, not 16"),
+    ("layer --out ''", f"{_EMPTY} ''"),
 ]
 
 #: Cases that need a tool, a fault injected in a tool, or a real run: (command, input,

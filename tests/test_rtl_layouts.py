@@ -118,7 +118,7 @@ def test_system_words():
 def test_flit_layout_rejects():
     with pytest.raises(ValueError) as info:
         flit_layout(0, 2, 4, 4)
-    assert str(info.value) == "rows must be 1..64, not 0"
+    assert str(info.value) == "rows must be 1..16, not 0"
     with pytest.raises(ValueError) as info:
         flit_layout(2, 2, 4, 17)
     assert str(info.value) == "time_width must be 1..16, not 17"

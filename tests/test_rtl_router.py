@@ -239,8 +239,8 @@ def test_flit_layout_fields():
 @pytest.mark.parametrize(
     ("call", "exc", "message"),
     [
-        (lambda: Router(0, 2), ValueError, "rows must be 1..64, not 0"),
-        (lambda: Router(2, 65), ValueError, "cols must be 1..64, not 65"),
+        (lambda: Router(0, 2), ValueError, "rows must be 1..16, not 0"),
+        (lambda: Router(2, 17), ValueError, "cols must be 1..16, not 17"),
         (lambda: Router(2.0, 2), TypeError, "rows must be an integer, not 2.0"),
         (lambda: Router(2, True), TypeError, "cols must be an integer, not True"),
         (lambda: Router(2, 3, x=3, y=0), ValueError, "x must be 0..2, not 3"),
@@ -248,7 +248,7 @@ def test_flit_layout_fields():
         (lambda: Router(2, 3, x="0"), TypeError, "x must be an integer, not '0'"),
         (lambda: Router(2, 2, addr_width=0), ValueError, "addr_width must be 1..32, not 0"),
         (lambda: Router(2, 2, time_width=17), ValueError, "time_width must be 1..16, not 17"),
-        (lambda: Mesh(2, 0), ValueError, "cols must be 1..64, not 0"),
+        (lambda: Mesh(2, 0), ValueError, "cols must be 1..16, not 0"),
         (lambda: Mesh(2, 2, addr_width=None), TypeError,
          "addr_width must be an integer, not None"),
     ],

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from regression.cache import module_entry
 
-__all__ = ["SYSTEM_SHAPES", "config", "params"]
+__all__ = ["SYSTEM_SHAPES", "chain_config", "config", "params"]
 
 #: Layer widths ``(N_0, N_1, N_2, N_3)`` of the system's 3-layer QNN and the tile size that
 #: maps it on 4 nodes of a 2x2 mesh (2 + 1 + 1 tiles; the second shape pads partly used tiles).
@@ -50,19 +50,52 @@ def params(job) -> dict:
 
 def config(job, manifest: Mapping) -> dict:
     """Inferences of ``job.stim`` (:class:`regression.stimulus.SystemStimulus`)."""
+    stim = job.stim
+    qnn, _ = _chain(job)
+    n = int(stim.inferences)
+    return chain_config(
+        manifest,
+        qnn.integer_layers(),
+        qnn.random_input(n, seed=job.seed),
+        seed=job.seed,
+        p_idle=float(stim.p_idle),
+        p_stall=float(stim.p_stall),
+        reset=bool(stim.reset),
+        corrupt=stim.corrupt,
+    )
+
+
+def chain_config(
+    manifest: Mapping,
+    layers,
+    batch,
+    *,
+    seed: int,
+    p_idle: float,
+    p_stall: float,
+    reset: bool = False,
+    corrupt: str | None = None,
+    loaded=None,
+) -> dict:
+    """The :mod:`cocotb_tests.tb_system` configuration of a chain of golden layers.
+
+    ``layers`` (a chain of :class:`golden_models.IntegerLayer`) is mapped on the mesh of the
+    manifest's parameters; ``batch`` holds the layer-0 input code vectors, one inference each.
+    Every inference's expected output events and counters come from
+    :func:`rtl_gen.mapper.system_reference`, cross-checked with the chain run on its own.
+    ``loaded`` (default ``layers``) is the chain whose images the bench loads: a different
+    one is a planted fault the comparison must catch.
+    """
     from golden_models import encode_events
     from rtl_gen.mapper import map_chain, system_reference
     from rtl_gen.params import RTLConfig
 
-    stim = job.stim
-    qnn, _ = _chain(job)
-    layers = qnn.integer_layers()
     config = RTLConfig(**manifest["parameters"])
     smap = map_chain(config, layers)
+    loaded_map = smap if loaded is None else map_chain(config, loaded)
     entry = module_entry(manifest, "mttfs_system")
     port_names = {p["name"] for p in entry["ports"]}
-    n = int(stim.inferences)
-    batch = qnn.random_input(n, seed=job.seed)
+    n = len(batch)
     inferences = []
     for q in batch:
         ref = system_reference(smap, q)
@@ -103,14 +136,13 @@ def config(job, manifest: Mapping) -> dict:
                 "layer_events": per_layer,
             }
         )
-    beats = [{"node": b[0], "target": b[1], "addr": b[2], "data": b[3]} for b in smap.load_beats()]
+    beats = [{"node": b[0], "target": b[1], "addr": b[2], "data": b[3]}
+             for b in loaded_map.load_beats()]
     T, G = config.T, config.groups
-    p_idle = float(stim.p_idle)
-    p_stall = float(stim.p_stall)
     span = config.n_in + len(layers) * (T * G + config.tile_neurons + config.n_in + 8)
-    rng = random.Random(f"reset:{job.seed}")
+    rng = random.Random(f"reset:{seed}")
     return {
-        "seed": job.seed,
+        "seed": seed,
         "T": T,
         "module": entry,
         "out_mask": [layers[-1].out_mask.i_max, layers[-1].out_mask.k],
@@ -120,8 +152,8 @@ def config(job, manifest: Mapping) -> dict:
         "p_idle": p_idle,
         "p_stall": p_stall,
         "timeout": int(200 + 6 * span / max(0.05, 1 - max(p_idle, p_stall))),
-        "reset": [rng.randrange(1, n), span] if stim.reset and n > 1 else None,
-        "corrupt": stim.corrupt,
+        "reset": [rng.randrange(1, n), span] if reset and n > 1 else None,
+        "corrupt": corrupt,
         "layers": len(layers),
         "mesh": [config.mesh_rows, config.mesh_cols],
         "tiles": len(smap.tiles),
