@@ -96,7 +96,7 @@ def probe(address: str, timeout: float = CONNECT_TIMEOUT) -> dict:
     try:
         socket.create_connection((host, port), timeout=timeout).close()
         ident = asyncio.run(_identity(address, timeout))
-    except (OSError, asyncio.TimeoutError, EOFError) as exc:
+    except (TimeoutError, OSError, EOFError) as exc:
         raise ValueError(f"{unreachable} ({type(exc).__name__})") from None
     if not isinstance(ident, dict) or ident.get("type") != "Scheduler":
         raise ValueError(f"{unreachable} (it answered, but not as a scheduler)")
