@@ -171,34 +171,32 @@ def run_jobs(
     progress: Callable[[JobResult], object] | None = None,
     scheduler: str | None = None,
 ) -> list[JobResult]:
-    """Run ``jobs``; results in job order (:func:`toolkit_base.cluster.run_all`).
+    """Run ``jobs``; results in job order (:mod:`toolkit_base.cluster`).
 
     ``workers`` 1 runs them one after the other in this process, more on a local Dask cluster
     of that many worker processes; ``scheduler`` (``tcp://HOST:PORT``) sends them to the
     workers of an existing Dask cluster, which need ``root`` at the same path (docs/cluster.md).
-    Verilog is generated here first, one parameter set at a time, so workers sharing ``root``
-    find it; results (pass, report, error, times) come back to the caller.
+    Verilog is generated first, one task per parameter set (in parallel on a cluster), so the
+    jobs that share a set find it; results (pass, report, error, times) come back here.
     """
     cluster.check_workers(workers)
     cluster.check_scheduler(scheduler)
     root = Path(root).resolve()
     for name in sorted({j.sim for j in jobs}):
         sim.ensure_simulator(name)
-    seen = set()
+    params = {}
     for j in jobs:
-        params = BENCH_KINDS[j.bench].params(j)
-        key = params_key(params)
-        if key not in seen:
-            seen.add(key)
-            generate_rtl(params, root)
-    return cluster.run_all(
-        functools.partial(run_job, root=root, waves=waves),
-        jobs,
-        names=[j.name for j in jobs],
-        scheduler=scheduler,
-        workers=workers,
-        progress=progress,
-    )
+        p = BENCH_KINDS[j.bench].params(j)
+        params.setdefault(params_key(p), p)
+    with cluster.executor(scheduler, min(workers, max(len(jobs), 1))) as ex:
+        ex.map(functools.partial(_generate, root=root), list(params.values()),
+               names=[f"generate-{key}" for key in params])
+        return ex.map(functools.partial(run_job, root=root, waves=waves), jobs,
+                      names=[j.name for j in jobs], progress=progress)
+
+
+def _generate(params: Mapping, root: Path) -> None:
+    generate_rtl(params, root)
 
 
 def run_regression(

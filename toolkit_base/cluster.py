@@ -1,12 +1,13 @@
 """Where the jobs of a sweep run: this process, a local Dask cluster, or an existing one.
 
 One home for the executor of every sweep (``matterhorn regress``, ``matterhorn synth`` over
-several ``T``/``k``; docs/cluster.md). :func:`run_all` maps a function over items and returns the
-results in item order, calling ``progress`` on the client as each one finishes:
+several ``T``/``k``; docs/cluster.md). :func:`executor` opens an :class:`Executor` whose
+``map`` runs a function over items and returns the results in item order, calling ``progress``
+on the client as each one finishes; :func:`run_all` is one such map:
 
 - ``scheduler=None, workers=1``: one after the other in this process;
 - ``scheduler=None, workers=N > 1``: a :class:`distributed.LocalCluster` of ``N`` worker
-  processes (one thread each) on 127.0.0.1, started for the call and closed after it;
+  processes (one thread each) on 127.0.0.1, started for the block and closed after it;
 - ``scheduler="tcp://HOST:PORT"``: the workers of an existing Dask cluster (``dask scheduler``
   + ``dask worker``, or a ``dask_jobqueue`` SLURMCluster/LSFCluster).
 
@@ -20,12 +21,15 @@ import asyncio
 import re
 import socket
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from toolkit_base.checks import check_int
 
 __all__ = [
     "CONNECT_TIMEOUT",
+    "Executor",
+    "executor",
     "MAX_WORKERS",
     "check_scheduler",
     "check_workers",
@@ -103,6 +107,106 @@ def probe(address: str, timeout: float = CONNECT_TIMEOUT) -> dict:
     return ident
 
 
+class Executor:
+    """Runs lists of jobs on one executor: this process, or a Dask client (:func:`executor`)."""
+
+    def __init__(self, client=None):
+        self.client = client
+
+    def map(
+        self,
+        fn: Callable,
+        items: Sequence,
+        *,
+        names: Sequence[str] | None = None,
+        progress: Callable[[object], object] | None = None,
+    ) -> list:
+        """``[fn(x) for x in items]``, results in item order; ``progress`` is called on the
+        client with each result as it finishes. An exception raised by ``fn`` is raised here;
+        on an error or an interrupt the items not finished yet are cancelled."""
+        items = list(items)
+        names = [f"item{i}" for i in range(len(items))] if names is None else list(names)
+        if len(names) != len(items):
+            raise ValueError(f"names must give one name per item ({len(items)}), not "
+                             f"{len(names)}")
+        if self.client is None:
+            out = []
+            for x in items:
+                out.append(fn(x))
+                if progress is not None:
+                    progress(out[-1])
+            return out
+        from distributed import as_completed
+
+        run = uuid.uuid4().hex[:8]
+        futures = [
+            self.client.submit(fn, x, key=f"{name}-{run}", pure=False)
+            for x, name in zip(items, names, strict=True)
+        ]
+        try:
+            for fut in as_completed(futures, loop=self.client.loop):
+                result = fut.result()
+                if progress is not None:
+                    progress(result)
+            return [f.result() for f in futures]
+        finally:  # on an error or an interrupt, what has not run yet does not start
+            self.client.cancel([f for f in futures if not f.done()])
+
+
+@contextmanager
+def executor(
+    scheduler: str | None = None,
+    workers: int = 1,
+    *,
+    connect_timeout: float = CONNECT_TIMEOUT,
+) -> Iterator[Executor]:
+    """The executor that ``scheduler`` and ``workers`` choose, for the ``with`` block.
+
+    Parameters
+    ----------
+    scheduler : str, optional
+        ``tcp://HOST:PORT`` of an existing Dask scheduler; checked (:func:`probe`) first.
+    workers : int
+        Without ``scheduler``: 1 runs in this process, more start a local cluster of that many
+        worker processes (closed when the block ends). Unused with ``scheduler`` (the
+        cluster's workers run the jobs).
+    connect_timeout : float
+        Seconds to wait for the scheduler.
+    """
+    check_scheduler(scheduler)
+    check_workers(workers)
+    if scheduler is None and workers == 1:
+        yield Executor()
+        return
+    if scheduler is not None:
+        probe(scheduler, connect_timeout)
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    local = None
+    if scheduler is None:
+        local = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            silence_logs=logging.ERROR,
+            # no dashboard, and its HTTP server on a free port rather than 8787
+            scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
+        )
+    try:
+        client = Client(local if local is not None else scheduler, timeout=connect_timeout,
+                        set_as_default=False)
+        try:
+            yield Executor(client)
+        finally:
+            client.close()
+    finally:
+        if local is not None:
+            local.close()
+
+
 def run_all(
     fn: Callable,
     items: Sequence,
@@ -113,85 +217,14 @@ def run_all(
     progress: Callable[[object], object] | None = None,
     connect_timeout: float = CONNECT_TIMEOUT,
 ) -> list:
-    """``[fn(x) for x in items]``, on the executor that ``scheduler`` and ``workers`` choose.
+    """``[fn(x) for x in items]`` on the executor that ``scheduler`` and ``workers`` choose
+    (:func:`executor`, :meth:`Executor.map`); a local cluster gets at most one worker per item.
 
-    Parameters
-    ----------
-    fn : callable
-        A module-level function (or a ``functools.partial`` of one) of one item.
-    items : sequence
-    names : sequence of str, optional
-        One per item: the task names on the cluster (a unique suffix is added per call).
-    scheduler : str, optional
-        ``tcp://HOST:PORT`` of an existing Dask scheduler; checked (:func:`probe`) first.
-    workers : int
-        Without ``scheduler``: 1 runs in this process, more start a local cluster of that many
-        worker processes. Unused with ``scheduler`` (the cluster's workers run the items).
-    progress : callable, optional
-        Called on the client with each result as it finishes.
-    connect_timeout : float
-        Seconds to wait for the scheduler.
-
-    Returns
-    -------
-    list
-        The results, in the order of ``items``. An exception raised by ``fn`` is raised here;
-        on an error or an interrupt the items not finished yet are cancelled.
+    ``fn`` is a module-level function (or a ``functools.partial`` of one) of one item; ``names``
+    (one per item) name the tasks on the cluster, a unique suffix added per call.
     """
-    check_scheduler(scheduler)
-    check_workers(workers)
     items = list(items)
-    names = [f"item{i}" for i in range(len(items))] if names is None else list(names)
-    if len(names) != len(items):
-        raise ValueError(f"names must give one name per item ({len(items)}), not {len(names)}")
-    if scheduler is None and (workers == 1 or len(items) <= 1):
-        out = []
-        for x in items:
-            out.append(fn(x))
-            if progress is not None:
-                progress(out[-1])
-        return out
-    if scheduler is not None:
-        probe(scheduler, connect_timeout)
-    return _on_cluster(fn, items, names, scheduler, min(workers, max(len(items), 1)), progress,
-                       connect_timeout)
-
-
-def _on_cluster(fn, items, names, scheduler, workers, progress, connect_timeout) -> list:
-    import logging
-
-    from distributed import Client, LocalCluster, as_completed
-
-    cluster = None
-    if scheduler is None:
-        cluster = LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            silence_logs=logging.ERROR,
-            # no dashboard, and its HTTP server on a free port rather than 8787
-            scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
-        )
-    try:
-        client = Client(cluster if cluster is not None else scheduler, timeout=connect_timeout,
-                        set_as_default=False)
-        try:
-            run = uuid.uuid4().hex[:8]
-            futures = [
-                client.submit(fn, x, key=f"{name}-{run}", pure=False)
-                for x, name in zip(items, names, strict=True)
-            ]
-            try:
-                for fut in as_completed(futures, loop=client.loop):
-                    result = fut.result()
-                    if progress is not None:
-                        progress(result)
-                return [f.result() for f in futures]
-            finally:  # on an error or an interrupt, what has not run yet does not start
-                client.cancel([f for f in futures if not f.done()])
-        finally:
-            client.close()
-    finally:
-        if cluster is not None:
-            cluster.close()
+    check_workers(workers)
+    with executor(scheduler, min(workers, max(len(items), 1)),
+                  connect_timeout=connect_timeout) as ex:
+        return ex.map(fn, items, names=names, progress=progress)
