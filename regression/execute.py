@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from golden_models.codespace import check_k
@@ -20,15 +20,16 @@ from regression.jobs import Job, JobResult, job
 from regression.planner import check_regress_T, regression_jobs
 from regression.stimulus import P_IDLE, P_STALL
 from regression.summary import SUMMARY_FILE, summarize, write_summary
-from toolkit_base.checks import check_int, check_out_dir, check_seed, unique
+from toolkit_base import cluster
+from toolkit_base.checks import check_out_dir, check_seed, unique
 from toolkit_base.files import write_atomic
 
 __all__ = ["DEFAULT_ROOT", "run_job", "run_jobs", "run_regression", "run_tile", "tile_params"]
 
 #: Default root of generated Verilog and builds (relative to the working directory).
 DEFAULT_ROOT = Path("build") / "cocotb"
-#: Largest number of jobs run at a time.
-MAX_WORKERS = 64
+#: Largest number of jobs run at a time (local worker processes).
+MAX_WORKERS = cluster.MAX_WORKERS
 
 
 def _check_seed(seed: object) -> int:
@@ -176,37 +177,34 @@ def run_jobs(
     workers: int = 1,
     waves: bool = False,
     progress: Callable[[JobResult], object] | None = None,
+    scheduler: str | None = None,
 ) -> list[JobResult]:
-    """Run ``jobs`` (``workers`` at a time); results in job order.
+    """Run ``jobs``; results in job order (:mod:`toolkit_base.cluster`).
 
-    Verilog is generated first, one parameter set at a time (elaboration is Python and holds
-    the interpreter); builds and simulations then run in parallel as subprocesses.
+    ``workers`` 1 runs them one after the other in this process, more on a local Dask cluster
+    of that many worker processes; ``scheduler`` (``tcp://HOST:PORT``) sends them to the
+    workers of an existing Dask cluster, which need ``root`` at the same path (docs/cluster.md).
+    Verilog is generated first, one task per parameter set (in parallel on a cluster), so the
+    jobs that share a set find it; results (pass, report, error, times) come back here.
     """
-    check_int("workers", workers, 1, MAX_WORKERS)
+    cluster.check_workers(workers)
+    cluster.check_scheduler(scheduler)
     root = Path(root).resolve()
     for name in sorted({j.sim for j in jobs}):
         sim.ensure_simulator(name)
-    seen = set()
+    params = {}
     for j in jobs:
-        params = BENCH_KINDS[j.bench].params(j)
-        key = params_key(params)
-        if key not in seen:
-            seen.add(key)
-            generate_rtl(params, root)
+        p = BENCH_KINDS[j.bench].params(j)
+        params.setdefault(params_key(p), p)
+    with cluster.executor(scheduler, min(workers, max(len(jobs), 1))) as ex:
+        ex.map(functools.partial(_generate, root=root), list(params.values()),
+               names=[f"generate-{key}" for key in params])
+        return ex.map(functools.partial(run_job, root=root, waves=waves), jobs,
+                      names=[j.name for j in jobs], progress=progress)
 
-    def one(j: Job) -> JobResult:
-        r = run_job(j, root, waves=waves)
-        if progress is not None:
-            progress(r)
-        return r
 
-    if workers == 1:
-        return [one(j) for j in jobs]
-    pool = ThreadPoolExecutor(max_workers=workers)
-    try:
-        return list(pool.map(one, jobs))
-    finally:  # on an interrupt, the jobs not started yet are cancelled
-        pool.shutdown(wait=True, cancel_futures=True)
+def _generate(params: Mapping, root: Path) -> None:
+    generate_rtl(params, root)
 
 
 def run_regression(
@@ -221,6 +219,7 @@ def run_regression(
     benches: Sequence[str] = BENCHES,
     quick: bool = False,
     progress: Callable[[JobResult], object] | None = None,
+    scheduler: str | None = None,
 ) -> dict:
     """Run the regression for ``T`` and ``k`` on ``sims``; write and return the summary.
 
@@ -231,7 +230,8 @@ def run_regression(
     sims : str or sequence of {"icarus", "verilator"}
         Repeats removed. Every tool a simulator needs is checked before anything runs.
     workers : int
-        Jobs run at a time.
+        Jobs run at a time: 1 in this process, more on a local Dask cluster of that many
+        worker processes (:func:`run_jobs`).
     seed : int
         Seed of every stimulus (same seed, same vectors).
     waves : bool
@@ -245,6 +245,9 @@ def run_regression(
         flow``; its coverage is reported but not expected to reach 100%.
     progress : callable, optional
         Called with each :class:`JobResult` as it finishes.
+    scheduler : str, optional
+        ``tcp://HOST:PORT`` of an existing Dask cluster that runs the jobs (docs/cluster.md);
+        checked before anything runs or is removed.
 
     Returns
     -------
@@ -265,21 +268,26 @@ def run_regression(
     sims = unique((sims,) if isinstance(sims, str) else sims)
     benches = unique(benches)
     _check_seed(seed)
-    check_int("workers", workers, 1, MAX_WORKERS)
+    cluster.check_workers(workers)
+    cluster.check_scheduler(scheduler)
     check_out_dir(out_dir)
     jobs = regression_jobs(Ts, ks, sims, seed=seed, benches=benches, quick=quick)
     for name in sims:  # every tool, before anything runs or is removed
         sim.ensure_simulator(name)
+    if scheduler is not None:  # the scheduler answers, before anything runs or is removed
+        cluster.probe(scheduler)
     # The summary of an earlier run goes first: an interrupted or failed run leaves none.
     (Path(out_dir) / SUMMARY_FILE).unlink(missing_ok=True)
     start = time.perf_counter()
-    results = run_jobs(jobs, out_dir, workers=workers, waves=waves, progress=progress)
+    results = run_jobs(jobs, out_dir, workers=workers, waves=waves, progress=progress,
+                       scheduler=scheduler)
     parameters = {
         "T": list(Ts),
         "k": list(ks),
         "sims": list(sims),
         "seed": seed,
         "workers": workers,
+        "scheduler": scheduler,
         "waves": waves,
         "benches": list(benches),
         "quick": quick,

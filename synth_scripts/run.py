@@ -118,112 +118,162 @@ def synthesize(
     FileNotFoundError, ValueError, TypeError
         Bad parameters, a missing liberty, a malformed tool report.
     """
+    lib_path = check_options(T, k, out_dir, liberty_file=liberty_file, clock_ns=clock_ns,
+                             blocks=blocks, jobs=jobs, environ=environ,
+                             default_liberty=default_liberty)
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".synth-", dir=out_dir.parent) as tmp:
+        doc, tops = synthesize_into(Path(tmp), T, k, lib_path, clock_ns=clock_ns, blocks=blocks,
+                                    jobs=jobs)
+        install(Path(tmp) / "out", out_dir, tops)
+    return doc
+
+
+def check_options(
+    T: int,
+    k: int,
+    out_dir: str | os.PathLike,
+    *,
+    liberty_file: str | os.PathLike | None = None,
+    clock_ns: float = DEFAULT_CLOCK_NS,
+    blocks: bool = True,
+    jobs: int = 2,
+    environ: dict | None = None,
+    default_liberty: bool = True,
+) -> Path | None:
+    """The checks of :func:`synthesize`, before anything runs; return the liberty to use."""
     check_T(T)
     check_k(k, T)
     if blocks:
         check_rtl_T(T)
-    clock_ns = check_clock(clock_ns)
+    check_clock(clock_ns)
     check_out_dir(out_dir)
     check_int("jobs", jobs, 1, MAX_JOBS)
     lib_path = liberty.resolve(liberty_file, environ, default=default_liberty)
     toolchain.require("yosys")
     if lib_path is not None:
         toolchain.require("sta")
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".synth-", dir=out_dir.parent) as tmp:
-        work = Path(tmp).resolve() / "work"
-        stage = Path(tmp) / "out"
-        work.mkdir()
-        stage.mkdir()
-        lib = liberty.prepare(lib_path, work) if lib_path is not None else None
-        ops = operators.operators(T, k)
-        src = resources.files("synth_scripts").joinpath("operators.v").read_text()
-        designs: list[tuple[str, list[str], Path]] = []
-        for op in ops:
-            for core in (False, True) if lib is not None else (False,):
-                d = work / (op.core_top if core else op.top)
-                d.mkdir()
-                (d / "operators.v").write_text(src, encoding="utf-8")
-                designs.append((d.name, _operator_reads(op, core), d))
-        block_specs = []
-        if blocks:
-            from synth_scripts import blocks as block_flow
+    return lib_path
 
-            block_specs = block_flow.prepare(T, k, work / "rtl")
-            for spec in block_specs:
-                d = work / spec.top
-                d.mkdir()
-                designs.append((spec.top, spec.read_commands(d), d))
-        results = _pmap(lambda x: flow.synthesize(x[0], x[1], x[2], lib), designs, jobs)
-        synth = {r.top: r for r in results}
-        streams = activity.operand_streams(T, k, operators.LINEAR_FAN_IN)
-        acts: dict[str, dict] = {}
-        power: dict[str, dict] = {}
-        if lib is not None:
-            sta_designs = []
-            for op in ops:
-                s = streams[op.name]
-                ports = {p: activity.bit_activity(s[p], w) for p, w in op.inputs.items()}
-                regs = {
-                    name: activity.bit_activity(vals, w)
-                    for name, (vals, w) in op.registers(s).items()
-                }
-                acts[op.top] = {"ports": ports, "registers": regs}
-                sta_designs.append(
-                    (op.top, synth[op.top].netlist, flow.activity_commands(ports), "")
-                )
-                # cross-check: the logic alone, every register carrying its measured statistics
-                core = {name: regs[name] for name in op.core_inputs()}
-                sta_designs.append(
-                    (op.core_top, synth[op.core_top].netlist, flow.activity_commands(core), "")
-                )
-            for spec in block_specs:
-                inputs = flow.netlist_inputs(synth[spec.top].netlist.read_text())
-                for label, ports in spec.activities(inputs).items():
-                    sta_designs.append(
-                        (spec.top, synth[spec.top].netlist, flow.activity_commands(ports), label)
-                    )
-            got = _pmap(
-                lambda x: flow.power(
-                    x[0],
-                    x[1],
-                    x[2],
-                    lib,
-                    clock_ns,
-                    work / "sta" / f"{x[0]}{x[3]}",
-                    clocked=not x[0].startswith("mh_core_"),
-                ),
-                sta_designs,
-                jobs,
+
+def synthesize_into(
+    tmp: Path,
+    T: int,
+    k: int,
+    lib_path: Path | None,
+    *,
+    clock_ns: float = DEFAULT_CLOCK_NS,
+    blocks: bool = True,
+    jobs: int = 2,
+) -> tuple[dict, list[str]]:
+    """Run the flow in the empty folder ``tmp`` (checked options, :func:`check_options`).
+
+    The report and the netlists are staged in ``tmp/out`` (``synth_report.json``,
+    ``synth_report.md``, ``netlists/<top>.v``) for :func:`install`; returns the report and the
+    tops whose netlists it wrote.
+    """
+    clock_ns = check_clock(clock_ns)
+    work = Path(tmp).resolve() / "work"
+    stage = Path(tmp) / "out"
+    work.mkdir()
+    stage.mkdir()
+    lib = liberty.prepare(lib_path, work) if lib_path is not None else None
+    ops = operators.operators(T, k)
+    src = resources.files("synth_scripts").joinpath("operators.v").read_text()
+    designs: list[tuple[str, list[str], Path]] = []
+    for op in ops:
+        for core in (False, True) if lib is not None else (False,):
+            d = work / (op.core_top if core else op.top)
+            d.mkdir()
+            (d / "operators.v").write_text(src, encoding="utf-8")
+            designs.append((d.name, _operator_reads(op, core), d))
+    block_specs = []
+    if blocks:
+        from synth_scripts import blocks as block_flow
+
+        block_specs = block_flow.prepare(T, k, work / "rtl")
+        for spec in block_specs:
+            d = work / spec.top
+            d.mkdir()
+            designs.append((spec.top, spec.read_commands(d), d))
+    results = _pmap(lambda x: flow.synthesize(x[0], x[1], x[2], lib), designs, jobs)
+    synth = {r.top: r for r in results}
+    streams = activity.operand_streams(T, k, operators.LINEAR_FAN_IN)
+    acts: dict[str, dict] = {}
+    power: dict[str, dict] = {}
+    if lib is not None:
+        sta_designs = []
+        for op in ops:
+            s = streams[op.name]
+            ports = {p: activity.bit_activity(s[p], w) for p, w in op.inputs.items()}
+            regs = {
+                name: activity.bit_activity(vals, w)
+                for name, (vals, w) in op.registers(s).items()
+            }
+            acts[op.top] = {"ports": ports, "registers": regs}
+            sta_designs.append(
+                (op.top, synth[op.top].netlist, flow.activity_commands(ports), "")
             )
-            power = {}
-            for x, g in zip(sta_designs, got, strict=True):
-                if x[3]:
-                    power.setdefault(x[0], {})[x[3]] = g
-                else:
-                    power[x[0]] = g
-            (stage / NETLISTS).mkdir()
-            for r in results:
-                if not r.top.startswith("mh_core_"):
-                    shutil.copyfile(r.netlist, stage / NETLISTS / f"{r.top}.v")
-        doc = report.build(
-            T=T,
-            k=k,
-            clock_ns=clock_ns,
-            lib=lib,
-            ops=ops,
-            block_specs=block_specs,
-            synth=synth,
-            acts=acts,
-            power=power,
-            streams=streams,
+            # cross-check: the logic alone, every register carrying its measured statistics
+            core = {name: regs[name] for name in op.core_inputs()}
+            sta_designs.append(
+                (op.core_top, synth[op.core_top].netlist, flow.activity_commands(core), "")
+            )
+        for spec in block_specs:
+            inputs = flow.netlist_inputs(synth[spec.top].netlist.read_text())
+            for label, ports in spec.activities(inputs).items():
+                sta_designs.append(
+                    (spec.top, synth[spec.top].netlist, flow.activity_commands(ports), label)
+                )
+        got = _pmap(
+            lambda x: flow.power(
+                x[0],
+                x[1],
+                x[2],
+                lib,
+                clock_ns,
+                work / "sta" / f"{x[0]}{x[3]}",
+                clocked=not x[0].startswith("mh_core_"),
+            ),
+            sta_designs,
+            jobs,
         )
-        report.write(doc, stage / REPORT_JSON, stage / REPORT_MD)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        tops = [r.top for r in results if not r.top.startswith("mh_core_")]
-        _put_netlists(stage / NETLISTS, out_dir, tops)
-        # the report goes last: its presence says the netlists beside it are this run's
-        os.replace(stage / REPORT_MD, out_dir / REPORT_MD)
-        os.replace(stage / REPORT_JSON, out_dir / REPORT_JSON)
-    return doc
+        power = {}
+        for x, g in zip(sta_designs, got, strict=True):
+            if x[3]:
+                power.setdefault(x[0], {})[x[3]] = g
+            else:
+                power[x[0]] = g
+        (stage / NETLISTS).mkdir()
+        for r in results:
+            if not r.top.startswith("mh_core_"):
+                shutil.copyfile(r.netlist, stage / NETLISTS / f"{r.top}.v")
+    doc = report.build(
+        T=T,
+        k=k,
+        clock_ns=clock_ns,
+        lib=lib,
+        ops=ops,
+        block_specs=block_specs,
+        synth=synth,
+        acts=acts,
+        power=power,
+        streams=streams,
+    )
+    report.write(doc, stage / REPORT_JSON, stage / REPORT_MD)
+    tops = [r.top for r in results if not r.top.startswith("mh_core_")]
+    return doc, tops
+
+
+def install(stage: Path, out_dir: str | os.PathLike, tops: Sequence[str]) -> None:
+    """Move a staged report and its netlists (:func:`synthesize_into`) into ``out_dir``.
+
+    Only synth's own files are replaced (:func:`_put_netlists`); the report goes last: its
+    presence says the netlists beside it are this run's.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _put_netlists(stage / NETLISTS, out_dir, tops)
+    os.replace(stage / REPORT_MD, out_dir / REPORT_MD)
+    os.replace(stage / REPORT_JSON, out_dir / REPORT_JSON)

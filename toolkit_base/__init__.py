@@ -8,7 +8,10 @@
   limit, repeated values removed.
 - :mod:`toolkit_base.tables`: Markdown tables.
 - :mod:`toolkit_base.schemas`: JSON schemas of the documents the toolkit writes and reads.
+- :mod:`toolkit_base.cluster`: where a sweep's jobs run (this process, a local Dask cluster, an
+  existing scheduler).
 
-This package imports only the standard library (and ``jsonschema`` for the schemas); every other
+This package imports only the standard library (and ``jsonschema`` for the schemas,
+``distributed`` when a sweep runs on a cluster); every other
 package may import it, and it imports none of them.
 """

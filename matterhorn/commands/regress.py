@@ -25,7 +25,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         help="simulator; repeat for both [icarus]",
     )
-    parser.add_argument("-j", "--jobs", type=int, default=1, help="jobs run at a time, 1..64 [1]")
+    parser.add_argument(
+        "-j", "--jobs", "--workers", dest="jobs", type=int, default=1, metavar="N",
+        help="jobs run at a time, 1..64: 1 in this process, more on a local Dask cluster of N "
+        "worker processes [1]",
+    )
+    parser.add_argument(
+        "--scheduler", default=None, metavar="tcp://HOST:PORT",
+        help="run the jobs on the workers of an existing Dask cluster (docs/cluster.md)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="stimulus seed, 0..2**31-1 [0]")
     parser.add_argument("--waves", action="store_true", help="dump waveforms (slow, large)")
     parser.add_argument(
@@ -67,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         benches=tuple(args.bench or BENCHES),
         quick=args.quick,
         progress=progress,
+        scheduler=args.scheduler,
     )
     if args.json:
         print(json.dumps(summary, indent=1, sort_keys=True))

@@ -12,8 +12,14 @@ HELP = "synthesize operators and blocks (Yosys, OpenSTA with a liberty) -> synth
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from synth_scripts.run import DEFAULT_CLOCK_NS
 
-    parser.add_argument("--T", type=int, default=16, help="time steps, a power of two (16)")
-    parser.add_argument("--k", type=int, default=1, help="dead-zone radius (1)")
+    parser.add_argument(
+        "--T", type=int, nargs="+", default=[16],
+        help="time steps, a power of two (16); several: a sweep over every T and k",
+    )
+    parser.add_argument(
+        "--k", type=int, nargs="+", default=[1],
+        help="dead-zone radius (1); several: a sweep over every T and k",
+    )
     parser.add_argument(
         "--liberty",
         default=None,
@@ -36,7 +42,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-blocks", action="store_true", help="operators only (skip the rtl_gen blocks)"
     )
-    parser.add_argument("--jobs", type=int, default=2, help="parallel tool runs (2)")
+    parser.add_argument("--jobs", type=int, default=2, help="parallel tool runs per point (2)")
+    parser.add_argument(
+        "--workers", type=int, default=1, metavar="N",
+        help="sweep points run at a time: 1 in this process, more on a local Dask cluster of N "
+        "worker processes (1)",
+    )
+    parser.add_argument(
+        "--scheduler", default=None, metavar="tcp://HOST:PORT",
+        help="run the sweep's points on the workers of an existing Dask cluster "
+        "(docs/cluster.md); the reports come back to --out",
+    )
     parser.add_argument(
         "--system", type=mesh_arg, default=None, metavar="RxC",
         help="also synthesize mttfs_system on an RxC mesh with its hierarchy kept "
@@ -48,18 +64,21 @@ def run(args: argparse.Namespace) -> int:
     from synth_scripts import report
     from synth_scripts.run import REPORT_JSON, REPORT_MD, synthesize
 
+    if len(args.T) * len(args.k) > 1 or args.scheduler is not None:
+        return _sweep(args)
+    T, k = args.T[0], args.k[0]
     system = None
     if args.system is not None:  # checked before any synthesis
         from rtl_gen.params import RTLConfig
         from synth_scripts.blocks import TILE_NEURONS
         from synth_scripts.system_area import SYSTEM_N_IN
 
-        system = RTLConfig(T=args.T, k=args.k, n_in=SYSTEM_N_IN, tile_neurons=TILE_NEURONS,
+        system = RTLConfig(T=T, k=k, n_in=SYSTEM_N_IN, tile_neurons=TILE_NEURONS,
                            mesh_rows=args.system[0], mesh_cols=args.system[1])
 
     doc = synthesize(
-        args.T,
-        args.k,
+        T,
+        k,
         args.out,
         liberty_file=args.liberty,
         clock_ns=args.clock_ns,
@@ -77,4 +96,36 @@ def run(args: argparse.Namespace) -> int:
                                  default_liberty=not args.no_liberty)
         print(system_markdown(area))
         print(f"wrote {args.out}/{SYSTEM_JSON}")
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    """Several T/k values, or --scheduler: one point per (T, k) (synth_scripts.sweep)."""
+    from synth_scripts.sweep import SWEEP_JSON, SWEEP_MD, markdown, synthesize_sweep
+
+    if args.system is not None:
+        raise ValueError(
+            f"--system synthesizes one configuration: give one --T and one --k without "
+            f"--scheduler, not --T {' '.join(map(str, args.T))} --k {' '.join(map(str, args.k))}"
+        )
+
+    def progress(r) -> None:
+        print(f"  done {r.point.name}: {len(r.doc['operators'])} operators, "
+              f"{len(r.doc['blocks'])} blocks -> {args.out}/{r.point.name}/", flush=True)
+
+    summary = synthesize_sweep(
+        args.T,
+        args.k,
+        args.out,
+        liberty_file=args.liberty,
+        clock_ns=args.clock_ns,
+        blocks=not args.no_blocks,
+        jobs=args.jobs,
+        default_liberty=not args.no_liberty,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        progress=progress,
+    )
+    print(markdown(summary))
+    print(f"wrote {args.out}/{SWEEP_JSON} and {args.out}/{SWEEP_MD}")
     return 0

@@ -5,6 +5,7 @@ Each ``<name>.json`` beside this file is a JSON Schema (draft 2020-12) of one do
 - ``rtl_manifest``: ``manifest.json`` of ``matterhorn generate``;
 - ``synth_report``: ``synth_report.json`` of ``matterhorn synth``;
 - ``system_area``: ``system_area.json`` of ``matterhorn synth --system``;
+- ``synth_sweep``: ``synth_sweep.json`` of ``matterhorn synth`` over several ``T``/``k``;
 - ``golden_stats``: the golden model's statistics file;
 - ``golden_layers``: integer layers exported by ``golden_models.export``;
 - ``regress_summary``: ``regress_summary.json`` of ``matterhorn regress``;
@@ -40,6 +41,7 @@ SCHEMAS = (
     "regress_summary",
     "rtl_manifest",
     "synth_report",
+    "synth_sweep",
     "system_area",
 )
 

@@ -1,0 +1,230 @@
+"""Where the jobs of a sweep run: this process, a local Dask cluster, or an existing one.
+
+One home for the executor of every sweep (``matterhorn regress``, ``matterhorn synth`` over
+several ``T``/``k``; docs/cluster.md). :func:`executor` opens an :class:`Executor` whose
+``map`` runs a function over items and returns the results in item order, calling ``progress``
+on the client as each one finishes; :func:`run_all` is one such map:
+
+- ``scheduler=None, workers=1``: one after the other in this process;
+- ``scheduler=None, workers=N > 1``: a :class:`distributed.LocalCluster` of ``N`` worker
+  processes (one thread each) on 127.0.0.1, started for the block and closed after it;
+- ``scheduler="tcp://HOST:PORT"``: the workers of an existing Dask cluster (``dask scheduler``
+  + ``dask worker``, or a ``dask_jobqueue`` SLURMCluster/LSFCluster).
+
+The function and its items travel to the workers by pickle (module-level functions and plain
+data); the results travel back. ``distributed`` is imported only when a cluster is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+from toolkit_base.checks import check_int
+
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "Executor",
+    "executor",
+    "MAX_WORKERS",
+    "check_scheduler",
+    "check_workers",
+    "probe",
+    "run_all",
+]
+
+#: Seconds to wait for a scheduler to answer before the run is refused.
+CONNECT_TIMEOUT = 5.0
+#: Largest number of local worker processes.
+MAX_WORKERS = 64
+#: What a scheduler address looks like, for the error messages.
+VALID = "tcp://HOST:PORT with PORT in 1..65535, e.g. tcp://127.0.0.1:8786"
+
+_ADDRESS = re.compile(r"tcp://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})")
+
+
+def check_scheduler(address: object) -> str | None:
+    """Return ``address`` if it is None or ``tcp://HOST:PORT``, else raise ValueError."""
+    if address is None:
+        return None
+    if not isinstance(address, str):
+        raise TypeError(f"scheduler must be an address string ({VALID}), not {address!r}")
+    m = _ADDRESS.fullmatch(address)
+    if m is None or not 1 <= int(m["port"]) <= 65535:
+        raise ValueError(f"scheduler address {address!r} is malformed; expected {VALID}")
+    return address
+
+
+def check_workers(workers: object) -> int:
+    """Return ``workers`` if it is an int in ``1..MAX_WORKERS``, else raise."""
+    return check_int("workers", workers, 1, MAX_WORKERS)
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    m = _ADDRESS.fullmatch(address)
+    assert m is not None
+    return m["host"].strip("[]"), int(m["port"])
+
+
+async def _identity(address: str, timeout: float) -> dict:
+    from distributed.comm import connect
+
+    comm = await connect(address, timeout=timeout)
+    try:
+        await comm.write({"op": "identity"})
+        return await asyncio.wait_for(comm.read(), timeout)
+    finally:
+        await comm.close()
+
+
+def probe(address: str, timeout: float = CONNECT_TIMEOUT) -> dict:
+    """Check that a Dask scheduler answers at ``address``; return its identity.
+
+    A closed port fails at once, a silent host after ``timeout`` seconds.
+
+    Raises
+    ------
+    ValueError
+        The address is malformed, or nothing answers there as a Dask scheduler.
+    """
+    check_scheduler(address)
+    host, port = _host_port(address)
+    unreachable = (
+        f"cannot reach a Dask scheduler at {address!r} within {timeout:g} s; give the address "
+        f"of a running scheduler ({VALID}), or leave --scheduler out for local workers"
+    )
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+        ident = asyncio.run(_identity(address, timeout))
+    except (TimeoutError, OSError, EOFError) as exc:
+        raise ValueError(f"{unreachable} ({type(exc).__name__})") from None
+    if not isinstance(ident, dict) or ident.get("type") != "Scheduler":
+        raise ValueError(f"{unreachable} (it answered, but not as a scheduler)")
+    return ident
+
+
+class Executor:
+    """Runs lists of jobs on one executor: this process, or a Dask client (:func:`executor`)."""
+
+    def __init__(self, client=None):
+        self.client = client
+
+    def map(
+        self,
+        fn: Callable,
+        items: Sequence,
+        *,
+        names: Sequence[str] | None = None,
+        progress: Callable[[object], object] | None = None,
+    ) -> list:
+        """``[fn(x) for x in items]``, results in item order; ``progress`` is called on the
+        client with each result as it finishes. An exception raised by ``fn`` is raised here;
+        on an error or an interrupt the items not finished yet are cancelled."""
+        items = list(items)
+        names = [f"item{i}" for i in range(len(items))] if names is None else list(names)
+        if len(names) != len(items):
+            raise ValueError(f"names must give one name per item ({len(items)}), not "
+                             f"{len(names)}")
+        if self.client is None:
+            out = []
+            for x in items:
+                out.append(fn(x))
+                if progress is not None:
+                    progress(out[-1])
+            return out
+        from distributed import as_completed
+
+        run = uuid.uuid4().hex[:8]
+        futures = [
+            self.client.submit(fn, x, key=f"{name}-{run}", pure=False)
+            for x, name in zip(items, names, strict=True)
+        ]
+        try:
+            for fut in as_completed(futures, loop=self.client.loop):
+                result = fut.result()
+                if progress is not None:
+                    progress(result)
+            return [f.result() for f in futures]
+        finally:  # on an error or an interrupt, what has not run yet does not start
+            self.client.cancel([f for f in futures if not f.done()])
+
+
+@contextmanager
+def executor(
+    scheduler: str | None = None,
+    workers: int = 1,
+    *,
+    connect_timeout: float = CONNECT_TIMEOUT,
+) -> Iterator[Executor]:
+    """The executor that ``scheduler`` and ``workers`` choose, for the ``with`` block.
+
+    Parameters
+    ----------
+    scheduler : str, optional
+        ``tcp://HOST:PORT`` of an existing Dask scheduler; checked (:func:`probe`) first.
+    workers : int
+        Without ``scheduler``: 1 runs in this process, more start a local cluster of that many
+        worker processes (closed when the block ends). Unused with ``scheduler`` (the
+        cluster's workers run the jobs).
+    connect_timeout : float
+        Seconds to wait for the scheduler.
+    """
+    check_scheduler(scheduler)
+    check_workers(workers)
+    if scheduler is None and workers == 1:
+        yield Executor()
+        return
+    if scheduler is not None:
+        probe(scheduler, connect_timeout)
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    local = None
+    if scheduler is None:
+        local = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            silence_logs=logging.ERROR,
+            # no dashboard, and its HTTP server on a free port rather than 8787
+            scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
+        )
+    try:
+        client = Client(local if local is not None else scheduler, timeout=connect_timeout,
+                        set_as_default=False)
+        try:
+            yield Executor(client)
+        finally:
+            client.close()
+    finally:
+        if local is not None:
+            local.close()
+
+
+def run_all(
+    fn: Callable,
+    items: Sequence,
+    *,
+    names: Sequence[str] | None = None,
+    scheduler: str | None = None,
+    workers: int = 1,
+    progress: Callable[[object], object] | None = None,
+    connect_timeout: float = CONNECT_TIMEOUT,
+) -> list:
+    """``[fn(x) for x in items]`` on the executor that ``scheduler`` and ``workers`` choose
+    (:func:`executor`, :meth:`Executor.map`); a local cluster gets at most one worker per item.
+
+    ``fn`` is a module-level function (or a ``functools.partial`` of one) of one item; ``names``
+    (one per item) name the tasks on the cluster, a unique suffix added per call.
+    """
+    items = list(items)
+    check_workers(workers)
+    with executor(scheduler, min(workers, max(len(items), 1)),
+                  connect_timeout=connect_timeout) as ex:
+        return ex.map(fn, items, names=names, progress=progress)
