@@ -355,7 +355,9 @@ def build_manifest(config: RTLConfig, comps: dict[str, wiring.Component],
     return manifest
 
 #: One row of a memory's ``initial`` block as Yosys writes it: ``    mem[12] = 8'h00;``.
-_INIT_ROW = re.compile(r"    (?P<name>\\?[^\s\[]+ ?)\[(?P<index>\d+)\] = (?P<width>\d+)'h(?P<value>[0-9a-f]+);\n")
+_INIT_ROW = re.compile(
+    r"    (?P<name>\\?[^\s\[]+ ?)\[(?P<index>\d+)\] = (?P<width>\d+)'h(?P<value>[0-9a-f]+);\n"
+)
 _INIT_BLOCK = re.compile(r"  initial begin\n((?:    [^\n]*\n)+?)  end\n")
 
 
