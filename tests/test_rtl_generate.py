@@ -37,7 +37,7 @@ SMALL = RTLConfig(T=4, k=1, n_in=4, tile_neurons=3, lanes=2, mesh_rows=1, mesh_c
         ({"n_in": 0}, ValueError, r"^n_in must be in 1\.\.4096, not 0$"),
         ({"tile_neurons": 257}, ValueError, r"^tile_neurons must be in 1\.\.256, not 257$"),
         ({"tile_neurons": 4, "lanes": 5}, ValueError, r"^lanes must be in 1\.\.4, not 5$"),
-        ({"mesh_rows": 0}, ValueError, r"^mesh_rows must be in 1\.\.64, not 0$"),
+        ({"mesh_rows": 0}, ValueError, r"^mesh_rows must be in 1\.\.16, not 0$"),
         ({"mesh_cols": "2"}, TypeError, r"^mesh_cols must be an integer, not '2'$"),
         ({"sram_macro": "yes"}, TypeError, r"^sram_macro must be a bool, not 'yes'$"),
     ],
