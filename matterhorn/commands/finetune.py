@@ -36,6 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sentences", type=int, default=None, help="evaluation sentences")
     parser.add_argument("--calibration", type=int, default=None, help="conversion sentences")
     parser.add_argument("--training", type=int, default=None, help="training sentences")
+    parser.add_argument(
+        "--from-conversion",
+        action="store_true",
+        help="start every k >= 1 from the conversion, not from the fine-tuned k = 0 QNN "
+        "(which is trained first unless DIR/k0 holds one of the same settings)",
+    )
     parser.add_argument("--no-plots", action="store_true", help="write no plot")
     parser.add_argument("--out", required=True, help="output folder")
 
@@ -61,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
         calibration=args.calibration,
         training=args.training,
         model=args.model,
+        curriculum=not args.from_conversion,
         plot=None if args.no_plots else _plot(),
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
     )
