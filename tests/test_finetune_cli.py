@@ -11,6 +11,8 @@ from toolkit_base.schemas import validate
 SHORT = [
     "--steps",
     "2",
+    "--k-steps",
+    "3",
     "--batch",
     "4",
     "--sentences",
@@ -41,7 +43,8 @@ def test_finetune_writes_report_and_checkpoints(run_dir, capsys):
     k0, k1 = doc["runs"]
     assert k0["before"]["bit_exact_qnn"] is True and k0["after"]["bit_exact_qnn"] is True
     assert k1["after"]["bit_exact_qnn"] is None
-    assert k1["config"]["steps"] == 2 and k1["training"]["sentences"] == 8
+    assert k0["config"]["steps"] == 2 and k1["config"]["steps"] == 3
+    assert k1["training"]["sentences"] == 8
     assert (k0["config"]["init"], k1["config"]["init"]) == ("conversion", "k0")
     assert "curriculum" in doc["recipe"]["start"]
     assert k1["after"]["rates"]["network"] < k0["after"]["rates"]["network"]

@@ -38,6 +38,8 @@ SCHEMA = "matterhorn.finetune/1"
 MODELS = {"minilm": "all-MiniLM-L6-v2"}
 #: Extra training text (calibration split only) used by default.
 EXTRA_CORPORA = ("python-docstrings",)
+#: Training steps of a ``k >= 1`` run started from the fine-tuned ``k = 0`` QNN (curriculum).
+K_STEPS = 300
 #: The plot :func:`write_summary` asks the ``plot`` callback for.
 PLOT_FILE = "quality_vs_rate.png"
 
@@ -140,6 +142,7 @@ def finetune_minilm(
     corpus: str = "pydoc-topics",
     extra: Sequence[str] = EXTRA_CORPORA,
     steps: int = 600,
+    k_steps: int | None = K_STEPS,
     batch: int = 16,
     seed: int = 0,
     threads: int = 1,
@@ -153,16 +156,25 @@ def finetune_minilm(
 ) -> dict:
     """Fine-tune at every radius in ``ks``; write ``<out>/k<k>/`` and ``<out>/finetune.json``.
 
-    ``sentences``, ``calibration`` and ``training`` limit the evaluation, conversion and
-    training sentences (default: all), for short runs. With ``curriculum`` (the default) every
-    ``k >= 1`` starts from the fine-tuned ``k = 0`` QNN: the one trained in this call, else a
-    complete ``<out>/k0`` checkpoint of the same settings, else ``k = 0`` is trained (and saved)
+    ``steps`` is the length of a run from the conversion (``k = 0``, or every radius without
+    ``curriculum``); ``k_steps`` that of a ``k >= 1`` run from the fine-tuned ``k = 0`` QNN
+    (``None``: ``steps``). ``sentences``, ``calibration`` and ``training`` limit the
+    evaluation, conversion and training sentences (default: all), for short runs. With
+    ``curriculum`` (the default) every ``k >= 1`` starts from the fine-tuned ``k = 0`` QNN:
+    the one trained in this call, else a complete ``<out>/k0`` checkpoint of the same
+    settings, else ``k = 0`` is trained (and saved)
     first. Without it, every radius starts from the conversion. Returns the rebuilt report.
     """
     check_model(model)
     if not ks:
         raise ValueError("give at least one radius k")
-    cfgs = [FinetuneConfig(k=k, steps=steps, batch=batch, seed=seed, threads=threads) for k in ks]
+    if k_steps is not None:
+        check_int("k_steps", k_steps, 1, 1_000_000)
+    k0 = FinetuneConfig(k=0, steps=steps, batch=batch, seed=seed, threads=threads)
+    cfgs = [
+        replace(k0, k=k, steps=k_steps if k and curriculum and k_steps is not None else steps)
+        for k in ks
+    ]
     for name, v in (("sentences", sentences), ("calibration", calibration), ("training", training)):
         if v is not None:
             check_int(name, v, 2 if name == "sentences" else 1, 10**9)
@@ -233,10 +245,10 @@ def finetune_minilm(
                 base = tuned if cfg.k == 0 else base
                 continue
             if base is None:
-                base = _reuse_k0(Path(out), float_model, head, cfgs[0])
+                base = _reuse_k0(Path(out), float_model, head, k0)
             if base is None:
                 say(f"k={cfg.k}: no k0 checkpoint of these settings in {out}; training k=0 first")
-                base = run_at(replace(cfg, k=0), qnn, "conversion")
+                base = run_at(k0, qnn, "conversion")
             run_at(cfg, base, "k0")
     finally:
         torch.set_num_threads(saved)

@@ -27,7 +27,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="extra training corpora, calibration split only (default: python-docstrings; "
         "give none to train on the corpus alone)",
     )
-    parser.add_argument("--steps", type=int, default=600, help="training steps per radius")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=600,
+        help="training steps from the conversion (k = 0; every radius with --from-conversion)",
+    )
+    parser.add_argument(
+        "--k-steps",
+        type=int,
+        default=None,
+        help="training steps of a radius k >= 1 started from the fine-tuned k = 0 QNN "
+        "(default 300)",
+    )
     parser.add_argument("--batch", type=int, default=16, help="sentences per step")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data order and torch")
     parser.add_argument(
@@ -47,7 +59,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from golden_models.models.finetune_report import EXTRA_CORPORA, MODELS, finetune_minilm
+    from golden_models.models.finetune_report import (
+        EXTRA_CORPORA,
+        K_STEPS,
+        MODELS,
+        finetune_minilm,
+    )
     from toolkit_base.checks import check_out_dir
 
     out = Path(check_out_dir(args.out))
@@ -60,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         corpus=args.corpus,
         extra=EXTRA_CORPORA if args.extra is None else args.extra,
         steps=args.steps,
+        k_steps=K_STEPS if args.k_steps is None else args.k_steps,
         batch=args.batch,
         seed=args.seed,
         threads=args.threads,
