@@ -110,6 +110,7 @@ def test_stats_on_a_checkpoint(run_dir, tmp_path, capsys):
         (["--model", "gpt", "--k", "0"], "--model must be one of ('minilm',), not 'gpt'"),
         (["--model", "minilm", "--k", "16"], "k must be in 0..15, not 16"),
         (["--model", "minilm", "--k", "0", "--steps", "0"], "steps must be in 1..1000000, not 0"),
+        (["--model", "minilm", "--k", "1", "--k-steps", "0"], "k_steps must be in 1..1000000"),
         (["--model", "minilm", "--k", "0", "--corpus", "nope"], "corpus must be one of"),
     ],
 )
