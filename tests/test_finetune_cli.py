@@ -30,8 +30,9 @@ SHORT = [
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("ft") / "ft"
-    # k = 1 alone: the curriculum trains (and saves) k = 0 first, then k = 1 from it
-    assert main(["finetune", "--model", "minilm", "--k", "1", *SHORT, "--out", str(out)]) == 0
+    # k = 1 alone with --curriculum: k = 0 is trained (and saved) first, then k = 1 from it
+    argv = ["finetune", "--model", "minilm", "--k", "1", "--curriculum", *SHORT, "--out", str(out)]
+    assert main(argv) == 0
     return out
 
 

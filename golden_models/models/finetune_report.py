@@ -38,7 +38,7 @@ SCHEMA = "matterhorn.finetune/1"
 MODELS = {"minilm": "all-MiniLM-L6-v2"}
 #: Extra training text (calibration split only) used by default.
 EXTRA_CORPORA = ("python-docstrings",)
-#: Training steps of a ``k >= 1`` run started from the fine-tuned ``k = 0`` QNN (curriculum).
+#: Training steps of a ``k >= 1`` run started from the fine-tuned ``k = 0`` QNN (``curriculum``).
 K_STEPS = 300
 #: The plot :func:`write_summary` asks the ``plot`` callback for.
 PLOT_FILE = "quality_vs_rate.png"
@@ -150,7 +150,7 @@ def finetune_minilm(
     calibration: int | None = None,
     training: int | None = None,
     model: str = "minilm",
-    curriculum: bool = True,
+    curriculum: bool = False,
     plot: Callable[[dict, Path], object] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
@@ -160,7 +160,7 @@ def finetune_minilm(
     ``curriculum``); ``k_steps`` that of a ``k >= 1`` run from the fine-tuned ``k = 0`` QNN
     (``None``: ``steps``). ``sentences``, ``calibration`` and ``training`` limit the
     evaluation, conversion and training sentences (default: all), for short runs. With
-    ``curriculum`` (the default) every ``k >= 1`` starts from the fine-tuned ``k = 0`` QNN:
+    ``curriculum`` (not the default) every ``k >= 1`` starts from the fine-tuned ``k = 0`` QNN:
     the one trained in this call, else a complete ``<out>/k0`` checkpoint of the same
     settings, else ``k = 0`` is trained (and saved)
     first. Without it, every radius starts from the conversion. Returns the rebuilt report.
@@ -295,8 +295,8 @@ def _document(model: str, main, n_cal: int, n_ev: int, ptq: PTQConfig, runs: lis
             "trained": "linear weights (latent, per-channel grid fixed) and biases, LayerNorms",
             "loss": "mean over 6 blocks of token MSE to the float model + (1 - cos) of embeddings",
             "optimizer": "AdamW, linear warm-up then cosine decay",
-            "start": "k=0 from the conversion; k>=1 from the fine-tuned k=0 QNN "
-            "(curriculum, config.init = k0) or from the conversion (init = conversion)",
+            "start": "every k from the conversion (config.init = conversion); with curriculum, "
+            "k>=1 from the fine-tuned k=0 QNN (init = k0)",
         },
         "runs": runs,
     }

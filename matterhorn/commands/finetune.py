@@ -31,14 +31,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--steps",
         type=int,
         default=600,
-        help="training steps from the conversion (k = 0; every radius with --from-conversion)",
+        help="training steps from the conversion (every radius; k = 0 only with --curriculum)",
     )
     parser.add_argument(
         "--k-steps",
         type=int,
         default=None,
-        help="training steps of a radius k >= 1 started from the fine-tuned k = 0 QNN "
-        "(default 300)",
+        help="with --curriculum: training steps of a radius k >= 1 started from the "
+        "fine-tuned k = 0 QNN (default 300)",
     )
     parser.add_argument("--batch", type=int, default=16, help="sentences per step")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data order and torch")
@@ -49,10 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--calibration", type=int, default=None, help="conversion sentences")
     parser.add_argument("--training", type=int, default=None, help="training sentences")
     parser.add_argument(
-        "--from-conversion",
+        "--curriculum",
         action="store_true",
-        help="start every k >= 1 from the conversion, not from the fine-tuned k = 0 QNN "
-        "(which is trained first unless DIR/k0 holds one of the same settings)",
+        help="start every k >= 1 from the fine-tuned k = 0 QNN, not from the conversion "
+        "(k = 0 is trained first unless DIR/k0 holds one of the same settings)",
     )
     parser.add_argument("--no-plots", action="store_true", help="write no plot")
     parser.add_argument("--out", required=True, help="output folder")
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         calibration=args.calibration,
         training=args.training,
         model=args.model,
-        curriculum=not args.from_conversion,
+        curriculum=args.curriculum,
         plot=None if args.no_plots else _plot(),
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
     )
