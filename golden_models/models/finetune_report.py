@@ -143,6 +143,7 @@ def finetune_minilm(
     extra: Sequence[str] = EXTRA_CORPORA,
     steps: int = 600,
     k_steps: int | None = K_STEPS,
+    lr: float = FinetuneConfig.lr,
     batch: int = 16,
     seed: int = 0,
     threads: int = 1,
@@ -170,7 +171,7 @@ def finetune_minilm(
         raise ValueError("give at least one radius k")
     if k_steps is not None:
         check_int("k_steps", k_steps, 1, 1_000_000)
-    k0 = FinetuneConfig(k=0, steps=steps, batch=batch, seed=seed, threads=threads)
+    k0 = FinetuneConfig(k=0, steps=steps, batch=batch, lr=lr, seed=seed, threads=threads)
     cfgs = [
         replace(k0, k=k, steps=k_steps if k and curriculum and k_steps is not None else steps)
         for k in ks

@@ -40,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --curriculum: training steps of a radius k >= 1 started from the "
         "fine-tuned k = 0 QNN (default 300)",
     )
+    parser.add_argument(
+        "--lr", type=float, default=None, help="peak learning rate (default: the recipe's)"
+    )
     parser.add_argument("--batch", type=int, default=16, help="sentences per step")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data order and torch")
     parser.add_argument(
@@ -77,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         corpus=args.corpus,
         extra=EXTRA_CORPORA if args.extra is None else args.extra,
         steps=args.steps,
+        **({} if args.lr is None else {"lr": args.lr}),
         k_steps=K_STEPS if args.k_steps is None else args.k_steps,
         batch=args.batch,
         seed=args.seed,
