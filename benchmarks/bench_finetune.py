@@ -2,7 +2,8 @@
 
 Prints the conversion time, seconds per training step (batch 16, the default training text),
 seconds per evaluated sentence, the peak resident memory, and the projected wall time of the
-default run at one radius (600 steps, 632 evaluation sentences before and after).
+default run at one radius (600 steps, 632 evaluation sentences before and after), and of a
+``--curriculum`` run at one radius k >= 1 from scratch (k = 0 first, then 300 steps at k).
 
     python benchmarks/bench_finetune.py [--steps 10] [--k 1] [--threads 1] [--sentences 32]
 """
@@ -18,7 +19,12 @@ import torch
 from golden_models.models.bert import load_minilm
 from golden_models.models.corpus import load_corpus
 from golden_models.models.finetune import FinetuneConfig, train
-from golden_models.models.finetune_report import EXTRA_CORPORA, evaluate, float_embeddings
+from golden_models.models.finetune_report import (
+    EXTRA_CORPORA,
+    K_STEPS,
+    evaluate,
+    float_embeddings,
+)
 from golden_models.models.ptq import convert
 
 DEFAULT_STEPS, EVAL_SENTENCES = 600, 632
@@ -52,11 +58,14 @@ def main() -> None:
     per_step = log.seconds / args.steps
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     projected = conv + DEFAULT_STEPS * per_step + 2 * EVAL_SENTENCES * per_sentence
+    # --curriculum, k >= 1 from scratch: k = 0 first, then K_STEPS at k
+    chained = projected + K_STEPS * per_step + 2 * EVAL_SENTENCES * per_sentence
     print(f"threads {args.threads}, k={args.k}; conversion {conv:.1f} s")
     print(f"training: {per_step:.2f} s/step (batch {cfg.batch}, {len(texts)} sentences)")
     print(f"evaluation: {per_sentence * 1000:.0f} ms/sentence")
     print(f"peak resident memory: {peak:.2f} GiB")
     print(f"projected default run (one k): {projected / 60:.1f} min")
+    print(f"projected --curriculum run, one k >= 1 (k = 0 trained first): {chained / 60:.1f} min")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from matterhorn.cli import main
 from toolkit_base.schemas import validate
@@ -10,6 +11,10 @@ from toolkit_base.schemas import validate
 SHORT = [
     "--steps",
     "2",
+    "--k-steps",
+    "3",
+    "--lr",
+    "0.002",
     "--batch",
     "4",
     "--sentences",
@@ -27,7 +32,9 @@ SHORT = [
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("ft") / "ft"
-    assert main(["finetune", "--model", "minilm", "--k", "0", "1", *SHORT, "--out", str(out)]) == 0
+    # k = 1 alone with --curriculum: k = 0 is trained (and saved) first, then k = 1 from it
+    argv = ["finetune", "--model", "minilm", "--k", "1", "--curriculum", *SHORT, "--out", str(out)]
+    assert main(argv) == 0
     return out
 
 
@@ -39,12 +46,38 @@ def test_finetune_writes_report_and_checkpoints(run_dir, capsys):
     k0, k1 = doc["runs"]
     assert k0["before"]["bit_exact_qnn"] is True and k0["after"]["bit_exact_qnn"] is True
     assert k1["after"]["bit_exact_qnn"] is None
-    assert k1["config"]["steps"] == 2 and k1["training"]["sentences"] == 8
+    assert k0["config"]["steps"] == 2 and k1["config"]["steps"] == 3
+    assert k0["config"]["lr"] == k1["config"]["lr"] == 0.002
+    assert k1["training"]["sentences"] == 8
+    assert (k0["config"]["init"], k1["config"]["init"]) == ("conversion", "k0")
+    assert "curriculum" in doc["recipe"]["start"]
     assert k1["after"]["rates"]["network"] < k0["after"]["rates"]["network"]
     assert doc["corpus"]["evaluation_sentences"] == 4
     # each checkpoint carries its own one-run document
     one = json.loads((run_dir / "k1" / "finetune.json").read_text())
     assert one["runs"] == [k1]
+
+
+def test_curriculum_reuses_a_matching_k0(run_dir, minilm):
+    from dataclasses import replace
+
+    from golden_models.models import checkpoint
+    from golden_models.models.finetune import FinetuneConfig
+    from golden_models.models.finetune_report import _reuse_k0
+
+    model, _ = minilm
+    doc = checkpoint.read_document(run_dir / "k0")
+    head = {n: v for n, v in doc.items() if n != "runs"}
+    cfg = FinetuneConfig(k=2, steps=2, batch=4, lr=0.002, threads=1)
+    saved, _ = checkpoint.load(run_dir / "k0", model, k=0)
+    reused = _reuse_k0(run_dir, model, head, cfg)
+    pairs = zip(reused.linears(), saved.linears(), strict=True)
+    assert all(torch.equal(a.w_int, b.w_int) for a, b in pairs)
+    # other training settings or another corpus: k = 0 is trained again
+    assert _reuse_k0(run_dir, model, head, replace(cfg, steps=3)) is None
+    other = {**head, "corpus": {**head["corpus"], "evaluation_sentences": 5}}
+    assert _reuse_k0(run_dir, model, other, cfg) is None
+    assert _reuse_k0(run_dir / "k1", model, head, cfg) is None
 
 
 def test_stats_on_a_checkpoint(run_dir, tmp_path, capsys):
@@ -81,6 +114,8 @@ def test_stats_on_a_checkpoint(run_dir, tmp_path, capsys):
         (["--model", "gpt", "--k", "0"], "--model must be one of ('minilm',), not 'gpt'"),
         (["--model", "minilm", "--k", "16"], "k must be in 0..15, not 16"),
         (["--model", "minilm", "--k", "0", "--steps", "0"], "steps must be in 1..1000000, not 0"),
+        (["--model", "minilm", "--k", "1", "--k-steps", "0"], "k_steps must be in 1..1000000"),
+        (["--model", "minilm", "--k", "0", "--lr", "2"], "lr must be a number in (0, 1), not 2.0"),
         (["--model", "minilm", "--k", "0", "--corpus", "nope"], "corpus must be one of"),
     ],
 )

@@ -51,7 +51,7 @@ class FinetuneConfig:
     k: int = 0
     steps: int = 600
     batch: int = 16
-    lr: float = 3e-4
+    lr: float = 1e-3
     warmup: int = 30
     weight_decay: float = 0.0
     seed: int = 0

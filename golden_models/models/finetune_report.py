@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -37,6 +38,8 @@ SCHEMA = "matterhorn.finetune/1"
 MODELS = {"minilm": "all-MiniLM-L6-v2"}
 #: Extra training text (calibration split only) used by default.
 EXTRA_CORPORA = ("python-docstrings",)
+#: Training steps of a ``k >= 1`` run started from the fine-tuned ``k = 0`` QNN (``curriculum``).
+K_STEPS = 300
 #: The plot :func:`write_summary` asks the ``plot`` callback for.
 PLOT_FILE = "quality_vs_rate.png"
 
@@ -139,6 +142,8 @@ def finetune_minilm(
     corpus: str = "pydoc-topics",
     extra: Sequence[str] = EXTRA_CORPORA,
     steps: int = 600,
+    k_steps: int | None = K_STEPS,
+    lr: float = FinetuneConfig.lr,
     batch: int = 16,
     seed: int = 0,
     threads: int = 1,
@@ -146,18 +151,31 @@ def finetune_minilm(
     calibration: int | None = None,
     training: int | None = None,
     model: str = "minilm",
+    curriculum: bool = False,
     plot: Callable[[dict, Path], object] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
     """Fine-tune at every radius in ``ks``; write ``<out>/k<k>/`` and ``<out>/finetune.json``.
 
-    ``sentences``, ``calibration`` and ``training`` limit the evaluation, conversion and
-    training sentences (default: all), for short runs. Returns the rebuilt report.
+    ``steps`` is the length of a run from the conversion (``k = 0``, or every radius without
+    ``curriculum``); ``k_steps`` that of a ``k >= 1`` run from the fine-tuned ``k = 0`` QNN
+    (``None``: ``steps``). ``sentences``, ``calibration`` and ``training`` limit the
+    evaluation, conversion and training sentences (default: all), for short runs. With
+    ``curriculum`` (not the default) every ``k >= 1`` starts from the fine-tuned ``k = 0`` QNN:
+    the one trained in this call, else a complete ``<out>/k0`` checkpoint of the same
+    settings, else ``k = 0`` is trained (and saved)
+    first. Without it, every radius starts from the conversion. Returns the rebuilt report.
     """
     check_model(model)
     if not ks:
         raise ValueError("give at least one radius k")
-    cfgs = [FinetuneConfig(k=k, steps=steps, batch=batch, seed=seed, threads=threads) for k in ks]
+    if k_steps is not None:
+        check_int("k_steps", k_steps, 1, 1_000_000)
+    k0 = FinetuneConfig(k=0, steps=steps, batch=batch, lr=lr, seed=seed, threads=threads)
+    cfgs = [
+        replace(k0, k=k, steps=k_steps if k and curriculum and k_steps is not None else steps)
+        for k in ks
+    ]
     for name, v in (("sentences", sentences), ("calibration", calibration), ("training", training)):
         if v is not None:
             check_int(name, v, 2 if name == "sentences" else 1, 10**9)
@@ -182,28 +200,33 @@ def finetune_minilm(
         say(f"converting on {len(cal)} calibration sentences")
         qnn = convert(float_model, tok, cal, ptq)
         emb_float = float_embeddings(float_model, tok, ev)
-        for cfg in cfgs:
+        head = _document(model, main, len(cal), len(ev), ptq, [])
+        corpora = [
+            {"name": c.name, "source": c.source, "split": "calibration"} for c in (main, *extras)
+        ]
+
+        def run_at(cfg: FinetuneConfig, start_qnn: BertEncoder, init: str) -> BertEncoder:
             start = time.perf_counter()
             say(f"k={cfg.k}: evaluating the conversion on {len(ev)} sentences")
             before = evaluate(qnn, tok, ev, cfg.k, emb_float)
             cos = before["cos_float"]["mean"]
-            say(f"k={cfg.k}: before cos {cos:.4f}; training {cfg.steps} steps")
+            say(f"k={cfg.k}: before cos {cos:.4f}; training {cfg.steps} steps from the {init}")
 
             def step_log(step: int, loss: float, k: int = cfg.k) -> None:
-                if step % 25 == 0 or step == steps - 1:
+                if step % 25 == 0 or step == cfg.steps - 1:
                     say(f"k={k}: step {step} loss {loss:.4f}")
 
-            tuned, log = train(float_model, qnn, tok, texts, cfg, progress=step_log)
+            tuned, log = train(float_model, start_qnn, tok, texts, cfg, progress=step_log)
             after = evaluate(tuned, tok, ev, cfg.k, emb_float)
             say(f"k={cfg.k}: after cos {after['cos_float']['mean']:.4f}")
             run = {
                 "k": cfg.k,
-                "config": {n: v for n, v in cfg.as_dict().items() if n != "k"},
+                "config": {
+                    **{n: v for n, v in cfg.as_dict().items() if n != "k"},
+                    "init": init,
+                },
                 "training": {
-                    "corpora": [
-                        {"name": c.name, "source": c.source, "split": "calibration"}
-                        for c in (main, *extras)
-                    ],
+                    "corpora": corpora,
                     "sentences": len(texts),
                     "loss_first": _r(log.losses[0]),
                     "loss_last": _r(log.losses[-1]),
@@ -213,11 +236,43 @@ def finetune_minilm(
                 "before": before,
                 "after": after,
             }
-            doc = _document(model, main, len(cal), len(ev), ptq, [run])
-            checkpoint.save(tuned, doc, Path(out) / f"k{cfg.k}")
+            checkpoint.save(tuned, {**head, "runs": [run]}, Path(out) / f"k{cfg.k}")
+            return tuned
+
+        base = None  # the fine-tuned k = 0 QNN, the start of every k >= 1 (curriculum)
+        for cfg in sorted(cfgs, key=lambda c: c.k):
+            if cfg.k == 0 or not curriculum:
+                tuned = run_at(cfg, qnn, "conversion")
+                base = tuned if cfg.k == 0 else base
+                continue
+            if base is None:
+                base = _reuse_k0(Path(out), float_model, head, k0)
+            if base is None:
+                say(f"k={cfg.k}: no k0 checkpoint of these settings in {out}; training k=0 first")
+                base = run_at(k0, qnn, "conversion")
+            run_at(cfg, base, "k0")
     finally:
         torch.set_num_threads(saved)
     return write_summary(out, plot=plot)
+
+
+def _reuse_k0(
+    out: Path, float_model: BertEncoder, head: dict, cfg: FinetuneConfig
+) -> BertEncoder | None:
+    """The fine-tuned ``k = 0`` QNN of ``<out>/k0`` if it is complete and was made with the
+    same corpus, model and training settings (else ``None``: it is trained again)."""
+    folder = out / "k0"
+    try:
+        doc = checkpoint.read_document(folder)
+    except (OSError, ValueError):
+        return None
+    want = {**{n: v for n, v in cfg.as_dict().items() if n != "k"}, "init": "conversion"}
+    if {n: v for n, v in doc.items() if n != "runs"} != {
+        n: v for n, v in head.items() if n != "runs"
+    } or doc["runs"][0]["config"] != want:
+        return None
+    qnn, _ = checkpoint.load(folder, float_model, k=0)
+    return qnn
 
 
 def _document(model: str, main, n_cal: int, n_ev: int, ptq: PTQConfig, runs: list) -> dict:
@@ -241,6 +296,8 @@ def _document(model: str, main, n_cal: int, n_ev: int, ptq: PTQConfig, runs: lis
             "trained": "linear weights (latent, per-channel grid fixed) and biases, LayerNorms",
             "loss": "mean over 6 blocks of token MSE to the float model + (1 - cos) of embeddings",
             "optimizer": "AdamW, linear warm-up then cosine decay",
+            "start": "every k from the conversion (config.init = conversion); with curriculum, "
+            "k>=1 from the fine-tuned k=0 QNN (init = k0)",
         },
         "runs": runs,
     }

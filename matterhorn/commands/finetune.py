@@ -27,7 +27,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="extra training corpora, calibration split only (default: python-docstrings; "
         "give none to train on the corpus alone)",
     )
-    parser.add_argument("--steps", type=int, default=600, help="training steps per radius")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=600,
+        help="training steps from the conversion (every radius; k = 0 only with --curriculum)",
+    )
+    parser.add_argument(
+        "--k-steps",
+        type=int,
+        default=None,
+        help="with --curriculum: training steps of a radius k >= 1 started from the "
+        "fine-tuned k = 0 QNN (default 300)",
+    )
+    parser.add_argument(
+        "--lr", type=float, default=None, help="peak learning rate (default: the recipe's)"
+    )
     parser.add_argument("--batch", type=int, default=16, help="sentences per step")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data order and torch")
     parser.add_argument(
@@ -36,12 +51,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sentences", type=int, default=None, help="evaluation sentences")
     parser.add_argument("--calibration", type=int, default=None, help="conversion sentences")
     parser.add_argument("--training", type=int, default=None, help="training sentences")
+    parser.add_argument(
+        "--curriculum",
+        action="store_true",
+        help="start every k >= 1 from the fine-tuned k = 0 QNN, not from the conversion "
+        "(k = 0 is trained first unless DIR/k0 holds one of the same settings)",
+    )
     parser.add_argument("--no-plots", action="store_true", help="write no plot")
     parser.add_argument("--out", required=True, help="output folder")
 
 
 def run(args: argparse.Namespace) -> int:
-    from golden_models.models.finetune_report import EXTRA_CORPORA, MODELS, finetune_minilm
+    from golden_models.models.finetune_report import (
+        EXTRA_CORPORA,
+        K_STEPS,
+        MODELS,
+        finetune_minilm,
+    )
     from toolkit_base.checks import check_out_dir
 
     out = Path(check_out_dir(args.out))
@@ -54,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
         corpus=args.corpus,
         extra=EXTRA_CORPORA if args.extra is None else args.extra,
         steps=args.steps,
+        **({} if args.lr is None else {"lr": args.lr}),
+        k_steps=K_STEPS if args.k_steps is None else args.k_steps,
         batch=args.batch,
         seed=args.seed,
         threads=args.threads,
@@ -61,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         calibration=args.calibration,
         training=args.training,
         model=args.model,
+        curriculum=args.curriculum,
         plot=None if args.no_plots else _plot(),
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
     )
