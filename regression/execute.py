@@ -24,7 +24,15 @@ from toolkit_base import cluster
 from toolkit_base.checks import check_out_dir, check_seed, unique
 from toolkit_base.files import write_atomic
 
-__all__ = ["DEFAULT_ROOT", "run_job", "run_jobs", "run_regression", "run_tile", "tile_params"]
+__all__ = [
+    "DEFAULT_ROOT",
+    "execute_config",
+    "run_job",
+    "run_jobs",
+    "run_regression",
+    "run_tile",
+    "tile_params",
+]
 
 #: Default root of generated Verilog and builds (relative to the working directory).
 DEFAULT_ROOT = Path("build") / "cocotb"
@@ -44,11 +52,11 @@ def run_job(j: Job, root: Path | str = DEFAULT_ROOT, *, waves: bool = False) -> 
     if j.bench not in BENCH_KINDS:
         raise ValueError(f"no bench for {j.bench!r}; available: {sorted(BENCH_KINDS)}")
     kind = BENCH_KINDS[j.bench]
-    return _execute(j, kind.params(j), lambda manifest: kind.config(j, manifest), root,
+    return execute_config(j, kind.params(j), lambda manifest: kind.config(j, manifest), root,
                     waves=waves)
 
 
-def _execute(
+def execute_config(
     j: Job,
     params: Mapping,
     make_config: Callable[[Mapping], dict],
@@ -58,7 +66,12 @@ def _execute(
     run_name: str = "",
 ) -> JobResult:
     """Generate ``params``, build the bench's module (cached), run it on
-    ``make_config(manifest)`` under ``root/runs/<run_name or job name>``."""
+    ``make_config(manifest)`` under ``root/runs/<run_name or job name>``.
+
+    The one path from parameters to a checked simulation: :func:`run_job` (a planned job),
+    :func:`run_tile` (a golden layer on the tile bench) and :func:`regression.layer.run_layer`
+    (a layer over the mesh) all go through it.
+    """
     root = Path(root).resolve()
     kind = BENCH_KINDS[j.bench]
     t0 = t1 = time.perf_counter()
@@ -167,7 +180,8 @@ def run_tile(
         block = tile_block(TileGeometry.from_manifest(manifest), layer, windows, "layer")
         return tile_config(manifest, [block], seed=seed, p_idle=p_idle, p_stall=p_stall)
 
-    return _execute(j, params, make_config, out_dir, waves=waves, run_name=f"{name}-{sim_name}")
+    return execute_config(j, params, make_config, out_dir, waves=waves,
+                          run_name=f"{name}-{sim_name}")
 
 
 def run_jobs(

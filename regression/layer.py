@@ -24,7 +24,7 @@ from pathlib import Path
 
 from regression.benches.system import chain_config
 from regression.cache import generate_rtl
-from regression.execute import DEFAULT_ROOT, _execute
+from regression.execute import DEFAULT_ROOT, execute_config
 from regression.jobs import JobResult, job
 from regression.planner import check_regress_T
 from toolkit_base.checks import check_int, check_seed
@@ -198,7 +198,8 @@ def run_layer(
             loaded=None if loaded is None else [loaded],
         )
 
-    res = _execute(j, params, make_config, root, waves=waves, run_name=f"{name}-{sim_name}")
+    res = execute_config(j, params, make_config, root, waves=waves,
+                         run_name=f"{name}-{sim_name}")
     return LayerRun(res, len(smap.tiles), t_gen, layer_figures(res))
 
 
