@@ -358,6 +358,8 @@ def build_manifest(config: RTLConfig, comps: dict[str, wiring.Component],
 _INIT_ROW = re.compile(
     r"    (?P<name>\\?[^\s\[]+ ?)\[(?P<index>\d+)\] = (?P<width>\d+)'h(?P<value>[0-9a-f]+);\n"
 )
+#: The loop variable, local to each block (a memory of this name keeps its rows).
+_LOOP = "zero_init_i"
 _INIT_BLOCK = re.compile(r"  initial begin\n((?:    [^\n]*\n)+?)  end\n")
 
 
@@ -368,7 +370,7 @@ def collapse_zero_init(text: str) -> str:
     word: at ``n_in = 4096`` that is most of the Verilog. A block whose rows set words
     ``0..depth-1`` of one memory to zero, in order, becomes a named block with a ``for`` loop
     (Verilog-2001; Icarus, Verilator and Yosys read it). The contents, zero, are unchanged;
-    any other initial block is left as it is.
+    any other initial block is left as it is (and one of a memory named like the loop variable).
     """
     count = 0
 
@@ -380,16 +382,16 @@ def collapse_zero_init(text: str) -> str:
             return match.group(0)
         names = {r.group("name") for r in rows}
         widths = {r.group("width") for r in rows}
-        if (len(names) != 1 or len(widths) != 1
+        if (len(names) != 1 or len(widths) != 1 or _LOOP in names
                 or any(int(r.group("index")) != i for i, r in enumerate(rows))
                 or any(int(r.group("value"), 16) != 0 for r in rows)):
             return match.group(0)
         count += 1
         name, width = names.pop(), widths.pop()
         return (f"  initial begin : zero_init_{count}\n"
-                f"    integer i;\n"
-                f"    for (i = 0; i < {len(rows)}; i = i + 1)\n"
-                f"      {name}[i] = {width}'h0;\n"
+                f"    integer {_LOOP};\n"
+                f"    for ({_LOOP} = 0; {_LOOP} < {len(rows)}; {_LOOP} = {_LOOP} + 1)\n"
+                f"      {name}[{_LOOP}] = {width}'h0;\n"
                 f"  end\n")
 
     return _INIT_BLOCK.sub(loop, text)

@@ -143,7 +143,6 @@ def test_bad_scheduler_is_one_line(tmp_path, capsys, command, address):
     out.mkdir()
     earlier = out / ("regress_summary.json" if command.startswith("regress") else SWEEP_JSON)
     earlier.write_text("{}\n")
-    start = time.monotonic()
     rc = main([*command.split(), "--out", str(out), "--scheduler", address])
     captured = capsys.readouterr()
     assert rc == 2
@@ -156,7 +155,6 @@ def test_bad_scheduler_is_one_line(tmp_path, capsys, command, address):
     else:
         expected = f"scheduler address {address!r} is malformed; expected {cluster.VALID}"
     assert captured.err == f"matterhorn {name}: error: {expected}\n"
-    assert time.monotonic() - start < cluster.CONNECT_TIMEOUT + 3  # a short connect timeout
     assert sorted(p.name for p in out.iterdir()) == [earlier.name]  # nothing written or removed
     assert earlier.read_text() == "{}\n"
 
@@ -199,3 +197,11 @@ def test_jobqueue_clusters_as_documented():
             assert c.scheduler_address.startswith("tcp://127.0.0.1:")
             assert c.scheduler_address in script and "distributed.cli.dask_worker" in script
             assert cluster.probe(c.scheduler_address)["type"] == "Scheduler"
+
+
+def test_items_of_the_same_name_stay_apart_on_a_cluster():
+    """Dask shares one result between tasks of the same key: two items named alike must still
+    give their own results, as they do in process."""
+    items, names = [1, 2, 3], ["same", "same", "other"]
+    assert cluster.run_all(str, items, names=names, workers=1) == ["1", "2", "3"]
+    assert cluster.run_all(str, items, names=names, workers=2) == ["1", "2", "3"]

@@ -81,6 +81,7 @@ CASES = [
     ("synth --clock-ns 5000", "clock_ns must be in 0.1..1000 ns, not 5000.0"),
     ("synth --jobs 0", "jobs must be in 1..64, not 0"),
     ("synth --jobs 100", "jobs must be in 1..64, not 100"),
+    ("synth --workers 0", "workers must be in 1..64, not 0"),
     ("synth --liberty missing.lib", "liberty file 'missing.lib' does not exist"),
     ("synth --out s --liberty file.txt",
      "'file.txt' is not a Liberty file: no 'library (...)' group"),

@@ -237,7 +237,9 @@ def test_collapse_zero_init(body, collapsed):
         assert out == text
         return
     assert out == ("module m;\n  reg [7:0] mem [5:0];\n  initial begin : zero_init_1\n"
-                   "    integer i;\n    for (i = 0; i < 6; i = i + 1)\n      mem[i] = 8'h0;\n"
+                   "    integer zero_init_i;\n"
+                   "    for (zero_init_i = 0; zero_init_i < 6; zero_init_i = zero_init_i + 1)\n"
+                   "      mem[zero_init_i] = 8'h0;\n"
                    "  end\nendmodule\n")
 
 

@@ -123,7 +123,8 @@ class Executor:
     ) -> list:
         """``[fn(x) for x in items]``, results in item order; ``progress`` is called on the
         client with each result as it finishes. An exception raised by ``fn`` is raised here;
-        on an error or an interrupt the items not finished yet are cancelled."""
+        on an error or an interrupt the items not started yet are cancelled (one already
+        running on a cluster's worker finishes there)."""
         items = list(items)
         names = [f"item{i}" for i in range(len(items))] if names is None else list(names)
         if len(names) != len(items):
@@ -139,17 +140,20 @@ class Executor:
         from distributed import as_completed
 
         run = uuid.uuid4().hex[:8]
+        # the index keeps two items of the same name apart (Dask shares a key's result)
         futures = [
-            self.client.submit(fn, x, key=f"{name}-{run}", pure=False)
-            for x, name in zip(items, names, strict=True)
+            self.client.submit(fn, x, key=f"{name}-{run}.{i}", pure=False)
+            for i, (x, name) in enumerate(zip(items, names, strict=True))
         ]
+        where = {f.key: i for i, f in enumerate(futures)}
+        out: list = [None] * len(futures)
         try:
             for fut in as_completed(futures, loop=self.client.loop):
-                result = fut.result()
+                out[where[fut.key]] = result = fut.result()  # fetched once
                 if progress is not None:
                     progress(result)
-            return [f.result() for f in futures]
-        finally:  # on an error or an interrupt, what has not run yet does not start
+            return out
+        finally:  # on an error or an interrupt, what has not started yet does not start
             self.client.cancel([f for f in futures if not f.done()])
 
 
@@ -192,6 +196,7 @@ def executor(
             processes=True,
             host="127.0.0.1",
             silence_logs=logging.ERROR,
+            memory_limit=0,  # no memory cap a run in this process would not have either
             # no dashboard, and its HTTP server on a free port rather than 8787
             scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
         )

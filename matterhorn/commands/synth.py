@@ -63,7 +63,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from synth_scripts import report
     from synth_scripts.run import REPORT_JSON, REPORT_MD, synthesize
+    from toolkit_base import cluster
+    from toolkit_base.checks import unique
 
+    cluster.check_workers(args.workers)  # checked on every path, before any synthesis
+    cluster.check_scheduler(args.scheduler)
+    args.T, args.k = unique(args.T), unique(args.k)  # a repeated value runs once
     if len(args.T) * len(args.k) > 1 or args.scheduler is not None:
         return _sweep(args)
     T, k = args.T[0], args.k[0]
