@@ -33,19 +33,9 @@ from regression.benches import BENCH_KINDS  # noqa: E402
 from regression.cache import generate_rtl  # noqa: E402
 from regression.execute import run_job, run_jobs  # noqa: E402
 from regression.planner import regression_jobs  # noqa: E402
-from regression.summary import summarize  # noqa: E402
+from regression.summary import summarize, without_timings  # noqa: E402
 
 BENCHES = ("encoder", "sram", "tile")
-_TIMES = {"wall_seconds", "build_seconds", "run_seconds", "sim_seconds", "events_per_second",
-          "parameters"}
-
-
-def stable(doc):
-    if isinstance(doc, dict):
-        return {k: stable(v) for k, v in doc.items() if k not in _TIMES}
-    if isinstance(doc, list):
-        return [stable(v) for v in doc]
-    return doc
 
 
 def threads(jobs, root: Path, n: int):
@@ -85,7 +75,8 @@ def main() -> int:
         "benches": list(BENCHES),
         "runs": figures,
         "identical_to_serial": {
-            name: stable(summaries[name]) == stable(summaries["serial"]) for name in runs
+            name: without_timings(summaries[name]) == without_timings(summaries["serial"])
+            for name in runs
         },
     }
     if args.json:

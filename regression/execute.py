@@ -26,6 +26,7 @@ from toolkit_base.files import write_atomic
 
 __all__ = [
     "DEFAULT_ROOT",
+    "check_windows",
     "execute_config",
     "run_job",
     "run_jobs",
@@ -101,6 +102,21 @@ def execute_config(
     return JobResult(j, res.passed, report, error, t1 - t0, t2 - t1)
 
 
+def check_windows(layer, windows) -> list:
+    """``windows`` as a list if it holds at least one vector of ``layer.n_in`` codes, else raise
+    ValueError naming the first window of another shape."""
+    windows = list(windows)
+    if not windows:
+        raise ValueError("windows must hold at least one input code vector, not none")
+    for i, q in enumerate(windows):
+        if tuple(getattr(q, "shape", ())) != (layer.n_in,):
+            raise ValueError(
+                f"window {i} must be a tensor of {layer.n_in} codes (the layer's n_in), "
+                f"not shape {tuple(getattr(q, 'shape', ()))}"
+            )
+    return windows
+
+
 def tile_params(layer) -> dict:
     """:class:`rtl_gen.params.RTLConfig` arguments of a tile that holds ``layer`` whole."""
     return {
@@ -162,15 +178,7 @@ def run_tile(
 
     if not isinstance(layer, IntegerLayer):
         raise TypeError(f"layer must be a golden_models.IntegerLayer, not {type(layer).__name__}")
-    windows = list(windows)
-    if not windows:
-        raise ValueError("windows must hold at least one input code vector, not none")
-    for i, q in enumerate(windows):
-        if tuple(getattr(q, "shape", ())) != (layer.n_in,):
-            raise ValueError(
-                f"window {i} must be a tensor of {layer.n_in} codes (the layer's n_in), "
-                f"not shape {tuple(getattr(q, 'shape', ()))}"
-            )
+    windows = check_windows(layer, windows)
     _check_seed(seed)
     params = tile_params(layer)
     check_regress_T(params["T"])

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from regression.benches.system import chain_config
 from regression.cache import generate_rtl
-from regression.execute import DEFAULT_ROOT, execute_config
+from regression.execute import DEFAULT_ROOT, check_windows, execute_config
 from regression.jobs import JobResult, job
 from regression.planner import check_regress_T
 from toolkit_base.checks import check_int, check_seed
@@ -169,14 +169,7 @@ def run_layer(
         The job result, the tile count, the generation time and :func:`layer_figures`.
     """
     cfg, smap = layer_config(layer, tile_neurons=tile_neurons, mesh=mesh)
-    windows = list(windows)
-    if not windows:
-        raise ValueError("windows must hold at least one input code vector, not none")
-    for i, q in enumerate(windows):
-        if tuple(getattr(q, "shape", ())) != (layer.n_in,):
-            raise ValueError(
-                f"window {i} must be a tensor of {layer.n_in} codes (the layer's n_in), "
-                f"not shape {tuple(getattr(q, 'shape', ()))}")
+    windows = check_windows(layer, windows)
     if loaded is not None:
         layer_config(loaded, tile_neurons=tile_neurons, mesh=mesh)
     check_seed(seed)

@@ -147,6 +147,21 @@ def format_table(summary: Mapping) -> str:
     return "\n".join(lines)
 
 
+#: Fields of a summary or report that measure time or name the executor, not the results.
+TIMINGS = frozenset({"wall_seconds", "build_seconds", "run_seconds", "sim_seconds",
+                     "events_per_second", "parameters"})
+
+
+def without_timings(doc):
+    """``doc`` (nested dicts and lists) without its :data:`TIMINGS` fields: what two runs of
+    the same jobs on different executors must agree on."""
+    if isinstance(doc, dict):
+        return {k: without_timings(v) for k, v in doc.items() if k not in TIMINGS}
+    if isinstance(doc, list):
+        return [without_timings(v) for v in doc]
+    return doc
+
+
 def _coverage(c: Mapping) -> str:
     if not c["bins"]:  # fast-mode jobs check in the simulation and sample no coverage
         return "coverage not sampled (0 bins)"

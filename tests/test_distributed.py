@@ -20,6 +20,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 
 from matterhorn.cli import main
 from regression import run_regression
+from regression.summary import without_timings
 from synth_scripts.sweep import SWEEP_JSON, synthesize_sweep
 from toolkit_base import cluster
 from toolkit_base.schemas import validate
@@ -29,18 +30,6 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 #: A few small regression jobs on Icarus: encoder and SRAM at T=4 and T=8.
 REGRESS = {"T": (4, 8), "k": 1, "sims": "icarus", "benches": ("encoder", "sram"), "quick": True}
-#: Fields that measure time or name the executor, not the results.
-_TIMES = {"wall_seconds", "build_seconds", "run_seconds", "sim_seconds", "events_per_second",
-          "parameters"}
-
-
-def stable(doc):
-    """``doc`` without its timings and executor parameters."""
-    if isinstance(doc, dict):
-        return {k: stable(v) for k, v in doc.items() if k not in _TIMES}
-    if isinstance(doc, list):
-        return [stable(v) for v in doc]
-    return doc
 
 
 class Ran(SchedulerPlugin):
@@ -91,7 +80,7 @@ def test_regression_on_two_workers_equals_local(tmp_path, two_workers):
     dist = run_regression(**REGRESS, out_dir=tmp_path / "cluster",
                           scheduler=c.scheduler_address, progress=lambda r: seen.append(r.job.name))
     assert local["status"] == "passed" and local["configurations"] == 4
-    assert stable(dist) == stable(local)
+    assert without_timings(dist) == without_timings(local)
     assert json.loads((tmp_path / "cluster" / "regress_summary.json").read_text()) == dist
     names = [j["name"] for j in local["jobs"]]
     assert sorted(seen) == sorted(names)  # progress per job, on the client
@@ -121,7 +110,7 @@ def test_synth_sweep_on_two_workers_equals_local(tmp_path, two_workers):
     dist = synthesize_sweep((4, 8), 1, tmp_path / "cluster", scheduler=c.scheduler_address,
                             **opts)
     assert [(p["T"], p["k"]) for p in dist["points"]] == [(4, 1), (8, 1)]
-    assert stable(dist) == stable(local)
+    assert without_timings(dist) == without_timings(local)
     validate(json.loads((tmp_path / "cluster" / SWEEP_JSON).read_text()), "synth_sweep", "x")
     for point in ("T4-k1", "T8-k1"):
         for name in ("synth_report.json", "synth_report.md"):

@@ -81,16 +81,7 @@ def run(args: argparse.Namespace) -> int:
         system = RTLConfig(T=T, k=k, n_in=SYSTEM_N_IN, tile_neurons=TILE_NEURONS,
                            mesh_rows=args.system[0], mesh_cols=args.system[1])
 
-    doc = synthesize(
-        T,
-        k,
-        args.out,
-        liberty_file=args.liberty,
-        clock_ns=args.clock_ns,
-        blocks=not args.no_blocks,
-        jobs=args.jobs,
-        default_liberty=not args.no_liberty,
-    )
+    doc = synthesize(T, k, args.out, **_options(args))
     print(report.markdown(doc))
     print(f"wrote {args.out}/{REPORT_JSON} and {args.out}/{REPORT_MD}")
     if system is not None:
@@ -102,6 +93,13 @@ def run(args: argparse.Namespace) -> int:
         print(system_markdown(area))
         print(f"wrote {args.out}/{SYSTEM_JSON}")
     return 0
+
+
+def _options(args: argparse.Namespace) -> dict:
+    """The options one synthesis point and a sweep share."""
+    return {"liberty_file": args.liberty, "clock_ns": args.clock_ns,
+            "blocks": not args.no_blocks, "jobs": args.jobs,
+            "default_liberty": not args.no_liberty}
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -122,11 +120,7 @@ def _sweep(args: argparse.Namespace) -> int:
         args.T,
         args.k,
         args.out,
-        liberty_file=args.liberty,
-        clock_ns=args.clock_ns,
-        blocks=not args.no_blocks,
-        jobs=args.jobs,
-        default_liberty=not args.no_liberty,
+        **_options(args),
         scheduler=args.scheduler,
         workers=args.workers,
         progress=progress,
