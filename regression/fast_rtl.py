@@ -25,8 +25,10 @@ and reads the totals.
   (:attr:`FastHarness.counter_ports`, concatenated LSB first). When the design is quiet after a
   window, its counters are compared with the next word (``err_cnt``, ``bad_cnt_at``,
   ``bad_cnt_got``) and added to the totals ``tot_<port>``.
-- **Clock.** The harness makes its own clock (:data:`CLOCK_MODULE`, a ``#5`` toggle), so no
-  clock edge needs the bench; ``reset`` is its synchronous reset.
+- **Clock.** The harness makes its own clock (:data:`CLOCK_MODULE`, a ``#5`` toggle that stops
+  once ``done`` is high), so no clock edge needs the bench; ``reset`` is its synchronous
+  reset. Every input (:data:`INPUTS`) is registered before use, so it acts one clock after the
+  bench writes it.
 - **End.** ``done`` rises when every pass has been played, every window checked and the design
   is quiet; or, with ``stalled``, when nothing moved for :data:`STALL` clocks; or, with
   ``timed_out``, after ``limit`` clocks. ``cycles`` counts the clocks from ``start`` to ``done``.
@@ -50,10 +52,22 @@ from amaranth.lib.wiring import In, Out
 
 from regression.soak_rtl import seeded_state, stream_rule_error, xorshift_rtl
 
-__all__ = ["COUNT", "ROM_FILES", "ROM_VERILOG", "STALL", "FastHarness", "rom_depth"]
+__all__ = ["COUNT", "FLAGS", "INPUTS", "ROM_FILES", "ROM_VERILOG", "STALL", "TOTALS",
+           "FastHarness", "bench_access", "outputs", "rom_depth"]
 
 #: Width of the totals (beats, clocks, errors).
 COUNT = 32
+#: The harness's inputs and their widths (each registered before use: it acts one clock after
+#: the bench writes it).
+INPUTS = {"reset": 1, "start": 1, "seed": 32, "passes": COUNT, "limit": COUNT, "n_seq": COUNT,
+          "n_out": COUNT, "n_cnt": COUNT, "p_valid": 9, "p_ready": 9}
+#: Its one-bit outputs; every other output is :data:`COUNT` bits wide but ``bad_out_got`` and
+#: ``bad_cnt_got`` (an output word, a counter word).
+FLAGS = ("done", "stalled", "timed_out", "busy")
+#: Its totals, read by the bench at the end of a run (besides ``tot_<counter port>``).
+TOTALS = ("cycles", "beats_load", "beats_in", "beats_out", "windows", "markers", "checks",
+          "stalled_out", "err_out", "err_extra", "err_cnt", "err_stream", "bad_out_at",
+          "bad_out_got", "bad_cnt_at", "bad_cnt_got")
 #: Clocks without a beat moving on any stream that end a run as ``stalled``.
 STALL = 1 << 14
 #: Seed keys of the player's and the comparator's generators.
@@ -66,11 +80,15 @@ ROM_MODULE = "mttfs_fast_rom"
 CLOCK_MODULE = "mttfs_fast_clock"
 #: Verilog of the memory (an asynchronous-read memory filled by ``$readmemh`` at time 0) and of
 #: the clock generator: the clock toggles inside the simulator, so no clock edge needs a call
-#: into the bench (Verilator builds it with ``--timing``).
+#: into the bench (Verilator builds it with ``--timing``), and it stops low while ``stop`` is
+#: high.
 ROM_VERILOG = f"""
-module {CLOCK_MODULE} (output reg clk);
+module {CLOCK_MODULE} (input stop, output reg clk);
   initial clk = 1'b0;
-  always #5 clk = ~clk;
+  always begin
+    #5 clk = ~clk;
+    if (stop && !clk) wait (!stop);
+  end
 endmodule
 
 module {ROM_MODULE} #(parameter WIDTH = 1, parameter DEPTH = 2, parameter ABITS = 1,
@@ -83,6 +101,18 @@ module {ROM_MODULE} #(parameter WIDTH = 1, parameter DEPTH = 2, parameter ABITS 
   assign data = mem[addr];
 endmodule
 """
+
+
+def outputs(counter_ports) -> tuple[str, ...]:
+    """Names of the harness's outputs with these counter ports."""
+    return (*FLAGS, *TOTALS, *(f"tot_{p}" for p in counter_ports))
+
+
+def bench_access(counter_ports) -> dict[str, str]:
+    """What the bench may do with each port: write the inputs (``"rw"``), read the outputs
+    (``"rd"``); no other signal is visible to it (:func:`regression.sim.build`'s ``public``)."""
+    return {**{name: "rw" for name in INPUTS},
+            **{name: "rd" for name in outputs(counter_ports)}}
 
 
 def rom_depth(words: int, minimum: int = 1024) -> int:
@@ -123,19 +153,11 @@ class FastHarness(wiring.Component):
         self.cnt_width = max(1, sum(widths[p] for p in self.counter_ports))
         self.seq_width = 3 + self.in_width
         self.depths = {k: int(depths[k]) for k in ROM_FILES}
+        words = {"bad_out_got": self.out_width, "bad_cnt_got": self.cnt_width}
         super().__init__({
-            "reset": In(1), "start": In(1), "seed": In(32), "passes": In(COUNT), "limit": In(COUNT),
-            "n_seq": In(COUNT), "n_out": In(COUNT), "n_cnt": In(COUNT),
-            "p_valid": In(9), "p_ready": In(9),
-            "done": Out(1), "stalled": Out(1), "timed_out": Out(1), "busy": Out(1),
-            "cycles": Out(COUNT), "beats_load": Out(COUNT), "beats_in": Out(COUNT),
-            "beats_out": Out(COUNT), "windows": Out(COUNT), "markers": Out(COUNT),
-            "checks": Out(COUNT), "stalled_out": Out(COUNT),
-            "err_out": Out(COUNT), "err_extra": Out(COUNT), "err_cnt": Out(COUNT),
-            "err_stream": Out(COUNT),
-            "bad_out_at": Out(COUNT), "bad_out_got": Out(self.out_width),
-            "bad_cnt_at": Out(COUNT), "bad_cnt_got": Out(self.cnt_width),
-            **{f"tot_{p}": Out(COUNT) for p in self.counter_ports},
+            **{name: In(width) for name, width in INPUTS.items()},
+            **{name: Out(1 if name in FLAGS else words.get(name, COUNT))
+               for name in outputs(self.counter_ports)},
         })
 
     def _rom(self, m, name, width, addr):
@@ -150,8 +172,18 @@ class FastHarness(wiring.Component):
         m = Module()
         w = self._widths
         m.domains.sync = cd = ClockDomain("sync")
-        m.submodules.clock = Instance(CLOCK_MODULE, o_clk=cd.clk)
-        m.d.comb += cd.rst.eq(self.reset)
+        # the clock stops once the run is done (until ``reset``): a bench that polls ``done``
+        # with long timers then costs nothing per clock and simulates no idle clocks
+        m.submodules.clock = Instance(CLOCK_MODULE, i_stop=self.done & ~self.reset, o_clk=cd.clk)
+        # every input is registered before use: no logic runs combinationally from a port, so
+        # the simulator does not re-evaluate the design whenever the bench may have written one
+        # (Verilator's input-combinational pass took ~30 % of a system run's time)
+        q = {}
+        for name in INPUTS:
+            port = getattr(self, name)
+            q[name] = Signal(port.shape(), reset_less=True, name=f"{name}_q")
+            m.d.sync += q[name].eq(port)
+        m.d.comb += cd.rst.eq(q["reset"])
         # the design under test, port by port from its manifest record
         ports = {}
         conns = {"i_clk": ClockSignal(), "i_rst": ResetSignal()}
@@ -190,7 +222,7 @@ class FastHarness(wiring.Component):
                 tot = getattr(self, f"tot_{p}")
                 m.d.sync += tot.eq(tot + ports[p])
             m.d.sync += [self.checks.eq(self.checks + 1),
-                         cp.eq(Mux(cp + 1 == self.n_cnt, 0, cp + 1))]
+                         cp.eq(Mux(cp + 1 == q["n_cnt"], 0, cp + 1))]
             with m.If(got != cnt):
                 m.d.sync += self.err_cnt.eq(self.err_cnt + 1)
                 with m.If(self.err_cnt == 0):
@@ -220,10 +252,10 @@ class FastHarness(wiring.Component):
         take = Signal()
         m.d.comb += take.eq(valid & ready)
         r_p = xorshift_rtl(state_p)
-        with m.If(self.start):
-            m.d.sync += [state_p.eq(seeded_state(self.seed, KEYS[0])), running.eq(1)]
+        with m.If(q["start"]):
+            m.d.sync += [state_p.eq(seeded_state(q["seed"], KEYS[0])), running.eq(1)]
         with m.Elif(running):
-            m.d.sync += [state_p.eq(r_p), gate.eq(r_p[0:8] < self.p_valid),
+            m.d.sync += [state_p.eq(r_p), gate.eq(r_p[0:8] < q["p_valid"]),
                          holding.eq(valid & ~ready)]
         with m.If(take):
             m.d.sync += cleared.eq(0)
@@ -231,9 +263,9 @@ class FastHarness(wiring.Component):
                 m.d.sync += self.beats_in.eq(self.beats_in + 1)
             with m.Else():
                 m.d.sync += self.beats_load.eq(self.beats_load + 1)
-            with m.If(sp + 1 == self.n_seq):
+            with m.If(sp + 1 == q["n_seq"]):
                 m.d.sync += sp.eq(0)
-                with m.If(seq_pass + 1 == self.passes):
+                with m.If(seq_pass + 1 == q["passes"]):
                     m.d.sync += finished.eq(1)
                 with m.Else():
                     m.d.sync += seq_pass.eq(seq_pass + 1)
@@ -245,11 +277,11 @@ class FastHarness(wiring.Component):
         o_payload = ports[f"{out}__payload"]
         state_c = Signal(32)
         r_c = xorshift_rtl(state_c)
-        with m.If(self.start):
-            m.d.sync += state_c.eq(seeded_state(self.seed, KEYS[1]))
+        with m.If(q["start"]):
+            m.d.sync += state_c.eq(seeded_state(q["seed"], KEYS[1]))
         with m.Elif(running):
             m.d.sync += state_c.eq(r_c)
-        m.d.comb += o_ready.eq(running & (state_c[0:8] < self.p_ready))
+        m.d.comb += o_ready.eq(running & (state_c[0:8] < q["p_ready"]))
         o_take = Signal()
         m.d.comb += o_take.eq(o_valid & o_ready)
         with m.If(running & o_valid & ~o_ready):
@@ -266,9 +298,9 @@ class FastHarness(wiring.Component):
                     with m.If(self.err_out == 0):
                         m.d.sync += [self.bad_out_at.eq(self.beats_out + 1),
                                      self.bad_out_got.eq(o_payload)]
-                with m.If(op + 1 == self.n_out):
+                with m.If(op + 1 == q["n_out"]):
                     m.d.sync += [op.eq(0), out_pass.eq(out_pass + 1)]
-                    with m.If(out_pass + 1 == self.passes):
+                    with m.If(out_pass + 1 == q["passes"]):
                         m.d.sync += out_done.eq(1)
                 with m.Else():
                     m.d.sync += op.eq(op + 1)
@@ -277,7 +309,7 @@ class FastHarness(wiring.Component):
 
         # -- end ----------------------------------------------------------------------------------
         idle = Signal(range(STALL + 1))
-        with m.If(self.start):
+        with m.If(q["start"]):
             m.d.sync += idle.eq(0)
         with m.Elif(running):
             m.d.sync += [self.cycles.eq(self.cycles + 1),
@@ -288,7 +320,7 @@ class FastHarness(wiring.Component):
             with m.If(idle == STALL):
                 m.d.comb += end.eq(1)
                 m.d.sync += self.stalled.eq(1)
-            with m.If(self.cycles + 1 == self.limit):
+            with m.If(self.cycles + 1 == q["limit"]):
                 m.d.comb += end.eq(1)
                 m.d.sync += self.timed_out.eq(1)
             with m.If(end):

@@ -140,7 +140,7 @@ def build(
     *,
     waves: bool = False,
     extra_args: Sequence[str] = (),
-    top_public_only: bool = False,
+    public: Mapping[str, str] | None = None,
     make_args: Sequence[str] = (),
 ) -> Build:
     """Compile ``sources`` for ``sim`` into ``build_dir``, unless an identical build is there.
@@ -149,11 +149,13 @@ def build(
     ``waves``; a stamp file in ``build_dir`` records it, so a second call with the same Verilog
     costs nothing (Verilator builds take tens of seconds).
 
-    ``top_public_only`` (Verilator): only the top module's signals are visible to the bench,
-    not every signal of the design (``cocotb_tools.runner`` builds with ``--public-flat-rw``,
-    which keeps Verilator from optimizing the design: a self-checking harness whose bench reads
-    only top-level ports runs several times faster without it); ``make_args`` are variables
-    for its ``make`` (e.g. ``OPT_FAST=-O2``).
+    ``public`` (Verilator): only these signals of the top module (its ports, say) are visible
+    to the bench, each ``"rw"`` (the bench writes it) or ``"rd"`` (it only reads it), not every
+    signal of the design. ``cocotb_tools.runner`` builds with ``--public-flat-rw``, which keeps
+    Verilator from optimizing the design and makes it re-evaluate all logic downstream of a
+    writable signal on every evaluation (the bench may have written it): a self-checking
+    harness whose bench writes only a few inputs runs several times faster without it.
+    ``make_args`` are variables for its ``make`` (e.g. ``OPT_FAST=-O2``).
     """
     from cocotb_tools.runner import get_runner
 
@@ -168,7 +170,7 @@ def build(
         args = list(ICARUS_BASE_ARGS)
     build_dir = Path(build_dir).resolve()
     key = _digest(srcs, [sim, toplevel, repr(args), repr(waves),
-                         "top-public" if top_public_only else "", *make_args])
+                         repr(sorted(public.items())) if public is not None else "", *make_args])
     stamp = build_dir / "matterhorn_build.json"
     if stamp.is_file():
         try:
@@ -199,8 +201,8 @@ def build(
         # Verilator's Makefile prefixes every compile with $(OBJCACHE) (its documented hook
         # for ccache); a user's own OBJCACHE wins
         os.environ.setdefault("OBJCACHE", objcache_command())
-    if sim == "verilator" and top_public_only:
-        _verilator_top_public(srcs, toplevel, build_dir, args, waves, make_args)
+    if sim == "verilator" and public is not None:
+        _verilator_top_public(srcs, toplevel, build_dir, args, waves, make_args, public)
         write_atomic(stamp, json.dumps({"digest": key, "sim": sim, "toplevel": toplevel}) + "\n")
         return Build(sim, toplevel, build_dir, waves, key)
     runner = get_runner(sim)
@@ -216,16 +218,23 @@ def build(
 
 
 def _verilator_top_public(srcs: Sequence[Path], toplevel: str, build_dir: Path,
-                          args: Sequence[str], waves: bool, make_args: Sequence[str]) -> None:
+                          args: Sequence[str], waves: bool, make_args: Sequence[str],
+                          public: Mapping[str, str]) -> None:
     """The Verilator build ``cocotb_tools.runner`` makes (its ``verilator.cpp`` main, its VPI
     library, the ``Vtop`` prefix its test run expects), with a control file that makes the
-    top module's signals public instead of ``--public-flat-rw``. Output in ``build.log``."""
+    signals ``public`` of the top module public instead of ``--public-flat-rw``. Output in
+    ``build.log``."""
     import subprocess
 
     import cocotb_tools.config as cocotb_config
 
     vlt = build_dir / "matterhorn_public.vlt"
-    vlt.write_text(f'`verilator_config\npublic_flat_rw -module "{toplevel}" -var "*"\n')
+    bad = {k: v for k, v in public.items() if v not in ("rw", "rd")}
+    if bad:
+        raise ValueError(f"public signals are 'rw' or 'rd', not {bad}")
+    vlt.write_text("`verilator_config\n" + "".join(
+        f'public_flat_{how} -module "{toplevel}" -var "{name}"\n'
+        for name, how in sorted(public.items())))
     libs = cocotb_config.libs_dir
     verilate = [
         "verilator", "-cc", "--exe", "-Mdir", str(build_dir), "--top-module", toplevel,

@@ -155,3 +155,22 @@ def test_summary_without_coverage_says_so():
     text = format_table(summarize([r], 1.0, {"T": [4]}))
     assert "coverage not sampled (0 bins)" in text
     assert "100" not in text.splitlines()[-2]
+
+
+def test_the_verilator_build_makes_only_the_ports_public():
+    """Writable public signals make Verilator re-evaluate their fan-out on every evaluation:
+    only the harness's inputs are writable, its outputs readable, the design invisible."""
+    import re
+
+    from regression.fast_rtl import FLAGS, INPUTS, TOTALS
+
+    assert run(system_job("verilator")).passed
+    vlt = max((ROOT / "sim" / "verilator").glob("mttfs_fast_system-*/matterhorn_public.vlt"),
+              key=lambda p: p.stat().st_mtime)
+    rules = re.findall(r'public_flat_(rw|rd) -module "mttfs_fast_system" -var "(\w+)"',
+                       vlt.read_text())
+    assert len(rules) == len(vlt.read_text().splitlines()) - 1
+    assert {name for how, name in rules if how == "rw"} == set(INPUTS)
+    read = {name for how, name in rules if how == "rd"}
+    assert {*FLAGS, *TOTALS} <= read and read - {*FLAGS, *TOTALS} == {
+        name for name in read if name.startswith("tot_")}
