@@ -37,8 +37,6 @@ __all__ = [
 
 #: Default root of generated Verilog and builds (relative to the working directory).
 DEFAULT_ROOT = Path("build") / "cocotb"
-#: Largest number of jobs run at a time (local worker processes).
-MAX_WORKERS = cluster.MAX_WORKERS
 
 
 def _check_seed(seed: object) -> int:
@@ -218,7 +216,7 @@ def run_jobs(
     for j in jobs:
         p = BENCH_KINDS[j.bench].params(j)
         params.setdefault(params_key(p), p)
-    with cluster.executor(scheduler, min(workers, max(len(jobs), 1))) as ex:
+    with cluster.executor(scheduler, workers, jobs=len(jobs)) as ex:
         ex.map(functools.partial(_generate, root=root), list(params.values()),
                names=[f"generate-{key}" for key in params])
         return ex.map(functools.partial(run_job, root=root, waves=waves), jobs,

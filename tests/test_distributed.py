@@ -73,6 +73,16 @@ def test_run_all_orders_results_and_uses_worker_processes():
     assert cluster.run_all(_where, range(2)) == [(0, os.getpid()), (1, os.getpid())]
 
 
+def test_a_local_cluster_has_at_most_one_worker_per_job():
+    """The cap has one home, ``executor(jobs=...)``: a single job runs in this process whatever
+    ``workers`` says, and two jobs start two workers, not four."""
+    assert cluster.run_all(_where, range(1), workers=4) == [(0, os.getpid())]
+    with cluster.executor(workers=4, jobs=2) as ex:
+        assert len(ex.client.scheduler_info()["workers"]) == 2
+    with cluster.executor(workers=4, jobs=0) as ex:
+        assert ex.client is None
+
+
 def test_regression_on_two_workers_equals_local(tmp_path, two_workers):
     c, plugin = two_workers
     local = run_regression(**REGRESS, out_dir=tmp_path / "local")
