@@ -83,12 +83,27 @@ def test_a_local_cluster_has_at_most_one_worker_per_job():
         assert ex.client is None
 
 
-def test_regression_on_two_workers_equals_local(tmp_path, two_workers):
+@pytest.fixture
+def probes(monkeypatch):
+    """The addresses :func:`toolkit_base.cluster.probe` was called with (it still probes)."""
+    seen = []
+    real = cluster.probe
+
+    def counted(address, *args, **kwargs):
+        seen.append(address)
+        return real(address, *args, **kwargs)
+
+    monkeypatch.setattr(cluster, "probe", counted)
+    return seen
+
+
+def test_regression_on_two_workers_equals_local(tmp_path, two_workers, probes):
     c, plugin = two_workers
     local = run_regression(**REGRESS, out_dir=tmp_path / "local")
     seen = []
     dist = run_regression(**REGRESS, out_dir=tmp_path / "cluster",
                           scheduler=c.scheduler_address, progress=lambda r: seen.append(r.job.name))
+    assert probes == [c.scheduler_address]  # the scheduler is probed once a run
     assert local["status"] == "passed" and local["configurations"] == 4
     assert without_timings(dist) == without_timings(local)
     assert json.loads((tmp_path / "cluster" / "regress_summary.json").read_text()) == dist
@@ -113,12 +128,13 @@ def test_cli_regress_local_cluster_progress(tmp_path, capsys):
     assert summary["parameters"]["workers"] == 2 and summary["status"] == "passed"
 
 
-def test_synth_sweep_on_two_workers_equals_local(tmp_path, two_workers):
+def test_synth_sweep_on_two_workers_equals_local(tmp_path, two_workers, probes):
     c, plugin = two_workers
     opts = {"blocks": False, "default_liberty": False, "environ": {}}
     local = synthesize_sweep((4, 8), 1, tmp_path / "local", **opts)
     dist = synthesize_sweep((4, 8), 1, tmp_path / "cluster", scheduler=c.scheduler_address,
                             **opts)
+    assert probes == [c.scheduler_address]  # the scheduler is probed once a sweep
     assert [(p["T"], p["k"]) for p in dist["points"]] == [(4, 1), (8, 1)]
     assert without_timings(dist) == without_timings(local)
     validate(json.loads((tmp_path / "cluster" / SWEEP_JSON).read_text()), "synth_sweep", "x")
