@@ -5,6 +5,8 @@ nothing is written or removed."""
 
 from __future__ import annotations
 
+import _thread
+import functools
 import json
 import logging
 import os
@@ -12,6 +14,7 @@ import socket
 import sys
 import threading
 import time
+from pathlib import Path
 
 import cloudpickle
 import pytest
@@ -143,6 +146,47 @@ def test_synth_sweep_on_two_workers_equals_local(tmp_path, two_workers, probes):
             assert (tmp_path / "cluster" / point / name).read_bytes() == (
                 tmp_path / "local" / point / name).read_bytes()
     assert sorted(ran_here("synth-", plugin)) == ["synth-T4-k1", "synth-T8-k1"]
+
+
+def _mark_slowly(folder: str, name: str) -> str:
+    """Mark that the job started, run 3 s, mark that it finished."""
+    (Path(folder) / f"{name}.started").touch()
+    time.sleep(3)
+    (Path(folder) / f"{name}.done").touch()
+    return name
+
+
+def _files(folder: Path, suffix: str) -> list[str]:
+    return sorted(p.stem for p in folder.glob(f"*{suffix}"))
+
+
+def test_interrupt_cancels_jobs_not_started(tmp_path, two_workers):
+    """Ctrl-C during a map on an existing cluster (docs/cluster.md): the jobs not started yet
+    are cancelled and never start; the two already running on the workers run to completion."""
+    c, _ = two_workers
+
+    def interrupt_once_two_run():
+        deadline = time.monotonic() + 60
+        while len(_files(tmp_path, ".started")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        _thread.interrupt_main()
+
+    names = [f"job{i}" for i in range(6)]
+    with cluster.executor(c.scheduler_address) as ex:
+        watcher = threading.Thread(target=interrupt_once_two_run, daemon=True)
+        watcher.start()
+        with pytest.raises(KeyboardInterrupt):
+            ex.map(functools.partial(_mark_slowly, str(tmp_path)), names, names=names)
+        watcher.join()
+        started = _files(tmp_path, ".started")
+        assert len(started) == 2
+        # the client stays connected: what map did not cancel would still run
+        deadline = time.monotonic() + 60
+        while len(_files(tmp_path, ".done")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.5)  # time for a job that was not cancelled to start
+    assert _files(tmp_path, ".done") == started  # the running ones finished
+    assert _files(tmp_path, ".started") == started  # nothing else started
 
 
 UNREACHABLE = "tcp://127.0.0.1:1"
