@@ -32,6 +32,7 @@ from toolkit_base.checks import check_int, check_seed
 __all__ = [
     "DEFAULT_MESH",
     "DEFAULT_TILE_NEURONS",
+    "MAX_WINDOWS",
     "LayerRun",
     "check_layer_fits",
     "layer_config",
@@ -44,6 +45,11 @@ __all__ = [
 DEFAULT_TILE_NEURONS = 48
 #: Mesh ``(rows, cols)`` of the default partition.
 DEFAULT_MESH = (3, 3)
+#: Most input windows of one layer run (:func:`run_layer`, :func:`minilm_q_projection`,
+#: ``matterhorn layer --windows``). The bench's configuration carries every window's codes, and
+#: a window of the 384 x 384 layer takes about 720 clocks: 4096 windows are about 3 million
+#: clocks, some 12 minutes on Verilator and over an hour on Icarus (docs/rtl_system.md).
+MAX_WINDOWS = 4096
 
 
 @dataclass(frozen=True)
@@ -176,7 +182,7 @@ def run_layer(
     for pname, p in (("p_idle", p_idle), ("p_stall", p_stall)):
         if not isinstance(p, (int, float)) or not 0 <= p < 1:
             raise ValueError(f"{pname} must be in [0, 1), not {p!r}")
-    check_int("windows", len(windows), 1, 1 << 20)
+    check_int("windows", len(windows), 1, MAX_WINDOWS)
     params = cfg.as_dict()
     j = job("system", sim_name, params, seed, inferences=len(windows), reset=False,
             p_idle=float(p_idle), p_stall=float(p_stall))
@@ -235,7 +241,7 @@ def minilm_q_projection(windows: int = 64, *, k: int = 1, calibration: int = 6,
     from golden_models.models.corpus import load_corpus
     from golden_models.models.rtl_slice import capture_slice
 
-    check_int("windows", windows, 1, 1 << 16)
+    check_int("windows", windows, 1, MAX_WINDOWS)
     check_int("calibration", calibration, 1, 1 << 16)
     corpus = load_corpus("pydoc-topics")
     if qnn is None:

@@ -152,6 +152,25 @@ def test_layer_that_does_not_fit_the_mesh(tmp_path):
     assert len(layer_config(layer, tile_neurons=64, mesh=(2, 3))[1].tiles) == 6
 
 
+def test_window_limit_has_one_home(tmp_path):
+    """``run_layer``, ``minilm_q_projection`` and ``matterhorn layer`` refuse more than
+    ``MAX_WINDOWS`` windows alike, naming the value and the limit, before anything is made."""
+    from regression.layer import MAX_WINDOWS
+
+    assert MAX_WINDOWS == 4096
+    message = f"windows must be in 1..{MAX_WINDOWS}, not {MAX_WINDOWS + 1}"
+    layer = _random_layer(24)
+    out = tmp_path / "never"
+    with pytest.raises(ValueError) as info:
+        run_layer(layer, [torch.zeros(16, dtype=torch.int64)] * (MAX_WINDOWS + 1), "icarus",
+                  mesh=(1, 1), out_dir=out)
+    assert str(info.value) == message
+    assert not out.exists()
+    with pytest.raises(ValueError) as info:  # before MiniLM is loaded
+        minilm_q_projection(MAX_WINDOWS + 1)
+    assert str(info.value) == message
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

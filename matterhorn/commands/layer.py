@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from regression.layer import (
         DEFAULT_MESH,
         DEFAULT_TILE_NEURONS,
+        MAX_WINDOWS,
         check_layer_fits,
         minilm_q_projection,
         run_layer,
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if args.layer not in LAYERS:
         raise ValueError(f"--layer must be one of {tuple(LAYERS)}, not {args.layer!r}")
     check_out_dir(args.out)
-    check_int("windows", args.windows, 1, 4096)
+    check_int("windows", args.windows, 1, MAX_WINDOWS)
     check_int("calibration", args.calibration, 1, len(load_corpus("pydoc-topics").calibration))
     sims = unique(args.sim or ("icarus", "verilator"))
     # everything that can be checked before MiniLM is converted and any Verilog generated
