@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from golden_models.codespace import check_k
 from regression.benches.system import chain_config
 from regression.cache import generate_rtl
 from regression.execute import DEFAULT_ROOT, check_windows, execute_config
@@ -36,6 +37,7 @@ __all__ = [
     "LayerRun",
     "check_layer_fits",
     "layer_config",
+    "minilm_T",
     "minilm_q_projection",
     "run_layer",
 ]
@@ -221,6 +223,14 @@ def layer_figures(res: JobResult) -> dict:
     }
 
 
+def minilm_T() -> int:
+    """``T`` of the layer :func:`minilm_q_projection` converts: ``2**act_bits`` of the
+    post-training conversion's default :class:`golden_models.models.ptq.PTQConfig` (16)."""
+    from golden_models.models.ptq import PTQConfig
+
+    return 2 ** PTQConfig().act_bits
+
+
 def minilm_q_projection(windows: int = 64, *, k: int = 1, calibration: int = 6,
                         block: int = 0, qnn=None):
     """The whole Q projection of MiniLM block ``block`` and ``windows`` real token windows.
@@ -243,6 +253,8 @@ def minilm_q_projection(windows: int = 64, *, k: int = 1, calibration: int = 6,
 
     check_int("windows", windows, 1, MAX_WINDOWS)
     check_int("calibration", calibration, 1, 1 << 16)
+    if qnn is None:  # (a given QNN's own T is checked by capture_slice)
+        check_k(k, minilm_T())
     corpus = load_corpus("pydoc-topics")
     if qnn is None:
         from golden_models.models.ptq import convert

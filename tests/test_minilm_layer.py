@@ -171,6 +171,15 @@ def test_window_limit_has_one_home(tmp_path):
     assert str(info.value) == message
 
 
+def test_k_checked_before_minilm_is_loaded():
+    """The conversion's code space has T = 16: ``k`` is checked by codespace.check_k first."""
+    from regression.layer import minilm_T
+
+    assert minilm_T() == 16
+    with pytest.raises(ValueError, match=r"^k must be in 0\.\.15 for T=16, not 16$"):
+        minilm_q_projection(1, k=16)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
