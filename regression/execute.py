@@ -63,19 +63,21 @@ def execute_config(
     *,
     waves: bool,
     run_name: str = "",
+    generated: tuple[Path, Mapping] | None = None,
 ) -> JobResult:
     """Generate ``params``, build the bench's module (cached), run it on
     ``make_config(manifest)`` under ``root/runs/<run_name or job name>``.
 
     The one path from parameters to a checked simulation: :func:`run_job` (a planned job),
     :func:`run_tile` (a golden layer on the tile bench) and :func:`regression.layer.run_layer`
-    (a layer over the mesh) all go through it.
+    (a layer over the mesh) all go through it. ``generated`` is the ``(rtl_dir, manifest)``
+    of :func:`regression.cache.generate_rtl` when the caller has already generated ``params``.
     """
     root = Path(root).resolve()
     kind = BENCH_KINDS[j.bench]
     t0 = t1 = time.perf_counter()
     try:
-        rtl_dir, manifest = generate_rtl(params, root)
+        rtl_dir, manifest = generated if generated is not None else generate_rtl(params, root)
         config = make_config(manifest)
         t0 = time.perf_counter()
         if kind.build is not None:  # a harness around the module (the fast benches)

@@ -190,7 +190,7 @@ def run_layer(
             p_idle=float(p_idle), p_stall=float(p_stall))
     t0 = time.perf_counter()
     root = Path(out_dir).resolve()
-    generate_rtl(params, root)
+    generated = generate_rtl(params, root)  # once, timed here
     t_gen = time.perf_counter() - t0
 
     def make_config(manifest):
@@ -200,7 +200,7 @@ def run_layer(
         )
 
     res = execute_config(j, params, make_config, root, waves=waves,
-                         run_name=f"{name}-{sim_name}")
+                         run_name=f"{name}-{sim_name}", generated=generated)
     return LayerRun(res, len(smap.tiles), t_gen, layer_figures(res))
 
 

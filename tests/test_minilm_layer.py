@@ -109,13 +109,27 @@ def _flipped_weight(layer: IntegerLayer, q: torch.Tensor) -> IntegerLayer:
     raise AssertionError("no single weight changes this window's events")
 
 
-def test_flipped_weight_is_caught(q_proj):
+def test_flipped_weight_is_caught(q_proj, monkeypatch):
+    import regression.cache
+    import regression.execute
+    import regression.layer
+
+    calls = []
+    real = regression.cache.generate_rtl
+
+    def counted(params, root):
+        calls.append(params)
+        return real(params, root)
+
+    for module in (regression.cache, regression.execute, regression.layer):
+        monkeypatch.setattr(module, "generate_rtl", counted)
     q = q_proj.q_in[0]
     bad = _flipped_weight(q_proj.layer, q)
     run = run_layer(q_proj.layer, [q], "icarus", out_dir=regression.DEFAULT_ROOT,
                     loaded=bad, name="minilm-q-mutant")
     assert not run.passed
     assert run.result.report.get("mismatches", 0) >= 1, run.error  # the bench ran and saw it
+    assert len(calls) == 1  # the system is generated (or found in the cache) once a run
 
 
 def test_layer_command(q_proj, capsys):
