@@ -37,8 +37,6 @@ __all__ = [
 
 #: Default root of generated Verilog and builds (relative to the working directory).
 DEFAULT_ROOT = Path("build") / "cocotb"
-#: Largest number of jobs run at a time (local worker processes).
-MAX_WORKERS = cluster.MAX_WORKERS
 
 
 def _check_seed(seed: object) -> int:
@@ -65,19 +63,21 @@ def execute_config(
     *,
     waves: bool,
     run_name: str = "",
+    generated: tuple[Path, Mapping] | None = None,
 ) -> JobResult:
     """Generate ``params``, build the bench's module (cached), run it on
     ``make_config(manifest)`` under ``root/runs/<run_name or job name>``.
 
     The one path from parameters to a checked simulation: :func:`run_job` (a planned job),
     :func:`run_tile` (a golden layer on the tile bench) and :func:`regression.layer.run_layer`
-    (a layer over the mesh) all go through it.
+    (a layer over the mesh) all go through it. ``generated`` is the ``(rtl_dir, manifest)``
+    of :func:`regression.cache.generate_rtl` when the caller has already generated ``params``.
     """
     root = Path(root).resolve()
     kind = BENCH_KINDS[j.bench]
     t0 = t1 = time.perf_counter()
     try:
-        rtl_dir, manifest = generate_rtl(params, root)
+        rtl_dir, manifest = generated if generated is not None else generate_rtl(params, root)
         config = make_config(manifest)
         t0 = time.perf_counter()
         if kind.build is not None:  # a harness around the module (the fast benches)
@@ -211,18 +211,30 @@ def run_jobs(
     """
     cluster.check_workers(workers)
     cluster.check_scheduler(scheduler)
-    root = Path(root).resolve()
     for name in sorted({j.sim for j in jobs}):
         sim.ensure_simulator(name)
+    with cluster.executor(scheduler, workers, jobs=len(jobs)) as ex:
+        return _run_on(ex, jobs, root, waves=waves, progress=progress)
+
+
+def _run_on(
+    ex: cluster.Executor,
+    jobs: Sequence[Job],
+    root: Path | str,
+    *,
+    waves: bool,
+    progress: Callable[[JobResult], object] | None,
+) -> list[JobResult]:
+    """:func:`run_jobs` on an open executor: the Verilog of each parameter set, then the jobs."""
+    root = Path(root).resolve()
     params = {}
     for j in jobs:
         p = BENCH_KINDS[j.bench].params(j)
         params.setdefault(params_key(p), p)
-    with cluster.executor(scheduler, min(workers, max(len(jobs), 1))) as ex:
-        ex.map(functools.partial(_generate, root=root), list(params.values()),
-               names=[f"generate-{key}" for key in params])
-        return ex.map(functools.partial(run_job, root=root, waves=waves), jobs,
-                      names=[j.name for j in jobs], progress=progress)
+    ex.map(functools.partial(_generate, root=root), list(params.values()),
+           names=[f"generate-{key}" for key in params])
+    return ex.map(functools.partial(run_job, root=root, waves=waves), jobs,
+                  names=[j.name for j in jobs], progress=progress)
 
 
 def _generate(params: Mapping, root: Path) -> None:
@@ -296,13 +308,13 @@ def run_regression(
     jobs = regression_jobs(Ts, ks, sims, seed=seed, benches=benches, quick=quick)
     for name in sims:  # every tool, before anything runs or is removed
         sim.ensure_simulator(name)
-    if scheduler is not None:  # the scheduler answers, before anything runs or is removed
-        cluster.probe(scheduler)
-    # The summary of an earlier run goes first: an interrupted or failed run leaves none.
-    (Path(out_dir) / SUMMARY_FILE).unlink(missing_ok=True)
     start = time.perf_counter()
-    results = run_jobs(jobs, out_dir, workers=workers, waves=waves, progress=progress,
-                       scheduler=scheduler)
+    # Opening the executor checks that the scheduler answers (once a run), before anything
+    # runs or is removed.
+    with cluster.executor(scheduler, workers, jobs=len(jobs)) as ex:
+        # The summary of an earlier run goes first: an interrupted or failed run leaves none.
+        (Path(out_dir) / SUMMARY_FILE).unlink(missing_ok=True)
+        results = _run_on(ex, jobs, out_dir, waves=waves, progress=progress)
     parameters = {
         "T": list(Ts),
         "k": list(ks),

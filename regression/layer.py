@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from golden_models.codespace import check_k
 from regression.benches.system import chain_config
 from regression.cache import generate_rtl
 from regression.execute import DEFAULT_ROOT, check_windows, execute_config
@@ -32,9 +33,11 @@ from toolkit_base.checks import check_int, check_seed
 __all__ = [
     "DEFAULT_MESH",
     "DEFAULT_TILE_NEURONS",
+    "MAX_WINDOWS",
     "LayerRun",
     "check_layer_fits",
     "layer_config",
+    "minilm_T",
     "minilm_q_projection",
     "run_layer",
 ]
@@ -44,6 +47,11 @@ __all__ = [
 DEFAULT_TILE_NEURONS = 48
 #: Mesh ``(rows, cols)`` of the default partition.
 DEFAULT_MESH = (3, 3)
+#: Most input windows of one layer run (:func:`run_layer`, :func:`minilm_q_projection`,
+#: ``matterhorn layer --windows``). The bench's configuration carries every window's codes, and
+#: a window of the 384 x 384 layer takes about 720 clocks: 4096 windows are about 3 million
+#: clocks, some 12 minutes on Verilator and over an hour on Icarus (docs/rtl_system.md).
+MAX_WINDOWS = 4096
 
 
 @dataclass(frozen=True)
@@ -176,13 +184,13 @@ def run_layer(
     for pname, p in (("p_idle", p_idle), ("p_stall", p_stall)):
         if not isinstance(p, (int, float)) or not 0 <= p < 1:
             raise ValueError(f"{pname} must be in [0, 1), not {p!r}")
-    check_int("windows", len(windows), 1, 1 << 20)
+    check_int("windows", len(windows), 1, MAX_WINDOWS)
     params = cfg.as_dict()
     j = job("system", sim_name, params, seed, inferences=len(windows), reset=False,
             p_idle=float(p_idle), p_stall=float(p_stall))
     t0 = time.perf_counter()
     root = Path(out_dir).resolve()
-    generate_rtl(params, root)
+    generated = generate_rtl(params, root)  # once, timed here
     t_gen = time.perf_counter() - t0
 
     def make_config(manifest):
@@ -192,7 +200,7 @@ def run_layer(
         )
 
     res = execute_config(j, params, make_config, root, waves=waves,
-                         run_name=f"{name}-{sim_name}")
+                         run_name=f"{name}-{sim_name}", generated=generated)
     return LayerRun(res, len(smap.tiles), t_gen, layer_figures(res))
 
 
@@ -215,6 +223,14 @@ def layer_figures(res: JobResult) -> dict:
     }
 
 
+def minilm_T() -> int:
+    """``T`` of the layer :func:`minilm_q_projection` converts: ``2**act_bits`` of the
+    post-training conversion's default :class:`golden_models.models.ptq.PTQConfig` (16)."""
+    from golden_models.models.ptq import PTQConfig
+
+    return 2 ** PTQConfig().act_bits
+
+
 def minilm_q_projection(windows: int = 64, *, k: int = 1, calibration: int = 6,
                         block: int = 0, qnn=None):
     """The whole Q projection of MiniLM block ``block`` and ``windows`` real token windows.
@@ -235,8 +251,10 @@ def minilm_q_projection(windows: int = 64, *, k: int = 1, calibration: int = 6,
     from golden_models.models.corpus import load_corpus
     from golden_models.models.rtl_slice import capture_slice
 
-    check_int("windows", windows, 1, 1 << 16)
+    check_int("windows", windows, 1, MAX_WINDOWS)
     check_int("calibration", calibration, 1, 1 << 16)
+    if qnn is None:  # (a given QNN's own T is checked by capture_slice)
+        check_k(k, minilm_T())
     corpus = load_corpus("pydoc-topics")
     if qnn is None:
         from golden_models.models.ptq import convert

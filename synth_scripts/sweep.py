@@ -1,7 +1,7 @@
 """A synthesis sweep: :func:`synth_scripts.run.synthesize` over several ``T`` and ``k``.
 
-Each point ``(T, k)`` is one job of :func:`toolkit_base.cluster.run_all`: in this process, on a
-local Dask cluster of worker processes, or on the workers of an existing cluster
+Each point ``(T, k)`` is one job of a :func:`toolkit_base.cluster.executor`: in this process, on
+a local Dask cluster of worker processes, or on the workers of an existing cluster
 (docs/cluster.md). A worker runs the flow in a temporary folder of its own and sends the report
 and the netlists back; the caller installs them in ``out_dir/T<T>-k<k>/`` as the point finishes
 (the same files and ownership rules as ``matterhorn synth``), then writes ``synth_sweep.json``
@@ -171,23 +171,21 @@ def synthesize_sweep(
                                          clock_ns=clock_ns, blocks=blocks, jobs=jobs,
                                          environ=environ, default_liberty=default_liberty)
     clock_ns = run.check_clock(clock_ns)
-    cluster.check_workers(workers)
-    cluster.check_scheduler(scheduler)
-    if scheduler is not None:
-        cluster.probe(scheduler)
     lib = None if lib_path is None else str(Path(lib_path).resolve())
     points = [Point(t, kk, lib, clock_ns, blocks, jobs) for t in Ts for kk in ks]
     out = Path(out_dir)
-    for name in (SWEEP_JSON, SWEEP_MD):  # an interrupted or failed sweep leaves no summary
-        (out / name).unlink(missing_ok=True)
 
     def done(r: PointResult) -> None:
         install_point(r, out / r.point.name)
         if progress is not None:
             progress(r)
 
-    results = cluster.run_all(run_point, points, names=[f"synth-{p.name}" for p in points],
-                              scheduler=scheduler, workers=workers, progress=done)
+    # opening the executor checks that the scheduler answers (once), before anything is removed
+    with cluster.executor(scheduler, workers, jobs=len(points)) as ex:
+        for name in (SWEEP_JSON, SWEEP_MD):  # an interrupted or failed sweep leaves no summary
+            (out / name).unlink(missing_ok=True)
+        results = ex.map(run_point, points, names=[f"synth-{p.name}" for p in points],
+                         progress=done)
     summary = summarize(results, {
         "T": list(Ts), "k": list(ks), "clock_ns": clock_ns, "blocks": blocks,
         "liberty": (results[0].doc["liberty"] or {}).get("library"),

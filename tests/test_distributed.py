@@ -5,6 +5,8 @@ nothing is written or removed."""
 
 from __future__ import annotations
 
+import _thread
+import functools
 import json
 import logging
 import os
@@ -12,6 +14,7 @@ import socket
 import sys
 import threading
 import time
+from pathlib import Path
 
 import cloudpickle
 import pytest
@@ -73,12 +76,37 @@ def test_run_all_orders_results_and_uses_worker_processes():
     assert cluster.run_all(_where, range(2)) == [(0, os.getpid()), (1, os.getpid())]
 
 
-def test_regression_on_two_workers_equals_local(tmp_path, two_workers):
+def test_a_local_cluster_has_at_most_one_worker_per_job():
+    """The cap has one home, ``executor(jobs=...)``: a single job runs in this process whatever
+    ``workers`` says, and two jobs start two workers, not four."""
+    assert cluster.run_all(_where, range(1), workers=4) == [(0, os.getpid())]
+    with cluster.executor(workers=4, jobs=2) as ex:
+        assert len(ex.client.scheduler_info()["workers"]) == 2
+    with cluster.executor(workers=4, jobs=0) as ex:
+        assert ex.client is None
+
+
+@pytest.fixture
+def probes(monkeypatch):
+    """The addresses :func:`toolkit_base.cluster.probe` was called with (it still probes)."""
+    seen = []
+    real = cluster.probe
+
+    def counted(address, *args, **kwargs):
+        seen.append(address)
+        return real(address, *args, **kwargs)
+
+    monkeypatch.setattr(cluster, "probe", counted)
+    return seen
+
+
+def test_regression_on_two_workers_equals_local(tmp_path, two_workers, probes):
     c, plugin = two_workers
     local = run_regression(**REGRESS, out_dir=tmp_path / "local")
     seen = []
     dist = run_regression(**REGRESS, out_dir=tmp_path / "cluster",
                           scheduler=c.scheduler_address, progress=lambda r: seen.append(r.job.name))
+    assert probes == [c.scheduler_address]  # the scheduler is probed once a run
     assert local["status"] == "passed" and local["configurations"] == 4
     assert without_timings(dist) == without_timings(local)
     assert json.loads((tmp_path / "cluster" / "regress_summary.json").read_text()) == dist
@@ -103,12 +131,13 @@ def test_cli_regress_local_cluster_progress(tmp_path, capsys):
     assert summary["parameters"]["workers"] == 2 and summary["status"] == "passed"
 
 
-def test_synth_sweep_on_two_workers_equals_local(tmp_path, two_workers):
+def test_synth_sweep_on_two_workers_equals_local(tmp_path, two_workers, probes):
     c, plugin = two_workers
     opts = {"blocks": False, "default_liberty": False, "environ": {}}
     local = synthesize_sweep((4, 8), 1, tmp_path / "local", **opts)
     dist = synthesize_sweep((4, 8), 1, tmp_path / "cluster", scheduler=c.scheduler_address,
                             **opts)
+    assert probes == [c.scheduler_address]  # the scheduler is probed once a sweep
     assert [(p["T"], p["k"]) for p in dist["points"]] == [(4, 1), (8, 1)]
     assert without_timings(dist) == without_timings(local)
     validate(json.loads((tmp_path / "cluster" / SWEEP_JSON).read_text()), "synth_sweep", "x")
@@ -117,6 +146,47 @@ def test_synth_sweep_on_two_workers_equals_local(tmp_path, two_workers):
             assert (tmp_path / "cluster" / point / name).read_bytes() == (
                 tmp_path / "local" / point / name).read_bytes()
     assert sorted(ran_here("synth-", plugin)) == ["synth-T4-k1", "synth-T8-k1"]
+
+
+def _mark_slowly(folder: str, name: str) -> str:
+    """Mark that the job started, run 3 s, mark that it finished."""
+    (Path(folder) / f"{name}.started").touch()
+    time.sleep(3)
+    (Path(folder) / f"{name}.done").touch()
+    return name
+
+
+def _files(folder: Path, suffix: str) -> list[str]:
+    return sorted(p.stem for p in folder.glob(f"*{suffix}"))
+
+
+def test_interrupt_cancels_jobs_not_started(tmp_path, two_workers):
+    """Ctrl-C during a map on an existing cluster (docs/cluster.md): the jobs not started yet
+    are cancelled and never start; the two already running on the workers run to completion."""
+    c, _ = two_workers
+
+    def interrupt_once_two_run():
+        deadline = time.monotonic() + 60
+        while len(_files(tmp_path, ".started")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        _thread.interrupt_main()
+
+    names = [f"job{i}" for i in range(6)]
+    with cluster.executor(c.scheduler_address) as ex:
+        watcher = threading.Thread(target=interrupt_once_two_run, daemon=True)
+        watcher.start()
+        with pytest.raises(KeyboardInterrupt):
+            ex.map(functools.partial(_mark_slowly, str(tmp_path)), names, names=names)
+        watcher.join()
+        started = _files(tmp_path, ".started")
+        assert len(started) == 2
+        # the client stays connected: what map did not cancel would still run
+        deadline = time.monotonic() + 60
+        while len(_files(tmp_path, ".done")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.5)  # time for a job that was not cancelled to start
+    assert _files(tmp_path, ".done") == started  # the running ones finished
+    assert _files(tmp_path, ".started") == started  # nothing else started
 
 
 UNREACHABLE = "tcp://127.0.0.1:1"

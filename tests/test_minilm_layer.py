@@ -109,13 +109,27 @@ def _flipped_weight(layer: IntegerLayer, q: torch.Tensor) -> IntegerLayer:
     raise AssertionError("no single weight changes this window's events")
 
 
-def test_flipped_weight_is_caught(q_proj):
+def test_flipped_weight_is_caught(q_proj, monkeypatch):
+    import regression.cache
+    import regression.execute
+    import regression.layer
+
+    calls = []
+    real = regression.cache.generate_rtl
+
+    def counted(params, root):
+        calls.append(params)
+        return real(params, root)
+
+    for module in (regression.cache, regression.execute, regression.layer):
+        monkeypatch.setattr(module, "generate_rtl", counted)
     q = q_proj.q_in[0]
     bad = _flipped_weight(q_proj.layer, q)
     run = run_layer(q_proj.layer, [q], "icarus", out_dir=regression.DEFAULT_ROOT,
                     loaded=bad, name="minilm-q-mutant")
     assert not run.passed
     assert run.result.report.get("mismatches", 0) >= 1, run.error  # the bench ran and saw it
+    assert len(calls) == 1  # the system is generated (or found in the cache) once a run
 
 
 def test_layer_command(q_proj, capsys):
@@ -150,6 +164,34 @@ def test_layer_that_does_not_fit_the_mesh(tmp_path):
     # the same layer fits 3x3, and a 2x3 mesh with larger tiles
     assert layer_config(layer, tile_neurons=48, mesh=(3, 3))[1].tiles[-1].node == 7
     assert len(layer_config(layer, tile_neurons=64, mesh=(2, 3))[1].tiles) == 6
+
+
+def test_window_limit_has_one_home(tmp_path):
+    """``run_layer``, ``minilm_q_projection`` and ``matterhorn layer`` refuse more than
+    ``MAX_WINDOWS`` windows alike, naming the value and the limit, before anything is made."""
+    from regression.layer import MAX_WINDOWS
+
+    assert MAX_WINDOWS == 4096
+    message = f"windows must be in 1..{MAX_WINDOWS}, not {MAX_WINDOWS + 1}"
+    layer = _random_layer(24)
+    out = tmp_path / "never"
+    with pytest.raises(ValueError) as info:
+        run_layer(layer, [torch.zeros(16, dtype=torch.int64)] * (MAX_WINDOWS + 1), "icarus",
+                  mesh=(1, 1), out_dir=out)
+    assert str(info.value) == message
+    assert not out.exists()
+    with pytest.raises(ValueError) as info:  # before MiniLM is loaded
+        minilm_q_projection(MAX_WINDOWS + 1)
+    assert str(info.value) == message
+
+
+def test_k_checked_before_minilm_is_loaded():
+    """The conversion's code space has T = 16: ``k`` is checked by codespace.check_k first."""
+    from regression.layer import minilm_T
+
+    assert minilm_T() == 16
+    with pytest.raises(ValueError, match=r"^k must be in 0\.\.15 for T=16, not 16$"):
+        minilm_q_projection(1, k=16)
 
 
 @pytest.mark.parametrize(

@@ -132,7 +132,9 @@ CASES = [
     ("layer --mesh 17x1 --out out", "mesh_rows must be in 1..16, not 17"),
     ("layer --tile-neurons 257 --out out", "tile_neurons must be in 1..256, not 257"),
     ("layer --windows 0 --out out", "windows must be in 1..4096, not 0"),
-    ("layer --k 16 --out out", "k must be in 0..15, not 16"),
+    ("layer --windows 4097 --out out", "windows must be in 1..4096, not 4097"),
+    ("layer --k 16 --out out", "k must be in 0..15 for T=16, not 16"),
+    ("layer --k -1 --out out", "k must be in 0..15 for T=16, not -1"),
     ("layer --out ''", f"{_EMPTY} ''"),
 ]
 

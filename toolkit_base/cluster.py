@@ -162,6 +162,7 @@ def executor(
     scheduler: str | None = None,
     workers: int = 1,
     *,
+    jobs: int | None = None,
     connect_timeout: float = CONNECT_TIMEOUT,
 ) -> Iterator[Executor]:
     """The executor that ``scheduler`` and ``workers`` choose, for the ``with`` block.
@@ -169,16 +170,22 @@ def executor(
     Parameters
     ----------
     scheduler : str, optional
-        ``tcp://HOST:PORT`` of an existing Dask scheduler; checked (:func:`probe`) first.
+        ``tcp://HOST:PORT`` of an existing Dask scheduler; checked (:func:`probe`) first, once:
+        open the executor before anything is removed, and run every map of the run on it.
     workers : int
         Without ``scheduler``: 1 runs in this process, more start a local cluster of that many
         worker processes (closed when the block ends). Unused with ``scheduler`` (the
         cluster's workers run the jobs).
+    jobs : int, optional
+        The most jobs one map of the block runs, when known: a local cluster gets at most one
+        worker per job (one job or none runs in this process).
     connect_timeout : float
         Seconds to wait for the scheduler.
     """
     check_scheduler(scheduler)
     check_workers(workers)
+    if jobs is not None:
+        workers = min(workers, max(jobs, 1))
     if scheduler is None and workers == 1:
         yield Executor()
         return
@@ -229,7 +236,5 @@ def run_all(
     (one per item) name the tasks on the cluster, a unique suffix added per call.
     """
     items = list(items)
-    check_workers(workers)
-    with executor(scheduler, min(workers, max(len(items), 1)),
-                  connect_timeout=connect_timeout) as ex:
+    with executor(scheduler, workers, jobs=len(items), connect_timeout=connect_timeout) as ex:
         return ex.map(fn, items, names=names, progress=progress)

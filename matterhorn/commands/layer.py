@@ -36,13 +36,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from golden_models.codespace import check_k
     from golden_models.models.corpus import load_corpus
     from regression import sim
     from regression.layer import (
         DEFAULT_MESH,
         DEFAULT_TILE_NEURONS,
+        MAX_WINDOWS,
         check_layer_fits,
         minilm_q_projection,
+        minilm_T,
         run_layer,
     )
     from toolkit_base.checks import check_int, check_out_dir, unique
@@ -54,12 +57,12 @@ def run(args: argparse.Namespace) -> int:
     if args.layer not in LAYERS:
         raise ValueError(f"--layer must be one of {tuple(LAYERS)}, not {args.layer!r}")
     check_out_dir(args.out)
-    check_int("windows", args.windows, 1, 4096)
+    check_int("windows", args.windows, 1, MAX_WINDOWS)
     check_int("calibration", args.calibration, 1, len(load_corpus("pydoc-topics").calibration))
     sims = unique(args.sim or ("icarus", "verilator"))
     # everything that can be checked before MiniLM is converted and any Verilog generated
     check_layer_fits(LAYERS[args.layer], tile_neurons=args.tile_neurons, mesh=args.mesh)
-    check_int("k", args.k, 0, 15)
+    check_k(args.k, minilm_T())
     for name in sims:
         sim.ensure_simulator(name)
     import torch

@@ -9,6 +9,8 @@ HELP = "cocotb regression of the generated Verilog against the golden model (Ica
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from toolkit_base.cluster import MAX_WORKERS
+
     parser.add_argument(
         "--T",
         type=int,
@@ -27,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "-j", "--jobs", "--workers", dest="jobs", type=int, default=1, metavar="N",
-        help="jobs run at a time, 1..64: 1 in this process, more on a local Dask cluster of N "
-        "worker processes [1]",
+        help=f"jobs run at a time, 1..{MAX_WORKERS}: 1 in this process, more on a local Dask "
+        "cluster of N worker processes [1]",
     )
     parser.add_argument(
         "--scheduler", default=None, metavar="tcp://HOST:PORT",
