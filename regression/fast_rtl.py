@@ -50,7 +50,7 @@ from amaranth.hdl import (
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from regression.soak_rtl import seeded_state, stream_rule_error, xorshift_rtl
+from regression.soak_rtl import run_end, seeded_state, stream_rule_error, xorshift_rtl
 
 __all__ = ["COUNT", "FLAGS", "INPUTS", "ROM_FILES", "ROM_VERILOG", "STALL", "TOTALS",
            "FastHarness", "bench_access", "outputs", "rom_depth"]
@@ -308,23 +308,11 @@ class FastHarness(wiring.Component):
             m.d.sync += self.err_stream.eq(self.err_stream + 1)
 
         # -- end ----------------------------------------------------------------------------------
-        idle = Signal(range(STALL + 1))
-        with m.If(q["start"]):
-            m.d.sync += idle.eq(0)
-        with m.Elif(running):
-            m.d.sync += [self.cycles.eq(self.cycles + 1),
-                         idle.eq(Mux(take | o_take | check, 0, idle + 1))]
-            end = Signal()
-            with m.If(finished & quiet & (self.checks == self.windows)):
-                m.d.comb += end.eq(1)
-            with m.If(idle == STALL):
-                m.d.comb += end.eq(1)
-                m.d.sync += self.stalled.eq(1)
-            with m.If(self.cycles + 1 == q["limit"]):
-                m.d.comb += end.eq(1)
-                m.d.sync += self.timed_out.eq(1)
-            with m.If(end):
-                m.d.sync += [running.eq(0), self.done.eq(1)]
+        end = run_end(m, self, start=q["start"], running=running, limit=q["limit"],
+                      moved=take | o_take | check,
+                      complete=finished & quiet & (self.checks == self.windows), stall=STALL)
+        with m.If(end):
+            m.d.sync += [running.eq(0), self.done.eq(1)]
         return m
 
 

@@ -46,7 +46,7 @@ from rtl_gen.layouts import check_mesh, flit_layout
 from rtl_gen.params import check_int, index_width
 from rtl_gen.router import Mesh
 
-__all__ = ["FAULTS", "SoakHarness", "node_keys", "seeded_state", "stream_rule_error",
+__all__ = ["FAULTS", "SoakHarness", "node_keys", "run_end", "seeded_state", "stream_rule_error",
            "xorshift32", "xorshift_rtl"]
 
 #: Values of the ``fault`` input.
@@ -219,6 +219,28 @@ class _Sink(wiring.Component):
         return m
 
 
+def run_end(m, h, *, start, running, limit, moved, complete, stall: int) -> Signal:
+    """End of a self-checking run (the soak's and the fast harness's). While ``running`` (and
+    not at ``start``), ``h.cycles`` counts clocks; the signal returned is high in the clock the
+    run ends: when ``complete``, after ``stall`` clocks without ``moved`` (``h.stalled`` set)
+    or at the ``limit``-th clock (``h.timed_out`` set)."""
+    idle = Signal(range(stall + 1))
+    end = Signal()
+    with m.If(start):
+        m.d.sync += idle.eq(0)
+    with m.Elif(running):
+        m.d.sync += [h.cycles.eq(h.cycles + 1), idle.eq(Mux(moved, 0, idle + 1))]
+        with m.If(complete):
+            m.d.comb += end.eq(1)
+        with m.If(idle == stall):
+            m.d.comb += end.eq(1)
+            m.d.sync += h.stalled.eq(1)
+        with m.If(h.cycles + 1 == limit):
+            m.d.comb += end.eq(1)
+            m.d.sync += h.timed_out.eq(1)
+    return end
+
+
 def stream_rule_error(m, s):
     """High in a clock where stream ``s`` breaks the stream rule: a beat offered and not taken
     in the clock before is not offered again unchanged."""
@@ -320,23 +342,13 @@ class SoakHarness(wiring.Component):
         m.d.comb += finished.eq(running & (sum((s.finished for s in sources), Const(0, 8)) == P))
         moved = Signal()
         m.d.comb += moved.eq(sum((k.take for k in sinks), Const(0, 8)) != 0)
-        idle = Signal(range(STALL + 1))
         with m.If(self.start):
-            m.d.sync += [running.eq(1), idle.eq(0)]
-        with m.Elif(running):
-            m.d.sync += [self.cycles.eq(self.cycles + 1),
-                         idle.eq(Mux(moved | ~finished, 0, idle + 1))]
-            end = Signal()
-            with m.If(finished & (self.recv == self.sent)):
-                m.d.comb += end.eq(1)
-            with m.If(idle == STALL):
-                m.d.comb += end.eq(1)
-                m.d.sync += self.stalled.eq(1)
-            with m.If(self.cycles + 1 == self.limit):
-                m.d.comb += end.eq(1)
-                m.d.sync += self.timed_out.eq(1)
-            with m.If(end):
-                m.d.sync += [running.eq(0), self.done.eq(1), self.busy_at_done.eq(mesh.busy)]
+            m.d.sync += running.eq(1)
+        end = run_end(m, self, start=self.start, running=running, limit=self.limit,
+                      moved=moved | ~finished, complete=finished & (self.recv == self.sent),
+                      stall=STALL)
+        with m.If(end):
+            m.d.sync += [running.eq(0), self.done.eq(1), self.busy_at_done.eq(mesh.busy)]
         # read-out
         sel = self.rd_sel
         sent = Array(s.seq[d] for s in sources for d in range(P))
