@@ -73,7 +73,9 @@ def _host_port(address: str) -> tuple[str, int]:
 async def _identity(address: str, timeout: float) -> dict:
     from distributed.comm import connect
 
-    comm = await connect(address, timeout=timeout)
+    # bounded here too: distributed's own timeout does not hold when a peer accepts and closes
+    # (it retries, and a retry the peer's backlog accepts but nobody answers waits forever)
+    comm = await asyncio.wait_for(connect(address, timeout=timeout), timeout)
     try:
         await comm.write({"op": "identity"})
         return await asyncio.wait_for(comm.read(), timeout)
