@@ -4,9 +4,10 @@ Dead-Zone QNN").
 The integer QNN of :func:`golden_models.models.ptq.convert` carries no gradient (integer weights,
 integer codes). Training therefore runs on a float32 fake-quant *twin* initialised from it: the
 same blocks, every linear layer's latent weight initialised to ``s * W_int`` and fake-quantized
-back onto the fixed per-channel grid ``s``, every quant point quantized at its calibrated
-``alpha`` (fixed, or learned with ``scale_lr > 0``: LSQ, see :func:`_learned_act`) and, at the
-spike-encoded points, dead-zone projected around its calibrated ``I_max`` with radius ``k``:
+back onto the fixed per-channel grid ``s``, every quant point quantized at its scale ``alpha``
+(initialised from the calibration, learned by default: LSQ, see :func:`_learned_act`; fixed
+with ``scale_lr = 0``) and, at the spike-encoded points, dead-zone projected around its
+calibrated ``I_max`` with radius ``k``:
 
 - ``k >= 1``: the paper's masked straight-through estimator
   (:class:`golden_models.quantizer.MaskedSTE`, Eq. masked_ste): no gradient where the code was
@@ -19,14 +20,14 @@ The teacher is the float model. The loss is distillation without labels:
 ``mean over the six blocks of MSE(student block output, teacher block output)`` over the real
 tokens, plus ``EMBED_WEIGHT * (1 - cos)`` of the pooled sentence embeddings.
 Trained: the latent weights and biases of all 36 linear layers and the LayerNorm gains and
-shifts; the token, position and type embeddings stay fixed; ``I_max`` and ``k`` stay fixed, as
-in the paper, and so does ``alpha`` unless ``scale_lr > 0``. Learned scales are trained in the log
-domain (``alpha = exp(theta)``) with their own peak learning rate on the same schedule: AdamW
-normalises each parameter's step, so LSQ's gradient scale ``1/sqrt(N q_max)`` would cancel, and
-the log makes one learning rate a relative step for scales of any size. :func:`to_qnn` rounds the
-result back onto the integer contract: a QNN of
-the same form as the conversion's, whose ``k = 0`` run is bit-exact to it and whose layers export
-to threshold tables unchanged.
+shifts, and (``scale_lr > 0``) the activation scales; the token, position and type embeddings stay
+fixed; ``I_max`` and ``k`` stay fixed, as in the paper (which also keeps ``alpha`` fixed:
+``scale_lr = 0``). Learned scales are trained in the log domain (``alpha = exp(theta)``) with
+their own peak learning rate on the same schedule: AdamW normalises each parameter's step, so
+LSQ's gradient scale ``1/sqrt(N q_max)`` would cancel, and the log makes one learning rate a
+relative step for scales of any size. :func:`to_qnn` rounds the result back onto the integer
+contract: a QNN of the same form as the conversion's (with the learned scales), whose ``k = 0``
+run is bit-exact to it and whose layers export to threshold tables unchanged.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class FinetuneConfig:
     k: int = 0
     steps: int = 600
     batch: int = 16
-    lr: float = 1e-3
+    lr: float = 2e-3
     warmup: int = 30
     weight_decay: float = 0.0
     seed: int = 0
@@ -63,7 +64,7 @@ class FinetuneConfig:
     threads: int = 1
     #: Peak learning rate of the learned activation scales (LSQ, in the log domain, same
     #: schedule); ``0`` keeps every ``alpha`` fixed at its calibrated value (the paper's setting).
-    scale_lr: float = 0.0
+    scale_lr: float = 5e-3
 
     def __post_init__(self) -> None:
         check_int("k", self.k, 0, 15)

@@ -299,7 +299,8 @@ def _document(model: str, main, n_cal: int, n_ev: int, ptq: PTQConfig, runs: lis
             "ste": "clipped STE at k=0 and at key/value; masked STE (Eq. masked_ste) at k>=1",
             "trained": "linear weights (latent, per-channel grid fixed) and biases, LayerNorms",
             "loss": "mean over 6 blocks of token MSE to the float model + (1 - cos) of embeddings",
-            "optimizer": "AdamW, linear warm-up then cosine decay",
+            "optimizer": "AdamW, linear warm-up then cosine decay; learned scales at "
+            "config.scale_lr on the same schedule",
             "start": "every k from the conversion (config.init = conversion); with curriculum, "
             "k>=1 from the fine-tuned k=0 QNN (init = k0)",
         },
