@@ -297,7 +297,8 @@ def _document(model: str, main, n_cal: int, n_ev: int, ptq: PTQConfig, runs: lis
             "student": "float32 fake-quant twin of the converted QNN; I_max, k fixed; alpha "
             "fixed, or learned (LSQ, log domain) when config.scale_lr > 0",
             "ste": "clipped STE at k=0 and at key/value; masked STE (Eq. masked_ste) at k>=1",
-            "trained": "linear weights (latent, per-channel grid fixed) and biases, LayerNorms",
+            "trained": "linear weights (latent, per-channel grid fixed) and biases, LayerNorms; "
+            "the 60 activation scales when config.scale_lr > 0",
             "loss": "mean over 6 blocks of token MSE to the float model + (1 - cos) of embeddings",
             "optimizer": "AdamW, linear warm-up then cosine decay; learned scales at "
             "config.scale_lr on the same schedule",
