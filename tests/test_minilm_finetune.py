@@ -152,6 +152,8 @@ def test_training_changes_the_network_and_is_deterministic(setup):
     assert log2.losses == log.losses
     for a, b in zip(tuned.linears(), again.linears(), strict=True):
         assert torch.equal(a.w_int, b.w_int) and torch.equal(a.bias, b.bias)
+    assert cfg.scale_lr > 0  # the default learns the scales: they are reproduced too
+    assert [p.alpha for p in tuned.points()] == [p.alpha for p in again.points()]
 
 
 def test_finetuned_qnn_keeps_the_integer_contract(setup, tmp_path):
