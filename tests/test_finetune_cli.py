@@ -15,6 +15,8 @@ SHORT = [
     "3",
     "--lr",
     "0.002",
+    "--scale-lr",
+    "0.01",
     "--batch",
     "4",
     "--sentences",
@@ -48,6 +50,7 @@ def test_finetune_writes_report_and_checkpoints(run_dir, capsys):
     assert k1["after"]["bit_exact_qnn"] is None
     assert k0["config"]["steps"] == 2 and k1["config"]["steps"] == 3
     assert k0["config"]["lr"] == k1["config"]["lr"] == 0.002
+    assert k0["config"]["scale_lr"] == k1["config"]["scale_lr"] == 0.01
     assert k1["training"]["sentences"] == 8
     assert (k0["config"]["init"], k1["config"]["init"]) == ("conversion", "k0")
     assert "curriculum" in doc["recipe"]["start"]
@@ -68,13 +71,14 @@ def test_curriculum_reuses_a_matching_k0(run_dir, minilm):
     model, _ = minilm
     doc = checkpoint.read_document(run_dir / "k0")
     head = {n: v for n, v in doc.items() if n != "runs"}
-    cfg = FinetuneConfig(k=2, steps=2, batch=4, lr=0.002, threads=1)
+    cfg = FinetuneConfig(k=2, steps=2, batch=4, lr=0.002, scale_lr=0.01, threads=1)
     saved, _ = checkpoint.load(run_dir / "k0", model, k=0)
     reused = _reuse_k0(run_dir, model, head, cfg)
     pairs = zip(reused.linears(), saved.linears(), strict=True)
     assert all(torch.equal(a.w_int, b.w_int) for a, b in pairs)
     # other training settings or another corpus: k = 0 is trained again
     assert _reuse_k0(run_dir, model, head, replace(cfg, steps=3)) is None
+    assert _reuse_k0(run_dir, model, head, replace(cfg, scale_lr=0.0)) is None
     other = {**head, "corpus": {**head["corpus"], "evaluation_sentences": 5}}
     assert _reuse_k0(run_dir, model, other, cfg) is None
     assert _reuse_k0(run_dir / "k1", model, head, cfg) is None
@@ -114,7 +118,10 @@ def test_stats_on_a_checkpoint(run_dir, tmp_path, capsys):
         (["--model", "gpt", "--k", "0"], "--model must be one of ('minilm',), not 'gpt'"),
         (["--model", "minilm", "--k", "16"], "k must be in 0..15, not 16"),
         (["--model", "minilm", "--k", "0", "--steps", "0"], "steps must be in 1..1000000, not 0"),
-        (["--model", "minilm", "--k", "1", "--k-steps", "0"], "k_steps must be in 1..1000000"),
+        (
+            ["--model", "minilm", "--k", "1", "--curriculum", "--k-steps", "0"],
+            "k_steps must be in 1..1000000",
+        ),
         (["--model", "minilm", "--k", "0", "--lr", "2"], "lr must be a number in (0, 1), not 2.0"),
         (["--model", "minilm", "--k", "0", "--corpus", "nope"], "corpus must be one of"),
     ],

@@ -87,6 +87,57 @@ def test_ste_gradients():
         point.alpha, point.mask = saved
 
 
+def test_learned_scale_gradients():
+    """LSQ: same forward and input gradient as the fixed scale; the scale's gradient is
+    ``q - x/alpha`` where the gradient passes and ``qbar`` (mu, q_min, q_max) where it stops."""
+    model, _ = load_minilm()
+    point = model.layers[0].points["q_proj_in"]
+    from golden_models.mttfs import Mask
+
+    point.alpha, point.mask = 0.5, Mask(point.space, point.space.c, 0)  # mu = 0
+    point.log_alpha = torch.nn.Parameter(torch.tensor(0.5).log())
+    x0 = torch.tensor([-9.0, -0.375, 0.0, 0.375, 0.625, 1.125, 9.0])  # exact in binary
+    # codes -8 (saturated), -1, 0, 1, 1, 2, 7 (saturated); x/alpha is exact
+    for k, want in (
+        (0, -8 + (-1 + 0.75) + 0 + (1 - 0.75) + (1 - 1.25) + (2 - 2.25) + 7),
+        (1, -8 + 0 + 0 + 0 + 0 + (2 - 2.25) + 7),
+    ):
+        x = x0.clone().requires_grad_(True)
+        point.log_alpha.grad = None
+        y = ft._learned_act(x, point, k)
+        y.sum().backward()
+        xf = x0.clone().requires_grad_(True)
+        del point.log_alpha  # the fixed-scale path
+        yf = ft._fake_act(xf, point, k)
+        yf.sum().backward()
+        point.log_alpha = torch.nn.Parameter(torch.tensor(0.5).log())
+        assert torch.allclose(y, yf, rtol=0, atol=1e-6)
+        assert x.grad.tolist() == xf.grad.tolist()
+        y = ft._learned_act(x0, point, k)
+        y.sum().backward()
+        assert float(point.log_alpha.grad) == pytest.approx(0.5 * want, abs=1e-6)  # d/d log
+
+
+def test_learned_scales_keep_the_integer_contract(setup, tmp_path):
+    model, tok, corpus, qnn, _, _ = setup
+    cfg = ft.FinetuneConfig(k=1, steps=STEPS, batch=4, lr=1e-2, scale_lr=1e-2, warmup=0)
+    tuned, _ = ft.train(model, qnn, tok, corpus.calibration[:16], cfg)
+    moved = [a.alpha != b.alpha for a, b in zip(qnn.points(), tuned.points(), strict=True)]
+    assert all(moved)  # every scale was learned and written back
+    for a, b in zip(qnn.spike_points(), tuned.spike_points(), strict=True):
+        assert a.mask.mu == b.mask.mu  # I_max stays in code units
+    assert ft.to_qnn(ft.twin(qnn), qnn).points()[0].alpha == qnn.points()[0].alpha
+    ev = corpus.evaluation[:4]
+    q0 = evaluate(tuned, tok, ev, 0, float_embeddings(model, tok, ev))
+    assert q0["bit_exact_qnn"] is True
+    capture_slice(tuned, tok, ev, block=0, n_out=16, k=1, max_vectors=4)  # checks the QNN
+    folder = checkpoint.save(
+        tuned, _document("minilm", corpus, 8, 4, PTQConfig(), [_run(q0, q0)]), tmp_path / "k1"
+    )
+    loaded, _ = checkpoint.load(folder, model, k=1)
+    assert [p.alpha for p in loaded.points()] == [p.alpha for p in tuned.points()]
+
+
 def test_training_changes_the_network_and_is_deterministic(setup):
     model, tok, corpus, qnn, tuned, log = setup
     assert len(log.losses) == STEPS
@@ -101,6 +152,8 @@ def test_training_changes_the_network_and_is_deterministic(setup):
     assert log2.losses == log.losses
     for a, b in zip(tuned.linears(), again.linears(), strict=True):
         assert torch.equal(a.w_int, b.w_int) and torch.equal(a.bias, b.bias)
+    assert cfg.scale_lr > 0  # the default learns the scales: they are reproduced too
+    assert [p.alpha for p in tuned.points()] == [p.alpha for p in again.points()]
 
 
 def test_finetuned_qnn_keeps_the_integer_contract(setup, tmp_path):
@@ -197,4 +250,6 @@ def test_config_errors():
         ft.FinetuneConfig(k=16)
     with pytest.raises(ValueError, match="lr must be"):
         ft.FinetuneConfig(lr=2.0)
+    with pytest.raises(ValueError, match="scale_lr must be a number in"):
+        ft.FinetuneConfig(scale_lr=-1e-3)
     assert json.dumps(ft.FinetuneConfig().as_dict())

@@ -122,6 +122,12 @@ CASES = [
     ("finetune --model bert --k 1 --out out", "--model must be one of ('minilm',), not 'bert'"),
     ("finetune --model minilm --k 16 --out out", "k must be in 0..15, not 16"),
     ("finetune --model minilm --k -1 --out out", "k must be in 0..15, not -1"),
+    (
+        "finetune --model minilm --k 1 --k-steps 50 --out out",
+        "--k-steps needs --curriculum (without it every k trains --steps)",
+    ),
+    ("finetune --model minilm --k 1 --scale-lr -1 --out out",
+     "scale_lr must be a number in [0, 1), not -1.0"),
     ("synth --system 0x2 --out out", "mesh_rows must be in 1..16, not 0"),
     ("synth --system 2x17 --out out", "mesh_cols must be in 1..16, not 17"),
     ("prove --out ''", "--out must be a folder name, not empty"),

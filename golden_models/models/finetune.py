@@ -4,9 +4,10 @@ Dead-Zone QNN").
 The integer QNN of :func:`golden_models.models.ptq.convert` carries no gradient (integer weights,
 integer codes). Training therefore runs on a float32 fake-quant *twin* initialised from it: the
 same blocks, every linear layer's latent weight initialised to ``s * W_int`` and fake-quantized
-back onto the fixed per-channel grid ``s``, every quant point quantized at its calibrated
-``alpha`` (fixed: no learned scales) and, at the spike-encoded points, dead-zone projected around
-its calibrated ``I_max`` with radius ``k``:
+back onto the fixed per-channel grid ``s``, every quant point quantized at its scale ``alpha``
+(initialised from the calibration, learned by default: LSQ, see :func:`_learned_act`; fixed
+with ``scale_lr = 0``) and, at the spike-encoded points, dead-zone projected around its
+calibrated ``I_max`` with radius ``k``:
 
 - ``k >= 1``: the paper's masked straight-through estimator
   (:class:`golden_models.quantizer.MaskedSTE`, Eq. masked_ste): no gradient where the code was
@@ -19,10 +20,14 @@ The teacher is the float model. The loss is distillation without labels:
 ``mean over the six blocks of MSE(student block output, teacher block output)`` over the real
 tokens, plus ``EMBED_WEIGHT * (1 - cos)`` of the pooled sentence embeddings.
 Trained: the latent weights and biases of all 36 linear layers and the LayerNorm gains and
-shifts; the token, position and type embeddings stay fixed; ``alpha``, ``I_max`` and ``k`` stay
-fixed, as in the paper. :func:`to_qnn` rounds the result back onto the integer contract: a QNN of
-the same form as the conversion's, whose ``k = 0`` run is bit-exact to it and whose layers export
-to threshold tables unchanged.
+shifts, and (``scale_lr > 0``) the activation scales; the token, position and type embeddings stay
+fixed; ``I_max`` and ``k`` stay fixed, as in the paper (which also keeps ``alpha`` fixed:
+``scale_lr = 0``). Learned scales are trained in the log domain (``alpha = exp(theta)``) with
+their own peak learning rate on the same schedule: AdamW normalises each parameter's step, so
+LSQ's gradient scale ``1/sqrt(N q_max)`` would cancel, and the log makes one learning rate a
+relative step for scales of any size. :func:`to_qnn` rounds the result back onto the integer
+contract: a QNN of the same form as the conversion's (with the learned scales), whose ``k = 0``
+run is bit-exact to it and whose layers export to threshold tables unchanged.
 """
 
 from __future__ import annotations
@@ -51,12 +56,15 @@ class FinetuneConfig:
     k: int = 0
     steps: int = 600
     batch: int = 16
-    lr: float = 1e-3
+    lr: float = 2e-3
     warmup: int = 30
     weight_decay: float = 0.0
     seed: int = 0
     #: Torch intra-op threads while training (set explicitly: same threads, same result).
     threads: int = 1
+    #: Peak learning rate of the learned activation scales (LSQ, in the log domain, same
+    #: schedule); ``0`` keeps every ``alpha`` fixed at its calibrated value (the paper's setting).
+    scale_lr: float = 5e-3
 
     def __post_init__(self) -> None:
         check_int("k", self.k, 0, 15)
@@ -67,15 +75,41 @@ class FinetuneConfig:
         check_int("threads", self.threads, 1, 256)
         if not (isinstance(self.lr, (int, float)) and 0 < self.lr < 1):
             raise ValueError(f"lr must be a number in (0, 1), not {self.lr!r}")
+        if not (isinstance(self.scale_lr, (int, float)) and 0 <= self.scale_lr < 1):
+            raise ValueError(f"scale_lr must be a number in [0, 1), not {self.scale_lr!r}")
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def _learned_act(x: torch.Tensor, point: QuantPoint, k: int) -> torch.Tensor:
+    """``alpha * qbar`` with a learned ``alpha = exp(point.log_alpha)`` (LSQ).
+
+    Same forward and input gradient as :func:`_fake_act` (masked STE at the spike-encoded points
+    for ``k >= 1``, clipped STE elsewhere); the scale's gradient is LSQ's, ``d xbar / d alpha =
+    qbar - x/alpha`` where the gradient passes and ``qbar`` (``mu``, ``q_min`` or ``q_max``, in
+    code units) where it is blocked: the dead-zone centre stays fixed in code units.
+    """
+    space = point.space
+    alpha = point.log_alpha.exp()
+    v = x / alpha
+    level = torch.floor(v.detach() + (0.5 if point.rounding == "round" else 0.0))
+    passed = (level >= space.q_min) & (level <= space.q_max)
+    q = level.clamp(space.q_min, space.q_max)
+    if point.spike and k > 0:
+        keep = (q - point.mask.mu).abs() > k
+        q = torch.where(keep, q, torch.full_like(q, point.mask.mu))
+        passed = passed & keep
+    soft = torch.where(passed, v, q)
+    return (soft + (q - soft).detach()) * alpha
 
 
 def _fake_act(x: torch.Tensor, point: QuantPoint, k: int) -> torch.Tensor:
     """``alpha * qbar`` of the point, with the masked STE (k >= 1) or the clipped STE."""
     if point.alpha is None:
         raise ValueError("the QNN is not calibrated: convert it with golden_models.models.ptq")
+    if getattr(point, "log_alpha", None) is not None:
+        return _learned_act(x, point, k)
     space, alpha = point.space, point.alpha
     if point.spike and k > 0:
         return MaskedSTE.apply(x, alpha, space, point.mask.mu, k, point.rounding)
@@ -147,8 +181,11 @@ def pooled(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return nn.functional.normalize((hidden * m).sum(1) / m.sum(1).clamp(min=1e-9), dim=1)
 
 
-def twin(qnn: BertEncoder) -> BertEncoder:
-    """The float32 fake-quant twin of a converted QNN, its trainable parameters marked."""
+def twin(qnn: BertEncoder, learn_scales: bool = False) -> BertEncoder:
+    """The float32 fake-quant twin of a converted QNN, its trainable parameters marked.
+
+    With ``learn_scales`` every quant point gets a trainable ``log_alpha`` (initialised from
+    its calibrated ``alpha``)."""
     if any(p.alpha is None or (p.spike and p.mask is None) for p in qnn.points()):
         raise ValueError("the QNN is not calibrated: convert it with golden_models.models.ptq")
     if any(p.smooth is not None for p in qnn.points()):
@@ -164,6 +201,9 @@ def twin(qnn: BertEncoder) -> BertEncoder:
     for m in student.modules():
         if isinstance(m, nn.LayerNorm):
             m.requires_grad_(True)
+    if learn_scales:
+        for p in student.points():
+            p.log_alpha = nn.Parameter(torch.tensor(math.log(p.alpha), dtype=torch.float32))
     return student
 
 
@@ -171,7 +211,8 @@ def to_qnn(student: BertEncoder, qnn: BertEncoder) -> BertEncoder:
     """The trained twin rounded back onto the integer contract: a float64 QNN like ``qnn``.
 
     Weights are re-quantized on the fixed per-channel scales (``round``, the conversion's
-    mode); biases and LayerNorm parameters are copied; scales and masks are ``qnn``'s.
+    mode); biases and LayerNorm parameters are copied; learned activation scales are written
+    to the points' ``alpha`` (else ``qnn``'s stay); the masks (``I_max``, ``k``) are ``qnn``'s.
     """
     from golden_models.codespace import CodeSpace
     from golden_models.quantizer import quantize
@@ -188,6 +229,9 @@ def to_qnn(student: BertEncoder, qnn: BertEncoder) -> BertEncoder:
     for ns, nq in zip(norms_s, norms_q, strict=True):
         nq.weight.data = ns.weight.detach().to(torch.float64)
         nq.bias.data = ns.bias.detach().to(torch.float64)
+    for ps, pq in zip(student.points(), out.points(), strict=True):
+        if getattr(ps, "log_alpha", None) is not None:
+            pq.alpha = math.exp(float(ps.log_alpha.detach()))
     return out
 
 
@@ -261,15 +305,22 @@ def train(
     torch.set_num_threads(cfg.threads)
     try:
         torch.manual_seed(cfg.seed)
-        student = twin(qnn)
-        params = [p for p in student.parameters() if p.requires_grad]
-        opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        student = twin(qnn, learn_scales=cfg.scale_lr > 0)
+        scales = [
+            p.log_alpha for p in student.points() if getattr(p, "log_alpha", None) is not None
+        ]
+        chosen = {id(p) for p in scales}
+        params = [p for p in student.parameters() if p.requires_grad and id(p) not in chosen]
+        groups = [{"params": params, "weight_decay": cfg.weight_decay, "ratio": 1.0}]
+        if scales:
+            groups.append({"params": scales, "weight_decay": 0.0, "ratio": cfg.scale_lr / cfg.lr})
+        opt = torch.optim.AdamW(groups, lr=cfg.lr)
         teacher = copy.deepcopy(teacher).to(torch.float32).eval()
         losses = []
         start = time.perf_counter()
         for step, idx in enumerate(batches(len(sentences), cfg.batch, cfg.steps, cfg.seed)):
             for group in opt.param_groups:
-                group["lr"] = lr_at(step, cfg)
+                group["lr"] = lr_at(step, cfg) * group["ratio"]
             ids, mask = tokenizer([sentences[i] for i in idx])
             loss = distill_loss(student, teacher, ids, mask, cfg.k)
             opt.zero_grad(set_to_none=True)

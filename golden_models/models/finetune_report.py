@@ -144,6 +144,7 @@ def finetune_minilm(
     steps: int = 600,
     k_steps: int | None = K_STEPS,
     lr: float = FinetuneConfig.lr,
+    scale_lr: float = FinetuneConfig.scale_lr,
     batch: int = 16,
     seed: int = 0,
     threads: int = 1,
@@ -171,7 +172,9 @@ def finetune_minilm(
         raise ValueError("give at least one radius k")
     if k_steps is not None:
         check_int("k_steps", k_steps, 1, 1_000_000)
-    k0 = FinetuneConfig(k=0, steps=steps, batch=batch, lr=lr, seed=seed, threads=threads)
+    k0 = FinetuneConfig(
+        k=0, steps=steps, batch=batch, lr=lr, scale_lr=scale_lr, seed=seed, threads=threads
+    )
     cfgs = [
         replace(k0, k=k, steps=k_steps if k and curriculum and k_steps is not None else steps)
         for k in ks
@@ -291,11 +294,14 @@ def _document(model: str, main, n_cal: int, n_ev: int, ptq: PTQConfig, runs: lis
             "evaluation_sentences": n_ev,
         },
         "recipe": {
-            "student": "float32 fake-quant twin of the converted QNN; alpha, I_max, k fixed",
+            "student": "float32 fake-quant twin of the converted QNN; I_max, k fixed; alpha "
+            "fixed, or learned (LSQ, log domain) when config.scale_lr > 0",
             "ste": "clipped STE at k=0 and at key/value; masked STE (Eq. masked_ste) at k>=1",
-            "trained": "linear weights (latent, per-channel grid fixed) and biases, LayerNorms",
+            "trained": "linear weights (latent, per-channel grid fixed) and biases, LayerNorms; "
+            "the 60 activation scales when config.scale_lr > 0",
             "loss": "mean over 6 blocks of token MSE to the float model + (1 - cos) of embeddings",
-            "optimizer": "AdamW, linear warm-up then cosine decay",
+            "optimizer": "AdamW, linear warm-up then cosine decay; learned scales at "
+            "config.scale_lr on the same schedule",
             "start": "every k from the conversion (config.init = conversion); with curriculum, "
             "k>=1 from the fine-tuned k=0 QNN (init = k0)",
         },

@@ -43,6 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--lr", type=float, default=None, help="peak learning rate (default: the recipe's)"
     )
+    parser.add_argument(
+        "--scale-lr",
+        type=float,
+        default=None,
+        help="peak learning rate of the learned activation scales (LSQ, log domain); "
+        "0 keeps them fixed (default: the recipe's)",
+    )
     parser.add_argument("--batch", type=int, default=16, help="sentences per step")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data order and torch")
     parser.add_argument(
@@ -70,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     )
     from toolkit_base.checks import check_out_dir
 
+    if args.k_steps is not None and not args.curriculum:
+        raise ValueError("--k-steps needs --curriculum (without it every k trains --steps)")
     out = Path(check_out_dir(args.out))
     if args.model not in MODELS:
         raise ValueError(f"--model must be one of {tuple(MODELS)}, not {args.model!r}")
@@ -81,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         extra=EXTRA_CORPORA if args.extra is None else args.extra,
         steps=args.steps,
         **({} if args.lr is None else {"lr": args.lr}),
+        **({} if args.scale_lr is None else {"scale_lr": args.scale_lr}),
         k_steps=K_STEPS if args.k_steps is None else args.k_steps,
         batch=args.batch,
         seed=args.seed,
