@@ -61,8 +61,8 @@ COUNT = 32
 #: the bench writes it).
 INPUTS = {"reset": 1, "start": 1, "seed": 32, "passes": COUNT, "limit": COUNT, "n_seq": COUNT,
           "n_out": COUNT, "n_cnt": COUNT, "p_valid": 9, "p_ready": 9}
-#: Its one-bit outputs; every other output is :data:`COUNT` bits wide but ``bad_out_got`` and
-#: ``bad_cnt_got`` (an output word, a counter word).
+#: Its one-bit outputs; every other output is :data:`COUNT` bits wide, except ``bad_out_got``
+#: and ``bad_cnt_got`` (an output word, a counter word).
 FLAGS = ("done", "stalled", "timed_out", "busy")
 #: Its totals, read by the bench at the end of a run (besides ``tot_<counter port>``).
 TOTALS = ("cycles", "beats_load", "beats_in", "beats_out", "windows", "markers", "checks",
