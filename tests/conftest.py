@@ -112,19 +112,25 @@ def find_sky130():
     return None
 
 
+def missing(why: str) -> None:
+    """A test's tool or data is missing: a failure in CI (which must have it), else a skip
+    with the reason (a user's clone may lack it)."""
+    import os
+
+    if os.environ.get("CI"):
+        pytest.fail(why + " (CI must have it)")
+    pytest.skip(why)
+
+
 @pytest.fixture(scope="session")
 def sky130_lib():
     """The sky130 liberty; skipped with the reason when there is none, except in CI, which
     always has one: there a missing library is a failure."""
-    import os
-
     path = find_sky130()
     if path is None:
         why = (f"no sky130 liberty: neither ../shared/pdk/{SHARED_SKY130.name} beside the "
                "repository nor PDK_ROOT")
-        if os.environ.get("CI"):
-            pytest.fail(why + " (CI must have it)")
-        pytest.skip(why)
+        missing(why)
     return path
 
 
