@@ -34,8 +34,8 @@ SHORT = [
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("ft") / "ft"
-    # k = 1 alone with --curriculum: k = 0 is trained (and saved) first, then k = 1 from it
-    argv = ["finetune", "--model", "minilm", "--k", "1", "--curriculum", *SHORT, "--out", str(out)]
+    # k = 1 alone (default --start k0): k = 0 is trained (and saved) first, then k = 1 from it
+    argv = ["finetune", "--model", "minilm", "--k", "1", *SHORT, "--out", str(out)]
     assert main(argv) == 0
     return out
 
@@ -53,7 +53,7 @@ def test_finetune_writes_report_and_checkpoints(run_dir, capsys):
     assert k0["config"]["scale_lr"] == k1["config"]["scale_lr"] == 0.01
     assert k1["training"]["sentences"] == 8
     assert (k0["config"]["init"], k1["config"]["init"]) == ("conversion", "k0")
-    assert "curriculum" in doc["recipe"]["start"]
+    assert "fine-tuned k=0 QNN" in doc["recipe"]["start"]
     assert k1["after"]["rates"]["network"] < k0["after"]["rates"]["network"]
     assert doc["corpus"]["evaluation_sentences"] == 4
     # each checkpoint carries its own one-run document
@@ -61,7 +61,7 @@ def test_finetune_writes_report_and_checkpoints(run_dir, capsys):
     assert one["runs"] == [k1]
 
 
-def test_curriculum_reuses_a_matching_k0(run_dir, minilm):
+def test_start_k0_reuses_a_matching_k0(run_dir, minilm):
     from dataclasses import replace
 
     from golden_models.models import checkpoint
@@ -112,6 +112,19 @@ def test_stats_on_a_checkpoint(run_dir, tmp_path, capsys):
     assert "Fine-tuned at k=1" in (out / "summary.md").read_text()
 
 
+def test_start_conversion(tmp_path):
+    """``--start conversion``: a radius k >= 1 trains ``--steps`` from the conversion, no k0."""
+    out = tmp_path / "ft"
+    short = [a for a in SHORT if a not in ("--k-steps", "3")]
+    argv = ["finetune", "--model", "minilm", "--k", "1", "--start", "conversion", *short]
+    assert main([*argv, "--out", str(out)]) == 0
+    doc = json.loads((out / "finetune.json").read_text())
+    assert [(r["k"], r["config"]["init"], r["config"]["steps"]) for r in doc["runs"]] == [
+        (1, "conversion", 2)
+    ]
+    assert not (out / "k0").exists()
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -119,10 +132,14 @@ def test_stats_on_a_checkpoint(run_dir, tmp_path, capsys):
         (["--model", "minilm", "--k", "16"], "k must be in 0..15, not 16"),
         (["--model", "minilm", "--k", "0", "--steps", "0"], "steps must be in 1..1000000, not 0"),
         (
-            ["--model", "minilm", "--k", "1", "--curriculum", "--k-steps", "0"],
+            ["--model", "minilm", "--k", "1", "--k-steps", "0"],
             "k_steps must be in 1..1000000",
         ),
         (["--model", "minilm", "--k", "0", "--lr", "2"], "lr must be a number in (0, 1), not 2.0"),
+        (
+            ["--model", "minilm", "--k", "1", "--start", "k1"],
+            "--start must be one of ('k0', 'conversion'), not 'k1'",
+        ),
         (["--model", "minilm", "--k", "0", "--corpus", "nope"], "corpus must be one of"),
     ],
 )

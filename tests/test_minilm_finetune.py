@@ -245,6 +245,34 @@ def test_retrieval_agreement():
         retrieval_agreement(e[:1], e[:1])
 
 
+def test_length_pooled_batches():
+    """Every sentence once an epoch, pooled batches pad less, pool 1 is plain random batches."""
+    gen = torch.Generator().manual_seed(1)
+    lengths = torch.randint(3, 120, (640,), generator=gen).tolist()
+    epoch = 640 // 16
+
+    def padding(order):
+        return sum(16 * max(lengths[i] for i in b) - sum(lengths[i] for i in b) for b in order)
+
+    plain = ft.batches(lengths, 16, 3 * epoch, seed=0, pool=1)
+    pooled = ft.batches(lengths, 16, 3 * epoch, seed=0, pool=8)
+    for order in (plain, pooled):
+        assert all(len(b) == 16 for b in order)
+        for e in range(3):
+            seen = sorted(i for b in order[e * epoch : (e + 1) * epoch] for i in b)
+            assert seen == list(range(640))
+    assert padding(pooled) < padding(plain) / 3
+    assert pooled == ft.batches(lengths, 16, 3 * epoch, seed=0, pool=8)
+    assert pooled != ft.batches(lengths, 16, 3 * epoch, seed=1, pool=8)
+    # pool 1: consecutive slices of seeded permutations, across epoch boundaries
+    perms = torch.Generator().manual_seed(0)
+    flat = [i for _ in range(4) for i in torch.randperm(640, generator=perms).tolist()]
+    assert plain == [flat[s * 16 : (s + 1) * 16] for s in range(3 * epoch)]
+    # batches never straddle a pool when the epoch is not a multiple of the pool
+    odd = ft.batches(lengths[:100], 16, 20, seed=0, pool=4)
+    assert all(len(b) == 16 for b in odd) and len(odd) == 20
+
+
 def test_config_errors():
     with pytest.raises(ValueError, match="k must be in 0..15, not 16"):
         ft.FinetuneConfig(k=16)
@@ -252,4 +280,6 @@ def test_config_errors():
         ft.FinetuneConfig(lr=2.0)
     with pytest.raises(ValueError, match="scale_lr must be a number in"):
         ft.FinetuneConfig(scale_lr=-1e-3)
+    with pytest.raises(ValueError, match="pool must be in 1..1000000, not 0"):
+        ft.FinetuneConfig(pool=0)
     assert json.dumps(ft.FinetuneConfig().as_dict())

@@ -123,8 +123,12 @@ CASES = [
     ("finetune --model minilm --k 16 --out out", "k must be in 0..15, not 16"),
     ("finetune --model minilm --k -1 --out out", "k must be in 0..15, not -1"),
     (
-        "finetune --model minilm --k 1 --k-steps 50 --out out",
-        "--k-steps needs --curriculum (without it every k trains --steps)",
+        "finetune --model minilm --k 1 --start conversion --k-steps 50 --out out",
+        "--k-steps needs --start k0 (from the conversion every k trains --steps)",
+    ),
+    (
+        "finetune --model minilm --k 1 --start k1 --out out",
+        "--start must be one of ('k0', 'conversion'), not 'k1'",
     ),
     ("finetune --model minilm --k 1 --scale-lr -1 --out out",
      "scale_lr must be a number in [0, 1), not -1.0"),

@@ -38,8 +38,10 @@ SCHEMA = "matterhorn.finetune/1"
 MODELS = {"minilm": "all-MiniLM-L6-v2"}
 #: Extra training text (calibration split only) used by default.
 EXTRA_CORPORA = ("python-docstrings",)
-#: Training steps of a ``k >= 1`` run started from the fine-tuned ``k = 0`` QNN (``curriculum``).
-K_STEPS = 300
+#: Training steps of a ``k >= 1`` run started from the fine-tuned ``k = 0`` QNN (``start="k0"``).
+K_STEPS = 750
+#: Where a ``k >= 1`` run starts: the fine-tuned ``k = 0`` QNN (default) or the conversion.
+STARTS = ("k0", "conversion")
 #: The plot :func:`write_summary` asks the ``plot`` callback for.
 PLOT_FILE = "quality_vs_rate.png"
 
@@ -141,33 +143,36 @@ def finetune_minilm(
     *,
     corpus: str = "pydoc-topics",
     extra: Sequence[str] = EXTRA_CORPORA,
-    steps: int = 600,
+    steps: int = FinetuneConfig.steps,
     k_steps: int | None = K_STEPS,
     lr: float = FinetuneConfig.lr,
     scale_lr: float = FinetuneConfig.scale_lr,
     batch: int = 16,
     seed: int = 0,
-    threads: int = 1,
+    threads: int = FinetuneConfig.threads,
     sentences: int | None = None,
     calibration: int | None = None,
     training: int | None = None,
     model: str = "minilm",
-    curriculum: bool = False,
+    start: str = "k0",
     plot: Callable[[dict, Path], object] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
     """Fine-tune at every radius in ``ks``; write ``<out>/k<k>/`` and ``<out>/finetune.json``.
 
-    ``steps`` is the length of a run from the conversion (``k = 0``, or every radius without
-    ``curriculum``); ``k_steps`` that of a ``k >= 1`` run from the fine-tuned ``k = 0`` QNN
-    (``None``: ``steps``). ``sentences``, ``calibration`` and ``training`` limit the
+    ``steps`` is the length of a run from the conversion (``k = 0``, or every radius with
+    ``start="conversion"``); ``k_steps`` that of a ``k >= 1`` run from the fine-tuned ``k = 0``
+    QNN (``None``: ``steps``). ``sentences``, ``calibration`` and ``training`` limit the
     evaluation, conversion and training sentences (default: all), for short runs. With
-    ``curriculum`` (not the default) every ``k >= 1`` starts from the fine-tuned ``k = 0`` QNN:
-    the one trained in this call, else a complete ``<out>/k0`` checkpoint of the same
-    settings, else ``k = 0`` is trained (and saved)
-    first. Without it, every radius starts from the conversion. Returns the rebuilt report.
+    ``start="k0"`` (the default, the paper's order) every ``k >= 1`` starts from the fine-tuned
+    ``k = 0`` QNN: the one trained in this call, else a complete ``<out>/k0`` checkpoint of the
+    same settings, else ``k = 0`` is trained (and saved) first. With ``start="conversion"``
+    every radius starts from the conversion. Returns the rebuilt report.
     """
     check_model(model)
+    if start not in STARTS:
+        raise ValueError(f"start must be one of {STARTS}, not {start!r}")
+    chained = start == "k0"
     if not ks:
         raise ValueError("give at least one radius k")
     if k_steps is not None:
@@ -176,7 +181,7 @@ def finetune_minilm(
         k=0, steps=steps, batch=batch, lr=lr, scale_lr=scale_lr, seed=seed, threads=threads
     )
     cfgs = [
-        replace(k0, k=k, steps=k_steps if k and curriculum and k_steps is not None else steps)
+        replace(k0, k=k, steps=k_steps if k and chained and k_steps is not None else steps)
         for k in ks
     ]
     for name, v in (("sentences", sentences), ("calibration", calibration), ("training", training)):
@@ -242,9 +247,9 @@ def finetune_minilm(
             checkpoint.save(tuned, {**head, "runs": [run]}, Path(out) / f"k{cfg.k}")
             return tuned
 
-        base = None  # the fine-tuned k = 0 QNN, the start of every k >= 1 (curriculum)
+        base = None  # the fine-tuned k = 0 QNN, the start of every k >= 1 (start="k0")
         for cfg in sorted(cfgs, key=lambda c: c.k):
-            if cfg.k == 0 or not curriculum:
+            if cfg.k == 0 or not chained:
                 tuned = run_at(cfg, qnn, "conversion")
                 base = tuned if cfg.k == 0 else base
                 continue
@@ -301,9 +306,10 @@ def _document(model: str, main, n_cal: int, n_ev: int, ptq: PTQConfig, runs: lis
             "the 60 activation scales when config.scale_lr > 0",
             "loss": "mean over 6 blocks of token MSE to the float model + (1 - cos) of embeddings",
             "optimizer": "AdamW, linear warm-up then cosine decay; learned scales at "
-            "config.scale_lr on the same schedule",
-            "start": "every k from the conversion (config.init = conversion); with curriculum, "
-            "k>=1 from the fine-tuned k=0 QNN (init = k0)",
+            "config.scale_lr on the same schedule; batches length-pooled (config.pool batches "
+            "a pool, 1: plain random batches)",
+            "start": "k=0 from the conversion (config.init = conversion); k>=1 from the "
+            "fine-tuned k=0 QNN (init = k0), or from the conversion when asked",
         },
         "runs": runs,
     }

@@ -30,15 +30,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--steps",
         type=int,
-        default=600,
-        help="training steps from the conversion (every radius; k = 0 only with --curriculum)",
+        default=None,
+        help="training steps from the conversion (k = 0; every radius with --start conversion; "
+        "default: the recipe's)",
     )
     parser.add_argument(
         "--k-steps",
         type=int,
         default=None,
-        help="with --curriculum: training steps of a radius k >= 1 started from the "
-        "fine-tuned k = 0 QNN (default 300)",
+        help="training steps of a radius k >= 1 started from the fine-tuned k = 0 QNN "
+        "(default: the recipe's)",
+    )
+    parser.add_argument(
+        "--start",
+        default="k0",
+        help="where a radius k >= 1 starts: k0, the fine-tuned k = 0 QNN (trained first unless "
+        "DIR/k0 holds one of the same settings; the default), or conversion",
     )
     parser.add_argument(
         "--lr", type=float, default=None, help="peak learning rate (default: the recipe's)"
@@ -53,17 +60,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=int, default=16, help="sentences per step")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data order and torch")
     parser.add_argument(
-        "--threads", type=int, default=1, help="torch threads (one is fastest on a loaded machine)"
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads (default: the recipe's; one is fastest when another job shares "
+        "two cores)",
     )
     parser.add_argument("--sentences", type=int, default=None, help="evaluation sentences")
     parser.add_argument("--calibration", type=int, default=None, help="conversion sentences")
     parser.add_argument("--training", type=int, default=None, help="training sentences")
-    parser.add_argument(
-        "--curriculum",
-        action="store_true",
-        help="start every k >= 1 from the fine-tuned k = 0 QNN, not from the conversion "
-        "(k = 0 is trained first unless DIR/k0 holds one of the same settings)",
-    )
     parser.add_argument("--no-plots", action="store_true", help="write no plot")
     parser.add_argument("--out", required=True, help="output folder")
 
@@ -73,12 +78,15 @@ def run(args: argparse.Namespace) -> int:
         EXTRA_CORPORA,
         K_STEPS,
         MODELS,
+        STARTS,
         finetune_minilm,
     )
     from toolkit_base.checks import check_out_dir
 
-    if args.k_steps is not None and not args.curriculum:
-        raise ValueError("--k-steps needs --curriculum (without it every k trains --steps)")
+    if args.start not in STARTS:
+        raise ValueError(f"--start must be one of {STARTS}, not {args.start!r}")
+    if args.k_steps is not None and args.start != "k0":
+        raise ValueError("--k-steps needs --start k0 (from the conversion every k trains --steps)")
     out = Path(check_out_dir(args.out))
     if args.model not in MODELS:
         raise ValueError(f"--model must be one of {tuple(MODELS)}, not {args.model!r}")
@@ -88,18 +96,18 @@ def run(args: argparse.Namespace) -> int:
         out,
         corpus=args.corpus,
         extra=EXTRA_CORPORA if args.extra is None else args.extra,
-        steps=args.steps,
+        **({} if args.steps is None else {"steps": args.steps}),
+        **({} if args.threads is None else {"threads": args.threads}),
         **({} if args.lr is None else {"lr": args.lr}),
         **({} if args.scale_lr is None else {"scale_lr": args.scale_lr}),
         k_steps=K_STEPS if args.k_steps is None else args.k_steps,
         batch=args.batch,
         seed=args.seed,
-        threads=args.threads,
         sentences=args.sentences,
         calibration=args.calibration,
         training=args.training,
         model=args.model,
-        curriculum=args.curriculum,
+        start=args.start,
         plot=None if args.no_plots else _plot(),
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
     )
