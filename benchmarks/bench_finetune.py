@@ -1,11 +1,12 @@
 """Speed and memory of dead-zone fine-tuning (``matterhorn finetune``), projected to a default run.
 
-Prints the conversion time, seconds per training step (batch 16, the default training text),
-seconds per evaluated sentence, the peak resident memory, and the projected wall time of the
-default run at one radius (600 steps, 632 evaluation sentences before and after), and of a
-``--curriculum`` run at one radius k >= 1 from scratch (k = 0 first, then 300 steps at k).
+Prints the conversion time, seconds per training step (batch 16, the default training text,
+length-pooled batches), seconds per evaluated sentence, the peak resident memory, and the
+projected wall time of the default run at k = 0 (``FinetuneConfig.steps`` steps from the
+conversion, 632 evaluation sentences before and after) and at one radius k >= 1 (k = 0 first,
+then ``K_STEPS`` steps at k from it, four evaluations).
 
-    python benchmarks/bench_finetune.py [--steps 10] [--k 1] [--threads 1] [--sentences 32]
+    python benchmarks/bench_finetune.py [--steps 40] [--k 1] [--threads 2] [--sentences 32]
 """
 
 from __future__ import annotations
@@ -27,14 +28,14 @@ from golden_models.models.finetune_report import (
 )
 from golden_models.models.ptq import convert
 
-DEFAULT_STEPS, EVAL_SENTENCES = 600, 632
+EVAL_SENTENCES = 632
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--k", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=FinetuneConfig.threads)
     parser.add_argument("--sentences", type=int, default=32)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -57,15 +58,15 @@ def main() -> None:
     _, log = train(model, qnn, tok, texts, cfg)
     per_step = log.seconds / args.steps
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    projected = conv + DEFAULT_STEPS * per_step + 2 * EVAL_SENTENCES * per_sentence
-    # --curriculum, k >= 1 from scratch: k = 0 first, then K_STEPS at k
+    projected = conv + FinetuneConfig.steps * per_step + 2 * EVAL_SENTENCES * per_sentence
+    # the default at k >= 1: k = 0 first, then K_STEPS at k from it
     chained = projected + K_STEPS * per_step + 2 * EVAL_SENTENCES * per_sentence
     print(f"threads {args.threads}, k={args.k}; conversion {conv:.1f} s")
     print(f"training: {per_step:.2f} s/step (batch {cfg.batch}, {len(texts)} sentences)")
     print(f"evaluation: {per_sentence * 1000:.0f} ms/sentence")
     print(f"peak resident memory: {peak:.2f} GiB")
-    print(f"projected default run (one k): {projected / 60:.1f} min")
-    print(f"projected --curriculum run, one k >= 1 (k = 0 trained first): {chained / 60:.1f} min")
+    print(f"projected default run at k = 0: {projected / 60:.1f} min")
+    print(f"projected default run at one k >= 1 (k = 0 trained first): {chained / 60:.1f} min")
 
 
 if __name__ == "__main__":
