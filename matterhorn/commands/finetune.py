@@ -119,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
             f"-> {a['retrieval_agreement']:.3f}, spike rate {100 * b['rates']['network']:.2f}% "
             f"-> {100 * a['rates']['network']:.2f}%"
         )
-    print(f"wrote {out}/finetune.json and checkpoints " + ", ".join(f"k{k}" for k in ks))
+    names = ", ".join(f"k{r['k']}" for r in doc["runs"])
+    print(f"wrote {out}/finetune.json (checkpoints {names})")
     return 0
 
 
