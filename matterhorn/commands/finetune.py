@@ -76,7 +76,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from golden_models.models.finetune_report import (
         EXTRA_CORPORA,
-        K_STEPS,
         MODELS,
         STARTS,
         finetune_minilm,
@@ -100,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         **({} if args.threads is None else {"threads": args.threads}),
         **({} if args.lr is None else {"lr": args.lr}),
         **({} if args.scale_lr is None else {"scale_lr": args.scale_lr}),
-        k_steps=K_STEPS if args.k_steps is None else args.k_steps,
+        **({} if args.k_steps is None else {"k_steps": args.k_steps}),
         batch=args.batch,
         seed=args.seed,
         sentences=args.sentences,
