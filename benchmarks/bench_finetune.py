@@ -17,16 +17,16 @@ import time
 
 import torch
 
-from golden_models.models.bert import load_minilm
-from golden_models.models.corpus import load_corpus
-from golden_models.models.finetune import FinetuneConfig, train
-from golden_models.models.finetune_report import (
+from networks.bert import load_minilm
+from networks.corpus import load_corpus
+from networks.finetune import FinetuneConfig, train
+from networks.finetune_report import (
     EXTRA_CORPORA,
     K_STEPS,
     evaluate,
     float_embeddings,
 )
-from golden_models.models.ptq import convert
+from networks.ptq import convert
 
 EVAL_SENTENCES = 632
 

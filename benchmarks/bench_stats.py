@@ -14,10 +14,10 @@ import time
 
 import torch
 
-from golden_models.models.bert import load_minilm
-from golden_models.models.corpus import load_corpus
-from golden_models.models.ptq import convert, set_masks_
-from golden_models.models.stats import collect
+from networks.bert import load_minilm
+from networks.corpus import load_corpus
+from networks.ptq import convert, set_masks_
+from networks.stats import collect
 
 
 def main() -> None:

@@ -139,7 +139,7 @@ class ModelDims:
 #: Presets. BERT-base is the paper's workload; LLaMA-2 dimensions are the published model cards
 #: (Touvron et al. 2023, "Llama 2", Table 1 and the released configs: hidden, intermediate size,
 #: heads, layers, key/value heads). Weight widths are the paper's: BERT is W1A4, LLaMA-2 W4A4;
-#: MiniLM is our own W4A4 conversion (``golden_models.models.ptq``, ``weight_bits=4``).
+#: MiniLM is our own W4A4 conversion (``networks.ptq``, ``weight_bits=4``).
 PRESETS: dict[str, ModelDims] = {
     "bert-base": ModelDims(
         "bert-base",

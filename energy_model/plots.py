@@ -175,7 +175,7 @@ MINILM_FILES = ("positions.png", "block_modes.png", "rates.png")
 def plot_minilm(doc: Mapping, folder: str | Path) -> list[Path]:
     """Draw the figures of a MiniLM statistics document (``matterhorn.minilm_stats/1``).
 
-    The callback of ``golden_models.models.report.write_report``: writes
+    The callback of ``networks.report.write_report``: writes
     :data:`MINILM_FILES` into ``folder`` and returns their paths.
     """
     folder = Path(folder)

@@ -565,7 +565,7 @@ def load_stats(
 
 #: Statistics written by :func:`golden_models.statistics.write_stats`.
 GOLDEN_SCHEMA = "matterhorn.golden.stats"
-#: Statistics of the converted MiniLM (:mod:`golden_models.models.stats`).
+#: Statistics of the converted MiniLM (:mod:`networks.stats`).
 MINILM_SCHEMA = "matterhorn.minilm_stats/1"
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 
 from golden_models.codespace import CodeSpace, check_integer
-from golden_models.mttfs import check_integer_tensor
+from golden_models.tensor_checks import check_integer_tensor
 
 #: Default chunk size (elements) for the streaming histogram: 4 Mi int8 codes = 4 MiB.
 DEFAULT_CHUNK = 1 << 22

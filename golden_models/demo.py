@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import torch
 
 from golden_models.codespace import check_k, check_T
-from golden_models.mttfs import Mask, encode_events, ttfs_mask
+from golden_models.mask import Mask, ttfs_mask
+from golden_models.mttfs import encode_events
 from golden_models.qnn import random_qnn
 from golden_models.statistics import PositionStats, transmitted_events
 from toolkit_base.checks import MAX_SEED, check_int

@@ -22,7 +22,9 @@ import torch
 
 from golden_models.counters import DenseCounters
 from golden_models.integer_layer import IntegerLayer, fire
-from golden_models.mttfs import Mask, check_codes, folded_init
+from golden_models.mask import Mask
+from golden_models.mttfs import folded_init
+from golden_models.tensor_checks import check_codes
 
 
 def dense_init(layer: IntegerLayer) -> torch.Tensor:

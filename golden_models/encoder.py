@@ -39,7 +39,7 @@ import torch
 from golden_models.calibration import event_histogram, select_i_max
 from golden_models.codespace import CodeSpace, check_k
 from golden_models.integer_layer import IntegerLayer
-from golden_models.mttfs import Mask
+from golden_models.mask import Mask
 from golden_models.positions import POSITION_FAMILY, POSITIONS
 from golden_models.qnn import QNNLinear, quantize_weights
 from golden_models.quantizer import check_rounding, quantize

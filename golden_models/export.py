@@ -23,7 +23,7 @@ import torch
 
 from golden_models.codespace import CodeSpace
 from golden_models.integer_layer import IntegerLayer, accumulator_bound, signed_width
-from golden_models.mttfs import Mask
+from golden_models.mask import Mask
 from toolkit_base.files import write_atomic
 from toolkit_base.schemas import validate
 

@@ -21,8 +21,10 @@ from golden_models.bounds import signed_width as signed_width
 from golden_models.bounds import weight_range as weight_range
 from golden_models.codespace import CodeSpace
 from golden_models.counters import Counters as Counters
-from golden_models.mttfs import Mask, check_codes, encode_events, event_time
+from golden_models.mask import Mask
+from golden_models.mttfs import encode_events, event_time
 from golden_models.quantizer import check_rounding, check_scale, level_of
+from golden_models.tensor_checks import check_codes
 
 
 def check_weights(weights: torch.Tensor, weight_bits: int) -> torch.Tensor:

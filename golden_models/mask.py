@@ -80,7 +80,7 @@ class Mask:
 
     def transmitted(self, tau: torch.Tensor) -> torch.Tensor:
         """Boolean tensor: is each event time outside ``Omega_k``?"""
-        from golden_models.mttfs import check_times
+        from golden_models.tensor_checks import check_times
 
         check_times(tau, self.T)
         return transmitted(tau, self.i_max, self.k)
@@ -89,14 +89,14 @@ class Mask:
         """Dead-zone projection ``qbar`` (Eq. qnn_deadzone)."""
         import torch
 
-        from golden_models.mttfs import check_codes
+        from golden_models.tensor_checks import check_codes
 
         check_codes(q, self.space)
         return torch.where((q - self.mu).abs() <= self.k, torch.full_like(q, self.mu), q)
 
     def centred(self, tau: torch.Tensor) -> torch.Tensor:
         """Centred value ``d = c - tau - mu`` of an event at ``tau`` (Eq. centered_decay)."""
-        from golden_models.mttfs import check_times
+        from golden_models.tensor_checks import check_times
 
         check_times(tau, self.T)
         return self.space.c - tau - self.mu

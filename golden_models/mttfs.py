@@ -13,8 +13,8 @@ Integers throughout (DESIGN.md, "The numerical contract"):
 
 Standard TTFS is the special case "silence at the lowest level without the terminal event":
 :func:`ttfs_mask` gives the mask that reproduces it (``I_max = T-1``, ``k = 0``). The mask itself
-(:class:`Mask`, :func:`transmitted`) lives in :mod:`golden_models.mask`, torch-free, and is
-re-exported here.
+(:class:`Mask`, :func:`transmitted`, :func:`ttfs_mask`) lives in :mod:`golden_models.mask`,
+torch-free; the tensor checks in :mod:`golden_models.tensor_checks`.
 """
 
 from __future__ import annotations
@@ -22,47 +22,8 @@ from __future__ import annotations
 import torch
 
 from golden_models.codespace import CodeSpace
-
-# the mask's home is golden_models.mask; these names stay importable from here
-from golden_models.mask import Mask as Mask
-from golden_models.mask import transmitted as transmitted
-from golden_models.mask import ttfs_mask as ttfs_mask
-
-
-def check_integer_tensor(x: object, name: str, of: str, holds: str) -> torch.Tensor:
-    """Return ``x`` if it is a torch tensor of an integer dtype, else raise ``TypeError``.
-
-    The messages read "``name`` must be a torch.Tensor of ``of``" and "``name`` must hold
-    ``holds``".
-    """
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of {of}, not {type(x).__name__}")
-    if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
-        raise TypeError(f"{name} must hold {holds}, not dtype {x.dtype}")
-    return x
-
-
-def check_codes(q: torch.Tensor, space: CodeSpace, name: str = "q") -> torch.Tensor:
-    """Return ``q`` if it is an integer tensor of levels of ``space``, else raise."""
-    check_integer_tensor(q, name, "integer codes", "integer codes")
-    if q.numel():
-        lo, hi = int(q.min()), int(q.max())
-        if lo < space.q_min or hi > space.q_max:
-            bad = lo if lo < space.q_min else hi
-            raise ValueError(
-                f"{name} holds {bad}, outside the levels {space.q_min}..{space.q_max} of {space}"
-            )
-    return q
-
-
-def check_times(tau: torch.Tensor, T: int, name: str = "tau") -> torch.Tensor:
-    """Return ``tau`` if it is an integer tensor of event times ``0..T-1``, else raise."""
-    check_integer_tensor(tau, name, "event times", "integer event times")
-    if tau.numel():
-        lo, hi = int(tau.min()), int(tau.max())
-        if lo < 0 or hi >= T:
-            raise ValueError(f"{name} holds {lo if lo < 0 else hi}, outside the times 0..{T - 1}")
-    return tau
+from golden_models.mask import Mask
+from golden_models.tensor_checks import check_codes, check_times
 
 
 def event_time(q: torch.Tensor, space: CodeSpace) -> torch.Tensor:

@@ -1,7 +1,7 @@
 """The paper's eight spike-encoded positions of an encoder block and their quantizer families.
 
 One home for the names: the golden encoder block (:mod:`golden_models.encoder`), the MiniLM
-model (:mod:`golden_models.models.bert`) and the energy model all import them from here.
+model (:mod:`networks.bert`) and the energy model all import them from here.
 
 ==================  ================  ======
 position (label)    key (MiniLM)      family

@@ -22,8 +22,10 @@ import torch
 from golden_models.calibration import event_histogram, select_i_max
 from golden_models.codespace import CodeSpace, check_integer
 from golden_models.integer_layer import IntegerLayer, check_weights, threshold_table, weight_range
-from golden_models.mttfs import Mask, check_codes, folded_init
+from golden_models.mask import Mask
+from golden_models.mttfs import folded_init
 from golden_models.quantizer import check_rounding, check_scale, level_of
+from golden_models.tensor_checks import check_codes
 
 #: Input-code distributions of :func:`random_qnn`.
 DISTRIBUTIONS = ("peaked", "uniform")

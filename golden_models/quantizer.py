@@ -115,7 +115,7 @@ class ActivationQuantizer(torch.nn.Module):
         i_max: int | None = None,
         k: int = 0,
     ) -> None:
-        from golden_models.mttfs import Mask
+        from golden_models.mask import Mask
 
         space = CodeSpace(T, family)
         check_scale(alpha)
@@ -143,7 +143,7 @@ class ActivationQuantizer(torch.nn.Module):
 
     def set_mask(self, i_max: int, k: int | None = None) -> None:
         """Replace the silent centre (and optionally the radius), e.g. after calibration."""
-        from golden_models.mttfs import Mask
+        from golden_models.mask import Mask
 
         self._mask = Mask(self._space, i_max, self._mask.k if k is None else k)
 

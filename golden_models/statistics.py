@@ -24,7 +24,8 @@ import torch
 
 from golden_models.calibration import _check_counts, event_histogram, select_i_max
 from golden_models.codespace import FAMILIES, CodeSpace
-from golden_models.mttfs import Mask, event_time, ttfs_mask
+from golden_models.mask import Mask, ttfs_mask
+from golden_models.mttfs import event_time
 from toolkit_base.files import write_atomic
 from toolkit_base.schemas import validate
 

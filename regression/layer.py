@@ -9,7 +9,7 @@ output event and every counter (each tile's seven, the encoder's two, flits and 
 
 :func:`minilm_q_projection` captures the layer this is made for: the whole block-0 Q
 projection of MiniLM (384 x 384, its 4-bit weights, calibrated masks at radius ``k``) with real
-token windows (:func:`golden_models.models.rtl_slice.capture_slice`).
+token windows (:func:`networks.rtl_slice.capture_slice`).
 
 The layer must fit the mesh: :func:`layer_config` says so in one line naming the tiles needed
 and the nodes there are, before anything is generated.
@@ -225,8 +225,8 @@ def layer_figures(res: JobResult) -> dict:
 
 def minilm_T() -> int:
     """``T`` of the layer :func:`minilm_q_projection` converts: ``2**act_bits`` of the
-    post-training conversion's default :class:`golden_models.models.ptq.PTQConfig` (16)."""
-    from golden_models.models.ptq import PTQConfig
+    post-training conversion's default :class:`networks.ptq.PTQConfig` (16)."""
+    from networks.ptq import PTQConfig
 
     return 2 ** PTQConfig().act_bits
 
@@ -239,7 +239,7 @@ def minilm_q_projection(windows: int = 64, *, k: int = 1, calibration: int = 6,
     ``calibration`` sentences of the ``pydoc-topics`` corpus (unless ``qnn`` is given as
     ``(qnn, tokenizer)``), its masks set to radius ``k``, and the tokens of the corpus's
     evaluation sentences captured at the layer's input and output
-    (:func:`golden_models.models.rtl_slice.capture_slice`, which checks that the integer layer
+    (:func:`networks.rtl_slice.capture_slice`, which checks that the integer layer
     reproduces the QNN's output codes on every window).
 
     Raises
@@ -247,9 +247,9 @@ def minilm_q_projection(windows: int = 64, *, k: int = 1, calibration: int = 6,
     FileNotFoundError
         MiniLM is not installed.
     """
-    from golden_models.models.bert import load_minilm
-    from golden_models.models.corpus import load_corpus
-    from golden_models.models.rtl_slice import capture_slice
+    from networks.bert import load_minilm
+    from networks.corpus import load_corpus
+    from networks.rtl_slice import capture_slice
 
     check_int("windows", windows, 1, MAX_WINDOWS)
     check_int("calibration", calibration, 1, 1 << 16)
@@ -257,7 +257,7 @@ def minilm_q_projection(windows: int = 64, *, k: int = 1, calibration: int = 6,
         check_k(k, minilm_T())
     corpus = load_corpus("pydoc-topics")
     if qnn is None:
-        from golden_models.models.ptq import convert
+        from networks.ptq import convert
 
         model, tok = load_minilm()
         net = convert(model, tok, corpus.calibration[:calibration])

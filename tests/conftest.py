@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from golden_models.models.bert import load_minilm
-from golden_models.models.corpus import load_corpus
-from golden_models.models.ptq import convert
+from networks.bert import load_minilm
+from networks.corpus import load_corpus
+from networks.ptq import convert
 
 #: Calibration sentences of the shared conversion (few: the tests check properties, not quality).
 CALIBRATION = 6
@@ -73,7 +73,7 @@ FINETUNE_CALIBRATION, FINETUNE_TRAINING, FINETUNE_K = 8, 16, 1
 
 @pytest.fixture(scope="session")
 def _minilm_finetuned_shared(minilm, pydoc_corpus):
-    from golden_models.models.finetune import FinetuneConfig, train
+    from networks.finetune import FinetuneConfig, train
 
     model, tok = minilm
     with _torch_threads(1):

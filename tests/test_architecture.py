@@ -15,15 +15,16 @@ ROOT = Path(__file__).resolve().parent.parent
 ALLOWED = {
     "toolkit_base": set(),
     "golden_models": {"toolkit_base"},
+    "networks": {"toolkit_base", "golden_models"},
     "energy_model": {"toolkit_base", "golden_models"},
     "rtl_gen": {"toolkit_base", "golden_models"},
     "synth_scripts": {"toolkit_base", "golden_models", "rtl_gen"},
-    "regression": {"toolkit_base", "golden_models", "rtl_gen"},
+    "regression": {"toolkit_base", "golden_models", "networks", "rtl_gen"},
     "formal": {"toolkit_base", "golden_models", "rtl_gen"},
-    "cocotb_tests": {"toolkit_base", "golden_models", "rtl_gen", "regression"},
+    "cocotb_tests": {"toolkit_base", "golden_models", "networks", "rtl_gen", "regression"},
     "matterhorn": {
-        "toolkit_base", "golden_models", "energy_model", "rtl_gen", "synth_scripts", "regression",
-        "formal",
+        "toolkit_base", "golden_models", "networks", "energy_model", "rtl_gen", "synth_scripts",
+        "regression", "formal",
     },
 }
 #: The test package's pytest files may drive the CLI end to end (they test it).

@@ -112,7 +112,7 @@ def test_bad_input_is_one_line_and_writes_nothing(args, message, tmp_path, capsy
 
 
 def test_slice_round_trip_and_a_foreign_slice(tmp_path):
-    from golden_models.models.rtl_slice import LayerSlice, export_slice
+    from networks.rtl_slice import LayerSlice, export_slice
 
     wl = C.random_workload(16, windows=3)
     q_out = torch.zeros((3, wl.layer.n_out), dtype=torch.int64)

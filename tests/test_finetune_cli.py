@@ -64,9 +64,9 @@ def test_finetune_writes_report_and_checkpoints(run_dir, capsys):
 def test_start_k0_reuses_a_matching_k0(run_dir, minilm):
     from dataclasses import replace
 
-    from golden_models.models import checkpoint
-    from golden_models.models.finetune import FinetuneConfig
-    from golden_models.models.finetune_report import _reuse_k0
+    from networks import checkpoint
+    from networks.finetune import FinetuneConfig
+    from networks.finetune_report import _reuse_k0
 
     model, _ = minilm
     doc = checkpoint.read_document(run_dir / "k0")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from golden_models.models.corpus import load_corpus, sentences_of_text, split_of
+from networks.corpus import load_corpus, sentences_of_text, split_of
 
 
 def test_builtin_corpus_splits():

@@ -1,4 +1,4 @@
-"""Dead-zone fine-tuning of the MiniLM QNN (golden_models.models.finetune), short mode.
+"""Dead-zone fine-tuning of the MiniLM QNN (networks.finetune), short mode.
 
 The twin must reproduce the converted QNN, the masked STE must block exactly the projected and
 saturated values, the fine-tuned QNN must keep the integer contract (k=0 bit-exact, a slice that
@@ -10,17 +10,17 @@ import json
 import pytest
 import torch
 
-from golden_models.models import checkpoint
-from golden_models.models import finetune as ft
-from golden_models.models.bert import POSITIONS, load_minilm
-from golden_models.models.finetune_report import (
+from networks import checkpoint
+from networks import finetune as ft
+from networks.bert import POSITIONS, load_minilm
+from networks.finetune_report import (
     _document,
     evaluate,
     float_embeddings,
     retrieval_agreement,
 )
-from golden_models.models.ptq import PTQConfig, set_masks_
-from golden_models.models.rtl_slice import capture_slice
+from networks.ptq import PTQConfig, set_masks_
+from networks.rtl_slice import capture_slice
 
 STEPS = 2
 
@@ -68,7 +68,7 @@ def test_round_trip_is_exact(setup):
 def test_ste_gradients():
     model, _ = load_minilm()
     point = model.layers[0].points["q_proj_in"]
-    from golden_models.mttfs import Mask
+    from golden_models.mask import Mask
 
     saved = (point.alpha, point.mask)
     point.alpha, point.mask = 0.5, Mask(point.space, point.space.c, 0)  # mu = 0
@@ -92,7 +92,7 @@ def test_learned_scale_gradients():
     ``q - x/alpha`` where the gradient passes and ``qbar`` (mu, q_min, q_max) where it stops."""
     model, _ = load_minilm()
     point = model.layers[0].points["q_proj_in"]
-    from golden_models.mttfs import Mask
+    from golden_models.mask import Mask
 
     point.alpha, point.mask = 0.5, Mask(point.space, point.space.c, 0)  # mu = 0
     point.log_alpha = torch.nn.Parameter(torch.tensor(0.5).log())

@@ -27,7 +27,7 @@ WINDOWS = 3
 
 def _need_minilm():
     """Skip (outside CI) with the reason when MiniLM is not installed; in CI it must be."""
-    from golden_models.models.bert import model_dir
+    from networks.bert import model_dir
 
     try:
         model_dir()

@@ -5,7 +5,7 @@ import os
 import pytest
 import torch
 
-from golden_models.models.bert import BertConfig, Tokenizer, load_minilm, model_dir
+from networks.bert import BertConfig, Tokenizer, load_minilm, model_dir
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -7,15 +7,15 @@ import torch
 
 from golden_models.codespace import CodeSpace
 from golden_models.integer_layer import threshold_table
-from golden_models.models.bert import POSITION_FAMILY, POSITIONS
-from golden_models.models.ptq import (
+from golden_models.quantizer import quantize
+from networks.bert import POSITION_FAMILY, POSITIONS
+from networks.ptq import (
     PTQConfig,
     activation_scale,
     set_masks_,
     smooth_,
     weight_scales,
 )
-from golden_models.quantizer import quantize
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -1,7 +1,7 @@
 """A real MiniLM layer in RTL: the Q-projection slice on the generated tile, both simulators.
 
-The slice (:mod:`golden_models.models.rtl_slice`), of the post-training QNN and of the QNN
-after dead-zone fine-tuning (:mod:`golden_models.models.finetune`), is 384 inputs x 16
+The slice (:mod:`networks.rtl_slice`), of the post-training QNN and of the QNN
+after dead-zone fine-tuning (:mod:`networks.finetune`), is 384 inputs x 16
 neurons of block 0's Q projection with the QNN's real 4-bit weights, threshold tables of its
 real scales and bias, the calibrated masks at radius k = 1, and input vectors that are real
 corpus tokens. The tile is generated at that size, loaded through its load port and run by the
@@ -14,7 +14,7 @@ import torch
 
 import regression
 from golden_models import encode_events
-from golden_models.models.rtl_slice import capture_slice
+from networks.rtl_slice import capture_slice
 from regression import sim
 
 K = 1

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from golden_models.integer_layer import IntegerLayer
-from golden_models.models.rtl_slice import capture_slice, export_slice, slice_document
+from networks.rtl_slice import capture_slice, export_slice, slice_document
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from energy_model.plots import plot_minilm
-from golden_models.models.bert import POSITIONS
-from golden_models.models.report import rates_document, summary_markdown, write_report
-from golden_models.models.stats import SCHEMA, collect, dumps, summarise
+from networks.bert import POSITIONS
+from networks.report import rates_document, summary_markdown, write_report
+from networks.stats import SCHEMA, collect, dumps, summarise
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -74,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from golden_models.models.finetune_report import (
+    from networks.finetune_report import (
         EXTRA_CORPORA,
         MODELS,
         STARTS,

@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from golden_models.codespace import check_k
-    from golden_models.models.corpus import load_corpus
+    from networks.corpus import load_corpus
     from regression import sim
     from regression.layer import (
         DEFAULT_MESH,

@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from golden_models.models.report import MODELS, minilm_stats
+    from networks.report import MODELS, minilm_stats
     from toolkit_base.checks import check_out_dir
 
     args.out = Path(check_out_dir(args.out))

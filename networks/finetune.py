@@ -1,7 +1,7 @@
 """Dead-zone quantization-aware fine-tuning of the W4A4 MiniLM QNN (paper, "Training the
 Dead-Zone QNN").
 
-The integer QNN of :func:`golden_models.models.ptq.convert` carries no gradient (integer weights,
+The integer QNN of :func:`networks.ptq.convert` carries no gradient (integer weights,
 integer codes). Training therefore runs on a float32 fake-quant *twin* initialised from it: the
 same blocks, every linear layer's latent weight initialised to ``s * W_int`` and fake-quantized
 back onto the fixed per-channel grid ``s``, every quant point quantized at its scale ``alpha``
@@ -41,8 +41,8 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from golden_models.models.bert import BertEncoder, BertLayer, QLinear, QuantPoint, Tokenizer
 from golden_models.quantizer import MaskedSTE, unsaturated
+from networks.bert import BertEncoder, BertLayer, QLinear, QuantPoint, Tokenizer
 from toolkit_base.checks import check_int
 
 #: Weight of the embedding term ``1 - cos`` against the mean block-output MSE.
@@ -111,7 +111,7 @@ def _learned_act(x: torch.Tensor, point: QuantPoint, k: int) -> torch.Tensor:
 def _fake_act(x: torch.Tensor, point: QuantPoint, k: int) -> torch.Tensor:
     """``alpha * qbar`` of the point, with the masked STE (k >= 1) or the clipped STE."""
     if point.alpha is None:
-        raise ValueError("the QNN is not calibrated: convert it with golden_models.models.ptq")
+        raise ValueError("the QNN is not calibrated: convert it with networks.ptq")
     if getattr(point, "log_alpha", None) is not None:
         return _learned_act(x, point, k)
     space, alpha = point.space, point.alpha
@@ -191,7 +191,7 @@ def twin(qnn: BertEncoder, learn_scales: bool = False) -> BertEncoder:
     With ``learn_scales`` every quant point gets a trainable ``log_alpha`` (initialised from
     its calibrated ``alpha``)."""
     if any(p.alpha is None or (p.spike and p.mask is None) for p in qnn.points()):
-        raise ValueError("the QNN is not calibrated: convert it with golden_models.models.ptq")
+        raise ValueError("the QNN is not calibrated: convert it with networks.ptq")
     if any(p.smooth is not None for p in qnn.points()):
         raise ValueError("fine-tuning supports the conversion without smoothing (smooth=0)")
     student = copy.deepcopy(qnn)

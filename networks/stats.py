@@ -24,14 +24,14 @@ from dataclasses import dataclass, field
 import torch
 
 from golden_models.codespace import check_integer
-from golden_models.models.bert import (
+from networks.bert import (
     POSITION_FAMILY,
     POSITION_LABELS,
     POSITIONS,
     BertEncoder,
     Tokenizer,
 )
-from golden_models.models.ptq import set_masks_
+from networks.ptq import set_masks_
 
 SCHEMA = "matterhorn.minilm_stats/1"
 
@@ -88,7 +88,7 @@ def collect(
         raise ValueError("statistics need at least one evaluation sentence")
     points = qnn.spike_points()
     if any(p.mask is None or p.alpha is None for p in points):
-        raise ValueError("the QNN is not calibrated: convert it with golden_models.models.ptq")
+        raise ValueError("the QNN is not calibrated: convert it with networks.ptq")
     check_k_max(k_max, points[0].space.T)
     i_max = {id(p): p.mask.i_max for p in points}
     tallies = {k: Tally() for k in range(k_max + 1)}
@@ -133,7 +133,7 @@ def collect(
 
 
 def _mask(point, i_max: int, k: int):
-    from golden_models.mttfs import Mask
+    from golden_models.mask import Mask
 
     return Mask(point.space, i_max, k)
 

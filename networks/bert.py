@@ -26,7 +26,8 @@ import torch
 from torch import nn
 
 from golden_models.codespace import CodeSpace
-from golden_models.mttfs import Mask, decode_events, encode_events
+from golden_models.mask import Mask
+from golden_models.mttfs import decode_events, encode_events
 from golden_models.positions import LABEL_OF_KEY, POSITION_KEYS
 from golden_models.positions import POSITION_FAMILY as FAMILY_OF_LABEL
 from golden_models.quantizer import quantize

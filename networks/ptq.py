@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import torch
 
 from golden_models.codespace import CodeSpace
-from golden_models.models.bert import CONSUMER, BertEncoder, QuantPoint, Tokenizer
-from golden_models.mttfs import Mask
+from golden_models.mask import Mask
 from golden_models.quantizer import quantize
+from networks.bert import CONSUMER, BertEncoder, QuantPoint, Tokenizer
 
 #: Clipping ratios of the activation scale search.
 ACT_RATIOS = torch.linspace(0.05, 1.0, 64, dtype=torch.float64)

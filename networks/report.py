@@ -14,16 +14,16 @@ from pathlib import Path
 import torch
 
 from golden_models.codespace import CodeSpace, check_integer
-from golden_models.models.bert import POSITION_FAMILY, POSITION_LABELS, POSITIONS, load_minilm
-from golden_models.models.corpus import load_corpus
-from golden_models.models.ptq import PTQConfig, convert
-from golden_models.models.rtl_slice import capture_slice, slice_document
-from golden_models.models.stats import check_k_max, collect, dumps, summarise
+from networks.bert import POSITION_FAMILY, POSITION_LABELS, POSITIONS, load_minilm
+from networks.corpus import load_corpus
+from networks.ptq import PTQConfig, convert
+from networks.rtl_slice import capture_slice, slice_document
+from networks.stats import check_k_max, collect, dumps, summarise
 from toolkit_base.files import replace_owned, staging_dir
 from toolkit_base.tables import markdown_table
 
 MODELS = ("minilm",)
-#: The exported RTL slice (:mod:`golden_models.models.rtl_slice`) in the report folder.
+#: The exported RTL slice (:mod:`networks.rtl_slice`) in the report folder.
 SLICE_FILE = "slice_block0_qproj.json"
 #: The QNN histograms in the shared statistics schema (:mod:`golden_models.statistics`).
 GOLDEN_FILE = "golden_stats.json"
@@ -74,7 +74,7 @@ def minilm_stats(
     Parameters
     ----------
     corpus : str
-        Corpus name (:data:`golden_models.models.corpus.CORPORA`) or a ``.txt`` path.
+        Corpus name (:data:`networks.corpus.CORPORA`) or a ``.txt`` path.
     sentences, calibration : int, optional
         Use the first ``sentences`` evaluation and ``calibration`` calibration sentences
         (default: the whole split).
@@ -90,7 +90,7 @@ def minilm_stats(
         ``plot(doc, folder)`` draws the figures into the report folder (see
         :func:`write_report`; ``energy_model.plots.plot_minilm`` writes the PNGs).
     checkpoint : path, optional
-        A checkpoint folder of ``matterhorn finetune`` (:mod:`golden_models.models.checkpoint`):
+        A checkpoint folder of ``matterhorn finetune`` (:mod:`networks.checkpoint`):
         measure that QNN instead of converting one (``calibration`` is then unused). Its radius
         must not exceed ``k_max``.
 
@@ -123,7 +123,7 @@ def _minilm_stats(corpus, sentences, calibration, k_max, out, plot, checkpoint) 
     if checkpoint is None:
         qnn = convert(float_model, tok, cal, cfg)
     else:
-        from golden_models.models import checkpoint as ckpt
+        from networks import checkpoint as ckpt
 
         qnn, ck = ckpt.load(checkpoint, float_model, model="minilm")
         run = ck["runs"][0]

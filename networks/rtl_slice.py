@@ -25,8 +25,9 @@ from golden_models.integer_layer import (
     accumulator_bound,
     threshold_table,
 )
-from golden_models.models.bert import BertEncoder, Tokenizer
-from golden_models.mttfs import Mask, folded_init
+from golden_models.mask import Mask
+from golden_models.mttfs import folded_init
+from networks.bert import BertEncoder, Tokenizer
 from toolkit_base.files import write_atomic
 
 SCHEMA = "matterhorn.layer_slice/1"
@@ -88,7 +89,7 @@ def capture_slice(
     layer = qnn.layers[block]
     p_in, p_out, lin = layer.points["q_proj_in"], layer.points["query"], layer.query
     if p_in.alpha is None or p_in.mask is None or p_out.mask is None or lin.w_int is None:
-        raise ValueError("the QNN is not calibrated: convert it with golden_models.models.ptq")
+        raise ValueError("the QNN is not calibrated: convert it with networks.ptq")
     _check_int(k, "k", 0, p_in.space.T - 1)
     in_mask = Mask(p_in.space, p_in.mask.i_max, k)
     out_mask = Mask(p_out.space, p_out.mask.i_max, k)

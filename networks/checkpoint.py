@@ -5,7 +5,7 @@ A checkpoint folder holds
 - ``checkpoint.safetensors``: per linear layer ``<name>.w_int`` (int8), ``<name>.w_scale`` and
   ``<name>.bias`` (float64); per LayerNorm ``<name>.weight`` and ``<name>.bias`` (float64); per
   quant point ``<name>.alpha`` (float64) and, at the spike-encoded points, ``<name>.i_max``
-  (int64). Names are the module names of :class:`golden_models.models.bert.BertEncoder`.
+  (int64). Names are the module names of :class:`networks.bert.BertEncoder`.
 - ``finetune.json``: the ``matterhorn.finetune/1`` document of the run that made it (one run),
   which names the model and the radius ``k`` it was trained at.
 
@@ -24,8 +24,8 @@ import torch
 from torch import nn
 
 from golden_models.codespace import CodeSpace
-from golden_models.models.bert import BertEncoder, QLinear, QuantPoint
-from golden_models.mttfs import Mask
+from golden_models.mask import Mask
+from networks.bert import BertEncoder, QLinear, QuantPoint
 from toolkit_base.files import replace_dir, staging_dir
 from toolkit_base.schemas import validate
 

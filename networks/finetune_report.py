@@ -1,15 +1,15 @@
 """``matterhorn finetune``: from corpus to fine-tuned checkpoint and ``finetune.json``.
 
-One call fine-tunes the W4A4 MiniLM QNN at one radius ``k`` (:mod:`golden_models.models.finetune`)
+One call fine-tunes the W4A4 MiniLM QNN at one radius ``k`` (:mod:`networks.finetune`)
 and measures it before and after on the evaluation split (:func:`evaluate`): cosine of the
 sentence embeddings to the float model (mean and minimum), top-1 retrieval agreement and the
 spike rates per position. The result goes to ``<out>/k<k>/`` (a checkpoint folder,
-:mod:`golden_models.models.checkpoint`); then ``<out>/finetune.json`` is rebuilt from every
+:mod:`networks.checkpoint`); then ``<out>/finetune.json`` is rebuilt from every
 complete checkpoint folder in ``<out>``, so runs at several radii (one call each, or one call
 with several) collect into one report and one plot.
 
 Data: the conversion's calibration and the training use only calibration-split sentences (hash
-rule of :mod:`golden_models.models.corpus`): those of the main corpus and of the extra training
+rule of :mod:`networks.corpus`): those of the main corpus and of the extra training
 corpora (default ``python-docstrings``). The evaluation split of the main corpus is never seen.
 """
 
@@ -23,12 +23,12 @@ from pathlib import Path
 
 import torch
 
-from golden_models.models import checkpoint
-from golden_models.models.bert import POSITIONS, BertEncoder, Tokenizer, load_minilm
-from golden_models.models.corpus import load_corpus
-from golden_models.models.finetune import FinetuneConfig, train
-from golden_models.models.ptq import PTQConfig, convert, set_masks_
-from golden_models.models.stats import Tally
+from networks import checkpoint
+from networks.bert import POSITIONS, BertEncoder, Tokenizer, load_minilm
+from networks.corpus import load_corpus
+from networks.finetune import FinetuneConfig, train
+from networks.ptq import PTQConfig, convert, set_masks_
+from networks.stats import Tally
 from toolkit_base.checks import check_int
 from toolkit_base.files import write_atomic
 from toolkit_base.schemas import validate
@@ -125,7 +125,7 @@ def evaluate(
 
 
 def _restore(points, i_max: dict, k: int) -> None:
-    from golden_models.mttfs import Mask
+    from golden_models.mask import Mask
 
     for p in points:
         p.mask = Mask(p.space, i_max[id(p)], k)
