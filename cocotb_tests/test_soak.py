@@ -21,6 +21,7 @@ def soak_build():
     return b
 
 
+@pytest.mark.slow
 def test_soak_100k_flits(soak_build, tmp_path):
     r = run_soak(soak_build, CLEAN, tmp_path / "run")
     assert verdict(CLEAN, r, expected_traffic(CLEAN)) == []

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from toolkit_base.files import write_atomic
+from toolkit_base.files import locked, write_atomic
 from toolkit_base.toolchain import ToolNotFoundError, require, setup_verilator_env, version
 
 #: Simulators every configuration runs on.
@@ -132,7 +132,17 @@ class Build:
     digest: str = ""
 
 
-def build(
+def build(sim: str, sources: Sequence[Path | str], toplevel: str, build_dir: Path | str,
+          **options) -> Build:
+    """:func:`_build` with ``build_dir`` locked: processes that share a build cache
+    (pytest-xdist workers, runs sharing ``--out``) build each module once; the second waits and
+    finds the first one's stamp. The lock file sits beside ``build_dir``."""
+    build_dir = Path(build_dir).resolve()
+    with locked(build_dir.parent / f".{build_dir.name}.lock"):
+        return _build(sim, sources, toplevel, build_dir, **options)
+
+
+def _build(
     sim: str,
     sources: Sequence[Path | str],
     toplevel: str,

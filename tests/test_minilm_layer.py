@@ -76,6 +76,7 @@ def test_whole_layer_on_mesh_icarus(q_proj):
     _check(run, q_proj.layer, windows)
 
 
+@pytest.mark.slow
 def test_whole_layer_on_2x2_verilator(q_proj):
     """The whole layer on Verilator in four 96-neuron tiles: the 3x3 system's Verilator build
     takes about 3.3 CPU minutes, the 2x2's about 1.3."""

@@ -18,6 +18,7 @@ from pathlib import Path
 __all__ = [
     "OWNER_FILE",
     "copy_atomic",
+    "locked",
     "owned_files",
     "replace_dir",
     "replace_owned",
@@ -85,6 +86,25 @@ def staging_dir(parent: str | os.PathLike, *, prefix: str = ".tmp-") -> Iterator
         yield tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def locked(path: str | os.PathLike) -> Iterator[None]:
+    """Hold an exclusive advisory lock on the file ``path`` (created if missing) for the block.
+
+    Processes that build the same cached artefact (two pytest-xdist workers, two ``matterhorn``
+    runs sharing a folder) take turns instead of writing it at once; the second one then finds
+    the first one's result. The lock ends with the block, or with the process.
+    """
+    import fcntl
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def replace_dir(tmp: str | os.PathLike, out: str | os.PathLike) -> None:
