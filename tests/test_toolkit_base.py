@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 
 import pytest
 
 from golden_models.counters import COUNTER_DEFINITIONS, COUNTER_NAMES, Counters
 from rtl_gen.params import RTLConfig
 from toolkit_base.checks import MAX_RTL_T, check_int, check_integer, check_rtl_T
-from toolkit_base.files import copy_atomic, replace_dir, staging_dir, write_atomic
+from toolkit_base.files import copy_atomic, locked, replace_dir, staging_dir, write_atomic
 from toolkit_base.tables import markdown_table
 
 
@@ -55,6 +58,22 @@ def test_staging_dir_replaces_a_folder_and_cleans_up_on_failure(tmp_path):
         (tmp / "half").write_text("z")
         raise RuntimeError("stop")
     assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_locked_makes_a_second_process_wait(tmp_path):
+    """Two processes on one lock take turns: the child cannot take it while the parent holds it."""
+    lock = tmp_path / "sub" / "build.lock"
+    child = [sys.executable, "-c",
+             ("import sys, time; from toolkit_base.files import locked\n"
+             "with locked(sys.argv[1]): print(time.monotonic())"), str(lock)]
+    with locked(lock):
+        proc = subprocess.Popen(child, stdout=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        released = time.monotonic()
+    took = float(proc.communicate(timeout=60)[0])
+    assert took >= released
+    with locked(lock):  # free again, and reentrant across blocks of one process
+        pass
 
 
 def test_markdown_table():
