@@ -97,7 +97,7 @@ class BlockSpec:
         return out
 
     def report_entry(self, synth, power: dict, clock_ns: float) -> dict:
-        generic, mapped = report._synth_entry(synth)
+        generic, mapped = report.synth_entry(synth)
         entry = {
             "name": self.name,
             "top": self.top,
