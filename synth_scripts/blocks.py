@@ -113,7 +113,7 @@ class BlockSpec:
         }
         for label, p in power.items():
             entry["runs"][label] = {
-                "power": report._power_entry(p),
+                "power": report.power_entry(p),
                 "energy_pJ": report.energy(p["power_W"], clock_ns),
             }
         if "loaded" in entry["runs"]:

@@ -76,7 +76,8 @@ def energy(power_W: dict, clock_ns: float, ops_per_clock: float = 1.0) -> dict:
     }
 
 
-def _power_entry(p: dict) -> dict:
+def power_entry(p: dict) -> dict:
+    """The ``power`` section of a report entry from one OpenSTA ``report_power`` result."""
     w = p["power_W"]
     return {
         "total_W": w["total"]["total"],
@@ -183,7 +184,7 @@ def build(*, T, k, clock_ns, lib, ops, block_specs, synth, acts, power, streams)
                     p: _bits(b)["mean_toggle_rate"] for p, b in a["registers"].items()
                 },
             }
-            entry["power"] = _power_entry(power[op.top])
+            entry["power"] = power_entry(power[op.top])
             entry["energy_pJ"] = energy(power[op.top]["power_W"], clock_ns)
             core = power[op.core_top]["power_W"]["total"]["total"] * clock_ns * 1e-9 * 1e12
             seq = power[op.top]["power_W"]["sequential"]["total"] * clock_ns * 1e-9 * 1e12
