@@ -35,8 +35,12 @@ from energy_model.model import (
     RowResult,
     RowSpec,
     compute,
+    energy_of,
+    event_op,
+    layer_ops,
     mac_key,
     position_ops,
+    price,
     rows_of,
 )
 from energy_model.output import write_report
@@ -58,13 +62,16 @@ from energy_model.unit_costs import (
     UnitCosts,
     load_synth_report,
     load_unit_costs,
+    paper_table,
     paper_unit_costs,
     resolve_unit_costs,
 )
+from energy_model.window import HOP_KEY, window_ops
 from golden_models.positions import POSITIONS
 
 __all__ = [
     "BIT_CONVENTIONS",
+    "HOP_KEY",
     "POSITIONS",
     "PRESETS",
     "REQUIRED",
@@ -88,7 +95,10 @@ __all__ = [
     "bit_events_per_value",
     "block_totals",
     "compute",
+    "energy_of",
+    "event_op",
     "events_per_value",
+    "layer_ops",
     "linear_coefficients",
     "mac_key",
     "load_stats",
@@ -97,13 +107,16 @@ __all__ = [
     "mttfs_rate",
     "paper_baselines",
     "paper_reference",
+    "paper_table",
     "paper_unit_costs",
     "position_counts",
     "position_ops",
     "preset",
+    "price",
     "resolve_unit_costs",
     "rows_of",
     "sensitivity",
     "ttfs_rate",
+    "window_ops",
     "write_report",
 ]

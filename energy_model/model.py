@@ -34,7 +34,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
 from energy_model.dims import ModelDims, PositionCounts, block_totals, position_counts, preset
@@ -210,12 +210,51 @@ def mac_key(weight_bits: int) -> str:
     return {1: "E_MAC4", 4: "E_MAC4x4"}.get(weight_bits, f"E_MAC{weight_bits}x4")
 
 
-def _event_op(encoding: str, weight_bits: int, options: Options) -> str:
+def event_op(encoding: str, weight_bits: int, options: Options) -> str:
     """The operator one delivered event pays on a linear layer (the paper: W1 rows only)."""
     w = weight_bits if options.event_accumulate == "weight-width" else 1
     if encoding == "ttfs":
         return mac_key(w)
     return f"E_ACC{w}"  # rate-coded and bit-serial: an add of the weight, no multiply
+
+
+def layer_ops(
+    encoding: str,
+    *,
+    deliveries: float,
+    read_bits: float,
+    op: str,
+    outputs: float = 0,
+    compares: float = 0,
+    threshold_reads: float = 0,
+    threshold_bits: int = 4,
+    encodes: float | None = None,
+) -> dict[str, dict[str, float]]:
+    """W-read and Compute op counts of one layer's deliveries: the formulas' common core.
+
+    Dense QNN: W-read ``deliveries * read_bits`` bits, Compute ``deliveries`` x ``op`` (the
+    MAC) and ``2 * outputs`` x ``E_clamp4``. TTFS family: W-read ``deliveries * read_bits +
+    threshold_reads * threshold_bits`` bits, Compute ``deliveries`` x ``op`` (the event's
+    operator), ``encodes`` x ``E_enc`` (left out when ``None``: no encoder in what is priced)
+    and ``compares`` x ``E_CMP``. :func:`position_ops` fills the counts from a position's
+    dimensions and rates (``T*N`` compares and threshold reads); :func:`window_ops` from the
+    counters of one tile window.
+    """
+    if encoding == "dense":
+        return {
+            "wread": {"E_weight": deliveries * read_bits},
+            "compute": {op: deliveries, "E_clamp4": 2 * outputs},
+        }
+    if encoding != "ttfs":
+        raise ValueError(f"layer_ops covers 'dense' and 'ttfs', not {encoding!r}")
+    compute = {op: deliveries}
+    if encodes is not None:
+        compute["E_enc"] = encodes
+    compute["E_CMP"] = compares
+    return {
+        "wread": {"E_weight": deliveries * read_bits + threshold_reads * threshold_bits},
+        "compute": compute,
+    }
 
 
 def position_ops(
@@ -239,8 +278,10 @@ def position_ops(
         # Appendix C: E_MAC4 "QNN and TTFS linear paths" (1-bit W x 4-bit A), E_MAC4x4 "QNN
         # attention path"; a b-bit weight pays the b-bit x 4-bit MAC (mac_key).
         move = {"E_move_dense": D * a * (2 if att and options.qnn_kv_operand_move else 1)}
-        wread = {"E_weight": (D * a if att else D * w) + KV * a}
-        compute = {"E_MAC4x4" if att else mac_key(w): D, "E_clamp4": 2 * N}
+        core = layer_ops("dense", deliveries=D, outputs=N, read_bits=a if att else w,
+                         op="E_MAC4x4" if att else mac_key(w))
+        wread = {"E_weight": core["wread"]["E_weight"] + KV * a}
+        compute = core["compute"]
     elif spec.encoding == "bit-serial":
         ev = spec.bit_events.at(c.position) * D
         read_bits = options.bitserial_attention_read_bits if att else w
@@ -248,7 +289,7 @@ def position_ops(
         move = {"E_move_event": ev}
         wread = {"E_weight": ev * read_bits + kv_write}
         compute = {
-            "E_ACC1" if att else _event_op("bit-serial", w, options): ev,
+            "E_ACC1" if att else event_op("bit-serial", w, options): ev,
             "E_clamp4": 2 * N,
         }
     elif spec.encoding == "ttfs":
@@ -257,27 +298,35 @@ def position_ops(
         kv = max((T - 1).bit_length(), 1)
         s = T * spec.rate.at(c.position)
         move = {"E_move_event": s * D}
-        wread = {"E_weight": s * D * (kv if att else w) + T * N * options.threshold_bits + KV * kv}
         # the paper charges the TTFS attention path E_MAC4 too ("attention path also at E_MAC4")
-        mac = "E_MAC4" if att else _event_op("ttfs", w, options)
-        compute = {mac: s * D, "E_enc": s * D, "E_CMP": T * N}
+        core = layer_ops("ttfs", deliveries=s * D, read_bits=kv if att else w,
+                         op="E_MAC4" if att else event_op("ttfs", w, options),
+                         compares=T * N, threshold_reads=T * N,
+                         threshold_bits=options.threshold_bits, encodes=s * D)
+        wread = {"E_weight": core["wread"]["E_weight"] + KV * kv}
+        compute = core["compute"]
     else:  # rate-coded
         T = spec.T
         b = _bits_of_T(T, spec.name)
         s = T * spec.rate.at(c.position)
         move = {"E_move_event": s * D}
         wread = {"E_weight": s * D * (b if att else w) + KV * b}
-        compute = {f"E_ACC{b}" if att else _event_op("rate", w, options): s * D, "E_CMP": T * N}
+        compute = {f"E_ACC{b}" if att else event_op("rate", w, options): s * D, "E_CMP": T * N}
         if options.rate_reset_per_spike:
             compute["E_SUB"] = s * N
     return {"move": move, "wread": wread, "compute": compute}
 
 
+def price(
+    ops: dict[str, dict[str, float]], cost: Callable[[str], float]
+) -> dict[str, float]:
+    """Each component of ``ops`` priced: ``sum(n * cost(key))`` in the unit of ``cost``."""
+    return {comp: sum(n * cost(key) for key, n in counts.items()) for comp, counts in ops.items()}
+
+
 def energy_of(ops: dict[str, dict[str, float]], costs: UnitCosts) -> dict[str, float]:
     """Move, W-read and Compute in joules of the op counts ``ops`` (see :func:`position_ops`)."""
-    return {
-        comp: sum(n * costs.joules(key) for key, n in ops[comp].items()) for comp in COMPONENTS
-    }
+    return price({comp: ops[comp] for comp in COMPONENTS}, costs.joules)
 
 
 def position_energy(
@@ -538,7 +587,7 @@ def _check_mac_cost(
     """A clear error when a weight width has no MAC in the table (the paper gives b = 1 and 4)."""
     needed = {mac_key(weight_bits)} if any(s.encoding == "dense" for s in specs) else set()
     if any(s.encoding == "ttfs" for s in specs):
-        needed.add(_event_op("ttfs", weight_bits, options))
+        needed.add(event_op("ttfs", weight_bits, options))
     for key in sorted(needed - {"E_MAC4", "E_MAC4x4"}):
         if key not in costs:
             raise ValueError(

@@ -220,10 +220,21 @@ def _read_json(path: str | Path, what: str = "unit-cost file") -> object:
     return read_json(path, what)
 
 
+def paper_table() -> dict:
+    """The paper's unit-cost file as written (``energy_model/data/paper_unit_costs.json``).
+
+    The one home of the paper's unit costs (Appendix 'Energy Model and Unit Costs'): ``source``,
+    ``unit_costs_pJ`` (per key ``value``, ``unit``, ``note``, ``provenance``) and the formula
+    ``parameters``. :func:`paper_unit_costs` is its checked form; the synthesis report carries
+    and compares the values from here (:mod:`synth_scripts.report`).
+    """
+    text = resources.files("energy_model").joinpath("data/paper_unit_costs.json").read_text()
+    return json.loads(text)
+
+
 def paper_unit_costs() -> UnitCosts:
     """The paper's unit-cost table (Appendix 'Energy Model and Unit Costs'), bundled as data."""
-    text = resources.files("energy_model").joinpath("data/paper_unit_costs.json").read_text()
-    costs = parse_unit_costs(json.loads(text), origin="paper")
+    costs = parse_unit_costs(paper_table(), origin="paper")
     return UnitCosts(costs, name="paper")
 
 

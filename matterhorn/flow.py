@@ -219,7 +219,8 @@ def stage_synth(cfg: FlowConfig, out: Path) -> dict:
 
 
 def stage_compare(cfg: FlowConfig, out: Path, say: Callable[[str], None]) -> dict:
-    from matterhorn.compare import compare, verdict
+    from matterhorn.compare import compare
+    from matterhorn.compare_report import verdict
 
     if cfg.k > 2:
         return {"skipped": f"k={cfg.k}: the comparison covers k = 0, 1, 2"}

@@ -17,7 +17,6 @@ designs differ only in what the paper compares (docs/rtl_dense.md):
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
@@ -27,6 +26,7 @@ from amaranth.lib.wiring import In, Out
 from golden_models.counters import DENSE_COUNTER_NAMES
 from golden_models.dense import dense_init
 from golden_models.integer_layer import IntegerLayer
+from rtl_gen.driver import TileDriver, Window
 from rtl_gen.layouts import (
     PACK_BITS,
     dense_codes_layout,
@@ -38,15 +38,7 @@ from rtl_gen.layouts import (
     unpack,
 )
 from rtl_gen.params import ConfigComponent, RTLConfig, bits_for, counter_ports
-from rtl_gen.simulation import (
-    check_probability,
-    drain,
-    marked_output,
-    read_counters,
-    run_simulator,
-    stream_put,
-    wait_idle,
-)
+from rtl_gen.simulation import check_probability
 from rtl_gen.tile import (
     accumulate,
     issue_threshold_read,
@@ -270,38 +262,19 @@ def simulate_dense(
     """
     check_probability("o_ready", o_ready)
     check_probability("i_valid", i_valid)
-    dut = DenseTile(config)
-    rng = random.Random(seed)
-    seen: list[tuple[int, int, int, int]] = []
-    results: list[DenseWindow] = []
     mask = (1 << config.time_width) - 1
-
-    async def drive(ctx):
-        async def send(stream, payload, gaps=False):
-            while gaps and i_valid < 1.0 and rng.random() >= i_valid:
-                await ctx.tick()
-            await stream_put(ctx, stream, payload)
-
-        loaded = None
-        for layer, codes in windows:
-            if layer is not loaded:
-                for target, addr, word in dense_load_beats(config, layer):
-                    await send(dut.load, {"target": target, "addr": addr, "data": word})
-                loaded = layer
-            start = len(seen)
-            for q in codes:
-                await send(dut.i, {"code": int(q) & mask, "last": 0}, gaps=True)
-            await send(dut.i, {"code": 0, "last": 1}, gaps=True)
-            await wait_idle(ctx, dut.busy)
-            window = marked_output(seen[start:], f"window {len(results)}")
-            out = []
-            for a, word, _, _ in window[:-1]:
-                out.extend(unpack_codes(config, a, word, layer.n_out))
-            results.append(DenseWindow(
-                codes=[q for _, q in sorted(out)],
-                counters=read_counters(ctx, dut, dense_counters(config)),
-            ))
-
-    run_simulator(dut, drive, background=[drain(dut.o, "codes", seen, o_ready=o_ready, rng=rng)],
-                  vcd=vcd)
+    runs, loaded = [], None
+    for layer, codes in windows:
+        beats = [{"code": int(q) & mask, "last": 0} for q in codes]
+        runs.append(Window(dense_load_beats(config, layer) if layer is not loaded else None,
+                           [*beats, {"code": 0, "last": 1}]))
+        loaded = layer
+    driver = TileDriver(DenseTile(config), runs, dense_counters(config), o_ready=o_ready,
+                        i_valid=i_valid, seed=seed)
+    results = []
+    for (layer, _), r in zip(windows, driver.run(vcd=vcd), strict=True):
+        out = []
+        for b in r.output[:-1]:
+            out.extend(unpack_codes(config, b["addr"], b["codes"], layer.n_out))
+        results.append(DenseWindow(codes=[q for _, q in sorted(out)], counters=r.counters))
     return results

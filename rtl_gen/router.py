@@ -26,6 +26,7 @@ FIFO holds a flit) low means the mesh is empty.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 from amaranth.hdl import Const, Module, Signal
 from amaranth.lib import stream, wiring
@@ -41,6 +42,7 @@ __all__ = [
     "FlitTrip",
     "Mesh",
     "Router",
+    "mean_hops",
     "router_from_config",
     "simulate_zero_load",
     "xy_route",
@@ -64,6 +66,32 @@ def xy_route(x: int, y: int, dst_x: int, dst_y: int) -> str:
     if dst_y < y:
         return "north"
     return "local"
+
+
+def mean_hops(rows: int, cols: int) -> float:
+    """Mean hops of an XY-routed flit between two distinct nodes of a ``rows x cols`` mesh.
+
+    Every ordered pair of distinct nodes counts once (uniform traffic). A flit's hops are the
+    links :func:`xy_route` takes it over, the Manhattan distance of its two nodes, so the sum
+    over all pairs is ``rows^2 S(cols) + cols^2 S(rows)`` with ``S(n) = (n^3 - n) / 3`` the sum
+    of ``|a - b|`` over ``a, b`` in ``0..n-1``. ``mean_hops(4, 4) = 8/3``.
+
+    Raises
+    ------
+    ValueError
+        The mesh has fewer than two nodes (no pair), or a size is not in 1..16
+        (:func:`rtl_gen.layouts.check_mesh`).
+    """
+    rows, cols = check_mesh(rows, cols)
+    nodes = rows * cols
+    if nodes < 2:
+        raise ValueError(f"a {rows}x{cols} mesh has no two distinct nodes to route between")
+
+    def spread(n: int) -> int:
+        return (n ** 3 - n) // 3
+
+    return float(Fraction(rows ** 2 * spread(cols) + cols ** 2 * spread(rows),
+                          nodes * (nodes - 1)))
 
 
 class FlitFIFO(wiring.Component):

@@ -2,12 +2,14 @@
 
 A beat is put on a stream with :func:`stream_put` and taken with :func:`stream_get` (the shape
 of Glasgow's helpers), in every driver here and in ``tests/``.
-:func:`rtl_gen.encoder.simulate_encoder`, :func:`rtl_gen.tile.simulate_tile`,
+:func:`rtl_gen.encoder.simulate_encoder`, the tile driver (:class:`rtl_gen.driver.TileDriver`,
+behind :func:`rtl_gen.tile.simulate_tile` and :func:`rtl_gen.dense.simulate_dense`),
 :func:`rtl_gen.system.simulate_system` and :func:`rtl_gen.router.simulate_zero_load` check their
 probabilities, drain an output stream with random backpressure, wait for ``busy`` to fall,
 check that a run's output ends with exactly one marker beat, read the ``cnt_*`` ports and run
 the simulator (optionally into a waveform file) the same way; each of those steps lives here
-once.
+once. :func:`elaborated` elaborates a component once so that signals of its submodules can be
+probed in the simulation.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 __all__ = [
     "check_probability",
     "drain",
+    "elaborated",
     "marked_output",
     "read_counters",
     "run_simulator",
@@ -139,3 +142,24 @@ def run_simulator(top, *testbenches, background=(), vcd: str | None = None) -> N
     else:
         with sim.write_vcd(vcd):
             sim.run()
+
+
+def elaborated(component, platform=None):
+    """``component`` elaborated once, and the ``Module`` its ``elaborate`` returned.
+
+    Returns ``(fragment, module)``: simulate ``fragment`` (it is that one elaboration, and the
+    component counts as used, so Amaranth warns of nothing), and probe the signals of
+    ``module``'s submodules, e.g. ``module.submodules["weights"].bus.rdata``, in it.
+
+    Raises
+    ------
+    TypeError
+        ``component.elaborate`` does not return a ``Module``.
+    """
+    from amaranth.hdl import Fragment, Module
+
+    fragment = Fragment.get(component, platform)
+    modules = [o for o in fragment.origins or () if isinstance(o, Module)]
+    if not modules:
+        raise TypeError(f"{component!r} does not elaborate to a Module")
+    return fragment, modules[0]

@@ -18,7 +18,6 @@ out in time order with ascending addresses within a step, the order of
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
@@ -26,6 +25,7 @@ from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
 from golden_models import IntegerLayer
+from rtl_gen.driver import TileDriver, Window
 from rtl_gen.layouts import (
     TARGETS,
     in_event_layout,
@@ -39,15 +39,7 @@ from rtl_gen.layouts import (
 )
 from rtl_gen.mask import transmitted
 from rtl_gen.params import ConfigComponent, RTLConfig, check_config, counter_ports
-from rtl_gen.simulation import (
-    check_probability,
-    drain,
-    marked_output,
-    read_counters,
-    run_simulator,
-    stream_put,
-    wait_idle,
-)
+from rtl_gen.simulation import check_probability
 from rtl_gen.sram import SRAM
 
 __all__ = [
@@ -476,44 +468,15 @@ def simulate_tile(
     """
     check_probability("o_ready", o_ready)
     check_probability("i_valid", i_valid)
-    dut = NeuronTile(config)
-    rng = random.Random(seed)
-    seen: list[tuple[int, int, int, int]] = []
-    results: list[WindowResult] = []
-
-    async def drive(ctx):
-        cycle = 0
-
-        async def send(stream, payload, gaps=False):
-            nonlocal cycle
-            while gaps and i_valid < 1.0 and rng.random() >= i_valid:
-                await ctx.tick()
-                cycle += 1
-            cycle += await stream_put(ctx, stream, payload)
-            return cycle
-
-        loaded = None
-        for layer, index, time in windows:
-            if layer is not loaded:
-                for target, addr, word in load_beats(config, layer):
-                    await send(dut.load, {"target": target, "addr": addr, "data": word})
-                loaded = layer
-            start = len(seen)
-            first = None
-            for a, t in zip(index, time, strict=True):
-                edge = await send(dut.i, {"addr": int(a), "tau": int(t), "last": 0}, gaps=True)
-                first = edge if first is None else first
-            last_in = await send(dut.i, {"addr": 0, "tau": 0, "last": 1}, gaps=True)
-            cycle += await wait_idle(ctx, dut.busy)
-            window = marked_output(seen[start:], f"window {len(results)}")
-            counters = read_counters(ctx, dut, config.tile_counters)
-            results.append(WindowResult(
-                events=[(a, t) for a, t, _, _ in window[:-1]],
-                counters=counters,
-                cycles={"first_in": first if first is not None else last_in,
-                        "last_in": last_in, "last_out": window[-1][3]},
-            ))
-
-    run_simulator(dut, drive, background=[drain(dut.o, "t", seen, o_ready=o_ready, rng=rng)],
-                  vcd=vcd)
-    return results
+    runs, loaded = [], None
+    for layer, index, time in windows:
+        beats = [{"addr": int(a), "tau": int(t), "last": 0}
+                 for a, t in zip(index, time, strict=True)]
+        runs.append(Window(load_beats(config, layer) if layer is not loaded else None,
+                           [*beats, {"addr": 0, "tau": 0, "last": 1}]))
+        loaded = layer
+    driver = TileDriver(NeuronTile(config), runs, config.tile_counters, o_ready=o_ready,
+                        i_valid=i_valid, seed=seed)
+    return [WindowResult(events=[(b["addr"], b["t"]) for b in r.output[:-1]],
+                         counters=r.counters, cycles=r.cycles)
+            for r in driver.run(vcd=vcd)]

@@ -97,7 +97,7 @@ class BlockSpec:
         return out
 
     def report_entry(self, synth, power: dict, clock_ns: float) -> dict:
-        generic, mapped = report._synth_entry(synth)
+        generic, mapped = report.synth_entry(synth)
         entry = {
             "name": self.name,
             "top": self.top,
@@ -113,7 +113,7 @@ class BlockSpec:
         }
         for label, p in power.items():
             entry["runs"][label] = {
-                "power": report._power_entry(p),
+                "power": report.power_entry(p),
                 "energy_pJ": report.energy(p["power_W"], clock_ns),
             }
         if "loaded" in entry["runs"]:

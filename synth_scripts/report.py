@@ -6,7 +6,8 @@ import json
 import math
 from pathlib import Path
 
-from synth_scripts import activity, liberty, paper, scaling
+from energy_model.unit_costs import paper_table
+from synth_scripts import activity, liberty, scaling
 from toolkit_base import toolchain
 from toolkit_base.schemas import validate
 from toolkit_base.tables import markdown_table
@@ -26,6 +27,17 @@ OPERATOR_KEYS = (
 )
 #: Our per-hop event cost from the router block (a key the paper does not have).
 ROUTER_KEY = "E_move_event_router"
+#: The paper's costs this flow cannot synthesize, and why; the report carries them from the
+#: paper's table (:func:`energy_model.unit_costs.paper_table`, their one home).
+NOT_SYNTHESIZED = {
+    "E_weight": "an SRAM macro characterized by a memory compiler; open sky130 has no "
+    "characterized macro in this flow (the SRAM interface logic is synthesized as a block, "
+    "macros excluded)",
+    "E_move_dense": "the paper's measurement of a circuit-switched 22 nm NoC (wires and links, "
+    "which a gate-level netlist without placement does not model)",
+    "E_move_event": "Loihi's published per-hop routing energy (14 nm), the paper's anchor; our "
+    "own router figure is E_move_event_router",
+}
 
 
 def sig(x: float | None, digits: int = 6) -> float | None:
@@ -64,7 +76,8 @@ def energy(power_W: dict, clock_ns: float, ops_per_clock: float = 1.0) -> dict:
     }
 
 
-def _power_entry(p: dict) -> dict:
+def power_entry(p: dict) -> dict:
+    """The ``power`` section of a report entry from one OpenSTA ``report_power`` result."""
     w = p["power_W"]
     return {
         "total_W": w["total"]["total"],
@@ -77,7 +90,8 @@ def _power_entry(p: dict) -> dict:
     }
 
 
-def _synth_entry(r) -> tuple[dict, dict | None]:
+def synth_entry(r) -> tuple[dict, dict | None]:
+    """The ``generic`` and ``mapped`` sections of a synthesized module's report entry."""
     generic = {
         "cells": r.generic["cells"],
         "cells_by_type": r.generic["cells_by_type"],
@@ -146,7 +160,7 @@ def build(*, T, k, clock_ns, lib, ops, block_specs, synth, acts, power, streams)
         }
     raw: dict[str, dict] = {}
     for op in ops:
-        generic, mapped = _synth_entry(synth[op.top])
+        generic, mapped = synth_entry(synth[op.top])
         entry = {
             "name": op.name,
             "key": op.key,
@@ -170,7 +184,7 @@ def build(*, T, k, clock_ns, lib, ops, block_specs, synth, acts, power, streams)
                     p: _bits(b)["mean_toggle_rate"] for p, b in a["registers"].items()
                 },
             }
-            entry["power"] = _power_entry(power[op.top])
+            entry["power"] = power_entry(power[op.top])
             entry["energy_pJ"] = energy(power[op.top]["power_W"], clock_ns)
             core = power[op.core_top]["power_W"]["total"]["total"] * clock_ns * 1e-9 * 1e12
             seq = power[op.top]["power_W"]["sequential"]["total"] * clock_ns * 1e-9 * 1e12
@@ -223,23 +237,23 @@ def unit_costs(
     """Unit-cost section in the shape of paper_tables.json ``unit_costs_pJ``."""
     node = f"{native} scaled to 22 nm / 0.8 V by Stillmaker & Baas (divide by {divide_by:g})"
     where = node if scaled else f"{native}, raw"
+    paper = paper_table()["unit_costs_pJ"]
     out = {}
     for key in OPERATOR_KEYS:
         if key not in raw:
             continue
-        value, unit, note = paper.UNIT_COSTS[key]
         out[key] = {
             "value": sig(raw[key]["per_op"] / divide_by),
             "unit": "pJ/op" if key != "E_enc" else "pJ/event",
-            "note": note + (" (energy of one code conversion)" if key == "E_enc" else ""),
+            "note": paper[key]["note"]
+            + (" (energy of one code conversion)" if key == "E_enc" else ""),
             "provenance": f"synthesized here: Yosys + OpenSTA, golden-model activity; {where}",
         }
-    for key, why in paper.NOT_SYNTHESIZED.items():
-        value, unit, note = paper.UNIT_COSTS[key]
+    for key, why in NOT_SYNTHESIZED.items():
         out[key] = {
-            "value": value,
-            "unit": unit,
-            "note": note,
+            "value": paper[key]["value"],
+            "unit": paper[key]["unit"],
+            "note": paper[key]["note"],
             "provenance": f"carried from the paper (22 nm), not synthesizable here: {why}",
         }
     if router_pJ is not None:
@@ -257,12 +271,13 @@ def comparison(
     raw: dict, router_pJ: float | None, divide_by: float, router_idle_pJ: float | None = None
 ) -> dict:
     """Our figures beside the paper's, ratios, operator ranking and the event-hop ratio."""
+    paper = {key: c["value"] for key, c in paper_table()["unit_costs_pJ"].items()}
     rows = []
     for key in OPERATOR_KEYS:
         if key not in raw:
             continue
         ours = raw[key]["per_op"]
-        ref = paper.UNIT_COSTS[key][0]
+        ref = paper[key]
         rows.append(
             {
                 "key": key,
@@ -290,11 +305,11 @@ def comparison(
         out["event_hop"] = {
             "native_pJ": sig(router_pJ),
             "scaled_22nm_pJ": sig(scaled),
-            "paper_event_pJ": paper.UNIT_COSTS["E_move_event"][0],
-            "paper_dense_bit_pJ": paper.UNIT_COSTS["E_move_dense"][0],
-            "ratio_to_paper_dense_bit": sig(scaled / paper.UNIT_COSTS["E_move_dense"][0], 4),
+            "paper_event_pJ": paper["E_move_event"],
+            "paper_dense_bit_pJ": paper["E_move_dense"],
+            "ratio_to_paper_dense_bit": sig(scaled / paper["E_move_dense"], 4),
             "paper_ratio_event_to_dense_bit": 12.0,
-            "ratio_to_paper_event": sig(scaled / paper.UNIT_COSTS["E_move_event"][0], 4),
+            "ratio_to_paper_event": sig(scaled / paper["E_move_event"], 4),
             "ratio_to_our_MAC4": sig(router_pJ / mac, 4) if mac else None,
             "above_idle_native_pJ": (
                 sig(router_pJ - router_idle_pJ) if router_idle_pJ is not None else None

@@ -18,7 +18,7 @@ ALLOWED = {
     "networks": {"toolkit_base", "golden_models"},
     "energy_model": {"toolkit_base", "golden_models"},
     "rtl_gen": {"toolkit_base", "golden_models"},
-    "synth_scripts": {"toolkit_base", "golden_models", "rtl_gen"},
+    "synth_scripts": {"toolkit_base", "golden_models", "energy_model", "rtl_gen"},
     "regression": {"toolkit_base", "golden_models", "networks", "rtl_gen"},
     "formal": {"toolkit_base", "golden_models", "rtl_gen"},
     "cocotb_tests": {"toolkit_base", "golden_models", "networks", "rtl_gen", "regression"},

@@ -7,8 +7,10 @@ import json
 import pytest
 import torch
 
+from golden_models import workloads as W
 from matterhorn import compare as C
 from matterhorn.cli import main
+from synth_scripts import gate_compare
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +38,7 @@ def test_report_shape(small):
     assert doc["pdk"] == "NangateOpenCellLibrary"
     wl = doc["workloads"][0]
     assert wl["name"] == "random" and wl["windows"] == 2
-    assert [d["design"] for d in wl["designs"]] == list(C.DESIGNS)
+    assert [d["design"] for d in wl["designs"]] == list(W.DESIGNS)
     for d in wl["designs"]:
         g = d["energy_pJ"]["gates"]
         assert set(g) == {"sram", "compute", "movement", "idle", "total", "total_gated"}
@@ -70,7 +72,7 @@ def test_spiking_rows_move_fewer_flits_than_ttfs(small):
 def test_a_wrong_rtl_result_is_an_error(monkeypatch):
     import golden_models.dense as gd
 
-    wl = C.random_workload(16, windows=1)
+    wl = W.random_workload(16, windows=1)
     real = gd.run_dense
 
     def off_by_one(layer, q):
@@ -80,14 +82,14 @@ def test_a_wrong_rtl_result_is_an_error(monkeypatch):
         return gd.DenseResult(r.v, codes, r.counters)
 
     monkeypatch.setattr(gd, "run_dense", off_by_one)
-    layer = C.design_layer(wl.layer, "dense")
+    layer = W.design_layer(wl.layer, "dense")
     with pytest.raises(AssertionError, match="dense: window 0: RTL codes differ"):
-        C.run_tile(layer, "dense", wl.codes)
+        gate_compare.run_tile(layer, "dense", wl.codes)
 
 
 def test_design_layers_share_weights_and_thresholds():
-    wl = C.random_workload(16, windows=1)
-    layers = {d: C.design_layer(wl.layer, d) for d in C.DESIGNS}
+    wl = W.random_workload(16, windows=1)
+    layers = {d: W.design_layer(wl.layer, d) for d in W.DESIGNS}
     for layer in layers.values():
         assert torch.equal(layer.weights, wl.layer.weights)
         assert torch.equal(layer.theta, wl.layer.theta)
@@ -114,10 +116,10 @@ def test_bad_input_is_one_line_and_writes_nothing(args, message, tmp_path, capsy
 def test_slice_round_trip_and_a_foreign_slice(tmp_path):
     from networks.rtl_slice import LayerSlice, export_slice
 
-    wl = C.random_workload(16, windows=3)
+    wl = W.random_workload(16, windows=3)
     q_out = torch.zeros((3, wl.layer.n_out), dtype=torch.int64)
     path = export_slice(LayerSlice(wl.layer, wl.codes, q_out, {}), tmp_path / "s.json")
-    back = C.read_slice(path)
+    back = W.read_slice(path)
     assert torch.equal(back.codes, wl.codes)
     for name in ("weights", "init", "theta"):
         assert torch.equal(getattr(back.layer, name), getattr(wl.layer, name)), name
@@ -126,7 +128,90 @@ def test_slice_round_trip_and_a_foreign_slice(tmp_path):
     doc["in_mask"]["family"] = "signed"
     path.write_text(json.dumps(doc))
     with pytest.raises(ValueError, match=r"s.json: field 'in_mask.family': 'signed' is not"):
-        C.read_slice(path)
+        W.read_slice(path)
     path.write_text('{"schema": "other"}')
     with pytest.raises(ValueError, match="s.json: field 'n_in' is missing"):
-        C.read_slice(path)
+        W.read_slice(path)
+
+
+def test_hops_are_the_mean_xy_distance_of_the_mesh():
+    from rtl_gen.router import mean_hops, xy_route
+
+    assert C.HOPS == mean_hops(*gate_compare.MESH) == 8 / 3
+    step = {"east": (1, 0), "west": (-1, 0), "south": (0, 1), "north": (0, -1)}
+    for rows, cols in [(1, 2), (2, 3), (3, 3), (4, 4), (2, 5)]:
+        nodes = [(x, y) for y in range(rows) for x in range(cols)]
+        total = pairs = 0
+        for src in nodes:
+            for dst in nodes:
+                if src == dst:
+                    continue
+                (x, y), hops = src, 0
+                while (port := xy_route(x, y, *dst)) != "local":
+                    x, y = x + step[port][0], y + step[port][1]
+                    hops += 1
+                total, pairs = total + hops, pairs + 1
+        assert mean_hops(rows, cols) == pytest.approx(total / pairs, rel=1e-15), (rows, cols)
+    with pytest.raises(ValueError, match="a 1x1 mesh has no two distinct nodes"):
+        mean_hops(1, 1)
+
+
+COUNTERS = {"dense": {"mac_ops": 384 * 16, "codes_out": 16},
+            "ttfs": {"accumulate_ops": 147 * 16, "compare_ops": 16 * 16,
+                     "threshold_reads": 16 * 16}}
+
+
+@pytest.mark.parametrize("weight_bits", [1, 2, 3, 4, 8])
+@pytest.mark.parametrize("design", ["dense", "mttfs-k1"])
+def test_compare_model_is_the_energy_model(design, weight_bits):
+    """compare's model column is energy_model's formulas on the window's counts: a linear
+    position of ``D`` deliveries, ``s*D`` events and ``T*N`` compares and threshold reads
+    priced by energy_model.position_ops gives the same figures (no encoder in a tile: E_enc
+    0), with the same MAC for every weight width."""
+    import energy_model as em
+    from energy_model.dims import PositionCounts
+
+    values = {"E_MAC4": 0.11, "E_MAC4x4": 0.37, "E_MAC2x4": 0.19, "E_MAC3x4": 0.23,
+              "E_MAC8x4": 0.71, "E_CMP": 0.05, "E_clamp4": 0.07, "E_enc": 0.0,
+              "E_move_event_router": 1.3}
+    costs = {k: {"value": v} for k, v in values.items()}
+    sram_bit, flits = 0.156, 9.25
+    T, N, D = 16, 16, 384 * 16
+    if design == "dense":
+        counters = COUNTERS["dense"]
+        spec = em.RowSpec("dense", "dense")
+    else:
+        counters = COUNTERS["ttfs"]
+        s = counters["accumulate_ops"] / D
+        spec = em.RowSpec("m-ttfs", "ttfs", T, em.Rate(s / T, "test"))
+    got = C.model_energy(design, counters, weight_bits, costs, flits, sram_bit)
+    position = PositionCounts(em.POSITIONS[0], False, D, N, 0)
+    ops = em.position_ops(spec, position, em.Options(activation_bits=4),
+                          weight_bits=weight_bits)
+    # the movement differs by design: the paper's per delivery, compare's per flit over HOPS
+    want = em.price({c: ops[c] for c in ("wread", "compute")},
+                    lambda key: sram_bit if key == "E_weight" else values[key])
+    assert got["compute"] == pytest.approx(want["compute"], rel=1e-12)
+    assert got["sram"] == pytest.approx(want["wread"], rel=1e-12)
+    assert got["movement"] == flits * C.HOPS * values["E_move_event_router"]
+    assert got["total"] == got["sram"] + got["compute"] + got["movement"]
+    mac = {1: "E_MAC4", 4: "E_MAC4x4"}.get(weight_bits, f"E_MAC{weight_bits}x4")
+    deliveries = counters["mac_ops" if design == "dense" else "accumulate_ops"]
+    rest = (2 * counters["codes_out"] * values["E_clamp4"] if design == "dense"
+            else counters["compare_ops"] * values["E_CMP"])
+    assert got["compute"] == pytest.approx(deliveries * values[mac] + rest, rel=1e-12)
+
+
+def test_a_weight_width_without_a_synthesized_mac_is_refused(tmp_path, capsys):
+    from golden_models import random_qnn
+    from networks.rtl_slice import LayerSlice, export_slice
+
+    chain = random_qnn((8, 4), T=16, weight_bits=2, rounding="round", seed=0)
+    layer, codes = chain.integer_layers()[0], chain.random_input(2, seed=1)
+    path = export_slice(LayerSlice(layer, codes, torch.zeros((2, 4), dtype=torch.int64), {}),
+                        tmp_path / "w2.json")
+    out = tmp_path / "cmp"
+    assert main(["compare", "--slice", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "workload 'minilm' has 2-bit weights: its model needs the unit cost E_MAC2x4" in err
+    assert len(err.splitlines()) == 1 and not out.exists()

@@ -168,6 +168,57 @@ def test_paper_unit_costs_carry_provenance():
     assert all(c.provenance.startswith("paper: ") for c in PAPER.values())
 
 
+def paper_values_outside_their_home(root) -> list[str]:
+    """Files of the library packages that hold one of the paper's distinctive unit costs (a
+    number literal in Python, a number in JSON data) besides ``paper_unit_costs.json``."""
+    import ast
+    from pathlib import Path
+
+    table = em.paper_table()["unit_costs_pJ"]
+    # 0.25 and 3.0 are too common to tell a copy of the table from any other number
+    values = {c["value"] for c in table.values() if len(repr(c["value"]).strip("0.")) >= 3}
+    home = Path("energy_model/data/paper_unit_costs.json")
+    found = []
+    for package in ("toolkit_base", "golden_models", "networks", "energy_model", "rtl_gen",
+                    "synth_scripts", "regression", "formal", "cocotb_tests", "matterhorn"):
+        for path in sorted((root / package).rglob("*")):
+            rel = path.relative_to(root)
+            if path.suffix == ".py":
+                nodes = ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                numbers = {n.value for n in nodes if isinstance(n, ast.Constant)
+                           and isinstance(n.value, float)}
+            elif path.suffix == ".json" and rel != home:
+                floats: list[str] = []
+                json.loads(path.read_text(encoding="utf-8"), parse_float=floats.append)
+                numbers = {float(x) for x in floats}
+            else:
+                continue
+            if numbers & values:
+                found.append(str(rel))
+    return found
+
+
+def test_paper_unit_costs_have_one_home(tmp_path):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    assert paper_values_outside_their_home(root) == []
+    # the synthesis report carries the paper's figures from that home
+    from synth_scripts import report
+
+    table = em.paper_table()["unit_costs_pJ"]
+    carried = report.unit_costs({}, None, 1.0, scaled=False, native="x")
+    assert {k: v["value"] for k, v in carried.items()} == {
+        k: table[k]["value"] for k in report.NOT_SYNTHESIZED}
+    assert {k: c.quantity.pJ for k, c in PAPER.items()} == {
+        k: c["value"] for k, c in table.items()}
+    # a second copy of the table is caught
+    copy = tmp_path / "synth_scripts"
+    copy.mkdir()
+    (copy / "paper.py").write_text('UNIT_COSTS = {"E_MAC4": (0.06634, "pJ/op", "INT4 MAC")}\n')
+    assert paper_values_outside_their_home(tmp_path) == ["synth_scripts/paper.py"]
+
+
 def test_unit_cost_file_round_trip_and_prefixes(tmp_path):
     data = paper_file_data()
     data["unit_costs_pJ"]["E_MAC4"] = {"value": 66.34, "unit": "fJ/op", "provenance": "mine"}

@@ -7,10 +7,12 @@ import json
 
 import pytest
 
+from energy_model.unit_costs import paper_table
 from matterhorn.cli import main
-from synth_scripts import paper, report, run
+from synth_scripts import report, run
 
-PAPER_KEYS = set(paper.UNIT_COSTS)
+PAPER = paper_table()["unit_costs_pJ"]
+PAPER_KEYS = set(PAPER)
 #: What differs between the libraries: nominal supply, the scaling factor's range, the largest
 #: leakage share at 10 ns, the tolerance of the cross-check where it should agree, and the
 #: largest cross-check ratio around an accumulator.
@@ -60,9 +62,9 @@ def test_unit_costs_have_the_paper_shape_and_keys(full):
     for key, entry in costs.items():
         assert set(entry) == {"value", "unit", "note", "provenance"}, key
         assert entry["value"] > 0, key
-        assert entry["unit"] == (paper.UNIT_COSTS[key][1] if key in PAPER_KEYS else "pJ/event/hop")
-    for key in paper.NOT_SYNTHESIZED:
-        assert costs[key]["value"] == paper.UNIT_COSTS[key][0]
+        assert entry["unit"] == (PAPER[key]["unit"] if key in PAPER_KEYS else "pJ/event/hop")
+    for key in report.NOT_SYNTHESIZED:
+        assert costs[key]["value"] == PAPER[key]["value"]
         assert costs[key]["provenance"].startswith("carried from the paper")
     raw = doc["unit_costs_pJ_native"]
     factor = doc["scaling"]["divide_by"]

@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from matterhorn.compare import compare, markdown
+    from matterhorn.compare import compare
+    from matterhorn.compare_report import markdown
 
     doc = compare(args.T, args.k, args.out, liberties=args.liberty, slice_path=args.slice,
                   windows=args.windows, seed=args.seed, sim=args.sim)

@@ -1,0 +1,356 @@
+"""One design of ``matterhorn compare`` measured in gates (docs/compare.md, "Method").
+
+A design is a golden layer run by one of the two tiles on a workload's input windows
+(:data:`golden_models.workloads.DESIGNS`): ``dense`` by :class:`rtl_gen.dense.DenseTile`, the
+others by :class:`rtl_gen.tile.NeuronTile`. :func:`measure_design` measures one:
+
+1. :func:`run_tile`: the tile in the Amaranth simulator, driven by the one tile driver
+   (:class:`rtl_gen.driver.TileDriver`), its output and counters checked against the golden
+   model window by window; the stimulus is recorded (:func:`synth_scripts.gatelevel.record`)
+   and the driver's trace hook collects the input flits.
+2. :func:`tile_energy`: the tile's liberty-mapped netlist (SRAM macros cut out) replayed on that
+   trace; the toggles priced by the liberty (:mod:`synth_scripts.gate_energy`), the load phase
+   subtracted, free-running and clock-gated.
+3. :func:`router_energy`: the generated router's netlist moving the design's own input flits
+   one hop each, and idling.
+4. SRAM: the bits read from the arrays times a cited per-bit read energy (:data:`SRAM_BIT`,
+   scaled to the library by :func:`sram_bit_pJ`): not our gates, the macros are not synthesized.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "MESH",
+    "SRAM_BIT",
+    "DesignGates",
+    "TileRun",
+    "design_config",
+    "measure_design",
+    "router_energy",
+    "run_tile",
+    "sram_bit_pJ",
+    "tile_energy",
+]
+
+#: Mesh (rows, columns) the compared tiles and the router are generated for; the movement
+#: figure's mean hop count is :func:`rtl_gen.router.mean_hops` of it.
+MESH = (4, 4)
+#: Per-bit SRAM read energy, the cited source, and the node and supply it holds for.
+SRAM_BIT = {
+    "pJ_per_bit": 10.0 / 64,
+    "node": "HP45",
+    "vdd_V": 0.9,
+    "source": "M. Horowitz, 'Computing's energy problem (and what we can do about it)', ISSCC "
+    "2014, 45 nm at 0.9 V: an 8 KB SRAM reads a 64-bit word for 10 pJ (0.156 pJ/bit); scaled "
+    "to the liberty's node and supply with Stillmaker & Baas",
+}
+
+
+def sram_bit_pJ(lib) -> float:
+    """:data:`SRAM_BIT` scaled to the library's node and nominal supply (Stillmaker & Baas)."""
+    from synth_scripts import scaling
+
+    tech = scaling.technology_of(lib.name)
+    return SRAM_BIT["pJ_per_bit"] * (
+        scaling.energy_factor(tech.node, lib.nom_voltage)
+        / scaling.energy_factor(SRAM_BIT["node"], SRAM_BIT["vdd_V"]))
+
+
+def design_config(layer, *, macro: bool, mesh: tuple[int, int] = MESH):
+    """The tile configuration that runs ``layer`` (its masks, widths and sizes) on ``mesh``."""
+    from rtl_gen.params import RTLConfig
+
+    return RTLConfig(
+        T=layer.in_mask.T, k=layer.out_mask.k, family=layer.in_mask.space.family,
+        i_max_in=layer.in_mask.i_max, i_max_out=layer.out_mask.i_max,
+        weight_bits=layer.weight_bits, n_in=layer.n_in, tile_neurons=layer.n_out,
+        lanes=min(layer.n_out, 8), mesh_rows=mesh[0], mesh_cols=mesh[1], sram_macro=macro)
+
+
+# -- one design's tile: RTL trace (checked against the golden model), gates -------------------
+
+
+@dataclass
+class TileRun:
+    """A design's RTL run: the recorded stimulus and what the windows did."""
+
+    trace: object  # synth_scripts.gatelevel.Trace
+    load_cycles: int
+    windows: int
+    counters: list[dict]  # per window, as the tile counted (equal to the golden counters)
+    flits: list[list[tuple[int, int]]]  # per window: the (addr, payload) of the input flits
+    sram_bits: int  # SRAM array bits read over all windows
+
+
+def _flits(cfg, dense: bool, beats: list[dict]) -> list[tuple[int, int]]:
+    """The input flits of one window from its input beats (the marker left out): one per event,
+    or ``P`` codes packed per flit for the dense design."""
+    if not dense:
+        return [(b["addr"], b["tau"]) for b in beats]
+    from rtl_gen.dense import dense_pack
+
+    P, tw = dense_pack(cfg), cfg.time_width
+    codes = [b["code"] for b in beats]
+    return [(i, sum(c << (p * tw) for p, c in enumerate(codes[i:i + P])))
+            for i in range(0, len(codes), P)]
+
+
+def run_tile(layer, design: str, codes: torch.Tensor, *, mesh: tuple[int, int] = MESH) -> TileRun:
+    """Simulate ``design``'s tile at RTL on ``codes``, check it against the golden model.
+
+    Raises
+    ------
+    AssertionError
+        A window's output or counters differ from the golden model's.
+    """
+    from golden_models import encode_events
+    from golden_models.dense import run_dense
+    from rtl_gen.dense import DenseTile, dense_counters, dense_load_beats, unpack_codes
+    from rtl_gen.driver import TileDriver, Window
+    from rtl_gen.simulation import elaborated
+    from rtl_gen.tile import NeuronTile, load_beats
+    from synth_scripts import gatelevel
+
+    cfg = design_config(layer, macro=False, mesh=mesh)
+    dense = design == "dense"
+    mask = (1 << cfg.time_width) - 1
+    windows = []
+    for n, row in enumerate(codes):
+        if dense:
+            beats = [*({"code": int(q) & mask, "last": 0} for q in row.tolist()),
+                     {"code": 0, "last": 1}]
+        else:
+            index, t = encode_events(row, layer.in_mask)
+            beats = [*({"addr": a, "tau": b, "last": 0}
+                       for a, b in zip(index.tolist(), t.tolist(), strict=True)),
+                     {"addr": 0, "tau": 0, "last": 1}]
+        load = (dense_load_beats if dense else load_beats)(cfg, layer) if n == 0 else None
+        windows.append(Window(load, beats))
+    inputs: list[list[dict]] = [[] for _ in windows]
+    load_cycles = 0
+
+    def on_beat(beat):
+        nonlocal load_cycles
+        if beat.port == "load":
+            load_cycles = beat.cycle
+        elif beat.port == "i" and not beat.payload["last"]:
+            inputs[beat.window].append(beat.payload)
+
+    dut = DenseTile(cfg) if dense else NeuronTile(cfg)
+    names = dense_counters(cfg) if dense else cfg.tile_counters
+    driver = TileDriver(dut, windows, names, on_beat=on_beat)
+    # simulated as one elaboration whose SRAMs are probed: their read data drive the netlist's
+    # cut macro outputs
+    top, module = elaborated(dut)
+    extra = {f"{name}.bus__rdata": module.submodules[name].bus.rdata
+             for name in ("weights", "thresholds", "init")}
+    trace = gatelevel.record(dut, driver.testbench, extra_inputs=extra, top=top)
+    counters = []
+    for n, (row, run) in enumerate(zip(codes, driver.results, strict=True)):
+        if dense:
+            ref = run_dense(layer, row)
+            pairs = []
+            for b in run.output[:-1]:
+                pairs += unpack_codes(cfg, b["addr"], b["codes"], layer.n_out)
+            if [q for _, q in sorted(pairs)] != ref.codes.tolist():
+                raise AssertionError(f"{design}: window {n}: RTL codes differ from the golden "
+                                     "dense model")
+        else:
+            ref = layer.run_codes(row)
+            events = [(b["addr"], b["t"]) for b in run.output[:-1]]
+            if events != list(zip(ref.out_index.tolist(), ref.out_time.tolist(), strict=True)):
+                raise AssertionError(f"{design}: window {n}: RTL events differ from the golden "
+                                     "layer")
+        want = ref.counters.as_dict()
+        if run.counters != want:
+            raise AssertionError(f"{design}: window {n}: tile counters {run.counters} differ "
+                                 f"from the golden {want}")
+        counters.append(want)
+    G = cfg.groups
+    bits = 0
+    for c in counters:
+        reads = c["weight_row_reads"]
+        bits += reads * cfg.weight_row_width + (cfg.T - 1) * G * cfg.theta_row_width \
+            + G * cfg.init_row_width
+    return TileRun(trace, load_cycles, len(windows), counters,
+                   [_flits(cfg, dense, beats) for beats in inputs], bits)
+
+
+def _slice(trace, start: int, stop: int):
+    from synth_scripts.gatelevel import Trace
+
+    return Trace(trace.ports, {k: v[start:stop] for k, v in trace.values.items()})
+
+
+def tile_energy(layer, design: str, run: TileRun, lib_path: Path, work: Path, sim: str,
+                clock_ns: float, netlists: dict, *, mesh: tuple[int, int] = MESH) -> dict:
+    """Gate-level energy of the windows (the load phase subtracted), free-running and gated.
+
+    ``netlists`` caches the mapped tile netlists by kind (``dense``, ``mttfs``) across designs.
+    """
+    from amaranth.back import verilog
+
+    from rtl_gen.dense import DenseTile
+    from rtl_gen.sram import MACRO_NAME
+    from rtl_gen.tile import NeuronTile
+    from synth_scripts import gate_energy, gatelevel
+
+    kind = "dense" if design == "dense" else "mttfs"
+    if kind not in netlists:
+        cfg = design_config(layer, macro=True, mesh=mesh)
+        comp = DenseTile(cfg) if kind == "dense" else NeuronTile(cfg)
+        text = verilog.convert(comp, name=f"{kind}_tile", emit_src=False)
+        netlists[kind] = gatelevel.map_netlist(text, f"{kind}_tile", lib_path, work / kind,
+                                               cut_macros={MACRO_NAME: "RDATA"})
+    net = netlists[kind]
+    tr = run.trace
+
+    def enable(t):
+        return [bool(b or v or lv) for b, v, lv in zip(
+            t.values["busy"], t.values["i__valid"], t.values["load__valid"], strict=True)]
+
+    def measure(t, name):
+        tog = gatelevel.replay(net, t, work / design / name, sim=sim)
+        return gate_energy.energy(net, tog, clock_ns=clock_ns, enable=enable(t)), tog
+
+    def idle_clock(e):
+        # the clock energy of the cycles the block does not work
+        per_cycle = (e.detail["clock_pins"] + e.detail["clock_net"]) / e.cycles
+        return per_cycle * (e.cycles - e.enabled_cycles)
+
+    full, tog = measure(tr, "all")
+    load, _ = measure(_slice(tr, 0, run.load_cycles), "load")
+    n = run.windows
+    free = full.free["total"] - load.free["total"]
+    gated = full.gated["total"] - load.gated["total"]
+    idle = idle_clock(full) - idle_clock(load)
+    cycles = tr.cycles - run.load_cycles
+    busy = sum(enable(_slice(tr, run.load_cycles, tr.cycles)))
+    return {
+        "free_pJ": free / n,
+        "gated_pJ": gated / n,
+        "idle_clock_pJ": idle / n,
+        "cycles": cycles / n,
+        "busy_cycles": busy / n,
+        "cells": len(net.cells),
+        "replay_cycles_per_s": round(tog.cycles_per_s, 1),
+    }
+
+
+# -- the router: one hop per flit --------------------------------------------------------------
+
+
+def router_energy(flits: list[tuple[int, int]], payload_width: int, addr_width: int,
+                  lib_path: Path, work: Path, sim: str, clock_ns: float, cache: dict, *,
+                  mesh: tuple[int, int] = MESH) -> dict:
+    """Energy of the generated router moving ``flits`` one hop each (one per clock, west to
+    east, from node (1, 1) towards the last column), and of its idle clock, from the gate
+    netlist. ``cache`` keeps the mapped netlists by flit width across designs."""
+    from amaranth.back import verilog
+
+    from rtl_gen.router import Router
+    from synth_scripts import gate_energy, gatelevel
+
+    rows, cols = mesh
+    key = (payload_width, addr_width)
+    if key not in cache:
+        text = verilog.convert(Router(rows, cols, addr_width=addr_width,
+                                      time_width=payload_width),
+                               name="mttfs_router", emit_src=False)
+        cache[key] = gatelevel.map_netlist(
+            text, "mttfs_router", lib_path, work / f"router_{payload_width}_{addr_width}")
+    net = cache[key]
+
+    def trace_of(items, idle):
+        dut = Router(rows, cols, addr_width=addr_width, time_width=payload_width)
+
+        async def tb(ctx):
+            ctx.set(dut.x, 1)
+            ctx.set(dut.y, 1)
+            ctx.set(dut.o_east.ready, 1)
+            for a, p in items:
+                ctx.set(dut.i_west.valid, 1)
+                ctx.set(dut.i_west.payload, {"dst_x": cols - 1, "dst_y": 1, "addr": a, "t": p,
+                                             "hops": 0})
+                await ctx.tick()
+            ctx.set(dut.i_west.valid, 0)
+            for _ in range(idle):
+                await ctx.tick()
+        return gatelevel.record(dut, tb)
+
+    tag = f"{payload_width}_{len(flits)}"
+    loaded = trace_of(flits, 4)
+    idle = trace_of([], 64)
+    e_loaded = gate_energy.energy(net, gatelevel.replay(net, loaded, work / f"r{tag}", sim=sim),
+                                  clock_ns=clock_ns)
+    e_idle = gate_energy.energy(net, gatelevel.replay(net, idle, work / f"ri{tag}", sim=sim),
+                                clock_ns=clock_ns)
+    idle_per_clock = e_idle.free["total"] / idle.cycles
+    per_hop = (e_loaded.free["total"] - 4 * idle_per_clock) / max(len(flits), 1)
+    return {"per_hop_pJ": per_hop, "idle_per_clock_pJ": idle_per_clock,
+            "cells": len(net.cells)}
+
+
+# -- one design, all components ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DesignGates:
+    """One design measured in gates, per window (means over the workload's windows).
+
+    ``energy_pJ``: ``sram``, ``compute``, ``movement``, ``idle``, ``total`` (free-running) and
+    ``total_gated`` (idle blocks clock-gated); ``counters``: the golden counters; ``flits``:
+    input flits; ``router``: the router's ``per_hop_pJ``, ``idle_per_clock_pJ`` and ``cells``.
+    """
+
+    counters: dict[str, float]
+    flits: float
+    cycles: float
+    busy_cycles: float
+    energy_pJ: dict[str, float]
+    tile_cells: int
+    router: dict
+
+
+def measure_design(layer, design: str, codes: torch.Tensor, *, lib_path: Path, work: Path,
+                   sim: str, clock_ns: float, hops: float, sram_bit: float, cache: dict,
+                   mesh: tuple[int, int] = MESH) -> DesignGates:
+    """Run ``design`` (its golden ``layer``) on ``codes`` at RTL and in gates.
+
+    ``hops`` is the mean hop count of a flit, ``sram_bit`` the per-bit SRAM read energy in
+    pJ (:func:`sram_bit_pJ`); ``cache`` keeps mapped netlists across the designs of a library.
+    """
+    from rtl_gen.dense import dense_pack
+
+    run = run_tile(layer, design, codes, mesh=mesh)
+    tile = tile_energy(layer, design, run, lib_path, work, sim, clock_ns,
+                       cache.setdefault("tiles", {}), mesh=mesh)
+    cfg = design_config(layer, macro=False, mesh=mesh)
+    width = dense_pack(cfg) * cfg.time_width if design == "dense" else cfg.time_width
+    all_flits = [f for w in run.flits for f in w]
+    router = router_energy(all_flits[:256], width, cfg.in_addr_width, lib_path, work, sim,
+                           clock_ns, cache.setdefault("routers", {}), mesh=mesh)
+    n = run.windows
+    flits = len(all_flits) / n
+    move_clocks = flits * hops
+    router_idle = max(tile["cycles"] - move_clocks, 0.0) * router["idle_per_clock_pJ"]
+    gates = {
+        "sram": run.sram_bits / n * sram_bit,
+        "compute": tile["free_pJ"] - tile["idle_clock_pJ"],
+        "movement": flits * hops * router["per_hop_pJ"],
+        "idle": tile["idle_clock_pJ"] + router_idle,
+    }
+    gates["total"] = sum(gates.values())
+    # gated: no idle clock, but the clock-gating cell's own energy
+    gates["total_gated"] = gates["sram"] + gates["movement"] + tile["gated_pJ"]
+    return DesignGates(
+        counters={k: sum(c[k] for c in run.counters) / n for k in run.counters[0]},
+        flits=flits, cycles=tile["cycles"], busy_cycles=tile["busy_cycles"], energy_pJ=gates,
+        tile_cells=tile["cells"], router=router)
