@@ -34,7 +34,7 @@ __all__ = [
     "BLOCKS",
     "NODE_PORT_KINDS",
     "Block",
-    "NodePorts",
+    "Node",
     "Ref",
     "block",
     "by_module",
@@ -89,14 +89,29 @@ class Ref:
 
 
 @dataclass(frozen=True)
-class NodePorts:
-    """The mesh node ports of a block: ``load`` (tile load beats, :func:`rtl_gen.layouts.
-    load_layout`), ``i`` and ``o`` of the kinds named here (:data:`NODE_PORT_KINDS`), ``busy``
-    and its counters. The system wraps a ``codes`` port in an adapter so every node speaks
-    events on the mesh (docs/rtl_system.md, "Node kinds")."""
+class Node:
+    """How the system places a block on a mesh node (docs/rtl_system.md, "Node kinds").
+
+    Parameters
+    ----------
+    i, o : {"events", "codes"}
+        What the block's ``i`` takes and its ``o`` gives (:data:`NODE_PORT_KINDS`). Besides
+        them the block has the tile's ``load`` port, ``busy`` and its counters; the system
+        wraps a ``codes`` side in an adapter so every node speaks events on the mesh.
+    image : Ref
+        ``image(config, layer) -> [(target, addr, data)]``: the ``load`` beats that program the
+        block with a golden :class:`golden_models.IntegerLayer` of ``N`` neurons (a codes-input
+        block's layer has ``config.n_in`` rows: its adapter sends every address).
+    run : Ref
+        ``run(layer, inputs) -> (outputs, counters)``: the golden model of one window; inputs
+        and outputs as the block sees them: events ``(index, time)`` tensors, or the code
+        vector; ``counters`` with ``as_dict()`` in the order of its ``cnt_*`` ports.
+    """
 
     i: str
     o: str
+    image: Ref
+    run: Ref
 
     def __post_init__(self) -> None:
         for name in ("i", "o"):
@@ -132,8 +147,8 @@ class Block:
         Verilator warnings waived for this module only, each ``{"warning", "reason"}``.
     unit_costs : tuple of str
         Unit-cost keys its synthesis produces in ``synth_report.json`` (``unit_costs_pJ``).
-    node : NodePorts, optional
-        The block can sit on a mesh node of the system (its ports).
+    node : Node, optional
+        The block can sit on a mesh node of the system: its ports, image and golden run.
     design : {"spiking", "dense"}, optional
         The block is a neuron tile of this design (:func:`tiles`).
     """
@@ -148,7 +163,7 @@ class Block:
     manifest: Callable | None = None
     lint_waivers: tuple[dict[str, str], ...] = ()
     unit_costs: tuple[str, ...] = ()
-    node: NodePorts | None = None
+    node: Node | None = None
     design: str | None = None
 
     def __post_init__(self) -> None:
@@ -206,7 +221,9 @@ BLOCKS: tuple[Block, ...] = (
     Block("tile", "mttfs_tile", Ref("rtl_gen.tile:NeuronTile"), "docs/rtl_tile.md",
           "M-TTFS neuron tile: integrate events, fire with the threshold walk, masked events out",
           counters=_tile_counters, counter_meanings=COUNTER_DEFINITIONS,
-          node=NodePorts(i="events", o="events"), design="spiking"),
+          node=Node(i="events", o="events", image=Ref("rtl_gen.tile:load_beats"),
+                    run=Ref("rtl_gen.mapper:run_tile_node")),
+          design="spiking"),
     Block("router", "mttfs_router", Ref("rtl_gen.router:router_from_config"),
           "docs/rtl_router.md", "XY mesh router, five ports, one flit per port and clock",
           unit_costs=("E_move_event_router",)),
@@ -217,7 +234,9 @@ BLOCKS: tuple[Block, ...] = (
           "dense INT4 baseline tile: every code read, every output code sent",
           counters=Ref("rtl_gen.dense:dense_counters"),
           counter_meanings=DENSE_COUNTER_DEFINITIONS, manifest=_dense_manifest,
-          node=NodePorts(i="codes", o="codes"), design="dense"),
+          node=Node(i="codes", o="codes", image=Ref("rtl_gen.dense:dense_load_beats"),
+                    run=Ref("rtl_gen.mapper:run_dense_node")),
+          design="dense"),
 )
 
 

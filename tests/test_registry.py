@@ -17,7 +17,7 @@ from regression.benches import BENCH_KINDS
 from regression.planner import regression_jobs
 from rtl_gen import generate, registry
 from rtl_gen.params import RTLConfig
-from rtl_gen.registry import BLOCKS, Block, NodePorts, Ref
+from rtl_gen.registry import BLOCKS, Block, Node, Ref
 from synth_scripts import report
 from synth_scripts.blocks import SYNTHESIS, Elsewhere, prepare
 
@@ -111,8 +111,11 @@ def test_node_blocks_and_tiles():
     assert [b.name for b in registry.node_blocks()] == ["tile", "dense_tile"]
     assert {b.name: b.design for b in registry.tiles()} == {"tile": "spiking",
                                                             "dense_tile": "dense"}
-    assert registry.block("tile").node == NodePorts("events", "events")
-    assert registry.block("dense_tile").node == NodePorts("codes", "codes")
+    tile, dense = registry.block("tile").node, registry.block("dense_tile").node
+    assert (tile.i, tile.o, dense.i, dense.o) == ("events", "events", "codes", "codes")
+    for b in registry.node_blocks():
+        b.node.image.resolve()
+        b.node.run.resolve()
 
 
 def test_lookups_and_refs_refuse_bad_input():
@@ -124,7 +127,7 @@ def test_lookups_and_refs_refuse_bad_input():
     with pytest.raises(ValueError, match=r"rtl_gen.<module>:<attribute>', not 'regression"):
         Ref("regression.benches:BENCH_KINDS")
     with pytest.raises(ValueError, match="i must be one of"):
-        NodePorts("spikes", "events")
+        Node("spikes", "events", Ref("rtl_gen.tile:load_beats"), Ref("rtl_gen.tile:load_beats"))
     with pytest.raises(TypeError, match="factory of block 'x' must be a Ref"):
         Block("x", "x", "rtl_gen.tile:NeuronTile", "docs/x.md", "x")
     with pytest.raises(ValueError, match="design must be one of"):
