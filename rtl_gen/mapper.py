@@ -9,7 +9,8 @@ nodes of ``N = tile_neurons`` neurons, places them on the ``mesh_rows x mesh_col
 (row-major, stage by stage in level order: node ``y * cols + x``), and produces
 
 - per node, the padded layer its block runs (``N`` neurons; padding neurons are silent by
-  construction, see :func:`_pad_layer`; ``config.n_in`` rows for a codes-input block, see
+  construction, see :func:`_pad_layer`; for a block with a codes port, masks in the config's
+  code space, :func:`_in_config_space`, and for a codes input ``config.n_in`` rows,
   :func:`_extend_rows`) and its image (the block's ``load`` beats, ``Node.image``);
 - per node, its destination range: the consecutive nodes (row-major) of the consuming stage,
   and the address offset added to the node-local neuron index (the edge's offset plus the
@@ -411,6 +412,20 @@ def _pad_layer(layer: IntegerLayer, lo: int, hi: int, N: int, bound: int) -> Int
     return IntegerLayer(w, layer.weight_bits, init, theta, layer.in_mask, layer.out_mask)
 
 
+def _in_config_space(layer: IntegerLayer, config: RTLConfig) -> IntegerLayer:
+    """``layer`` with both masks in the config's code space (same centres and radius).
+
+    Codes on a node port are the config's: the codes adapters and the dense tile read and
+    write ``config.c - t``. The folded init keeps ``B``, so the layer computes on events
+    exactly as before (``d = I_max - tau`` does not depend on the family); only the silent
+    code ``mu``, hence the dense init ``D = B - mu * sum W``, follows the code space.
+    """
+    space = config.space
+    return IntegerLayer(layer.weights, layer.weight_bits, layer.init, layer.theta,
+                        Mask(space, layer.in_mask.i_max, layer.in_mask.k),
+                        Mask(space, layer.out_mask.i_max, layer.out_mask.k))
+
+
 def _extend_rows(layer: IntegerLayer, n_in: int) -> IntegerLayer:
     """``layer`` with rows up to ``n_in``, for a codes-input block (its adapter sends all
     ``n_in`` codes, the silent code ``mu`` where no event came).
@@ -512,6 +527,8 @@ def _map(config: RTLConfig, graph: Graph, label: str, what: str, per: str) -> Sy
             lo, hi = part * N, min((part + 1) * N, st.layer.n_out)
             node = first[s] + part
             tile_layer = _pad_layer(st.layer, lo, hi, N, config.acc_bound)
+            if "codes" in (block.node.i, block.node.o):
+                tile_layer = _in_config_space(tile_layer, config)
             if block.node.i == "codes":
                 tile_layer = _extend_rows(tile_layer, config.n_in)
             tiles.append(TilePlacement(
