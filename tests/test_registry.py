@@ -20,6 +20,7 @@ from rtl_gen.params import RTLConfig
 from rtl_gen.registry import BLOCKS, Block, Node, Ref
 from synth_scripts import report
 from synth_scripts.blocks import SYNTHESIS, Elsewhere, prepare
+from synth_scripts.system_area import KINDS, group
 
 ROOT = Path(__file__).resolve().parent.parent
 CFG = RTLConfig(T=4, k=1, n_in=4, tile_neurons=2, mesh_rows=1, mesh_cols=2)
@@ -116,6 +117,15 @@ def test_node_blocks_and_tiles():
     for b in registry.node_blocks():
         b.node.image.resolve()
         b.node.run.resolve()
+
+
+def test_every_node_block_is_an_instance_kind_of_the_system_area():
+    import json
+
+    schema = json.loads((ROOT / "toolkit_base/schemas/system_area.json").read_text())
+    assert set(schema["$defs"]["kinds"]["propertyNames"]["enum"]) == set(KINDS)
+    for b in registry.node_blocks():
+        assert group(f"mttfs_system.{b.name}_x1_y0.sub") == (b.name, f"{b.name}_x1_y0")
 
 
 def test_lookups_and_refs_refuse_bad_input():
