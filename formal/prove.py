@@ -1,7 +1,9 @@
 """Run every property and its mutants; write ``prove_summary.json`` and ``summary.md``.
 
-Each property is checked on the shipped generator (it must PASS) and on each of its mutants
-(each must FAIL with a counterexample: "caught"). The work folders of SymbiYosys go to
+The properties run block by block in the order of :data:`rtl_gen.registry.BLOCKS`; the
+blocks without a harness (:data:`formal.properties.UNPROVEN`) are named in ``summary.md`` with
+the reason. Each property is checked on the shipped generator (it must PASS) and on each of
+its mutants (each must FAIL with a counterexample: "caught"). The work folders of SymbiYosys go to
 ``<out>/jobs/<property>/`` (replaced on each run); the summary is written last and atomically,
 and a run that is interrupted or fails writes ``"complete": false`` / ``"passed": false``
 first, so a summary never reads as a pass unless every check finished and passed.
@@ -15,8 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-from formal.properties import Property, select
+from formal.properties import UNPROVEN, Property, select
 from formal.sby import run_sby, tools
+from rtl_gen import registry
 from toolkit_base.files import write_atomic
 from toolkit_base.tables import markdown_table
 
@@ -59,7 +62,7 @@ def _property_entry(prop: Property, jobs: Path, log) -> dict:
         })
     return {
         "property": prop.name,
-        "block": prop.block,
+        "block": prop.target,
         "statement": prop.statement,
         "parameters": dict(prop.params),
         "mode": prop.mode,
@@ -99,6 +102,8 @@ def render_markdown(doc: dict) -> str:
                          f"{'caught' if m['caught'] else 'NOT caught'} ({m['result']}"
                          + (f", {m['failed_assertion']}" if m["failed_assertion"] else "")
                          + ")")
+    lines += ["", "Registered blocks without a proof harness:", ""]
+    lines += [f"- `{registry.block(name).module}`: {why}" for name, why in UNPROVEN.items()]
     return "\n".join(lines) + "\n"
 
 

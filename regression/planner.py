@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from golden_models.codespace import check_k, check_T
 from regression import sim
-from regression.benches import ALL_BENCHES, BENCHES
+from regression.benches import ALL_BENCHES, BENCH_KINDS, BENCHES, PlanPoint
 from regression.jobs import Job, job
 from toolkit_base.checks import check_rtl_T
 
@@ -60,12 +60,14 @@ def regression_jobs(
 ) -> list[Job]:
     """The jobs of a regression over ``Ts`` and ``ks`` on ``sims``.
 
-    Per ``T``: two parameter sets (both families); the encoder runs on each with its own
-    ``k`` (cycling through ``ks``) and a random ``I_max``; the tile runs every ``k`` of ``ks``
-    with random ``I_max`` (loaded at run time) on each; the SRAM runs on one; the system runs
-    a 3-layer random QNN on a 2x2 mesh (its ``k``, family and distribution vary with ``T``).
-    The fast benches (``tile-fast``, ``system-fast``) run the tile's and the system's jobs
-    through the fast harness. ``quick``: one parameter set per ``T`` and fewer vectors.
+    Per ``T``: two parameter sets (both families, :func:`block_params`; ``quick``: the first
+    only), each with its own ``k`` (cycling through ``ks``) and a random ``I_max``. At every
+    set and simulator, each bench kind of ``benches`` (in :data:`regression.benches.BENCH_KINDS`
+    order) says through its ``plan`` whether it runs there and with what: the encoder and the
+    tile on every set (the tile with every ``k`` of ``ks``, loaded at run time), the SRAM,
+    router and dense tile on the first, the system once per ``T`` on a 3-layer random QNN on a
+    2x2 mesh (its ``k``, family and distribution vary with ``T``); ``quick`` also shortens
+    the runs.
     """
     ks = tuple(check_k(k, min(check_regress_T(T) for T in Ts)) for k in ks)
     for name in sims:
@@ -73,37 +75,17 @@ def regression_jobs(
     for b in benches:
         if b not in ALL_BENCHES:
             raise ValueError(f"bench must be one of {ALL_BENCHES}, not {b!r}")
+    kinds = [(b, kind) for b, kind in BENCH_KINDS.items() if b in benches]
     jobs = []
-    short = {"vectors": 12} if quick else {}
-    tile_windows = 4 if quick else 8
     for ti, T in enumerate(Ts):
         for v in (0,) if quick else (0, 1):
             k = ks[(ti + v) % len(ks)]
-            params = block_params(T, v, k, seed)
-            s = seed * 1000 + T * 10 + v
+            point = PlanPoint(T=T, index=ti, variant=v, params=block_params(T, v, k, seed),
+                              seed=seed * 1000 + T * 10 + v, base_seed=seed, ks=ks, quick=quick)
             for name in sims:
-                if "encoder" in benches:
-                    jobs.append(job("encoder", name, params, s, **short))
-                if "sram" in benches and v == 0:
-                    jobs.append(job("sram", name, params, s))
-                if "router" in benches and v == 0:
-                    jobs.append(job("router", name, params, s))
-                if "tile" in benches:
-                    jobs.append(job("tile", name, params, s, ks=ks, windows=tile_windows))
-                if "tile-fast" in benches:
-                    jobs.append(job("tile-fast", name, params, s, ks=ks, windows=tile_windows))
-                if "dense_tile" in benches and v == 0:
-                    jobs.append(job("dense_tile", name, params, s))
-        sys_params = {
-            "T": T,
-            "k": ks[ti % len(ks)],
-            "family": ("sym", "asym")[ti % 2],
-            "distribution": ("uniform", "peaked")[ti % 2],
-            "shape": ti % 2,
-        }
-        short_sys = {"inferences": 4} if quick else {}
-        for name in sims:
-            for bench in ("system", "system-fast"):
-                if bench in benches:
-                    jobs.append(job(bench, name, sys_params, seed * 1000 + T, **short_sys))
+                for bench, kind in kinds:
+                    planned = kind.plan(point)
+                    if planned is not None:
+                        params, job_seed, stim = planned
+                        jobs.append(job(bench, name, params, job_seed, **stim))
     return jobs

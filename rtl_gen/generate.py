@@ -1,7 +1,8 @@
 """Elaborate the top-level blocks to Verilog and describe them in ``manifest.json``.
 
-One Verilog file per top-level module (``mttfs_encoder``, ``mttfs_sram``, ``mttfs_tile``,
-``mttfs_router``, ``mttfs_system``, the dense INT4 baseline ``dense_tile``), converted with
+One Verilog file per registered block (:data:`rtl_gen.registry.BLOCKS`: ``mttfs_encoder``,
+``mttfs_sram``, ``mttfs_tile``, ``mttfs_router``, ``mttfs_system``, the dense INT4 baseline
+``dense_tile``), converted with
 ``emit_src=False`` so the text carries no paths, and a manifest that lists every port, every
 stream payload field with its offset, the derived widths with the accumulator bound, the
 counters, the SRAM image layout, the load protocol and the sha256 of each file
@@ -15,7 +16,6 @@ output and files of other tools in the output directory are never touched.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import re
@@ -27,17 +27,12 @@ from amaranth.back import verilog
 from amaranth.hdl import Shape
 from amaranth.lib import data, stream, wiring
 
-from golden_models.counters import (
-    COUNTER_DEFINITIONS,
-    DENSE_COUNTER_DEFINITIONS,
-    ENCODER_COUNTER_DEFINITIONS,
-)
-from rtl_gen.dense import DenseTile, dense_counters, dense_pack
-from rtl_gen.encoder import Encoder
+from golden_models.counters import COUNTER_DEFINITIONS
+from rtl_gen import registry
 from rtl_gen.layouts import TARGETS
 from rtl_gen.params import RTLConfig, check_config
-from rtl_gen.sram import MACRO_MODEL, MACRO_NAME, SRAM
-from rtl_gen.tile import NeuronTile
+from rtl_gen.registry import BLOCKS
+from rtl_gen.sram import MACRO_MODEL, MACRO_NAME
 from toolkit_base.checks import check_out_dir
 from toolkit_base.files import staging_dir
 
@@ -50,6 +45,7 @@ __all__ = [
     "SCHEMA",
     "build_manifest",
     "collapse_zero_init",
+    "components",
     "elaborate",
     "generate",
     "lint",
@@ -59,15 +55,8 @@ __all__ = [
 
 SCHEMA = "matterhorn-rtl-manifest/1"
 MANIFEST = "manifest.json"
-#: Top-level modules in the order they are generated.
-MODULES = ("mttfs_encoder", "mttfs_sram", "mttfs_tile", "mttfs_router", "mttfs_system",
-           "dense_tile")
-#: Blocks built by another part of ``rtl_gen``: module name -> (python module, factory).
-EXTERNAL = {
-    "mttfs_router": ("rtl_gen.router", "router_from_config"),
-    "mttfs_system": ("rtl_gen.system", "system_from_config"),
-    "dense_tile": ("rtl_gen.dense", "DenseTile"),
-}
+#: Top-level modules in the order they are generated (:data:`rtl_gen.registry.BLOCKS`).
+MODULES = tuple(b.module for b in BLOCKS)
 
 #: Verilator ``-Wall`` warnings waived for the generated files, with the reason. Every one is
 #: a property of how Amaranth's Verilog backend writes code, not of the design; the function
@@ -132,34 +121,10 @@ LINT_WAIVERS = (
 LINT_FLAGS = ("--lint-only", "-Wall", *(f"-Wno-{w['warning']}" for w in LINT_WAIVERS))
 
 
-def module_waivers(name: str) -> tuple[dict[str, str], ...]:
-    """Extra lint waivers a block built elsewhere declares (``LINT_WAIVERS`` of its module)."""
-    if name not in EXTERNAL:
-        return ()
-    return tuple(getattr(importlib.import_module(EXTERNAL[name][0]), "LINT_WAIVERS", ()))
-
-
-def _external(name: str, config: RTLConfig) -> wiring.Component:
-    """The component of a block built elsewhere in ``rtl_gen`` (router, system).
-
-    Every block is required: a missing module or factory is an error, not a skipped file.
-    """
-    module_name, factory = EXTERNAL[name]
-    return getattr(importlib.import_module(module_name), factory)(config)
-
-
 def components(config: RTLConfig) -> dict[str, wiring.Component]:
-    """Module name -> component to elaborate, in :data:`MODULES` order."""
-    check_config(config)
-    return {
-        "mttfs_encoder": Encoder(config),
-        "mttfs_sram": SRAM(depth=config.n_in, width=config.weight_row_width,
-                           macro=config.sram_macro),
-        "mttfs_tile": NeuronTile(config),
-        "mttfs_router": _external("mttfs_router", config),
-        "mttfs_system": _external("mttfs_system", config),
-        "dense_tile": _external("dense_tile", config),
-    }
+    """Module name -> component to elaborate, in :data:`MODULES` order (every registered block;
+    a missing module or factory is an error, not a skipped file)."""
+    return registry.components(config)
 
 
 def _width(shape) -> int:
@@ -307,28 +272,13 @@ def build_manifest(config: RTLConfig, comps: dict[str, wiring.Component],
             "ports": port_list(comp),
             "streams": stream_ports(comp),
         }
-        if isinstance(comp, NeuronTile):
-            entry["counters"] = _counters(config.tile_counters)
-        elif isinstance(comp, DenseTile):
-            entry["counters"] = _counters(dense_counters(config), DENSE_COUNTER_DEFINITIONS)
-            entry["dense"] = {
-                "codes_per_beat": dense_pack(config),
-                "input": "i: codes {code, last=0} in address order 0..n_in-1, then one marker "
-                "beat {last=1}; the address is implicit",
-                "output": "o: ceil(N/P) beats {addr = first neuron, codes = P codes of "
-                "time_width bits, neuron addr+p at bits [p*time_width, (p+1)*time_width)}, "
-                "then one marker beat {last=1}",
-                "init": "the init rows hold the dense init D = B - mu_in * sum_i W "
-                "(rtl_gen.dense.dense_load_beats)",
-            }
-        elif isinstance(comp, Encoder):
-            entry["counters"] = _counters(config.encoder_counters, ENCODER_COUNTER_DEFINITIONS)
-        elif isinstance(comp, SRAM):
-            entry["sram"] = {"depth": comp.depth, "width": comp.width, "macro": comp.macro,
-                             "reads_port": "reads"}
-        extra = module_waivers(name)
-        if extra:
-            entry["lint_waivers"] = list(extra)
+        block = registry.by_module(name)
+        if block.counters is not None:
+            entry["counters"] = _counters(block.counters(config), block.counter_meanings)
+        if block.manifest is not None:
+            entry.update(block.manifest(config, comp))
+        if block.lint_waivers:
+            entry["lint_waivers"] = list(block.lint_waivers)
         modules[name] = entry
     manifest = {
         "schema": SCHEMA,

@@ -12,9 +12,9 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from rtl_gen.params import check_int, index_width
+from rtl_gen.params import check_config, check_int, index_width
 
-__all__ = ["MACRO_MODEL", "MACRO_NAME", "MACRO_STUB", "SRAM", "SRAMSignature"]
+__all__ = ["MACRO_MODEL", "MACRO_NAME", "MACRO_STUB", "SRAM", "SRAMSignature", "sram_from_config"]
 
 #: Module name of the black-box macro the wrapper instantiates.
 MACRO_NAME = "mttfs_sram_macro"
@@ -195,3 +195,10 @@ class SRAM(wiring.Component):
             wr.data.eq(bus.wdata),
         ]
         return m
+
+
+def sram_from_config(config) -> SRAM:
+    """The stand-alone ``mttfs_sram`` of an :class:`rtl_gen.params.RTLConfig`: a tile's weight
+    SRAM (``n_in`` rows of ``weight_row_width`` bits), a macro wrapper with ``sram_macro``."""
+    check_config(config)
+    return SRAM(depth=config.n_in, width=config.weight_row_width, macro=config.sram_macro)

@@ -32,13 +32,20 @@ from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl_gen import registry
 from rtl_gen.encoder import Encoder
 from rtl_gen.layouts import code_layout, system_load_layout, system_out_layout
-from rtl_gen.params import ConfigComponent, RTLConfig, counter_ports
+from rtl_gen.params import ConfigComponent, RTLConfig, check_config, counter_ports
 from rtl_gen.router import Mesh
 from rtl_gen.simulation import check_probability, read_counters, run_simulator, stream_put
-from rtl_gen.system_parts import EventFork, Injector, OutputMerge, Sequencer, SystemConfig
-from rtl_gen.tile import NeuronTile
+from rtl_gen.system_parts import (
+    EventFork,
+    Injector,
+    OutputMerge,
+    Sequencer,
+    SystemConfig,
+    node_component,
+)
 
 __all__ = [
     "InferenceResult",
@@ -54,12 +61,16 @@ TOTAL_WIDTH = 32
 
 
 class System(ConfigComponent):
-    """Encoder + ``mesh_rows x mesh_cols`` tiles on an XY mesh + layer-window sequencer.
+    """Encoder + ``mesh_rows x mesh_cols`` node blocks on an XY mesh + layer-window sequencer.
 
     Parameters
     ----------
     config : RTLConfig
         Tile, encoder and mesh parameters.
+    nodes : sequence of str, optional
+        The registered node block (:func:`rtl_gen.registry.node_blocks`) at each node
+        ``y * cols + x``; default: a neuron tile (``"tile"``) everywhere. A block whose ``i``
+        or ``o`` carries codes sits in a :class:`rtl_gen.system_parts.NodeAdapter`.
 
     Members
     -------
@@ -73,8 +84,8 @@ class System(ConfigComponent):
     busy : Out(1)
         An inference is running (from its first code to its output marker).
     cnt_<name>_n<node> : Out(width)
-        Tile counters (``config.tile_counters``) of node ``y * cols + x``, of its last window
-        (one plain port per node and counter, so the Verilog and manifest names agree).
+        Counters of the block at node ``y * cols + x`` (:meth:`node_counters`), of its last
+        window (one plain port per node and counter, so the Verilog and manifest names agree).
     cnt_enc_events_out, cnt_enc_events_suppressed : Out(bits of n_in)
         Encoder counters of the last input vector.
     cnt_flits, cnt_hops : Out(32)
@@ -86,8 +97,23 @@ class System(ConfigComponent):
     Raises
     ------
     TypeError
-        ``config`` is not an :class:`RTLConfig`.
+        ``config`` is not an :class:`RTLConfig`, or ``nodes`` is not a sequence.
+    ValueError
+        ``nodes`` does not name one registered node block per node.
     """
+
+    def __init__(self, config: RTLConfig, nodes=None, *, src_loc_at: int = 0):
+        self._nodes = _check_nodes(check_config(config), nodes)
+        super().__init__(config, src_loc_at=src_loc_at + 1)
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        """The registered block at each node."""
+        return tuple(b.name for b in self._nodes)
+
+    def node_counters(self, n: int) -> dict[str, int]:
+        """Counter name -> width of the block at node ``n`` (its ``cnt_<name>_n<n>`` ports)."""
+        return self._nodes[n].counters(self._config)
 
     def _members(self, config: RTLConfig) -> dict[str, object]:
         members = {
@@ -97,7 +123,7 @@ class System(ConfigComponent):
             "busy": Out(1),
         }
         for n in range(config.mesh_rows * config.mesh_cols):
-            members.update(counter_ports(config.tile_counters, f"cnt_{{}}_n{n}"))
+            members.update(counter_ports(self.node_counters(n), f"cnt_{{}}_n{n}"))
         members.update(counter_ports(config.encoder_counters, "cnt_enc_{}"))
         members.update(counter_ports({"flits": TOTAL_WIDTH, "hops": TOTAL_WIDTH}))
         return members
@@ -105,37 +131,60 @@ class System(ConfigComponent):
     def elaborate(self, platform):
         cfg = self._config
         m = Module()
-        rows, cols = cfg.mesh_rows, cfg.mesh_cols
-        P = rows * cols
-
         m.submodules.encoder = enc = Encoder(cfg)
-        m.submodules.mesh = mesh = Mesh(rows, cols, addr_width=cfg.in_addr_width,
-                                        time_width=cfg.time_width)
+        m.submodules.mesh = mesh = Mesh(cfg.mesh_rows, cfg.mesh_cols,
+                                        addr_width=cfg.in_addr_width, time_width=cfg.time_width)
         m.submodules.config = conf = SystemConfig(cfg)
         m.submodules.sequencer = seq = Sequencer(cfg)
         m.submodules.fork = fork = EventFork(cfg)
         m.submodules.merge = merge = OutputMerge(cfg)
-        tiles, injectors = [], []
-        for n in range(P):
-            x, y = n % cols, n // cols
-            m.submodules[f"tile_x{x}_y{y}"] = tile = NeuronTile(cfg)
-            m.submodules[f"inject_x{x}_y{y}"] = inject = Injector(cfg)
-            tiles.append(tile)
-            injectors.append(inject)
-            for name in cfg.tile_counters:
-                m.d.comb += getattr(self, f"cnt_{name}_n{n}").eq(getattr(tile, f"cnt_{name}"))
-        for name in cfg.encoder_counters:
-            m.d.comb += getattr(self, f"cnt_enc_{name}").eq(getattr(enc, f"cnt_{name}"))
+        nodes, injectors = self._place(m, enc)
 
-        # configuration: load beats -> tiles and registers, refused while running
+        # configuration: load beats -> nodes and registers, refused while running
         wiring.connect(m, wiring.flipped(self.load), conf.load)
         m.d.comb += [conf.running.eq(seq.running), seq.n_layers.eq(conf.n_layers),
                      seq.mesh_busy.eq(mesh.busy), self.busy.eq(seq.running)]
-        for n, tile in enumerate(tiles):
-            wiring.connect(m, conf.tile[n], tile.load)
+        for n, node in enumerate(nodes):
+            wiring.connect(m, conf.tile[n], node.load)
             m.d.comb += seq.node[n].eq(conf.node[n])
 
-        # input codes -> encoder -> layer-0 tiles; an inference starts with its first code
+        start = self._input(m, enc, seq, fork)
+        ejected = [self._node_input(m, n, node, fork.o[n], seq, conf,
+                                    mesh.o[n // cfg.mesh_cols][n % cfg.mesh_cols])
+                   for n, node in enumerate(nodes)]
+        self._totals(m, start, ejected)
+        for n, (node, inject) in enumerate(zip(nodes, injectors, strict=True)):
+            self._node_output(m, n, node, inject, seq, conf, merge)
+            wiring.connect(m, inject.o, mesh.i[n // cfg.mesh_cols][n % cfg.mesh_cols])
+
+        m.d.comb += [
+            merge.final.eq(seq.final),
+            merge.done.eq(seq.done),
+            merge.active.eq(seq.final_stage),
+            seq.finish.eq(merge.o.valid & merge.o.ready & merge.o.payload.last),
+        ]
+        wiring.connect(m, merge.o, wiring.flipped(self.o))
+        return m
+
+    def _place(self, m: Module, enc) -> tuple[list, list]:
+        """Every node's block (``<block>_x<x>_y<y>``) and injector; their counters out."""
+        cfg = self._config
+        nodes, injectors = [], []
+        for n, block in enumerate(self._nodes):
+            x, y = n % cfg.mesh_cols, n // cfg.mesh_cols
+            m.submodules[f"{block.name}_x{x}_y{y}"] = node = node_component(cfg, block)
+            m.submodules[f"inject_x{x}_y{y}"] = inject = Injector(cfg)
+            nodes.append(node)
+            injectors.append(inject)
+            for name in self.node_counters(n):
+                m.d.comb += getattr(self, f"cnt_{name}_n{n}").eq(getattr(node, f"cnt_{name}"))
+        for name in cfg.encoder_counters:
+            m.d.comb += getattr(self, f"cnt_enc_{name}").eq(getattr(enc, f"cnt_{name}"))
+        return nodes, injectors
+
+    def _input(self, m: Module, enc, seq, fork):
+        """Input codes -> encoder -> fork to the layer-0 nodes; an inference starts with its
+        first code. Returns the start strobe."""
         m.d.comb += [
             enc.i.valid.eq(self.i.valid & ~seq.enc_done),
             enc.i.payload.eq(self.i.payload),
@@ -150,31 +199,35 @@ class System(ConfigComponent):
             seq.enc_last.eq(enc.o.valid & enc.o.ready & enc.o.payload.last),
         ]
         wiring.connect(m, enc.o, fork.i)
+        return start
 
-        # tile inputs: the fork (layer 0), a pending marker, or the mesh
-        ejected = []
-        for n, tile in enumerate(tiles):
-            port = mesh.o[n // cols][n % cols]
-            with m.If(seq.first[n]):
-                m.d.comb += [
-                    tile.i.valid.eq(fork.o[n].valid),
-                    tile.i.payload.eq(fork.o[n].payload),
-                    fork.o[n].ready.eq(tile.i.ready),
-                ]
-            with m.Elif(seq.mark[n]):
-                m.d.comb += [tile.i.valid.eq(1), tile.i.payload.last.eq(1),
-                             seq.mark_taken[n].eq(tile.i.ready)]
-            with m.Elif(conf.node[n].enable):
-                m.d.comb += [
-                    tile.i.valid.eq(port.valid),
-                    tile.i.payload.addr.eq(port.payload.addr),
-                    tile.i.payload.tau.eq(port.payload.t),
-                    port.ready.eq(tile.i.ready),
-                ]
-            take = Signal(name=f"eject{n}")
-            m.d.comb += take.eq(port.valid & port.ready)
-            ejected.append((take, port.payload.hops))
-        # flit and hop totals; the first code of an inference clears them (no flit moves then)
+    @staticmethod
+    def _node_input(m: Module, n: int, node, forked, seq, conf, port):
+        """Node ``n``'s input: the fork (layer 0), a pending marker, or its router's local
+        output. Returns the ejection strobe and the ejected flit's hop count."""
+        with m.If(seq.first[n]):
+            m.d.comb += [
+                node.i.valid.eq(forked.valid),
+                node.i.payload.eq(forked.payload),
+                forked.ready.eq(node.i.ready),
+            ]
+        with m.Elif(seq.mark[n]):
+            m.d.comb += [node.i.valid.eq(1), node.i.payload.last.eq(1),
+                         seq.mark_taken[n].eq(node.i.ready)]
+        with m.Elif(conf.node[n].enable):
+            m.d.comb += [
+                node.i.valid.eq(port.valid),
+                node.i.payload.addr.eq(port.payload.addr),
+                node.i.payload.tau.eq(port.payload.t),
+                port.ready.eq(node.i.ready),
+            ]
+        take = Signal(name=f"eject{n}")
+        m.d.comb += take.eq(port.valid & port.ready)
+        return take, port.payload.hops
+
+    def _totals(self, m: Module, start, ejected) -> None:
+        """Flit and hop totals; the first code of an inference clears them (no flit moves
+        then)."""
         total_flits, total_hops = self.cnt_flits, self.cnt_hops
         with m.If(start):
             m.d.sync += [total_flits.eq(0), total_hops.eq(0)]
@@ -184,36 +237,45 @@ class System(ConfigComponent):
                 total_hops.eq(total_hops + sum((Mux(t, h, 0) for t, h in ejected), Const(0, 1))),
             ]
 
-        # tile outputs: markers to the sequencer, events to the injector or the output merge
-        for n, (tile, inject) in enumerate(zip(tiles, injectors, strict=True)):
-            ev = tile.o.payload
-            event = tile.o.valid & ~ev.last
-            m.d.comb += [
-                seq.tile_done[n].eq(tile.o.valid & ev.last),
-                inject.i.valid.eq(event & ~seq.final[n]),
-                inject.i.payload.eq(ev),
-                inject.n_dst.eq(conf.node[n].n_dst),
-                merge.i[n].valid.eq(event & seq.final[n]),
-                merge.i[n].payload.eq(ev),
-                merge.offset[n].eq(conf.node[n].out_offset),
-            ]
-            m.d.comb += inject.route.eq(conf.route[n])
-            with m.If(ev.last):
-                m.d.comb += tile.o.ready.eq(1)
-            with m.Elif(seq.final[n]):
-                m.d.comb += tile.o.ready.eq(merge.i[n].ready)
-            with m.Else():
-                m.d.comb += tile.o.ready.eq(inject.i.ready)
-            wiring.connect(m, inject.o, mesh.i[n // cols][n % cols])
-
+    @staticmethod
+    def _node_output(m: Module, n: int, node, inject, seq, conf, merge) -> None:
+        """Node ``n``'s output: its marker to the sequencer, its events to its injector or (last
+        layer) to the output merge."""
+        ev = node.o.payload
+        event = node.o.valid & ~ev.last
         m.d.comb += [
-            merge.final.eq(seq.final),
-            merge.done.eq(seq.done),
-            merge.active.eq(seq.final_stage),
-            seq.finish.eq(merge.o.valid & merge.o.ready & merge.o.payload.last),
+            seq.tile_done[n].eq(node.o.valid & ev.last),
+            inject.i.valid.eq(event & ~seq.final[n]),
+            inject.i.payload.eq(ev),
+            inject.n_dst.eq(conf.node[n].n_dst),
+            merge.i[n].valid.eq(event & seq.final[n]),
+            merge.i[n].payload.eq(ev),
+            merge.offset[n].eq(conf.node[n].out_offset),
         ]
-        wiring.connect(m, merge.o, wiring.flipped(self.o))
-        return m
+        m.d.comb += inject.route.eq(conf.route[n])
+        with m.If(ev.last):
+            m.d.comb += node.o.ready.eq(1)
+        with m.Elif(seq.final[n]):
+            m.d.comb += node.o.ready.eq(merge.i[n].ready)
+        with m.Else():
+            m.d.comb += node.o.ready.eq(inject.i.ready)
+
+
+def _check_nodes(config: RTLConfig, nodes) -> tuple:
+    """The registered node blocks named by ``nodes`` (one per mesh node; ``None``: tiles)."""
+    P = config.mesh_rows * config.mesh_cols
+    if nodes is None:
+        return (registry.block("tile"),) * P
+    if isinstance(nodes, str) or not isinstance(nodes, (list, tuple)):
+        raise TypeError(f"nodes must be a sequence of block names, not {nodes!r}")
+    if len(nodes) != P:
+        raise ValueError(f"nodes must name {P} blocks (one per node of the "
+                         f"{config.mesh_rows}x{config.mesh_cols} mesh), not {len(nodes)}")
+    allowed = tuple(b.name for b in registry.node_blocks())
+    for i, name in enumerate(nodes):
+        if name not in allowed:
+            raise ValueError(f"nodes[{i}] must be a node block {allowed}, not {name!r}")
+    return tuple(registry.block(name) for name in nodes)
 
 
 def system_from_config(config: RTLConfig) -> System:
@@ -292,7 +354,7 @@ async def run_inference(ctx, dut: System, codes, *, nodes=(), rng=None, o_ready:
     await ctx.tick()
     return InferenceResult(
         events=events,
-        tile_counters={n: read_counters(ctx, dut, cfg.tile_counters, f"cnt_{{}}_n{n}")
+        tile_counters={n: read_counters(ctx, dut, dut.node_counters(n), f"cnt_{{}}_n{n}")
                        for n in nodes},
         encoder=read_counters(ctx, dut, cfg.encoder_counters, "cnt_enc_{}"),
         flits=ctx.get(dut.cnt_flits),
@@ -325,7 +387,7 @@ def simulate_system(system_map, inputs, *, o_ready: float = 1.0, seed: int = 0,
 
     check_probability("o_ready", o_ready)
     cfg = system_map.config
-    dut = System(cfg)
+    dut = System(cfg, system_map.node_blocks)
     top = Module()
     top.domains.sync = domain = ClockDomain("sync")
     top.submodules.system = dut

@@ -8,7 +8,10 @@
 - :class:`EventFork`: an eager fork of the encoder's stream to the layer-0 tiles;
 - :class:`Injector`: one tile's output events into flits, one per destination of its range;
 - :class:`OutputMerge`: the final layer's tile outputs merged into the system output in
-  ``(t, addr)`` order, then one marker.
+  ``(t, addr)`` order, then one marker;
+- :class:`CodeGather`, :class:`CodeEvents` and :class:`NodeAdapter`: a node block whose ``i`` or
+  ``o`` carries dense codes (the dense tile) made to speak events on the mesh, and
+  :func:`node_component`, which builds any registered node block for a node.
 
 Each takes the system's :class:`rtl_gen.params.RTLConfig` and has ``P = mesh_rows * mesh_cols``
 node-indexed ports where it serves every node. The behaviour is described in
@@ -18,11 +21,15 @@ docs/rtl_system.md; each has its own tests in ``tests/test_rtl_system_parts.py``
 from __future__ import annotations
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import stream
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl_gen.layouts import (
     SYSTEM_TARGETS,
+    TARGETS,
+    dense_in_layout,
+    dense_out_layout,
+    dense_pack,
     flit_layout,
     in_event_layout,
     load_layout,
@@ -32,10 +39,23 @@ from rtl_gen.layouts import (
     system_load_layout,
     system_out_layout,
     system_widths,
+    tile_config_layout,
 )
-from rtl_gen.params import ConfigComponent, RTLConfig
+from rtl_gen.mask import transmitted
+from rtl_gen.params import ConfigComponent, RTLConfig, counter_ports
 
-__all__ = ["EventFork", "Injector", "OutputMerge", "Sequencer", "SystemConfig"]
+__all__ = [
+    "CodeEvents",
+    "CodeGather",
+    "EventFork",
+    "Injector",
+    "NodeAdapter",
+    "OutputMerge",
+    "Sequencer",
+    "SystemConfig",
+    "check_node_ports",
+    "node_component",
+]
 
 
 def _nodes(config: RTLConfig) -> int:
@@ -400,3 +420,229 @@ class OutputMerge(ConfigComponent):
         with m.Elif(self.active & all_done):
             m.d.comb += [self.o.valid.eq(1), self.o.payload.last.eq(1)]
         return m
+
+
+# -- node blocks whose ports carry codes ---------------------------------------------------------
+
+
+class CodeGather(ConfigComponent):
+    """A window's events in, its code vector out in address order (for a codes-input block).
+
+    Members
+    -------
+    i : In(stream.Signature(in_event_layout(config)))
+        Events ``(addr, tau)`` of one window in any order, then a marker beat.
+    o : Out(stream.Signature(dense_in_layout(config)))
+        Once the marker arrived: ``n_in`` codes, address ``a``'s the code ``c - tau`` of its
+        event, or the silent code ``c - i_max`` when none came (the dead zone dropped it: the
+        code an M-TTFS consumer reads for a missing event); then a marker beat.
+    i_max : In(time_width)
+        Silent centre of the input position.
+    busy : Out(1)
+        Sending the codes or the marker.
+    """
+
+    def _members(self, config: RTLConfig) -> dict[str, object]:
+        return {
+            "i": In(stream.Signature(in_event_layout(config))),
+            "o": Out(stream.Signature(dense_in_layout(config))),
+            "i_max": In(config.time_width),
+            "busy": Out(1),
+        }
+
+    def elaborate(self, platform):
+        cfg = self._config
+        m = Module()
+        n = cfg.n_in
+        taus = [Signal(cfg.time_width, name=f"tau{a}") for a in range(n)]
+        seen = Signal(n)  # address a had an event in this window
+        idx = Signal(range(max(n, 2)))
+        ev = self.i.payload
+        with m.FSM(name="gather"):
+            with m.State("COLLECT"):
+                m.d.comb += self.i.ready.eq(1)
+                with m.If(self.i.valid & ev.last):
+                    m.d.sync += idx.eq(0)
+                    m.next = "SEND"
+                with m.Elif(self.i.valid):
+                    for a in range(n):
+                        with m.If(ev.addr == a):
+                            m.d.sync += [taus[a].eq(ev.tau), seen[a].eq(1)]
+            with m.State("SEND"):
+                tau = Mux(seen.bit_select(idx, 1), Array(taus)[idx], self.i_max)
+                m.d.comb += [self.busy.eq(1), self.o.valid.eq(1),
+                             self.o.payload.code.eq(cfg.c - tau)]  # mod 2**time_width
+                with m.If(self.o.ready):
+                    m.d.sync += idx.eq(idx + 1)
+                    with m.If(idx == n - 1):
+                        m.next = "MARK"
+            with m.State("MARK"):
+                m.d.comb += [self.busy.eq(1), self.o.valid.eq(1), self.o.payload.last.eq(1)]
+                with m.If(self.o.ready):
+                    m.d.sync += seen.eq(0)
+                    m.next = "COLLECT"
+        return m
+
+
+class CodeEvents(ConfigComponent):
+    """A codes-output block's packed code beats out as masked events (for the mesh).
+
+    Members
+    -------
+    i : In(stream.Signature(dense_out_layout(config)))
+        Beats of ``P`` packed codes (neuron ``addr + p``, :func:`rtl_gen.layouts.dense_pack`),
+        then a marker beat.
+    o : Out(stream.Signature(out_event_layout(config)))
+        For each neuron ``j < N`` in address order, the event ``(j, t = c - q_j)`` when ``t`` is
+        outside the dead zone (:func:`rtl_gen.mask.transmitted`); then the marker. One code
+        position per clock.
+    i_max, k : In(time_width)
+        The output mask.
+    """
+
+    def _members(self, config: RTLConfig) -> dict[str, object]:
+        tw = config.time_width
+        return {
+            "i": In(stream.Signature(dense_out_layout(config))),
+            "o": Out(stream.Signature(out_event_layout(config))),
+            "i_max": In(tw),
+            "k": In(tw),
+        }
+
+    def elaborate(self, platform):
+        cfg = self._config
+        m = Module()
+        P, N, tw = dense_pack(cfg), cfg.tile_neurons, cfg.time_width
+        beat = self.i.payload
+        p = Signal(range(max(P, 2)))
+        j = Signal(range(N + P))
+        t = Signal(tw)
+        m.d.comb += [j.eq(beat.addr + p), t.eq(cfg.c - beat.codes.word_select(p, tw))]
+        send = (j < N) & transmitted(t, self.i_max, self.k)
+        with m.If(self.i.valid & beat.last):
+            m.d.comb += [self.o.valid.eq(1), self.o.payload.last.eq(1),
+                         self.i.ready.eq(self.o.ready)]
+        with m.Elif(self.i.valid):
+            m.d.comb += [self.o.valid.eq(send), self.o.payload.addr.eq(j),
+                         self.o.payload.t.eq(t)]
+            with m.If(~send | self.o.ready):
+                with m.If((p == P - 1) | (j >= N - 1)):
+                    m.d.comb += self.i.ready.eq(1)
+                    m.d.sync += p.eq(0)
+                with m.Else():
+                    m.d.sync += p.eq(p + 1)
+        return m
+
+
+def _event_members(config: RTLConfig, counters: dict[str, int]) -> dict[str, object]:
+    """The mesh node ports: a tile's load, events in and out, busy, counters."""
+    return {
+        "load": In(stream.Signature(load_layout(config))),
+        "i": In(stream.Signature(in_event_layout(config))),
+        "o": Out(stream.Signature(out_event_layout(config))),
+        "busy": Out(1),
+        **counter_ports(counters),
+    }
+
+
+#: The payload layout of a node port of each kind, by direction.
+_PORT_LAYOUTS = {("i", "events"): in_event_layout, ("i", "codes"): dense_in_layout,
+                 ("o", "events"): out_event_layout, ("o", "codes"): dense_out_layout}
+
+
+def check_node_ports(component, config: RTLConfig, block) -> None:
+    """Raise ``ValueError`` unless ``component`` has the mesh node ports ``block.node`` names.
+
+    ``load`` (the tile's load stream), ``i`` and ``o`` streams of the declared kinds, ``busy``
+    and a ``cnt_<name>`` output per counter of the block.
+    """
+    want = {"load": In(stream.Signature(load_layout(config))), "busy": Out(1),
+            **counter_ports(block.counters(config) if block.counters else {})}
+    for name, flow in (("i", In), ("o", Out)):
+        kind = getattr(block.node, name)
+        want[name] = flow(stream.Signature(_PORT_LAYOUTS[name, kind](config)))
+    members = component.signature.members
+    wrong = sorted(n for n, member in want.items() if n not in members or members[n] != member)
+    if wrong:
+        raise ValueError(f"block {block.name!r} lacks the mesh node ports {wrong} of its "
+                         f"declared kinds (i: {block.node.i}, o: {block.node.o})")
+
+
+class NodeAdapter(ConfigComponent):
+    """A node block whose ``i`` or ``o`` carries codes, made to speak events on the mesh.
+
+    The block is a submodule ``block``; a codes input gets a :class:`CodeGather` in front, a
+    codes output a :class:`CodeEvents` behind. Their masks are the node's: the tile config beat
+    of its image (target 3, :func:`rtl_gen.layouts.tile_config_layout`), which the adapter
+    keeps as it passes to the block (registers reset to the config's values, as a tile's).
+
+    Parameters
+    ----------
+    config : RTLConfig
+    block : rtl_gen.registry.Block
+        A registered node block.
+    inner : wiring.Component
+        Its component for ``config`` (:func:`node_component` builds and checks it).
+
+    Members
+    -------
+    load, i, o, busy, cnt_<name>
+        As :class:`rtl_gen.tile.NeuronTile`'s, with the block's counters.
+    """
+
+    def __init__(self, config: RTLConfig, block, inner, *, src_loc_at: int = 0):
+        self._block, self._inner = block, inner
+        super().__init__(config, src_loc_at=src_loc_at + 1)
+
+    def _members(self, config: RTLConfig) -> dict[str, object]:
+        return _event_members(config, self._block.counters(config))
+
+    def elaborate(self, platform):
+        cfg, node = self._config, self._block.node
+        m = Module()
+        m.submodules.block = blk = self._inner
+        wiring.connect(m, wiring.flipped(self.load), blk.load)
+        masks = {name: Signal(cfg.time_width, name=name, init=getattr(cfg, name))
+                 for name in ("i_max_in", "i_max_out", "k")}
+        ld = self.load.payload
+        with m.If(self.load.valid & self.load.ready & (ld.target == TARGETS["config"])):
+            word = tile_config_layout(cfg)(ld.data[:cfg.config_width])
+            m.d.sync += [reg.eq(word[name]) for name, reg in masks.items()]
+        busy = blk.busy
+        if node.i == "codes":
+            m.submodules.gather = gather = CodeGather(cfg)
+            m.d.comb += gather.i_max.eq(masks["i_max_in"])
+            wiring.connect(m, wiring.flipped(self.i), gather.i)
+            wiring.connect(m, gather.o, blk.i)
+            busy = busy | gather.busy
+        else:
+            wiring.connect(m, wiring.flipped(self.i), blk.i)
+        if node.o == "codes":
+            m.submodules.emit = emit = CodeEvents(cfg)
+            m.d.comb += [emit.i_max.eq(masks["i_max_out"]), emit.k.eq(masks["k"])]
+            wiring.connect(m, blk.o, emit.i)
+            wiring.connect(m, emit.o, wiring.flipped(self.o))
+        else:
+            wiring.connect(m, blk.o, wiring.flipped(self.o))
+        m.d.comb += self.busy.eq(busy)
+        for name in self._block.counters(cfg):
+            m.d.comb += getattr(self, f"cnt_{name}").eq(getattr(blk, f"cnt_{name}"))
+        return m
+
+
+def node_component(config: RTLConfig, block) -> wiring.Component:
+    """The component at a mesh node running registered node block ``block``: the block itself
+    when it speaks events on both sides, else wrapped in a :class:`NodeAdapter`.
+
+    Raises
+    ------
+    ValueError
+        ``block`` is no node block, or its component lacks the node ports it declares.
+    """
+    if block.node is None:
+        raise ValueError(f"block {block.name!r} has no mesh node ports")
+    comp = block.build(config)
+    check_node_ports(comp, config, block)
+    if block.node.i == "events" and block.node.o == "events":
+        return comp
+    return NodeAdapter(config, block, comp)

@@ -1,11 +1,15 @@
-"""The generated blocks: neuron tile, encoder, router and SRAM interface, elaborated from rtl_gen.
+"""The registered blocks synthesized one by one: encoder, SRAM interface, neuron tile, router and
+the dense INT4 baseline tile, elaborated from rtl_gen.
 
-Blocks are elaborated with ``rtl_gen``'s components and ``amaranth.back.verilog`` (``emit_src``
-off), one module at a time. The tile, router and SRAM interface use the paper's fan-in and the
-encoder a short vector (its logic does not depend on the vector length; its link SRAM, here
-behavioural and so mapped to flip-flops, holds ``n_in`` words).
+Every block of :data:`rtl_gen.registry.BLOCKS` has an entry in :data:`SYNTHESIS`: a spec builder
+(the netlist and its power runs) or :class:`Elsewhere` (the system, synthesized whole by
+:mod:`synth_scripts.system_area`). Blocks are elaborated with their registered factories and
+``amaranth.back.verilog`` (``emit_src`` off), one module at a time. The tiles, router and SRAM
+interface use the paper's fan-in and the encoder a short vector (its logic does not depend on
+the vector length; its link SRAM, here behavioural and so mapped to flip-flops, holds ``n_in``
+words).
 
-SRAM macros are excluded: the tile and the SRAM wrapper are elaborated with ``sram_macro=True``;
+SRAM macros are excluded: the tiles and the SRAM wrapper are elaborated with ``sram_macro=True``;
 Yosys turns each macro's read-data bus into a top-level input (``expose -input``) and deletes the
 macro, so what remains is the interface logic. The read data then enters the power analysis as
 an input port with the activity of the weight rows the golden events read.
@@ -179,140 +183,201 @@ def _verilog(component, name: str) -> str:
     return verilog.convert(component, name=name, emit_src=False)
 
 
+@dataclass(frozen=True)
+class Workload:
+    """What every block's spec is built from: the configurations and the golden streams.
+
+    ``cfg`` is the tile, SRAM, router and dense-tile configuration (the paper's fan-in,
+    :data:`TILE_NEURONS`, SRAM macros, a :data:`MESH` square mesh), ``enc_cfg`` the encoder's
+    (:data:`ENCODER_N_IN`); ``addr``, ``tau`` are golden events of M-TTFS encoded codes,
+    ``rows`` the weight rows they read, ``codes`` a stream of activation codes.
+    """
+
+    T: int
+    k: int
+    cfg: object
+    enc_cfg: object
+    addr: np.ndarray
+    tau: np.ndarray
+    weights: np.ndarray
+    codes: np.ndarray
+
+    @property
+    def ones(self) -> np.ndarray:
+        return np.ones(activity.STREAM_LENGTH, dtype=np.int64)
+
+    @property
+    def zeros(self) -> np.ndarray:
+        return np.zeros(activity.STREAM_LENGTH, dtype=np.int64)
+
+    def rows(self, addr: np.ndarray) -> np.ndarray:
+        """The weight rows read at ``addr``, packed as the tile's SRAM holds them."""
+        from rtl_gen.layouts import weight_row_layout
+
+        return _rows(weight_row_layout(self.cfg), self.weights, addr)
+
+
+def workload(T: int, k: int) -> Workload:
+    """The :class:`Workload` of ``T``, ``k`` (deterministic: fixed salts)."""
+    from rtl_gen.params import RTLConfig
+
+    cfg = RTLConfig(T=T, k=k, n_in=operators.LINEAR_FAN_IN, tile_neurons=TILE_NEURONS,
+                    sram_macro=True, mesh_rows=MESH, mesh_cols=MESH)
+    space = CodeSpace(T, "sym")
+    addr, tau = _events(space, k, cfg.n_in, salt=40)
+    return Workload(
+        T=T, k=k, cfg=cfg,
+        enc_cfg=RTLConfig(T=T, k=k, n_in=ENCODER_N_IN, tile_neurons=TILE_NEURONS),
+        addr=addr, tau=tau,
+        weights=activity.binary_weights((cfg.n_in, TILE_NEURONS), salt=41).numpy(),
+        codes=activity.activation_codes(space, activity.STREAM_LENGTH, activity.P_ZERO,
+                                        salt=42).numpy(),
+    )
+
+
+def _spec(block, comp, **fields) -> BlockSpec:
+    from rtl_gen.generate import port_list
+
+    return BlockSpec(top=block.module, verilog=_verilog(comp, block.module),
+                     ports=port_list(comp), **fields)
+
+
+def tile_spec(w: Workload, block) -> BlockSpec:
+    """The neuron tile in its integrate phase: one golden event per clock."""
+    from rtl_gen.layouts import in_event_layout
+
+    cfg = w.cfg
+    return _spec(
+        block, block.build(cfg), name="tile",
+        what=f"neuron tile, N={TILE_NEURONS}, fan-in {cfg.n_in}, "
+        f"{cfg.acc_width}-bit membranes, integrate phase",
+        per="input event (integrate clock, N accumulates)", macro=True,
+        config={"n_in": cfg.n_in, "tile_neurons": TILE_NEURONS, "T": w.T, "k": w.k,
+                "acc_width": cfg.acc_width},
+        runs={"loaded": {
+            "i__valid": w.ones,
+            "i__payload": _pack(in_event_layout(cfg), {"addr": w.addr, "tau": w.tau}),
+            "o__ready": w.ones,
+            "weights.bus__rdata": w.rows(w.addr),
+        }},
+        per_unit={"neuron": TILE_NEURONS},
+    )
+
+
+def dense_tile_spec(w: Workload, block) -> BlockSpec:
+    """The dense INT4 baseline tile in its integrate phase: one code per clock, every row."""
+    from rtl_gen.layouts import dense_in_layout
+
+    cfg = w.cfg
+    addr = np.arange(activity.STREAM_LENGTH, dtype=np.int64) % cfg.n_in
+    codes = w.codes & ((1 << cfg.time_width) - 1)
+    return _spec(
+        block, block.build(cfg), name="dense_tile",
+        what=f"dense INT4 baseline tile, N={TILE_NEURONS}, fan-in {cfg.n_in}, "
+        f"{cfg.acc_width}-bit membranes, integrate phase",
+        per="input code (integrate clock, N multiply-accumulates)", macro=True,
+        config={"n_in": cfg.n_in, "tile_neurons": TILE_NEURONS, "T": w.T,
+                "acc_width": cfg.acc_width},
+        runs={"loaded": {
+            "i__valid": w.ones,
+            "i__payload": _pack(dense_in_layout(cfg), {"code": codes}),
+            "o__ready": w.ones,
+            "weights.bus__rdata": w.rows(addr),
+        }},
+        per_unit={"neuron": TILE_NEURONS},
+    )
+
+
+def sram_spec(w: Workload, block) -> BlockSpec:
+    """The SRAM wrapper's interface logic, read at the golden events' addresses."""
+    cfg = w.cfg
+    return _spec(
+        block, block.build(cfg), name="sram_interface",
+        what=f"weight SRAM wrapper {cfg.n_in} x {cfg.weight_row_width} (macro excluded: "
+        "interface logic and read counter only; the read data passes through)",
+        per="row read", macro=True,
+        config={"depth": cfg.n_in, "width": cfg.weight_row_width},
+        runs={"loaded": {"bus__addr": w.addr, "bus__ren": w.ones}},
+    )
+
+
+def encoder_spec(w: Workload, block) -> BlockSpec:
+    """The encoder taking one activation code per clock."""
+    return _spec(
+        block, block.build(w.enc_cfg), name="encoder",
+        what=f"M-TTFS encoder, vector length {ENCODER_N_IN}, T={w.T}, k={w.k}",
+        per="code offered (one per clock)", macro=False,
+        config={"n_in": ENCODER_N_IN, "T": w.T, "k": w.k},
+        runs={"loaded": {"i__valid": w.ones, "i__payload": w.codes, "o__ready": w.ones}},
+    )
+
+
+def router_spec(w: Workload, block) -> BlockSpec:
+    """One router moving a flit per clock from west to east, and the same router idle."""
+    from rtl_gen.generate import stream_ports
+
+    cfg, n = w.cfg, activity.STREAM_LENGTH
+    router = block.build(cfg)
+    ready = {f"o_{p}__ready": w.ones for p in ("north", "east", "south", "west", "local")}
+    pos = {"x": np.full(n, ROUTER_XY[0]), "y": np.full(n, ROUTER_XY[1])}
+    flits = _pack(router.layout, {"dst_x": ROUTER_DST[0], "dst_y": ROUTER_DST[1],
+                                  "addr": w.addr, "t": w.tau})
+    return _spec(
+        block, router, name="router",
+        what=f"XY mesh router ({MESH}x{MESH}), 5 ports, flit "
+        f"{stream_ports(router)['i_west']['payload_width']} bits; one flit per clock "
+        "west to east",
+        per="event moved one hop", macro=False,
+        config={"mesh": MESH, "addr_width": cfg.in_addr_width, "time_width": cfg.time_width},
+        runs={
+            "loaded": {**ready, **pos, "i_west__valid": w.ones, "i_west__payload": flits},
+            "idle": {**ready, **pos, "i_west__valid": w.zeros},
+        },
+        per_unit={"port": 5},
+    )
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    """A registered block the per-block flow does not synthesize, and where it is measured."""
+
+    reason: str
+
+
+#: Registered block name -> how ``synth`` measures it: ``spec(workload, block) -> BlockSpec``
+#: for the per-block flow (one flattened netlist, power on golden streams), or
+#: :class:`Elsewhere`. Every block of :data:`rtl_gen.registry.BLOCKS` has an entry
+#: (``tests/test_registry.py``).
+SYNTHESIS = {
+    "encoder": encoder_spec,
+    "sram": sram_spec,
+    "tile": tile_spec,
+    "router": router_spec,
+    "system": Elsewhere("synthesized whole with its hierarchy kept by `matterhorn synth --system "
+                        "RxC` (synth_scripts.system_area): area per instance, no power run"),
+    "dense_tile": dense_tile_spec,
+}
+
+
 def prepare(T: int, k: int, rtl_dir: Path) -> list[BlockSpec]:
-    """Elaborate the blocks for ``T``, ``k`` and attach their golden-stream activities.
+    """Elaborate the registered blocks for ``T``, ``k`` and attach their golden-stream activities
+    (:data:`SYNTHESIS`, in :data:`rtl_gen.registry.BLOCKS` order).
 
     Returns an empty list when ``rtl_gen`` cannot build blocks for ``T`` (it supports
     ``T <= 64``).
     """
-    from rtl_gen.encoder import Encoder
-    from rtl_gen.generate import port_list, stream_ports
-    from rtl_gen.layouts import in_event_layout, weight_row_layout
-    from rtl_gen.params import MAX_T, RTLConfig
-    from rtl_gen.router import router_from_config
-    from rtl_gen.sram import SRAM
-    from rtl_gen.tile import NeuronTile
+    from rtl_gen.params import MAX_T
+    from rtl_gen.registry import BLOCKS
 
     if T > MAX_T:
         return []
-    cfg = RTLConfig(
-        T=T,
-        k=k,
-        n_in=operators.LINEAR_FAN_IN,
-        tile_neurons=TILE_NEURONS,
-        sram_macro=True,
-        mesh_rows=MESH,
-        mesh_cols=MESH,
-    )
-    enc_cfg = RTLConfig(T=T, k=k, n_in=ENCODER_N_IN, tile_neurons=TILE_NEURONS)
-    space = CodeSpace(T, "sym")
-    n = activity.STREAM_LENGTH
-    addr, tau = _events(space, k, cfg.n_in, salt=40)
-    weights = activity.binary_weights((cfg.n_in, TILE_NEURONS), salt=41).numpy()
-    rows = _rows(weight_row_layout(cfg), weights, addr)
-    ones, zeros = np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    w = workload(T, k)
     specs = []
     with warnings.catch_warnings():
         # components are built to be elaborated one by one; nothing is left unused
         warnings.simplefilter("ignore")
-        tile = NeuronTile(cfg)
-        specs.append(
-            BlockSpec(
-                name="tile",
-                top="mttfs_tile",
-                what=f"neuron tile, N={TILE_NEURONS}, fan-in {cfg.n_in}, "
-                f"{cfg.acc_width}-bit membranes, integrate phase",
-                per="input event (integrate clock, N accumulates)",
-                verilog=_verilog(tile, "mttfs_tile"),
-                macro=True,
-                config={
-                    "n_in": cfg.n_in,
-                    "tile_neurons": TILE_NEURONS,
-                    "T": T,
-                    "k": k,
-                    "acc_width": cfg.acc_width,
-                },
-                ports=port_list(tile),
-                runs={
-                    "loaded": {
-                        "i__valid": ones,
-                        "i__payload": _pack(in_event_layout(cfg), {"addr": addr, "tau": tau}),
-                        "o__ready": ones,
-                        "weights.bus__rdata": rows,
-                    }
-                },
-                per_unit={"neuron": TILE_NEURONS},
-            )
-        )
-        sram = SRAM(depth=cfg.n_in, width=cfg.weight_row_width, macro=True)
-        specs.append(
-            BlockSpec(
-                name="sram_interface",
-                top="mttfs_sram",
-                what=f"weight SRAM wrapper {cfg.n_in} x {cfg.weight_row_width} (macro excluded: "
-                "interface logic and read counter only; the read data passes through)",
-                per="row read",
-                verilog=_verilog(sram, "mttfs_sram"),
-                macro=True,
-                config={"depth": cfg.n_in, "width": cfg.weight_row_width},
-                ports=port_list(sram),
-                runs={
-                    "loaded": {
-                        "bus__addr": addr,
-                        "bus__ren": ones,
-                    }
-                },
-            )
-        )
-        enc = Encoder(enc_cfg)
-        specs.append(
-            BlockSpec(
-                name="encoder",
-                top="mttfs_encoder",
-                what=f"M-TTFS encoder, vector length {ENCODER_N_IN}, T={T}, k={k}",
-                per="code offered (one per clock)",
-                verilog=_verilog(enc, "mttfs_encoder"),
-                macro=False,
-                config={"n_in": ENCODER_N_IN, "T": T, "k": k},
-                ports=port_list(enc),
-                runs={
-                    "loaded": {
-                        "i__valid": ones,
-                        "i__payload": activity.activation_codes(
-                            space, n, activity.P_ZERO, salt=42
-                        ).numpy(),
-                        "o__ready": ones,
-                    }
-                },
-            )
-        )
-        router = router_from_config(cfg)
-        ready = {f"o_{p}__ready": ones for p in ("north", "east", "south", "west", "local")}
-        pos = {"x": np.full(n, ROUTER_XY[0]), "y": np.full(n, ROUTER_XY[1])}
-        flits = _pack(
-            router.layout, {"dst_x": ROUTER_DST[0], "dst_y": ROUTER_DST[1], "addr": addr, "t": tau}
-        )
-        specs.append(
-            BlockSpec(
-                name="router",
-                top="mttfs_router",
-                what=f"XY mesh router ({MESH}x{MESH}), 5 ports, flit "
-                f"{stream_ports(router)['i_west']['payload_width']} bits; one flit per clock "
-                "west to east",
-                per="event moved one hop",
-                verilog=_verilog(router, "mttfs_router"),
-                macro=False,
-                config={
-                    "mesh": MESH,
-                    "addr_width": cfg.in_addr_width,
-                    "time_width": cfg.time_width,
-                },
-                ports=port_list(router),
-                runs={
-                    "loaded": {**ready, **pos, "i_west__valid": ones, "i_west__payload": flits},
-                    "idle": {**ready, **pos, "i_west__valid": zeros},
-                },
-                per_unit={"port": 5},
-            )
-        )
+        for block in BLOCKS:
+            how = SYNTHESIS[block.name]
+            if not isinstance(how, Elsewhere):
+                specs.append(how(w, block))
     return specs

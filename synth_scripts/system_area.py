@@ -21,6 +21,7 @@ import re
 import tempfile
 from pathlib import Path
 
+from rtl_gen import registry
 from synth_scripts import flow, liberty, parse
 from synth_scripts.report import sig
 from toolkit_base import toolchain
@@ -35,9 +36,12 @@ SYSTEM_MD = "system_area.md"
 SCHEMA = "matterhorn.system-area/1"
 #: Vector length of the synthesized system (the encoder's logic grows with it).
 SYSTEM_N_IN = 64
-#: Instance kinds, in report order, by the first component of the instance path.
-KINDS = ("tile", "router", "injector", "encoder", "config", "sequencer", "fork", "merge", "glue")
-_PREFIX = {"tile_": "tile", "mesh.router_": "router", "inject_": "injector", "encoder": "encoder",
+#: Instance kinds, in report order, by the first component of the instance path: a node's
+#: block (``<block>_x<x>_y<y>``, every node block of :mod:`rtl_gen.registry`), then the rest.
+KINDS = (*(b.name for b in registry.node_blocks()), "router", "injector", "encoder", "config",
+         "sequencer", "fork", "merge", "glue")
+_PREFIX = {**{f"{b.name}_": b.name for b in registry.node_blocks()},
+           "mesh.router_": "router", "inject_": "injector", "encoder": "encoder",
            "config": "config", "sequencer": "sequencer", "fork": "fork", "merge": "merge"}
 
 _SCRIPT = """read_verilog -lib sram_macro_stub.v

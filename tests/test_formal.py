@@ -14,6 +14,7 @@ from conftest import missing
 
 from formal.harness import mutant_module
 from formal.properties import PROPERTIES, select
+from rtl_gen import registry
 from toolkit_base.schemas import validate
 from toolkit_base.toolchain import TOOLS, ToolNotFoundError
 
@@ -108,7 +109,10 @@ def test_every_mutant_applies():
 
 
 def test_select():
-    assert select(None) == PROPERTIES
+    # every property, block by block in the registry's order
+    assert sorted(p.name for p in select(None)) == sorted(p.name for p in PROPERTIES)
+    assert [p.block for p in select(None)] == [
+        b.name for b in registry.BLOCKS for p in PROPERTIES if p.block == b.name]
     assert [p.name for p in select(["router_flow", "router_flow"])] == ["router_flow"]
     with pytest.raises(ValueError, match="unknown property 'nope'"):
         select(["nope"])

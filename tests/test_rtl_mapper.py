@@ -12,8 +12,13 @@ from golden_models.codespace import CodeSpace
 from golden_models.qnn import random_qnn
 from rtl_gen.layouts import SYSTEM_TARGETS
 from rtl_gen.mapper import (
+    Edge,
+    Graph,
+    Stage,
+    chain_graph,
     config_for_chain,
     map_chain,
+    map_graph,
     system_reference,
 )
 from rtl_gen.params import RTLConfig
@@ -187,3 +192,81 @@ def test_errors():
         map_chain(other, layers)
     assert str(info.value).startswith("layers[0].in_mask Mask(")
     assert str(info.value).endswith("of the config (T, family, i_max_in, k)")
+
+
+def _half(layer, lo, hi):
+    return IntegerLayer(layer.weights[:, lo:hi], layer.weight_bits, layer.init[lo:hi],
+                        layer.theta[lo:hi], layer.in_mask, layer.out_mask)
+
+
+def test_a_chain_is_the_graph_of_one_edge_per_stage():
+    _, layers = chain()
+    cfg = config_for_chain(layers, tile_neurons=4, mesh_rows=2, mesh_cols=2)
+    graph = chain_graph(layers)
+    assert graph.edges == (Edge(None, 0), Edge(0, 1), Edge(1, 2))
+    assert map_graph(cfg, graph).load_beats() == map_chain(cfg, layers).load_beats()
+    # a dense node's image holds every row of the tile (its adapter sends every code)
+    smap = map_chain(cfg, layers, ("tile", "dense_tile", "tile"))
+    dense = smap.tile_at(2)
+    assert (dense.block, dense.tile_layer.n_in) == ("dense_tile", cfg.n_in)
+    assert smap.node_blocks == ("tile", "tile", "dense_tile", "tile")
+
+
+def test_graph_levels_offsets_and_output_order():
+    _, (l0, l1, l2) = chain()
+    # level 0: two halves of layer 0; level 1: layer 1 fed by both; level 2: layer 2
+    graph = Graph((Stage(l1), Stage(_half(l0, 4, 8)), Stage(_half(l0, 0, 4)), Stage(l2)),
+                  (Edge(2, 0, 0), Edge(1, 0, 4), Edge(None, 1), Edge(None, 2), Edge(0, 3)))
+    cfg = config_for_chain([l0, l1, l2], tile_neurons=4, mesh_rows=2, mesh_cols=2)
+    smap = map_graph(cfg, graph)
+    # placed in level order, stage order within a level
+    assert [(t.layer, t.node, t.level, t.dest_offset) for t in smap.tiles] == [
+        (1, 0, 0, 4), (2, 1, 0, 0), (0, 2, 1, 0), (3, 3, 2, 0)]
+    assert smap.n_layers == 3
+    qnn, _ = chain()
+    for q in qnn.random_input(6, seed=3):
+        ref = system_reference(smap, q)
+        want = system_reference(map_chain(cfg, [l0, l1, l2]), q)
+        assert torch.equal(ref.out_index, want.out_index)
+        assert torch.equal(ref.out_time, want.out_time)
+
+
+def test_graph_errors():
+    _, (l0, l1, l2) = chain()
+    cfg = config_for_chain([l0, l1, l2], tile_neurons=4, mesh_rows=2, mesh_cols=2)
+    # consumes and produces one position, so stages of it may form a cycle
+    square = IntegerLayer(l0.weights, 1, l0.init, l0.theta, l0.in_mask, l0.in_mask)
+    cases = [
+        (Graph((Stage(l0), Stage(l1), Stage(l0)), (Edge(None, 0), Edge(0, 1), Edge(None, 2))),
+         ("stages[2] is at level 0 of 1: only the last level's stages, all of them, feed the "
+          "system output")),
+        (Graph((Stage(l0), Stage(l1), Stage(l2, "dense_tile")),
+               (Edge(None, 0), Edge(0, 1), Edge(1, 2))),
+         ("stages[2] runs on 'dense_tile', whose codes output cannot feed the system output "
+         "(the merge takes events in time order)")),
+        (Graph((Stage(l0), Stage(l1), Stage(l1)), (Edge(None, 0), Edge(0, 1), Edge(0, 2))),
+         "stages[0] feeds more than one stage (a node holds one destination range)"),
+        (Graph((Stage(square), Stage(square), Stage(square)),
+               (Edge(None, 0), Edge(2, 1), Edge(1, 2))),
+         "stages [1, 2] are not reached from the system input (the graph has a cycle)"),
+        (Graph((Stage(l0), Stage(l1)), (Edge(None, 0), Edge(0, 1, 2))),
+         ("stages[0] feeds inputs 2..9 of stages[1], which has 8 inputs, some fed twice or too "
+         "few")),
+        (Graph((Stage(l0), Stage(l1)), (Edge(None, 0), Edge(None, 1))),
+         "stages[1] reads the input with 8 inputs and " + str(l1.in_mask) + ", stages[0] with "
+         "8 and " + str(l0.in_mask)),
+        (Graph((Stage(l0), Stage(l1)), (Edge(None, 0),)), "stages[1] is fed by no edge"),
+        (Graph((Stage(l0, "router"),), (Edge(None, 0),)),
+         "stages[0].block must be a node block ('tile', 'dense_tile'), not 'router'"),
+        (Graph((Stage(l0),), (Edge(None, 3),)),
+         ("edge Edge(src=None, dst=3, offset=0) must join a producer (a stage index or None, "
+         "the input) to another stage of 0..0, at an offset >= 0")),
+    ]
+    for graph, message in cases:
+        with pytest.raises(ValueError) as info:
+            map_graph(cfg, graph)
+        assert str(info.value) == message
+    with pytest.raises(TypeError, match="graph must be an rtl_gen.mapper.Graph, not"):
+        map_graph(cfg, [l0])
+    with pytest.raises(ValueError, match=r"blocks must name one block per layer \(3\), not 2"):
+        map_chain(cfg, [l0, l1, l2], ("tile", "tile"))

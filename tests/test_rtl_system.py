@@ -13,23 +13,43 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from golden_models import IntegerLayer, encode_events
 from golden_models.qnn import random_qnn
 from rtl_gen.layouts import system_load_layout
-from rtl_gen.mapper import config_for_chain, map_chain, system_reference
+from rtl_gen.mapper import (
+    Edge,
+    Graph,
+    Stage,
+    config_for_chain,
+    map_chain,
+    map_graph,
+    system_reference,
+)
 from rtl_gen.params import RTLConfig
 from rtl_gen.simulation import stream_put
 from rtl_gen.system import System, load_system, simulate_system, system_from_config
 
 
 def check_system(widths, *, T, k, N, mesh, weight_bits=1, families=None, lanes=None,
-                 batch=4, seed=0, o_ready=0.6, distribution="uniform", reset_after=None):
+                 batch=4, seed=0, o_ready=0.6, distribution="uniform", reset_after=None,
+                 blocks=None):
     qnn = random_qnn(widths, T=T, k=k, weight_bits=weight_bits, seed=seed,
                      distribution=distribution, families=families)
     layers = qnn.integer_layers()
     cfg = config_for_chain(layers, tile_neurons=N, mesh_rows=mesh[0], mesh_cols=mesh[1],
                            lanes=lanes)
-    smap = map_chain(cfg, layers)
+    smap = map_chain(cfg, layers, blocks)
     inputs = qnn.random_input(batch, seed=seed + 1)
+    results, total_events = check_map(smap, inputs, o_ready=o_ready, seed=seed,
+                                      reset_after=reset_after)
+    return smap, results, total_events
+
+
+def check_map(smap, inputs, *, o_ready=0.6, seed=0, reset_after=None):
+    """Simulate the mapped system on ``inputs``; every inference must equal
+    :func:`system_reference`: output events in order, every node's counters, the encoder's,
+    the flit and hop totals."""
+    cfg, first = smap.config, smap.input_layer
     results = simulate_system(smap, inputs, o_ready=o_ready, seed=seed, reset_after=reset_after,
                               max_cycles=20_000)
     total_events = 0
@@ -40,11 +60,11 @@ def check_system(widths, *, T, k, N, mesh, weight_bits=1, families=None, lanes=N
         for node, counters in ref.tile_counters.items():
             assert res.tile_counters[node] == counters.as_dict(), f"inference {b}, node {node}"
         assert res.encoder["events_out"] == ref.encoder_events
-        assert res.encoder["events_suppressed"] == layers[0].n_in - ref.encoder_events + (
-            cfg.n_in - layers[0].n_in)
+        assert res.encoder["events_suppressed"] == first.n_in - ref.encoder_events + (
+            cfg.n_in - first.n_in)
         assert (res.flits, res.hops) == (len(ref.flits), ref.total_hops), f"inference {b}"
         total_events += sum(len(e) for e in ref.tile_events.values())
-    return smap, results, total_events
+    return results, total_events
 
 
 @pytest.mark.parametrize(
@@ -177,3 +197,79 @@ def test_loads_refused_while_busy():
     sim.add_testbench(bench)
     sim.run()
     assert all(busy and not ready for busy, ready in seen)
+
+
+# -- mixed mesh: dense tiles beside M-TTFS tiles -----------------------------------------------
+
+
+def chain_output(layers, q):
+    """The golden chain on its own: its last layer's output events."""
+    index, time = encode_events(q, layers[0].in_mask)
+    for layer in layers:
+        res = layer.run_events(index, time)
+        index, time = res.out_index, res.out_time
+    return list(zip(index.tolist(), time.tolist(), strict=True))
+
+
+@pytest.mark.parametrize(
+    ("blocks", "T", "k", "weight_bits", "families"),
+    [(("tile", "dense_tile", "tile"), 8, 1, 1, None),
+     (("dense_tile", "tile", "tile"), 16, 1, 1, None),
+     (("dense_tile", "dense_tile", "tile"), 4, 1, 2, ("asym", "sym", "asym", "sym"))],
+)
+def test_dense_tiles_on_the_mesh_beside_spiking_tiles(blocks, T, k, weight_bits, families):
+    # a dense node behind its adapters computes its layer as the spiking tiles do: the system
+    # output is the golden chain's, and the dense node's own counters are the dense model's
+    smap, results, events = check_system((8, 8, 4, 4), T=T, k=k, N=4, mesh=(2, 2), seed=11,
+                                         weight_bits=weight_bits, families=families,
+                                         blocks=blocks)
+    dense = [t.node for t in smap.tiles if t.block == "dense_tile"]
+    assert dense and [smap.node_blocks[n] for n in dense] == ["dense_tile"] * len(dense)
+    assert all(set(results[0].tile_counters[n]) >= {"codes_in", "mac_ops"} for n in dense)
+    assert all(results[0].tile_counters[n]["codes_in"] == smap.config.n_in for n in dense)
+    assert events > 0
+    qnn = random_qnn((8, 8, 4, 4), T=T, k=k, weight_bits=weight_bits, seed=11,
+                     distribution="uniform", families=families)
+    layers = qnn.integer_layers()
+    for q, res in zip(qnn.random_input(4, seed=12), results, strict=True):
+        assert res.events == chain_output(layers, q)
+
+
+def _neurons(layer, lo, hi):
+    return IntegerLayer(layer.weights[:, lo:hi], layer.weight_bits, layer.init[lo:hi],
+                        layer.theta[lo:hi], layer.in_mask, layer.out_mask)
+
+
+def test_a_graph_two_producers_feed_one_consumer():
+    # layer 0 as two stages of 4 neurons each (one on a dense tile) feeding layer 1 at inputs
+    # 0..3 and 4..7: the graph computes the chain, with a 2-stage level 0 and a 2-input edge
+    qnn = random_qnn((8, 8, 4, 4), T=8, k=1, seed=21, distribution="uniform")
+    l0, l1, l2 = qnn.integer_layers()
+    graph = Graph(
+        (Stage(_neurons(l0, 0, 4)), Stage(_neurons(l0, 4, 8), "dense_tile"), Stage(l1),
+         Stage(l2)),
+        (Edge(None, 0), Edge(None, 1), Edge(0, 2, 0), Edge(1, 2, 4), Edge(2, 3)),
+    )
+    cfg = config_for_chain([l0, l1, l2], tile_neurons=4, mesh_rows=2, mesh_cols=2)
+    smap = map_graph(cfg, graph)
+    assert [(t.layer, t.level, t.block, t.dest_offset) for t in smap.tiles] == [
+        (0, 0, "tile", 0), (1, 0, "dense_tile", 4), (2, 1, "tile", 0), (3, 2, "tile", 0)]
+    inputs = qnn.random_input(4, seed=22)
+    results, events = check_map(smap, inputs)
+    assert events > 0 and sum(r.flits for r in results) > 0
+    for q, res in zip(inputs, results, strict=True):
+        assert res.events == chain_output([l0, l1, l2], q)
+
+
+def test_system_nodes_are_checked():
+    cfg = RTLConfig(T=4, k=1, n_in=4, tile_neurons=2, mesh_rows=1, mesh_cols=2)
+    assert System(cfg).nodes == ("tile", "tile")
+    assert System(cfg, ["dense_tile", "tile"]).nodes == ("dense_tile", "tile")
+    with pytest.raises(ValueError, match=r"nodes must name 2 blocks \(one per node of the "
+                                         r"1x2 mesh\), not 1"):
+        System(cfg, ["tile"])
+    with pytest.raises(ValueError, match=r"nodes\[1\] must be a node block \('tile', "
+                                         r"'dense_tile'\), not 'router'"):
+        System(cfg, ["tile", "router"])
+    with pytest.raises(TypeError, match="nodes must be a sequence of block names, not 'tile'"):
+        System(cfg, "tile")

@@ -1,15 +1,36 @@
+# amaranth: UnusedElaboratable=no
 """Amaranth-simulator tests of the system's sub-components (rtl_gen/system_parts.py)."""
 
 from __future__ import annotations
 
 import random
 
+import pytest
 from amaranth.hdl import ClockDomain, Module
 
-from rtl_gen.layouts import SYSTEM_TARGETS, node_layout, pack, route_layout
+from rtl_gen import registry
+from rtl_gen.layouts import (
+    SYSTEM_TARGETS,
+    dense_codes_layout,
+    dense_pack,
+    node_layout,
+    pack,
+    route_layout,
+)
 from rtl_gen.params import RTLConfig
+from rtl_gen.registry import Block, Node, Ref
 from rtl_gen.simulation import run_simulator, stream_get, stream_put
-from rtl_gen.system_parts import EventFork, Injector, OutputMerge, Sequencer, SystemConfig
+from rtl_gen.system_parts import (
+    CodeEvents,
+    CodeGather,
+    EventFork,
+    Injector,
+    NodeAdapter,
+    OutputMerge,
+    Sequencer,
+    SystemConfig,
+    node_component,
+)
 
 CFG = RTLConfig(T=8, k=1, n_in=8, tile_neurons=4, mesh_rows=1, mesh_cols=3)  # P = 3
 
@@ -198,3 +219,102 @@ def test_sequencer_walks_layers():
     run_simulator(dut, bench)
     assert log == [("first", 0b001, "final", 0b100), ("busy mesh", 0), ("marker", 0b010, 0),
                    ("final", 0b100, 1), ("end", 0, 0)]
+
+
+def test_code_gather_sends_every_address_in_order_with_the_silent_code_for_the_missing():
+    cfg = RTLConfig(T=8, k=1, n_in=6, tile_neurons=4)  # sym: c = 3
+    dut = CodeGather(cfg)
+    events = [(4, 0), (1, 6), (0, 3)]  # any order; addresses 2, 3, 5 get no event
+    windows = []
+
+    async def source(ctx):
+        ctx.set(dut.i_max, 2)  # silent code c - 2 = 1
+        for _ in range(2):  # the second window starts with nothing seen
+            for a, tau in events:
+                await stream_put(ctx, dut.i, {"addr": a, "tau": tau, "last": 0})
+            await stream_put(ctx, dut.i, {"addr": 0, "tau": 0, "last": 1})
+            events[:] = [(5, 7)]
+
+    async def sink(ctx):
+        for _ in range(2):
+            codes = []
+            while True:
+                for _ in range(len(codes) % 2):  # backpressure
+                    await ctx.tick()
+                p = await stream_get(ctx, dut.o)
+                if p.last:
+                    break
+                codes.append(int(p.code))
+            windows.append(codes)
+
+    run_simulator(dut, source, sink)
+    # codes modulo 2**3: c - tau for an event, c - i_max = 1 for none
+    assert windows == [[0, 5, 1, 1, 3, 1], [1, 1, 1, 1, 1, (3 - 7) % 8]]
+
+
+def test_code_events_emits_the_codes_outside_the_dead_zone_in_address_order():
+    cfg = RTLConfig(T=8, k=1, n_in=4, tile_neurons=5)  # P = 5 codes of 3 bits per beat
+    assert dense_pack(cfg) == 5
+    dut = CodeEvents(cfg)
+    layout = dense_codes_layout(cfg)
+    codes = [3, 1, 0, -4, 2]  # t = c - q = 0, 2, 3, 7, 1
+    out = []
+
+    async def source(ctx):
+        ctx.set(dut.i_max, 2)
+        ctx.set(dut.k, 1)  # t in 1..3 is dropped
+        await stream_put(ctx, dut.i, {"addr": 0, "codes": pack(layout, codes), "last": 0})
+        await stream_put(ctx, dut.i, {"addr": 0, "codes": 0, "last": 1})
+
+    async def sink(ctx):
+        while True:
+            await ctx.tick()  # backpressure on every beat
+            p = await stream_get(ctx, dut.o)
+            out.append((int(p.addr), int(p.t), int(p.last)))
+            if p.last:
+                break
+
+    run_simulator(dut, source, sink)
+    assert out == [(0, 0, 0), (3, 7, 0), (0, 0, 1)]
+
+
+def test_code_events_skips_the_padding_codes_of_the_last_beat():
+    cfg = RTLConfig(T=16, k=0, n_in=4, tile_neurons=6)  # P = 4: beats of neurons 0..3, 4..7
+    dut = CodeEvents(cfg)
+    layout = dense_codes_layout(cfg)
+    out = []
+
+    async def source(ctx):
+        ctx.set(dut.i_max, 15)  # code -8 is silent
+        await stream_put(ctx, dut.i, {"addr": 0, "codes": pack(layout, [0, 1, 2, 3]),
+                                      "last": 0})
+        await stream_put(ctx, dut.i, {"addr": 4, "codes": pack(layout, [4, 5, 0, 0]),
+                                      "last": 0})
+        await stream_put(ctx, dut.i, {"addr": 0, "codes": 0, "last": 1})
+
+    async def sink(ctx):
+        while not out or not out[-1][2]:
+            p = await stream_get(ctx, dut.o)
+            out.append((int(p.addr), int(p.t), int(p.last)))
+
+    run_simulator(dut, source, sink)
+    assert out == [(j, 7 - j, 0) for j in range(6)] + [(0, 0, 1)]
+
+
+def test_node_component_wraps_only_a_codes_block():
+    cfg = RTLConfig(T=4, k=1, n_in=4, tile_neurons=2)
+    tile, dense = registry.block("tile"), registry.block("dense_tile")
+    assert type(node_component(cfg, tile)).__name__ == "NeuronTile"
+    wrapped = node_component(cfg, dense)
+    assert isinstance(wrapped, NodeAdapter)
+    ports = {"__".join(map(str, p)) for p, _ in wrapped.signature.members.flatten()}
+    assert {"load__valid", "i__payload", "o__payload", "busy", "cnt_codes_in"} <= ports
+    # a registered block that declares node ports its component lacks is refused
+    fake = Block("fake", "fake", Ref("rtl_gen.encoder:Encoder"), "docs/x.md", "x",
+                 counters=tile.counters,
+                 node=Node("events", "events", tile.node.image, tile.node.run))
+    with pytest.raises(ValueError, match=r"block 'fake' lacks the mesh node ports "
+                       r"\[.*'i', 'load', 'o'\] of its declared kinds \(i: events, o: events\)"):
+        node_component(cfg, fake)
+    with pytest.raises(ValueError, match="block 'router' has no mesh node ports"):
+        node_component(cfg, registry.block("router"))

@@ -108,10 +108,11 @@ def test_report_fields(full):
     assert widths["E_ACC4"] == {"B": 4, "W": 18}
     assert widths["E_MAC4x4"] == {"A": 4, "B": 4, "W": 16}
     names = {b["name"]: b for b in doc["blocks"]}
-    assert sorted(names) == ["encoder", "router", "sram_interface", "tile"]
-    assert names["tile"]["energy_pJ"]["per_neuron"] == pytest.approx(
-        names["tile"]["energy_pJ"]["per_op"] / 8, rel=1e-4
-    )
+    assert sorted(names) == ["dense_tile", "encoder", "router", "sram_interface", "tile"]
+    for tile in ("tile", "dense_tile"):
+        assert names[tile]["energy_pJ"]["per_neuron"] == pytest.approx(
+            names[tile]["energy_pJ"]["per_op"] / 8, rel=1e-4
+        )
     hop = doc["comparison"]["event_hop"]
     assert hop["native_pJ"] == names["router"]["energy_pJ"]["per_op"]
     assert names["router"]["runs"]["idle"]["energy_pJ"]["per_op"] < hop["native_pJ"]

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from regression.cache import module_entry
+from rtl_gen.registry import block
 
-__all__ = ["config"]
+__all__ = ["config", "plan"]
 
 
 def config(job, manifest: Mapping) -> dict:
@@ -16,7 +17,7 @@ def config(job, manifest: Mapping) -> dict:
 
     stim = job.stim
     geo = TileGeometry.from_manifest(manifest)
-    entry = module_entry(manifest, "dense_tile")
+    entry = module_entry(manifest, block("dense_tile").module)
     pack = int(entry["dense"]["codes_per_beat"])
     return {
         "seed": job.seed,
@@ -31,3 +32,8 @@ def config(job, manifest: Mapping) -> dict:
                                windows=int(stim.windows), pack=pack),
         "corrupt": stim.corrupt,
     }
+
+
+def plan(point) -> tuple | None:
+    """The first parameter set of each ``T`` only: the dense tile does not depend on the other."""
+    return None if point.variant else (point.params, point.seed, {})

@@ -6,8 +6,12 @@ import random
 from collections.abc import Mapping
 
 from regression.cache import module_entry
+from rtl_gen.registry import block
 
-__all__ = ["config"]
+__all__ = ["config", "plan"]
+
+#: Vectors per job of a quick regression (the stimulus default otherwise).
+QUICK_VECTORS = 12
 
 
 def config(job, manifest: Mapping) -> dict:
@@ -28,7 +32,7 @@ def config(job, manifest: Mapping) -> dict:
         "T": space.T,
         "i_max": int(p["i_max_in"]),
         "k": int(p["k"]),
-        "module": module_entry(manifest, "mttfs_encoder"),
+        "module": module_entry(manifest, block("encoder").module),
         "p_idle": float(stim.p_idle),
         "p_stall": float(stim.p_stall),
         "vectors": vectors,
@@ -37,3 +41,8 @@ def config(job, manifest: Mapping) -> dict:
         else None,
         "corrupt": stim.corrupt,
     }
+
+
+def plan(point) -> tuple | None:
+    """Every parameter set, with its own ``k`` and random ``I_max`` (fixed at elaboration)."""
+    return point.params, point.seed, {"vectors": QUICK_VECTORS} if point.quick else {}

@@ -7,9 +7,10 @@ import random
 from collections.abc import Mapping
 
 from regression.cache import module_entry
+from rtl_gen.registry import block
 from rtl_gen.router import xy_route
 
-__all__ = ["PORTS", "config", "legal_destinations"]
+__all__ = ["PORTS", "config", "legal_destinations", "plan"]
 
 #: The router's ports, in the order the bench drives them.
 PORTS = ("north", "east", "south", "west", "local")
@@ -35,7 +36,7 @@ def config(job, manifest: Mapping) -> dict:
     stim = job.stim
     p = manifest["parameters"]
     rows, cols, T = int(p["mesh_rows"]), int(p["mesh_cols"]), int(p["T"])
-    entry = module_entry(manifest, "mttfs_router")
+    entry = module_entry(manifest, block("router").module)
     fields = {f["name"]: f for f in entry["streams"]["o_local"]["fields"]}
     addr_n, hop_max = 1 << int(fields["addr"]["width"]), rows + cols - 2
     rng = random.Random(f"router:{job.seed}")
@@ -96,3 +97,8 @@ def config(job, manifest: Mapping) -> dict:
         "p_stall": float(stim.p_stall),
         "timeout": 4000,
     }
+
+
+def plan(point) -> tuple | None:
+    """The first parameter set of each ``T`` only: the router does not depend on the other."""
+    return None if point.variant else (point.params, point.seed, {})

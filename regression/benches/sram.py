@@ -6,8 +6,9 @@ import random
 from collections.abc import Mapping
 
 from regression.cache import module_entry
+from rtl_gen.registry import block
 
-__all__ = ["config"]
+__all__ = ["config", "plan"]
 
 
 def config(job, manifest: Mapping) -> dict:
@@ -22,7 +23,7 @@ def config(job, manifest: Mapping) -> dict:
 
     stim = job.stim
     geo = TileGeometry.from_manifest(manifest)
-    entry = module_entry(manifest, "mttfs_sram")
+    entry = module_entry(manifest, block("sram").module)
     depth, width = int(entry["sram"]["depth"]), int(entry["sram"]["width"])
     rng = random.Random(f"sram:{job.seed}")
     T = geo.T
@@ -74,3 +75,8 @@ def config(job, manifest: Mapping) -> dict:
                 op[2] ^= 1
                 break
     return {"seed": job.seed, "T": T, "depth": depth, "width": width, "ops": ops, "module": entry}
+
+
+def plan(point) -> tuple | None:
+    """The first parameter set of each ``T`` only: the SRAM does not depend on the other."""
+    return None if point.variant else (point.params, point.seed, {})

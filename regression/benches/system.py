@@ -7,8 +7,9 @@ import random
 from collections.abc import Mapping
 
 from regression.cache import module_entry
+from rtl_gen.registry import block
 
-__all__ = ["SYSTEM_SHAPES", "chain_config", "config", "params"]
+__all__ = ["SYSTEM_SHAPES", "chain_config", "config", "params", "plan"]
 
 #: Layer widths ``(N_0, N_1, N_2, N_3)`` of the system's 3-layer QNN and the tile size that
 #: maps it on 4 nodes of a 2x2 mesh (2 + 1 + 1 tiles; the second shape pads partly used tiles).
@@ -34,6 +35,22 @@ def _chain(job):
         seed=job.seed,
     )
     return qnn, neurons
+
+
+#: Inferences per job of a quick regression (the stimulus default otherwise).
+QUICK_INFERENCES = 4
+
+
+def plan(point) -> tuple | None:
+    """Once per ``T`` (at parameter set 0): its own QNN parameters, whose ``k``, family and
+    distribution vary with the position of ``T`` in the sweep."""
+    if point.variant:
+        return None
+    i = point.index
+    params = {"T": point.T, "k": point.ks[i % len(point.ks)], "family": ("sym", "asym")[i % 2],
+              "distribution": ("uniform", "peaked")[i % 2], "shape": i % 2}
+    return (params, point.base_seed * 1000 + point.T,
+            {"inferences": QUICK_INFERENCES} if point.quick else {})
 
 
 def params(job) -> dict:
@@ -93,7 +110,8 @@ def chain_config(
     config = RTLConfig(**manifest["parameters"])
     smap = map_chain(config, layers)
     loaded_map = smap if loaded is None else map_chain(config, loaded)
-    entry = module_entry(manifest, "mttfs_system")
+    module = block("system").module
+    entry = module_entry(manifest, module)
     port_names = {p["name"] for p in entry["ports"]}
     n = len(batch)
     inferences = []
@@ -124,7 +142,7 @@ def chain_config(
         counters["cnt_hops"] = ref.total_hops
         missing = sorted(set(counters) - port_names)
         if missing:
-            raise ValueError(f"mttfs_system has no counter ports {missing}")
+            raise ValueError(f"{module} has no counter ports {missing}")
         tiles_events = sum(c.events_in + c.events_out for c in ref.tile_counters.values())
         inferences.append(
             {

@@ -8,8 +8,12 @@ from collections.abc import Mapping, Sequence
 
 from regression.cache import module_entry
 from regression.stimulus import P_IDLE, P_STALL
+from rtl_gen.registry import block
 
-__all__ = ["config", "tile_config"]
+__all__ = ["config", "plan", "tile_config"]
+
+#: Windows per layer of a regression job: default, quick.
+WINDOWS, QUICK_WINDOWS = 8, 4
 
 
 def tile_config(
@@ -42,7 +46,7 @@ def tile_config(
     from regression.reference import TileGeometry
 
     geo = TileGeometry.from_manifest(manifest)
-    entry = module_entry(manifest, "mttfs_tile")
+    entry = module_entry(manifest, block("tile").module)
     return {
         "seed": seed,
         "T": geo.T,
@@ -82,3 +86,9 @@ def config(job, manifest: Mapping) -> dict:
         p_stall=stim.p_stall,
         corrupt=stim.corrupt,
     )
+
+
+def plan(point) -> tuple | None:
+    """Every parameter set, with every radius of the sweep (the mask is loaded at run time)."""
+    return point.params, point.seed, {"ks": point.ks,
+                                      "windows": QUICK_WINDOWS if point.quick else WINDOWS}
