@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.list:
         for prop in select(args.only):
-            print(f"{prop.name}: {prop.block}, {prop.mode} depth {prop.depth}: "
+            print(f"{prop.name}: {prop.target}, {prop.mode} depth {prop.depth}: "
                   f"{prop.statement}")
             for mutant in prop.mutants:
                 print(f"    mutant {mutant.name}: {mutant.what}")
