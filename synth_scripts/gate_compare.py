@@ -1,8 +1,9 @@
 """One design of ``matterhorn compare`` measured in gates (docs/compare.md, "Method").
 
-A design is a golden layer run by one of the two tiles on a workload's input windows
-(:data:`golden_models.workloads.DESIGNS`): ``dense`` by :class:`rtl_gen.dense.DenseTile`, the
-others by :class:`rtl_gen.tile.NeuronTile`. :func:`measure_design` measures one:
+A design is a golden layer run by one of the two registered tiles (:func:`tile_block`) on a
+workload's input windows (:data:`golden_models.workloads.DESIGNS`): ``dense`` by
+:class:`rtl_gen.dense.DenseTile`, the others by :class:`rtl_gen.tile.NeuronTile`.
+:func:`measure_design` measures one:
 
 1. :func:`run_tile`: the tile in the Amaranth simulator, driven by the one tile driver
    (:class:`rtl_gen.driver.TileDriver`), its output and counters checked against the golden
@@ -102,6 +103,15 @@ def _flits(cfg, dense: bool, beats: list[dict]) -> list[tuple[int, int]]:
             for i in range(0, len(codes), P)]
 
 
+def tile_block(design: str):
+    """The registered tile (:func:`rtl_gen.registry.tiles`) that runs ``design``: the dense
+    tile for ``dense``, the spiking tile for TTFS and M-TTFS."""
+    from rtl_gen import registry
+
+    want = "dense" if design == "dense" else "spiking"
+    return next(b for b in registry.tiles() if b.design == want)
+
+
 def run_tile(layer, design: str, codes: torch.Tensor, *, mesh: tuple[int, int] = MESH) -> TileRun:
     """Simulate ``design``'s tile at RTL on ``codes``, check it against the golden model.
 
@@ -111,15 +121,14 @@ def run_tile(layer, design: str, codes: torch.Tensor, *, mesh: tuple[int, int] =
         A window's output or counters differ from the golden model's.
     """
     from golden_models import encode_events
-    from golden_models.dense import run_dense
-    from rtl_gen.dense import DenseTile, dense_counters, dense_load_beats, unpack_codes
+    from rtl_gen.dense import unpack_codes
     from rtl_gen.driver import TileDriver, Window
     from rtl_gen.simulation import elaborated
-    from rtl_gen.tile import NeuronTile, load_beats
     from synth_scripts import gatelevel
 
     cfg = design_config(layer, macro=False, mesh=mesh)
-    dense = design == "dense"
+    block = tile_block(design)
+    dense = block.node.i == "codes"  # the port kinds of the registered block decide the beats
     mask = (1 << cfg.time_width) - 1
     windows = []
     for n, row in enumerate(codes):
@@ -131,7 +140,7 @@ def run_tile(layer, design: str, codes: torch.Tensor, *, mesh: tuple[int, int] =
             beats = [*({"addr": a, "tau": b, "last": 0}
                        for a, b in zip(index.tolist(), t.tolist(), strict=True)),
                      {"addr": 0, "tau": 0, "last": 1}]
-        load = (dense_load_beats if dense else load_beats)(cfg, layer) if n == 0 else None
+        load = block.node.image(cfg, layer) if n == 0 else None
         windows.append(Window(load, beats))
     inputs: list[list[dict]] = [[] for _ in windows]
     load_cycles = 0
@@ -143,8 +152,8 @@ def run_tile(layer, design: str, codes: torch.Tensor, *, mesh: tuple[int, int] =
         elif beat.port == "i" and not beat.payload["last"]:
             inputs[beat.window].append(beat.payload)
 
-    dut = DenseTile(cfg) if dense else NeuronTile(cfg)
-    names = dense_counters(cfg) if dense else cfg.tile_counters
+    dut = block.build(cfg)
+    names = block.counters(cfg)
     driver = TileDriver(dut, windows, names, on_beat=on_beat)
     # simulated as one elaboration whose SRAMs are probed: their read data drive the netlist's
     # cut macro outputs
@@ -155,20 +164,20 @@ def run_tile(layer, design: str, codes: torch.Tensor, *, mesh: tuple[int, int] =
     counters = []
     for n, (row, run) in enumerate(zip(codes, driver.results, strict=True)):
         if dense:
-            ref = run_dense(layer, row)
+            want_out, ref_counters = block.node.run(layer, row)
             pairs = []
             for b in run.output[:-1]:
                 pairs += unpack_codes(cfg, b["addr"], b["codes"], layer.n_out)
-            if [q for _, q in sorted(pairs)] != ref.codes.tolist():
+            if [q for _, q in sorted(pairs)] != want_out.tolist():
                 raise AssertionError(f"{design}: window {n}: RTL codes differ from the golden "
                                      "dense model")
         else:
-            ref = layer.run_codes(row)
+            (index, t), ref_counters = block.node.run(layer, encode_events(row, layer.in_mask))
             events = [(b["addr"], b["t"]) for b in run.output[:-1]]
-            if events != list(zip(ref.out_index.tolist(), ref.out_time.tolist(), strict=True)):
+            if events != list(zip(index.tolist(), t.tolist(), strict=True)):
                 raise AssertionError(f"{design}: window {n}: RTL events differ from the golden "
                                      "layer")
-        want = ref.counters.as_dict()
+        want = ref_counters.as_dict()
         if run.counters != want:
             raise AssertionError(f"{design}: window {n}: tile counters {run.counters} differ "
                                  f"from the golden {want}")
@@ -197,15 +206,13 @@ def tile_energy(layer, design: str, run: TileRun, lib_path: Path, work: Path, si
     """
     from amaranth.back import verilog
 
-    from rtl_gen.dense import DenseTile
     from rtl_gen.sram import MACRO_NAME
-    from rtl_gen.tile import NeuronTile
     from synth_scripts import gate_energy, gatelevel
 
     kind = "dense" if design == "dense" else "mttfs"
     if kind not in netlists:
         cfg = design_config(layer, macro=True, mesh=mesh)
-        comp = DenseTile(cfg) if kind == "dense" else NeuronTile(cfg)
+        comp = tile_block(design).build(cfg)
         text = verilog.convert(comp, name=f"{kind}_tile", emit_src=False)
         netlists[kind] = gatelevel.map_netlist(text, f"{kind}_tile", lib_path, work / kind,
                                                cut_macros={MACRO_NAME: "RDATA"})
