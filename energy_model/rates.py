@@ -27,9 +27,9 @@ from energy_model.histogram import (
     mttfs_rate,
     ttfs_rate,
 )
-from energy_model.jsonfile import read_json
 from golden_models.codespace import CodeSpace, check_T
 from golden_models.positions import LABEL_OF_KEY, POSITION_FAMILY, POSITIONS
+from toolkit_base.jsonfile import read_json
 
 
 def _norm(name: str) -> str:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from energy_model.jsonfile import read_json
 from energy_model.quantity import Quantity, parse_energy_unit
+from toolkit_base.jsonfile import read_json
 
 #: Each key the model uses and the denominator its unit must have.
 REQUIRED: dict[str, str] = {

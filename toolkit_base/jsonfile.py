@@ -1,16 +1,47 @@
-"""Reading the JSON files the energy model takes (unit costs, synthesis reports, statistics).
+"""Reading the JSON documents a user hands the toolkit (unit costs, synthesis reports,
+statistics, checkpoints, slices, manifests).
 
 One reader so that every file gets the same checks and messages: a directory, a missing file,
-a gzip or other binary file and bad JSON each name the file and what was expected.
+a gzip or other binary file, bad JSON, and numbers JSON does not have (``NaN``, ``Infinity``,
+or a literal too large for a float, such as ``1e400``, which Python's own reader turns into
+infinity) each name the file and what was expected.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+
+__all__ = ["GZIP_MAGIC", "loads", "read_json"]
 
 #: The first two bytes of every gzip stream (RFC 1952).
 GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
+def loads(text: str) -> object:
+    """``json.loads`` that refuses ``NaN``, ``Infinity`` and numbers beyond a float's range.
+
+    Raises
+    ------
+    ValueError
+        Bad JSON or such a number (``json.JSONDecodeError`` for bad JSON); nesting too deep.
+    """
+    try:
+        return json.loads(text, parse_constant=_constant, parse_float=_float)
+    except RecursionError:
+        raise ValueError("the document is nested too deeply") from None
 
 
 def read_json(path: str | Path, what: str) -> object:
@@ -30,7 +61,8 @@ def read_json(path: str | Path, what: str) -> object:
     FileNotFoundError
         ``path`` does not exist.
     ValueError
-        The file is gzip-compressed, not UTF-8 text, or not valid JSON; the message names it.
+        The file is gzip-compressed, not UTF-8 text, not valid JSON, or holds a number JSON
+        does not have (:func:`loads`); the message names it.
     """
     path = Path(path)
     if path.is_dir():
@@ -51,6 +83,6 @@ def read_json(path: str | Path, what: str) -> object:
             f"{exc.start}); expected a JSON text file"
         ) from None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
+        return loads(text)
+    except ValueError as exc:
         raise ValueError(f"{what} {path.name} is not valid JSON: {exc}") from None
