@@ -134,7 +134,7 @@ CASES = [
      "scale_lr must be a number in [0, 1), not -1.0"),
     ("synth --system 0x2 --out out", "mesh_rows must be in 1..16, not 0"),
     ("synth --system 2x17 --out out", "mesh_cols must be in 1..16, not 17"),
-    ("prove --out ''", "--out must be a folder name, not empty"),
+    ("prove --out ''", f"{_EMPTY} ''"),
     ("layer --mesh 2x3 --out out",
      "the layer's 384 outputs need 8 tiles of 48 neurons, the 2x3 mesh has 6 nodes"),
     ("layer --tile-neurons 96 --mesh 1x2 --out out",

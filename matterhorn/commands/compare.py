@@ -26,10 +26,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output directory [build/compare]")
 
 
-def run(args: argparse.Namespace) -> int:
-    from matterhorn.compare import compare, markdown
+#: The radii the comparison measures (``mttfs-k0`` .. ``mttfs-k2``).
+RADII = (0, 1, 2)
 
+
+def run(args: argparse.Namespace) -> int:
+    from matterhorn.commands import check_liberty
+    from matterhorn.compare import MINILM_SLICE, compare, markdown
+    from toolkit_base.checks import check_out_writable
+
+    # the arguments compare() takes on trust or checks only after work has started
+    if isinstance(args.k, int) and args.k not in RADII:
+        raise ValueError(f"k must be 0, 1 or 2 (the compared radii), not {args.k!r}")
+    check_out_writable(args.out, beside=True)  # staged in .compare-* beside it
+    for lib in args.liberty or ():
+        check_liberty(lib)
+    slice_path = args.slice
+    if slice_path is None and MINILM_SLICE.is_file():
+        slice_path = MINILM_SLICE
+    if slice_path is not None:
+        _check_slice(slice_path)
     doc = compare(args.T, args.k, args.out, liberties=args.liberty, slice_path=args.slice,
                   windows=args.windows, seed=args.seed, sim=args.sim)
     print(markdown(doc))
     return 0
+
+
+def _check_slice(path) -> None:
+    """A slice that reads as a layer (:func:`networks.rtl_slice.read_slice`) and fits a tile of
+    the generated RTL."""
+    from pathlib import Path
+
+    from networks.rtl_slice import read_slice
+    from rtl_gen.params import MAX_N_IN, MAX_TILE_NEURONS
+    from toolkit_base.checks import check_int, check_rtl_T
+
+    sl = read_slice(path)
+    name = Path(path).name
+    try:
+        check_rtl_T(sl.layer.in_mask.T)
+        check_int("n_in", sl.layer.n_in, 1, MAX_N_IN)
+        check_int("n_out", sl.layer.n_out, 1, MAX_TILE_NEURONS)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc} (the slice must fit one tile of the RTL)") from None
