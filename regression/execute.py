@@ -24,6 +24,7 @@ from regression.summary import SUMMARY_FILE, summarize, write_summary
 from toolkit_base import cluster
 from toolkit_base.checks import check_out_writable, check_seed, unique
 from toolkit_base.files import write_atomic
+from toolkit_base.toolchain import ToolError
 
 __all__ = [
     "DEFAULT_ROOT",
@@ -99,7 +100,8 @@ def execute_config(
     except (RuntimeError, SystemExit, OSError, AssertionError, ValueError) as exc:
         # a tool or a file that failed, not a mismatch: the job says where, the cause in one
         # line with the paths under the root relative to it (a summary carries none absolute)
-        text = " ".join(f"{type(exc).__name__}: {exc}".split())
+        kind = "" if isinstance(exc, ToolError) else f"{type(exc).__name__}: "
+        text = " ".join(f"{kind}{exc}".split())
         text = text.replace(f"{root}{os.sep}", "").replace(str(root), ".")
         return JobResult(j, False, {}, f"{stage} failed: {text}", build_s, 0.0,
                          failed_in=stage)
