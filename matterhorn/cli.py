@@ -116,8 +116,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt as exc:
         signo = 15 if isinstance(exc, Terminated) else 2
+        _quiet_after_interrupt()
         print(f"matterhorn {args.command}: interrupted; the run is incomplete", file=sys.stderr)
         return 128 + signo
+
+
+def _quiet_after_interrupt() -> None:
+    """The interrupted line is the last: Amaranth components that an interrupted elaboration
+    never used are collected after it, each with an ``UnusedElaboratable`` warning."""
+    import warnings
+
+    if "amaranth" in sys.modules:
+        from amaranth.hdl import UnusedElaboratable
+
+        warnings.filterwarnings("ignore", category=UnusedElaboratable)
 
 
 if __name__ == "__main__":

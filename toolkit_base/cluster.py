@@ -264,8 +264,8 @@ def _quiet_logs() -> None:
 def dask_setup(worker) -> None:
     """Run by each local worker process when it starts (``preload``, :func:`executor`).
 
-    SIGINT gets a handler that only silences the worker's logs and warnings, then is
-    unblocked: a Ctrl-C to the process group leaves the worker to be stopped by the client,
+    SIGINT gets a handler that only silences the worker (its logs, warnings and output),
+    then is unblocked: a Ctrl-C to the process group leaves the worker to be stopped by the client,
     quietly (no heartbeat errors, no warnings about a job it was in the middle of). A
     handler, not ``SIG_IGN``, and no mask: the simulators the worker's jobs start get the
     default SIGINT again and stop with the rest of the group.
@@ -279,10 +279,19 @@ def dask_setup(worker) -> None:
 
 
 def _worker_interrupted(signum, frame) -> None:
+    """A local worker after Ctrl-C: the client stops it; nothing it or a job of it still
+    prints (logs, warnings, a simulator that stopped) reaches the terminal."""
+    import logging
+    import os
     import warnings
 
     _quiet_logs()
+    logging.disable(logging.CRITICAL)
     warnings.simplefilter("ignore")
+    null = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(null, fd)
+    os.close(null)
 
 
 def run_all(
