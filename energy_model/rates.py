@@ -29,7 +29,7 @@ from energy_model.histogram import (
 )
 from golden_models.codespace import CodeSpace, check_T
 from golden_models.positions import LABEL_OF_KEY, POSITION_FAMILY, POSITIONS
-from toolkit_base.jsonfile import read_json
+from toolkit_base.jsonfile import naming, read_json
 
 
 def _norm(name: str) -> str:
@@ -503,6 +503,11 @@ def load_stats(
     - optional ``bit_events_per_delivery``: ``{"k=0": x or {position: x}, ...}``.
     """
     path = Path(path)
+    with naming(path, "statistics file"):
+        return _load_stats(path, ks, convention)
+
+
+def _load_stats(path: Path, ks: tuple[int, ...], convention: str) -> Rates:
     data = read_json(path, "statistics file")
     if not isinstance(data, dict):
         raise ValueError(f"statistics file {path.name} must hold a JSON object")

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from energy_model.quantity import Quantity, parse_energy_unit
-from toolkit_base.jsonfile import read_json
+from toolkit_base.jsonfile import naming, read_json
 
 #: Each key the model uses and the denominator its unit must have.
 REQUIRED: dict[str, str] = {
@@ -239,7 +239,8 @@ def paper_unit_costs() -> UnitCosts:
 
 def load_unit_costs(path: str | Path, *, complete: bool = True) -> UnitCosts:
     """Read a unit-cost file (user table or ``synth_report.json``); see :func:`parse_unit_costs`."""
-    return parse_unit_costs(_read_json(path), origin=Path(path).name, complete=complete)
+    with naming(path, "unit-cost file"):
+        return parse_unit_costs(_read_json(path), origin=Path(path).name, complete=complete)
 
 
 def load_synth_report(path: str | Path) -> UnitCosts:
@@ -252,6 +253,11 @@ def load_synth_report(path: str | Path) -> UnitCosts:
         missing or empty (it would silently leave every paper cost in place); the message names
         the file and what was expected. See also :func:`parse_unit_costs`.
     """
+    with naming(path, "synthesis report"):
+        return _load_synth_report(path)
+
+
+def _load_synth_report(path: str | Path) -> UnitCosts:
     name = Path(path).name
     doc = _read_json(path, "synthesis report")
     if not isinstance(doc, dict):

@@ -9,11 +9,13 @@ infinity) each name the file and what was expected.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["GZIP_MAGIC", "loads", "read_json"]
+__all__ = ["GZIP_MAGIC", "loads", "naming", "read_json"]
 
 #: The first two bytes of every gzip stream (RFC 1952).
 GZIP_MAGIC = b"\x1f\x8b"
@@ -86,3 +88,19 @@ def read_json(path: str | Path, what: str) -> object:
         return loads(text)
     except ValueError as exc:
         raise ValueError(f"{what} {path.name} is not valid JSON: {exc}") from None
+
+
+@contextlib.contextmanager
+def naming(path: str | Path, what: str) -> Iterator[None]:
+    """Inside the block, a ``ValueError`` or ``TypeError`` whose message does not name the file
+    gets ``"<what> <file name>: "`` in front, and every message is made one line: what a
+    reader raises deep inside (a rate, a histogram, a code space) still says which file."""
+    try:
+        yield
+    except (TypeError, ValueError) as exc:
+        name = Path(path).name
+        message = " ".join(str(exc).split())
+        if name in message and message == str(exc):
+            raise
+        kind = TypeError if isinstance(exc, TypeError) else ValueError
+        raise kind(message if name in message else f"{what} {name}: {message}") from None
