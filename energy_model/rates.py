@@ -552,7 +552,10 @@ def _load_stats(path: Path, ks: tuple[int, ...], convention: str) -> Rates:
                     "valid: 'TTFS', 'M-TTFS k=<k>'"
                 )
         bits = {}
-        for key, value in data.get("bit_events_per_delivery", {}).items():
+        table = data.get("bit_events_per_delivery", {})
+        if not isinstance(table, dict):
+            raise ValueError(f"'bit_events_per_delivery' in {path.name} must be an object")
+        for key, value in table.items():
             m = re.fullmatch(r"k=(\d+)", key)
             if not m:
                 raise ValueError(
