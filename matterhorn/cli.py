@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # a bad option (one line printed), --help, --version
-        return exc.code if isinstance(exc.code, int) else 2
+        return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
     try:
         with terminate_as_interrupt():  # SIGTERM unwinds like Ctrl-C: staging folders go
             return int(args._run(args) or 0)
