@@ -100,7 +100,7 @@ def test_design_layers_share_weights_and_thresholds():
         (["--k", "3"], "k must be 0, 1 or 2 (the compared radii), not 3"),
         (["--windows", "0"], "windows must be in 1..256, not 0"),
         (["--liberty", "no/such.lib"], "liberty file 'no/such.lib' does not exist"),
-        (["--slice", "no/such.json"], "slice 'no/such.json' is not a readable JSON document"),
+        (["--slice", "no/such.json"], "slice file 'no/such.json' does not exist"),
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(args, message, tmp_path, capsys):
