@@ -27,9 +27,9 @@ from energy_model.histogram import (
     mttfs_rate,
     ttfs_rate,
 )
-from energy_model.jsonfile import read_json
 from golden_models.codespace import CodeSpace, check_T
 from golden_models.positions import LABEL_OF_KEY, POSITION_FAMILY, POSITIONS
+from toolkit_base.jsonfile import naming, read_json
 
 
 def _norm(name: str) -> str:
@@ -503,6 +503,11 @@ def load_stats(
     - optional ``bit_events_per_delivery``: ``{"k=0": x or {position: x}, ...}``.
     """
     path = Path(path)
+    with naming(path, "statistics file"):
+        return _load_stats(path, ks, convention)
+
+
+def _load_stats(path: Path, ks: tuple[int, ...], convention: str) -> Rates:
     data = read_json(path, "statistics file")
     if not isinstance(data, dict):
         raise ValueError(f"statistics file {path.name} must hold a JSON object")
@@ -513,6 +518,12 @@ def load_stats(
         return _golden_stats(data, path.name, ks, convention, source)
     if schema == MINILM_SCHEMA:
         return _minilm_stats(data, path.name, ks, convention, source)
+    if schema == MINILM_RATES_SCHEMA:
+        raise ValueError(
+            f"statistics file {path.name} is the rates summary of matterhorn stats "
+            f"({MINILM_RATES_SCHEMA}), which holds no histograms; give the stats.json "
+            "written beside it"
+        )
     if "positions" in data:
         positions = data["positions"]
         if not isinstance(positions, dict):
@@ -541,7 +552,10 @@ def load_stats(
                     "valid: 'TTFS', 'M-TTFS k=<k>'"
                 )
         bits = {}
-        for key, value in data.get("bit_events_per_delivery", {}).items():
+        table = data.get("bit_events_per_delivery", {})
+        if not isinstance(table, dict):
+            raise ValueError(f"'bit_events_per_delivery' in {path.name} must be an object")
+        for key, value in table.items():
             m = re.fullmatch(r"k=(\d+)", key)
             if not m:
                 raise ValueError(
@@ -567,6 +581,8 @@ def load_stats(
 GOLDEN_SCHEMA = "matterhorn.golden.stats"
 #: Statistics of the converted MiniLM (:mod:`networks.stats`).
 MINILM_SCHEMA = "matterhorn.minilm_stats/1"
+#: The per-block rates summary ``rates.json`` that ``matterhorn stats`` writes beside it.
+MINILM_RATES_SCHEMA = "matterhorn.minilm_rates/1"
 
 
 def _tau_histogram(counts: object, space: CodeSpace, where: str) -> Histogram:
@@ -602,28 +618,37 @@ def _minilm_stats(data: dict, name: str, ks, convention: str, source: str) -> Ra
     blocks = data.get("blocks")
     if isinstance(T, bool) or not isinstance(T, int):
         raise ValueError(f"{name}: field 'T' must be an integer, not {T!r}")
+    try:
+        check_T(T)
+    except ValueError as exc:
+        raise ValueError(f"{name}: field 'T': {exc}") from None
     if not isinstance(blocks, list) or not blocks:
         raise ValueError(f"{name}: field 'blocks' must be a non-empty list")
     ttfs: dict[str, list[tuple[Histogram, int]]] = {}
     per_k: dict[int, dict[str, list[tuple[Histogram, int]]]] = {}
+    per_block: list[dict] = []  # block -> {"TTFS": records, k: records} over its positions
     for b, block in enumerate(blocks):
         positions = block.get("positions") if isinstance(block, dict) else None
         if not isinstance(positions, dict):
             raise ValueError(f"{name}: field 'blocks[{b}].positions' must be an object")
+        mine: dict = {"TTFS": []}
+        per_block.append(mine)
         for pos, entry in positions.items():
             where = f"{name}: blocks[{b}].positions[{pos!r}]"
-            canon = position_name(pos)
+            try:
+                canon = position_name(pos)
+            except ValueError as exc:
+                raise ValueError(f"{where}: {exc}") from None
             space = CodeSpace(T, POSITION_FAMILY[canon])
-            if (
-                not isinstance(entry, dict)
-                or isinstance(entry.get("i_max"), bool)
-                or not (isinstance(entry.get("i_max"), int))
-            ):
-                raise ValueError(f"{where}.i_max must be an integer")
-            mu = space.c - entry["i_max"]
-            ttfs.setdefault(canon, []).append(
-                (_tau_histogram(entry.get("histogram_tau"), space, f"{where}.histogram_tau"), mu)
-            )
+            i_max = entry.get("i_max") if isinstance(entry, dict) else None
+            if isinstance(i_max, bool) or not isinstance(i_max, int) or not 0 <= i_max < T:
+                raise ValueError(f"{where}.i_max must be an integer in 0..{T - 1}, not "
+                                 f"{i_max!r}")
+            mu = space.c - i_max
+            record = (_tau_histogram(entry.get("histogram_tau"), space, f"{where}.histogram_tau"),
+                      mu)
+            ttfs.setdefault(canon, []).append(record)
+            mine["TTFS"].append(record)
             by_k = entry.get("histogram_tau_k")
             if not isinstance(by_k, dict):
                 raise ValueError(f"{where}.histogram_tau_k must be an object")
@@ -635,13 +660,82 @@ def _minilm_stats(data: dict, name: str, ks, convention: str, source: str) -> Ra
                 if k in ks:
                     hist = _tau_histogram(counts, space, f"{where}.histogram_tau_k[{key!r}]")
                     per_k.setdefault(k, {}).setdefault(canon, []).append((hist, mu))
+                    mine.setdefault(k, []).append((hist, mu))
     if not per_k:
         raise ValueError(f"{name}: no histogram_tau_k for any of k = {', '.join(map(str, ks))}")
     rates = Rates.from_records(
         ttfs, dict(sorted(per_k.items())), convention=convention, source=source
     )
     _check_measured(data.get("positions"), rates, name)
+    # the measured network and block rates must be the ones of the histograms too (a NaN or
+    # negative rate, or one of another run, is refused rather than shown beside them)
+    _check_rates(data.get("rates"), _rates_of([r for m in per_block for r in m["TTFS"]],
+                                              {k: [r for m in per_block for r in m.get(k, [])]
+                                               for k in per_k}, T),
+                 f"{name}: field rates")
+    for b, (block, mine) in enumerate(zip(blocks, per_block, strict=True)):
+        _check_rates(block.get("rates"),
+                     _rates_of(mine["TTFS"], {k: mine.get(k, []) for k in per_k}, T),
+                     f"{name}: field blocks[{b}].rates")
+    _check_pooled(data.get("positions"), ttfs, name)
     return rates
+
+
+def _rates_of(ttfs_records, k_records, T: int) -> dict[str, float]:
+    """Per-step rates (fractions) pooled over ``(histogram, mu)`` records, as the statistics
+    document writes them: ``TTFS`` and ``k=<k>``."""
+    def pooled(records, f):
+        total = sum(h.total for h, _ in records)
+        return sum(f(h, mu) * h.total for h, mu in records) / total if total else 0.0
+
+    out = {"TTFS": pooled(ttfs_records, lambda h, mu: ttfs_rate(h))}
+    for k, records in k_records.items():
+        out[f"k={k}"] = pooled(records, lambda h, mu, k=k: mttfs_rate(h, k, mu))
+    return out
+
+
+def _agrees(measured: object, ours: float) -> bool:
+    """A measured rate of the file (6 decimals) is the one of its histograms."""
+    return (not isinstance(measured, bool) and isinstance(measured, int | float)
+            and abs(ours - measured) <= 1e-6)
+
+
+def _check_rates(table: object, ours: dict[str, float], where: str) -> None:
+    """Every rate of ``table`` (optional) the histograms give (``TTFS``, ``k=<k>`` read) must
+    agree with them."""
+    if table is None:
+        return
+    if not isinstance(table, dict):
+        raise ValueError(f"{where} must be an object of rates ('TTFS', 'k=<k>'), not {table!r}")
+    for key, value in ours.items():
+        if key in table and not _agrees(table[key], value):
+            raise ValueError(f"{where}[{key!r}] ({table[key]!r}) disagrees with the rate of its "
+                             f"histograms ({value:.6f})")
+
+
+def _check_pooled(positions: object, ttfs: dict, name: str) -> None:
+    """A position's pooled ``histogram_tau`` must be the sum of its blocks' histograms."""
+    if not isinstance(positions, list):
+        return
+    for i, entry in enumerate(positions):
+        if not isinstance(entry, dict) or "histogram_tau" not in entry:
+            continue
+        pos = _position_of(entry, f"{name}: field 'positions[{i}]'")
+        records = ttfs.get(pos, [])
+        if not records:
+            continue
+        space = records[0][0].space
+        want = [sum(h.counts.get(space.c - t, 0) for h, _ in records) for t in range(space.T)]
+        if entry["histogram_tau"] != want:
+            raise ValueError(f"{name}: field 'positions[{i}].histogram_tau' is not the sum of "
+                             "its blocks' histograms")
+
+
+def _position_of(entry: dict, where: str) -> str:
+    try:
+        return position_name(entry.get("position", entry.get("label")))
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
 
 
 def _check_measured(positions: object, rates: Rates, name: str) -> None:
@@ -651,7 +745,7 @@ def _check_measured(positions: object, rates: Rates, name: str) -> None:
     for i, entry in enumerate(positions):
         if not isinstance(entry, dict) or not isinstance(entry.get("rates"), dict):
             continue
-        pos = position_name(entry.get("position", entry.get("label")))
+        pos = _position_of(entry, f"{name}: field 'positions[{i}]'")
         for key, measured in entry["rates"].items():
             m = re.fullmatch(r"k=(\d+)", key)
             if key == "TTFS":
@@ -660,11 +754,7 @@ def _check_measured(positions: object, rates: Rates, name: str) -> None:
                 ours = rates.mttfs[int(m.group(1))].at(pos)
             else:
                 continue
-            if (
-                isinstance(measured, bool)
-                or not isinstance(measured, int | float)
-                or (abs(ours - measured) > 1e-6)
-            ):
+            if not _agrees(measured, ours):
                 raise ValueError(
                     f"{name}: field positions[{i}].rates[{key!r}] ({measured!r}) disagrees with "
                     f"the rate of its histograms ({ours:.6f})"

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from energy_model.jsonfile import read_json
 from energy_model.quantity import Quantity, parse_energy_unit
+from toolkit_base.jsonfile import naming, read_json
 
 #: Each key the model uses and the denominator its unit must have.
 REQUIRED: dict[str, str] = {
@@ -44,6 +44,10 @@ REQUIRED: dict[str, str] = {
 OPTIONAL: dict[str, str] = {"E_move_event_router": "event/hop"}
 #: The section of a file that holds the costs.
 SECTION = "unit_costs_pJ"
+#: The largest unit cost accepted, in pJ per item (1 uJ: a million times the paper's largest).
+#: Larger values are typing errors, and near a float's range they overflow the report to
+#: ``inf`` and its ratios to ``nan``.
+MAX_PJ = 1e6
 #: The ``schema`` of a synthesis report (``synth_scripts.report.SCHEMA``; a test keeps them equal).
 SYNTH_SCHEMA = "matterhorn-synth-report/2"
 
@@ -129,8 +133,9 @@ class UnitCosts(Mapping[str, UnitCost]):
         denominator = _denominator_of(key)
         if denominator is None:
             raise ValueError(f"unknown unit cost {key!r}; valid keys: {', '.join(REQUIRED)}")
-        if not math.isfinite(joules) or joules < 0:
-            raise ValueError(f"unit cost {key} must be a finite value >= 0 J, not {joules!r}")
+        if not math.isfinite(joules) or not 0 <= joules <= MAX_PJ * 1e-12:
+            raise ValueError(f"unit cost {key} must be in 0..{MAX_PJ:g} pJ, not "
+                             f"{joules * 1e12:g} pJ")
         note = self._costs[key].note if key in self._costs else ""
         costs = dict(self._costs)
         costs[key] = UnitCost(key, Quantity(float(joules), "J/" + denominator), provenance, note)
@@ -194,6 +199,11 @@ def parse_unit_costs(data: object, *, origin: str, complete: bool = True) -> Uni
         ):
             raise ValueError(f"unit cost {key!r} in {origin} must be a number >= 0, not {value!r}")
         scale, got = parse_energy_unit(entry["unit"], f"{key!r} in {origin}")
+        if float(value) * scale > MAX_PJ * 1e-12:
+            raise ValueError(
+                f"unit cost {key!r} in {origin} must be at most {MAX_PJ:g} pJ, not {value!r} "
+                f"{entry['unit']}"
+            )
         if got != denominator:
             raise ValueError(
                 f"unit cost {key!r} in {origin} has unit {entry['unit']!r}, expected an energy "
@@ -240,7 +250,8 @@ def paper_unit_costs() -> UnitCosts:
 
 def load_unit_costs(path: str | Path, *, complete: bool = True) -> UnitCosts:
     """Read a unit-cost file (user table or ``synth_report.json``); see :func:`parse_unit_costs`."""
-    return parse_unit_costs(_read_json(path), origin=Path(path).name, complete=complete)
+    with naming(path, "unit-cost file"):
+        return parse_unit_costs(_read_json(path), origin=Path(path).name, complete=complete)
 
 
 def load_synth_report(path: str | Path) -> UnitCosts:
@@ -253,6 +264,11 @@ def load_synth_report(path: str | Path) -> UnitCosts:
         missing or empty (it would silently leave every paper cost in place); the message names
         the file and what was expected. See also :func:`parse_unit_costs`.
     """
+    with naming(path, "synthesis report"):
+        return _load_synth_report(path)
+
+
+def _load_synth_report(path: str | Path) -> UnitCosts:
     name = Path(path).name
     doc = _read_json(path, "synthesis report")
     if not isinstance(doc, dict):
@@ -305,8 +321,9 @@ def resolve_unit_costs(
         if (
             isinstance(event_cost_pJ, bool)
             or not isinstance(event_cost_pJ, int | float)
-            or not (math.isfinite(event_cost_pJ) and event_cost_pJ >= 0)
+            or not (math.isfinite(event_cost_pJ) and 0 <= event_cost_pJ <= MAX_PJ)
         ):
-            raise ValueError(f"event cost must be a number of pJ >= 0, not {event_cost_pJ!r}")
+            raise ValueError(f"event cost must be a number of pJ in 0..{MAX_PJ:g}, not "
+                             f"{event_cost_pJ!r}")
         table = table.with_value("E_move_event", event_cost_pJ * 1e-12, "command line --event-cost")
     return table

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from golden_models.workloads import DESIGNS, Workload, design_layer, random_workload, read_slice
+from golden_models.workloads import DESIGNS, Workload, design_layer, random_workload
 from matterhorn.compare_report import markdown, plot
 from rtl_gen.router import mean_hops
 from synth_scripts.gate_compare import MESH, SRAM_BIT, measure_design, sram_bit_pJ
@@ -46,6 +46,36 @@ SCHEMA = "matterhorn.compare/1"
 #: Mean hops of a flit on the ``MESH`` (8/3 on 4x4).
 HOPS = mean_hops(*MESH)
 MINILM_SLICE = Path("build/minilm/slice_block0_qproj.json")
+
+
+def slice_workload(path: str | os.PathLike) -> Workload:
+    """The workload of a real layer slice (``matterhorn.layer_slice/1``, written by
+    ``matterhorn stats``): read and checked by :func:`networks.rtl_slice.read_slice`, and fitted
+    to one tile of the generated RTL.
+
+    Raises
+    ------
+    FileNotFoundError, IsADirectoryError
+        No such file.
+    ValueError
+        One line naming the file and what is wrong, e.g. a layer wider than a tile.
+    """
+    from networks.rtl_slice import read_slice
+    from rtl_gen.params import MAX_N_IN, MAX_TILE_NEURONS
+    from toolkit_base.checks import check_int
+
+    sl = read_slice(path)
+    name, layer = Path(path).name, sl.layer
+    try:
+        check_rtl_T(layer.in_mask.T)
+        check_int("n_in", layer.n_in, 1, MAX_N_IN)
+        check_int("n_out", layer.n_out, 1, MAX_TILE_NEURONS)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc} (the slice must fit one tile of the RTL)") from None
+    return Workload("minilm", layer, sl.q_in,
+                    f"{name}: MiniLM block 0 Q projection, {layer.n_in} inputs x "
+                    f"{layer.n_out} neurons, {layer.weight_bits}-bit weights, "
+                    f"{sl.q_in.shape[0]} corpus tokens")
 
 
 def model_energy(design: str, counters: dict, weight_bits: int, costs: dict, flits: float,
@@ -188,7 +218,7 @@ def workloads_of(T: int, windows: int, seed: int,
         slice_path = MINILM_SLICE
     missing = None
     if slice_path is not None:
-        wl = read_slice(slice_path)
+        wl = slice_workload(slice_path)
         workloads.append(Workload(wl.name, wl.layer, wl.codes[:windows], wl.source))
     else:
         missing = (f"minilm: no slice at {MINILM_SLICE}; run 'matterhorn stats --model minilm "

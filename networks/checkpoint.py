@@ -27,6 +27,7 @@ from golden_models.codespace import CodeSpace
 from golden_models.mask import Mask
 from networks.bert import BertEncoder, QLinear, QuantPoint
 from toolkit_base.files import replace_dir, staging_dir
+from toolkit_base.jsonfile import read_json
 from toolkit_base.schemas import validate
 
 TENSORS = "checkpoint.safetensors"
@@ -77,14 +78,45 @@ def read_document(folder: Path | str) -> dict:
         raise ValueError(
             f"{str(folder)!r} is not a complete checkpoint (needs {TENSORS} and {DOCUMENT}){hint}"
         )
-    try:
-        doc = json.loads((folder / DOCUMENT).read_text("utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{folder / DOCUMENT}: not JSON ({exc.msg})") from None
+    doc = read_json(folder / DOCUMENT, "checkpoint document")
     validate(doc, "finetune", DOCUMENT)
     if len(doc["runs"]) != 1:
         raise ValueError(f"{DOCUMENT} of a checkpoint must hold one run, not {len(doc['runs'])}")
     return doc
+
+
+def check(folder: Path | str, *, model: str = "minilm", k_max: int | None = None) -> dict:
+    """Return the document of the checkpoint ``folder`` if it can be loaded, else raise.
+
+    What can be checked without the float model, before any work: the document
+    (:func:`read_document`), its model, its radius against ``k_max``, and the header of the
+    tensor file (a truncated or foreign file is refused here, not after the model is loaded).
+    """
+    doc = read_document(folder)
+    run = doc["runs"][0]
+    if doc["model_key"] != model:
+        raise ValueError(
+            f"checkpoint {str(folder)!r} is of model {doc['model_key']!r}, not {model!r}"
+        )
+    if k_max is not None and run["k"] > k_max:
+        raise ValueError(
+            f"checkpoint {str(folder)!r} was fine-tuned at k={run['k']}, beyond k_max={k_max}"
+        )
+    _tensor_names(Path(folder) / TENSORS)
+    return doc
+
+
+def _tensor_names(path: Path) -> set[str]:
+    """The tensor names in the header of a safetensors file; ValueError naming it if it is
+    not one."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), "pt") as f:
+            return set(f.keys())
+    except Exception as exc:  # SafetensorError derives from Exception only
+        raise ValueError(f"{path.parent.name}/{path.name} is not a safetensors file: "
+                         f"{' '.join(str(exc).split())}") from None
 
 
 def load(
@@ -108,36 +140,49 @@ def load(
     """
     from safetensors.torch import load_file
 
-    doc = read_document(folder)
+    doc = check(folder, model=model)
     run = doc["runs"][0]
-    if doc["model_key"] != model:
-        raise ValueError(
-            f"checkpoint {str(folder)!r} is of model {doc['model_key']!r}, not {model!r}"
-        )
     if k is not None and run["k"] != k:
         raise ValueError(f"checkpoint {str(folder)!r} was fine-tuned at k={run['k']}, not k={k}")
     tensors = load_file(str(Path(folder) / TENSORS))
     qnn = copy.deepcopy(float_model).to(torch.float64)
 
-    def get(key: str) -> torch.Tensor:
+    def get(key: str, shape: tuple[int, ...]) -> torch.Tensor:
         if key not in tensors:
             raise ValueError(f"{TENSORS}: tensor {key!r} is missing")
-        return tensors[key]
+        t = tensors[key]
+        if tuple(t.shape) != tuple(shape):
+            raise ValueError(f"{TENSORS}: tensor {key!r} has shape {tuple(t.shape)}, expected "
+                             f"{tuple(shape)}")
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise ValueError(f"{TENSORS}: tensor {key!r} holds NaN or infinite values")
+        return t
 
     for name, m in qnn.named_modules():
         if isinstance(m, QLinear):
-            w = get(f"{name}.w_int").to(torch.int64)
-            if tuple(w.shape) != tuple(m.weight.shape):
-                raise ValueError(f"{TENSORS}: tensor {name}.w_int has shape {tuple(w.shape)}")
-            m.w_int, m.w_scale = w, get(f"{name}.w_scale")
+            n_out = m.weight.shape[0]
+            m.w_int = get(f"{name}.w_int", m.weight.shape).to(torch.int64)
+            limit = 1 << (doc["weight_bits"] - 1)
+            if bool((m.w_int.abs() > limit).any()):
+                raise ValueError(f"{TENSORS}: tensor {name + '.w_int'!r} holds values beyond "
+                                 f"the {doc['weight_bits']}-bit weights")
+            m.w_scale = get(f"{name}.w_scale", (n_out,)).to(torch.float64)
             m.weight_bits = doc["weight_bits"]
-            m.bias.data = get(f"{name}.bias")
+            m.bias.data = get(f"{name}.bias", (n_out,)).to(torch.float64)
         elif isinstance(m, nn.LayerNorm):
-            m.weight.data, m.bias.data = get(f"{name}.weight"), get(f"{name}.bias")
+            m.weight.data = get(f"{name}.weight", m.weight.shape).to(torch.float64)
+            m.bias.data = get(f"{name}.bias", m.bias.shape).to(torch.float64)
         elif isinstance(m, QuantPoint):
             m.space = CodeSpace(2 ** doc["act_bits"], m.space.family)
             m.rounding = doc["rounding"]
-            m.alpha = float(get(f"{name}.alpha")[0])
+            m.alpha = float(get(f"{name}.alpha", (1,))[0])
+            if not m.alpha > 0:
+                raise ValueError(f"{TENSORS}: tensor {name + '.alpha'!r} must be > 0, not "
+                                 f"{m.alpha!r}")
             if m.spike:
-                m.mask = Mask(m.space, int(get(f"{name}.i_max")[0]), 0)
+                i_max = int(get(f"{name}.i_max", (1,))[0])
+                if not 0 <= i_max < m.space.T:
+                    raise ValueError(f"{TENSORS}: tensor {name + '.i_max'!r} must be in "
+                                     f"0..{m.space.T - 1}, not {i_max}")
+                m.mask = Mask(m.space, i_max, 0)
     return qnn, doc

@@ -149,16 +149,57 @@ def load_corpus(name: str) -> Corpus:
             name, sentences_of_text(text), f"CPython {version} standard library docstrings"
         )
     if name.endswith(".txt"):
-        path = Path(name)
-        if not path.is_file():
-            raise FileNotFoundError(f"corpus file {name!r} does not exist")
-        lines = [" ".join(line.split()) for line in path.read_text("utf-8").splitlines()]
-        unique = list(dict.fromkeys(line for line in lines if line))
-        return _split(path.name, unique, f"text file {path.name}")
-    raise ValueError(
+        return _text_corpus(name)
+    raise _unknown(name)
+
+
+def check_corpus(name: object) -> str:
+    """Return ``name`` if :func:`load_corpus` can load it, else raise as it would.
+
+    A built-in name is only checked (building ``python-docstrings`` parses the standard
+    library: seconds); a ``.txt`` file is read and split, so a file that is missing, not
+    UTF-8 text or too small is refused before any work.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"corpus name must be a string, not {name!r}")
+    if name in CORPORA:
+        return name
+    if name.endswith(".txt"):
+        _text_corpus(name)
+        return name
+    raise _unknown(name)
+
+
+def _unknown(name: str) -> ValueError:
+    return ValueError(
         f"corpus must be one of {CORPORA} or a path to a .txt file (one sentence a line), "
         f"not {name!r}"
     )
+
+
+def _text_corpus(name: str) -> Corpus:
+    """The corpus of a UTF-8 text file with one sentence a line; every error names the file."""
+    path = Path(name)
+    if path.is_dir():
+        raise IsADirectoryError(f"corpus file {name!r} is a directory, not a text file")
+    if not path.is_file():
+        raise FileNotFoundError(f"corpus file {name!r} does not exist")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"corpus file {name!r} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
+            f"{exc.start}); give a UTF-8 text file with one sentence a line"
+        ) from None
+    if "\x00" in text:
+        raise ValueError(
+            f"corpus file {name!r} is not a text file (it holds NUL bytes); give a UTF-8 text "
+            "file with one sentence a line"
+        )
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    unique = list(dict.fromkeys(line for line in lines if line))
+    return _split(path.name, unique, f"text file {path.name}")
 
 
 def _stdlib_docstrings() -> list[str]:

@@ -25,11 +25,11 @@ import torch
 
 from networks import checkpoint
 from networks.bert import POSITIONS, BertEncoder, Tokenizer, load_minilm
-from networks.corpus import load_corpus
+from networks.corpus import check_corpus, load_corpus
 from networks.finetune import FinetuneConfig, train
 from networks.ptq import PTQConfig, convert, set_masks_
 from networks.stats import Tally
-from toolkit_base.checks import check_int
+from toolkit_base.checks import check_int, check_out_writable
 from toolkit_base.files import write_atomic
 from toolkit_base.schemas import validate
 from toolkit_base.tables import markdown_table
@@ -187,6 +187,10 @@ def finetune_minilm(
     for name, v in (("sentences", sentences), ("calibration", calibration), ("training", training)):
         if v is not None:
             check_int(name, v, 2 if name == "sentences" else 1, 10**9)
+    # every input before a corpus is built, the model loaded or anything written
+    for name in (corpus, *extra):
+        check_corpus(name)
+    check_out_writable(out, subdirs=[f"k{cfg.k}" for cfg in cfgs])
     say = progress or (lambda _msg: None)
     main = load_corpus(corpus)
     extras = [load_corpus(name) for name in extra]

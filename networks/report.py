@@ -19,6 +19,7 @@ from networks.corpus import load_corpus
 from networks.ptq import PTQConfig, convert
 from networks.rtl_slice import capture_slice, slice_document
 from networks.stats import check_k_max, collect, dumps, summarise
+from toolkit_base.checks import check_out_writable
 from toolkit_base.files import replace_owned, staging_dir
 from toolkit_base.tables import markdown_table
 
@@ -111,9 +112,16 @@ def minilm_stats(
 
 
 def _minilm_stats(corpus, sentences, calibration, k_max, out, plot, checkpoint) -> dict:
+    # every input before the model is loaded and anything is written
     sentences = _check_count(sentences, "sentences")
     calibration = _check_count(calibration, "calibration")
     check_k_max(k_max)
+    if out is not None:
+        check_out_writable(out, beside=True)  # the report is staged beside it
+    if checkpoint is not None:
+        from networks import checkpoint as ckpt
+
+        ckpt.check(checkpoint, model="minilm", k_max=k_max)
     data = load_corpus(corpus)
     cal = data.calibration[:calibration]
     ev = data.evaluation[:sentences]

@@ -193,3 +193,74 @@ def export_slice(sl: LayerSlice, path: Path | str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(slice_document(sl), indent=1) + "\n", prefix=".slice-")
     return path
+
+
+def read_slice(path: Path | str) -> LayerSlice:
+    """The slice of a ``matterhorn.layer_slice/1`` file (:func:`export_slice` writes one).
+
+    The document is checked against its schema (``toolkit_base/schemas/layer_slice.json``),
+    then as a layer: the sizes agree, the weights fit ``weight_bits``, the threshold tables
+    and masks are valid, every input vector holds ``n_in`` codes of the input's code space,
+    and a vector's ``q_out``, where given, is the layer's output for it. ``q_out`` of the
+    result is the layer's output codes.
+
+    Raises
+    ------
+    FileNotFoundError, IsADirectoryError
+        No such file.
+    ValueError
+        Anything else; one line that names the file and what is wrong.
+    """
+    from golden_models.codespace import CodeSpace
+    from golden_models.tensor_checks import check_codes
+    from toolkit_base.jsonfile import read_json
+    from toolkit_base.schemas import validate
+
+    path = Path(path)
+    doc = validate(read_json(path, "slice file"), "layer_slice", path.name)
+    try:
+        def mask(m: dict) -> Mask:
+            return Mask(CodeSpace(m["T"], m["family"]), m["i_max"], m["k"])
+
+        in_mask, out_mask = mask(doc["in_mask"]), mask(doc["out_mask"])
+        n_in, n_out = doc["n_in"], doc["n_out"]
+        weights, theta, init = doc["weights"], doc["theta"], doc["init"]
+        if len(weights) != n_in or any(len(row) != n_out for row in weights):
+            raise ValueError(f"field 'weights' must be {n_in} rows of {n_out} integers "
+                             "(n_in x n_out)")
+        if len(theta) != n_out or any(len(row) != out_mask.T - 1 for row in theta):
+            raise ValueError(f"field 'theta' must be {n_out} rows of {out_mask.T - 1} "
+                             "thresholds (n_out x T-1)")
+        if len(init) != n_out:
+            raise ValueError(f"field 'init' must hold {n_out} integers (n_out)")
+        bound = 1 << 62  # beyond any accumulator of a real layer, within int64
+        for name, values in (("weights", weights), ("theta", theta), ("init", [init])):
+            if any(abs(v) > bound for row in values for v in row):
+                raise ValueError(f"field {name!r} holds a value beyond +-2**62")
+        layer = IntegerLayer(
+            weights=torch.tensor(weights, dtype=torch.int64).reshape(n_in, n_out),
+            weight_bits=doc["weight_bits"],
+            init=torch.tensor(init, dtype=torch.int64),
+            theta=torch.tensor(theta, dtype=torch.int64).reshape(n_out, out_mask.T - 1),
+            in_mask=in_mask,
+            out_mask=out_mask,
+        )
+        q_in, q_out = [], []
+        for i, vector in enumerate(doc["vectors"]):
+            codes = vector["q_in"]
+            if len(codes) != n_in or any(abs(v) > in_mask.T for v in codes):
+                raise ValueError(f"field 'vectors[{i}].q_in' must hold {n_in} codes of "
+                                 f"{in_mask.space}")
+            q = check_codes(torch.tensor(codes, dtype=torch.int64), in_mask.space,
+                            f"field 'vectors[{i}].q_in'")
+            out = out_mask.space.c - layer.run_codes(q).tau
+            given = vector.get("q_out")
+            if given is not None and given != [int(v) for v in out]:
+                raise ValueError(f"field 'vectors[{i}].q_out' is not the layer's output for "
+                                 "its q_in")
+            q_in.append(q)
+            q_out.append(out)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path.name}: {' '.join(str(exc).split())}") from None
+    meta = {key: doc[key] for key in ("model", "layer", "k") if key in doc}
+    return LayerSlice(layer, torch.stack(q_in), torch.stack(q_out), meta)

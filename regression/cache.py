@@ -16,6 +16,7 @@ from pathlib import Path
 
 from regression import sim
 from toolkit_base.files import staging_dir
+from toolkit_base.jsonfile import read_json
 from toolkit_base.schemas import validate
 
 __all__ = [
@@ -51,7 +52,6 @@ def generate_rtl(params: Mapping, root: Path) -> tuple[Path, dict]:
     Written to a temporary directory first and moved into place, so an interrupted run never
     leaves a half-written set behind.
     """
-    from rtl_gen.generate import generate
     from rtl_gen.params import RTLConfig
 
     config = RTLConfig(**params)
@@ -60,7 +60,7 @@ def generate_rtl(params: Mapping, root: Path) -> tuple[Path, dict]:
     if manifest_path.is_file():
         return out, read_manifest(manifest_path)
     with staging_dir(out.parent, prefix=".gen-") as tmp:
-        generate(config, tmp)
+        _generate_stoppable(config, tmp)
         if not out.exists():
             try:
                 os.replace(tmp, out)
@@ -70,9 +70,28 @@ def generate_rtl(params: Mapping, root: Path) -> tuple[Path, dict]:
     return out, read_manifest(manifest_path)
 
 
+def _generate_stoppable(config, out: Path) -> None:
+    """:func:`rtl_gen.generate.generate`, stopped by an interrupt without noise: the components
+    of a generation cut short are never elaborated, and Amaranth warns about each of them
+    (``UnusedElaboratable``) as they are collected, after the command's last line."""
+    import warnings
+
+    from rtl_gen.generate import generate
+
+    try:
+        generate(config, out)
+    except KeyboardInterrupt:
+        from amaranth.hdl import UnusedElaboratable
+
+        warnings.filterwarnings("ignore", category=UnusedElaboratable)
+        raise
+
+
 def read_manifest(path: Path) -> dict:
-    """A ``manifest.json``, checked against its schema (toolkit_base/schemas)."""
-    return validate(json.loads(Path(path).read_text()), "rtl_manifest", Path(path).name)
+    """A ``manifest.json``, checked against its schema (toolkit_base/schemas); a malformed one
+    is a ValueError naming the file."""
+    path = Path(path)
+    return validate(read_json(path, "manifest"), "rtl_manifest", path.name)
 
 
 def module_entry(manifest: Mapping, module: str) -> dict:

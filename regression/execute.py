@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -21,11 +22,13 @@ from regression.planner import check_regress_T, regression_jobs
 from regression.stimulus import P_IDLE, P_STALL
 from regression.summary import SUMMARY_FILE, summarize, write_summary
 from toolkit_base import cluster
-from toolkit_base.checks import check_out_dir, check_seed, unique
+from toolkit_base.checks import check_out_writable, check_seed, unique
 from toolkit_base.files import write_atomic
+from toolkit_base.toolchain import ToolError
 
 __all__ = [
     "DEFAULT_ROOT",
+    "OWN_DIRS",
     "check_windows",
     "execute_config",
     "run_job",
@@ -37,6 +40,8 @@ __all__ = [
 
 #: Default root of generated Verilog and builds (relative to the working directory).
 DEFAULT_ROOT = Path("build") / "cocotb"
+#: The folders a run keeps in its root: generated Verilog, simulator builds, run folders.
+OWN_DIRS = ("rtl", "sim", "runs")
 
 
 def _check_seed(seed: object) -> int:
@@ -75,16 +80,17 @@ def execute_config(
     """
     root = Path(root).resolve()
     kind = BENCH_KINDS[j.bench]
-    t0 = t1 = time.perf_counter()
+    stage, build_s = "generate", 0.0
     try:
         rtl_dir, manifest = generated if generated is not None else generate_rtl(params, root)
         config = make_config(manifest)
-        t0 = time.perf_counter()
+        stage, t0 = "build", time.perf_counter()
         if kind.build is not None:  # a harness around the module (the fast benches)
             b = kind.build(j.sim, rtl_dir, manifest, kind.top, config, root, waves)
         else:
             b = build_module(j.sim, rtl_dir, manifest, kind.top, root, waves)
-        t1 = time.perf_counter()
+        stage, t1 = "run", time.perf_counter()
+        build_s = t1 - t0
         run_dir = root / "runs" / (run_name or j.name.replace("@", "-"))
         # files the bench's simulation reads from its run directory (the fast memories)
         for name, text in config.pop("run_files", {}).items():
@@ -92,7 +98,13 @@ def execute_config(
             write_atomic(run_dir / name, text)
         res = sim.run(b, kind.testbench, config, run_dir, seed=j.seed, waves=waves)
     except (RuntimeError, SystemExit, OSError, AssertionError, ValueError) as exc:
-        return JobResult(j, False, {}, f"{type(exc).__name__}: {exc}", t1 - t0, 0.0)
+        # a tool or a file that failed, not a mismatch: the job says where, the cause in one
+        # line with the paths under the root relative to it (a summary carries none absolute)
+        kind = "" if isinstance(exc, ToolError) else f"{type(exc).__name__}: "
+        text = " ".join(f"{kind}{exc}".split())
+        text = text.replace(f"{root}{os.sep}", "").replace(str(root), ".")
+        return JobResult(j, False, {}, f"{stage} failed: {text}", build_s, 0.0,
+                         failed_in=stage)
     t2 = time.perf_counter()
     report = dict(res.report)
     error = ""
@@ -304,7 +316,8 @@ def run_regression(
     _check_seed(seed)
     cluster.check_workers(workers)
     cluster.check_scheduler(scheduler)
-    check_out_dir(out_dir)
+    # the folders of its generated Verilog, builds and runs must be folders it can write
+    check_out_writable(out_dir, subdirs=OWN_DIRS)
     jobs = regression_jobs(Ts, ks, sims, seed=seed, benches=benches, quick=quick)
     for name in sims:  # every tool, before anything runs or is removed
         sim.ensure_simulator(name)

@@ -65,7 +65,9 @@ def job(bench: str, sim_name: str, params: Mapping, seed: int = 0, **stim) -> Jo
 @dataclass
 class JobResult:
     """The outcome of one job: ``passed``, the bench's ``report`` (docs/regress.md), why it
-    failed (``error``) and the build and run times."""
+    failed (``error``), the build and run times, and ``failed_in``: where a job that never
+    reached the bench's verdict failed (``"generate"``, ``"build"`` or ``"run"``: a tool or
+    a file, not a mismatch), empty otherwise."""
 
     job: Job
     passed: bool
@@ -73,6 +75,7 @@ class JobResult:
     error: str = ""
     build_seconds: float = 0.0
     run_seconds: float = 0.0
+    failed_in: str = ""
 
     @property
     def events(self) -> int:
@@ -81,8 +84,9 @@ class JobResult:
 
     @property
     def mismatches(self) -> int:
-        """Mismatched events, counters and stream-protocol errors."""
-        return int(self.report.get("mismatches", 0 if self.passed else 1))
+        """Mismatched events, counters and stream-protocol errors (a failed bench without a
+        report counts one; a job that failed before the bench ran, none)."""
+        return int(self.report.get("mismatches", 0 if self.passed or self.failed_in else 1))
 
     @property
     def counters_rtl(self) -> dict:

@@ -23,11 +23,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolkit_base.files import locked, write_atomic
-from toolkit_base.toolchain import ToolNotFoundError, require, setup_verilator_env, version
+from toolkit_base.toolchain import (
+    ToolError,
+    ToolNotFoundError,
+    require,
+    setup_verilator_env,
+    tool_failed,
+    version,
+)
 
 #: Simulators every configuration runs on.
 SIMULATORS = ("icarus", "verilator")
-#: cocotb 2.x refuses older Verilators (DESIGN.md, "Tools").
+#: cocotb 2.x refuses older Verilators (docs/toolchain.md).
 MIN_VERILATOR = (5, 36)
 #: Icarus needs a timescale; both simulators get the same one so cycle times compare.
 TIMESCALE = ("1ns", "1ps")
@@ -216,13 +223,17 @@ def _build(
         write_atomic(stamp, json.dumps({"digest": key, "sim": sim, "toplevel": toplevel}) + "\n")
         return Build(sim, toplevel, build_dir, waves, key)
     runner = get_runner(sim)
-    runner.build(
-        sources=srcs,
-        hdl_toplevel=toplevel,
-        build_args=args,
-        always=True,
-        **_runner_args(build_dir, runner_waves, build_dir / "build.log"),
-    )
+    try:
+        runner.build(
+            sources=srcs,
+            hdl_toplevel=toplevel,
+            build_args=args,
+            always=True,
+            **_runner_args(build_dir, runner_waves, build_dir / "build.log"),
+        )
+    except RuntimeError as exc:  # "Command failed with return code: N"; the cause is in the log
+        match = re.search(r"return code: (-?\d+)", str(exc))
+        raise build_failed(sim, toplevel, build_dir, int(match[1]) if match else 1) from None
     write_atomic(stamp, json.dumps({"digest": key, "sim": sim, "toplevel": toplevel}) + "\n")
     return Build(sim, toplevel, build_dir, waves, key)
 
@@ -263,8 +274,20 @@ def _verilator_top_public(srcs: Sequence[Path], toplevel: str, build_dir: Path,
             log.flush()
             done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False)
             if done.returncode:
-                raise RuntimeError(f"{cmd[0]} failed with status {done.returncode}; see "
-                                   f"{build_dir / 'build.log'}")
+                log.flush()
+                raise build_failed("verilator", toplevel, build_dir, done.returncode)
+
+
+def build_failed(sim: str, toplevel: str, build_dir: Path, returncode: int) -> ToolError:
+    """The one-line :class:`toolkit_base.toolchain.ToolError` of a failed build: the
+    simulator, the module, the exit status and the first error line of ``build.log`` (else
+    its last line); the end of the log in ``detail``."""
+    log = build_dir / "build.log"
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    errors = [line for line in text.splitlines() if re.search(r"%Error|\berror\b", line, re.I)]
+    error = tool_failed(f"{sim} build of {toplevel}", returncode, errors[0] if errors else text)
+    error.detail = tool_failed("", returncode, text).detail
+    return error
 
 
 @dataclass

@@ -53,6 +53,7 @@ def _row(r: JobResult) -> dict:
         "sim_seconds": round(sim_s, 3),
         "events_per_second": round(events / sim_s, 1) if sim_s > 0 else 0.0,
         "error": r.error,
+        "failed_in": r.failed_in,
     }
 
 
@@ -139,6 +140,11 @@ def format_table(summary: Mapping) -> str:
             f"  {name}: {s['events']} events in {s['sim_seconds']:.2f} s simulated "
             f"({s['events_per_second']:.0f} events/s), builds {s['build_seconds']:.1f} s"
         )
+    stages = [r.get("failed_in") for r in summary["jobs"] if r.get("failed_in")]
+    if stages:
+        counts = ", ".join(f"{stages.count(s)} in {s}" for s in dict.fromkeys(stages))
+        lines.append(f"FAILED BEFORE THE BENCH'S VERDICT: {counts} (a tool or a file, not a "
+                     "mismatch; the error lines say why)")
     if summary.get("vacuous"):
         lines.append(
             f"NOTHING CHECKED by {summary['vacuous']} job(s) (marked NONE): the mask drops every "

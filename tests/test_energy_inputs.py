@@ -391,7 +391,7 @@ def test_stats_file_errors(tmp_path):
     )
     check_error(
         ValueError,
-        "spike rate for M-TTFS k=1 must be in 0..100 %, not -2 %",
+        "statistics file s.json: spike rate for M-TTFS k=1 must be in 0..100 %, not -2 %",
         em.load_stats,
         write(tmp_path, "s.json", {"T": 16, "spike_rate_percent": {"M-TTFS k=1": -2}}),
     )

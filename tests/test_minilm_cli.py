@@ -68,7 +68,10 @@ def test_stats_writes_report(tmp_path, capsys):
         (["--model", "minilm", "--corpus", "nope"], "corpus must be one of"),
         (["--model", "minilm", "--k-max", "16"], "k_max must be in 0..15, not 16"),
         (["--model", "minilm", "--sentences", "0"], "sentences must be at least 1, not 0"),
-        (["--model", "minilm", "--synth", "none.json"], "--synth file 'none.json' does not exist"),
+        (
+            ["--model", "minilm", "--synth", "none.json"],
+            "synthesis report 'none.json' does not exist",
+        ),
     ],
 )
 def test_stats_bad_arguments(tmp_path, capsys, argv, message):

@@ -134,7 +134,7 @@ CASES = [
      "scale_lr must be a number in [0, 1), not -1.0"),
     ("synth --system 0x2 --out out", "mesh_rows must be in 1..16, not 0"),
     ("synth --system 2x17 --out out", "mesh_cols must be in 1..16, not 17"),
-    ("prove --out ''", "--out must be a folder name, not empty"),
+    ("prove --out ''", f"{_EMPTY} ''"),
     ("layer --mesh 2x3 --out out",
      "the layer's 384 outputs need 8 tiles of 48 neurons, the 2x3 mesh has 6 nodes"),
     ("layer --tile-neurons 96 --mesh 1x2 --out out",
@@ -146,6 +146,20 @@ CASES = [
     ("layer --k 16 --out out", "k must be in 0..15 for T=16, not 16"),
     ("layer --k -1 --out out", "k must be in 0..15 for T=16, not -1"),
     ("layer --out ''", f"{_EMPTY} ''"),
+    ("layer --windows 1.5", "--windows must be an integer, not '1.5'"),
+    ("regress --seed 1e3", "--seed must be an integer, not '1e3'"),
+    ("regress --workers 2.5", "-j/--jobs/--workers must be an integer, not '2.5'"),
+    ("synth --system 2x2x2", "--system must be ROWSxCOLS such as 2x2, not '2x2x2'"),
+    ("synth --system 2x2 --scheduler tcp://127.0.0.1:9",
+     ("--system synthesizes one configuration in this process: it cannot go with --scheduler "
+     "tcp://127.0.0.1:9; leave --scheduler out")),
+    ("prove --only", "--only needs at least one value"),
+    ("prove --out file.txt", "output folder 'file.txt' exists and is not a directory"),
+    ("compare --k -1", "k must be 0, 1 or 2 (the compared radii), not -1"),
+    ("energy --event-cost 1e308", "event cost must be a number of pJ in 0..1e+06, not 1e+308"),
+    ("finetune --model minilm --k 1 --out file.txt/x",
+     "output folder 'file.txt/x' cannot be created: 'file.txt' is a file, not a folder"),
+    ("finetune --model minilm --k 1 --batch x --out out", "--batch must be an integer, not 'x'"),
 ]
 
 #: Cases that need a tool, a fault injected in a tool, or a real run: (command, input,
@@ -175,6 +189,22 @@ TOOL_ROWS = [
      "test_reliability_runs.py::test_regress_interrupted"),
     ("synth", "SIGTERM during Yosys", "`interrupted; the run is incomplete`", 143,
      "test_reliability_runs.py::test_synth_terminated"),
+    ("regress", "a simulator build that fails (an `iverilog` that fails injected)",
+     ("job `FAIL`, `failed_in` `build`, 0 mismatches, error `build failed: icarus build of "
+     "mttfs_encoder failed (exit status 1): ...` (the first error line of `build.log`)"), 1,
+     "test_reliability.py::test_build_failure_is_not_a_mismatch"),
+    ("regress", "`--workers 2`, SIGINT to the whole process group",
+     "`interrupted; the run is incomplete`, the only line on stderr", 130,
+     "test_reliability_runs.py::test_workers_interrupted_quietly"),
+    ("layer", "SIGTERM while the Verilog is generated",
+     "`interrupted; the run is incomplete`, no `UnusedElaboratable` warning after it", 143,
+     "test_reliability_runs.py::test_generation_terminated_quietly"),
+    ("every command", "a bad file, folder, number or name (55 cases, 11 commands)",
+     "one line naming it, before any expensive step, nothing in the folder changed", 2,
+     "test_reliability_inputs.py::test_validation_before_work"),
+    ("`./run`", "two started at once on a fresh `MATTERHORN_VENV`",
+     "the second waits (`waiting for the set-up another command is running`), both run", 0,
+     "test_reliability_setup.py"),
 ]
 
 
@@ -493,3 +523,34 @@ def test_signal_landing_in_a_finalizer_is_delivered_again(signame):
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, outer)
+
+
+def test_build_failure_is_not_a_mismatch(tmp_path, monkeypatch, capsys):
+    # before the fix: "1 mismatches, build -0.0 s", the cause only in build.log
+    import json
+
+    from toolkit_base import toolchain
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "iverilog"
+    fake.write_text('#!/bin/sh\nif [ "$1" = -V ]; then echo "Icarus Verilog version 12.0"; '
+                    'exit 0; fi\necho "compiling"\necho "x.v:1: error: simulated compile '
+                    'failure"\nexit 1\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    toolchain.version.cache_clear()
+    out = tmp_path / "r"
+    try:
+        code = main(["regress", "--T", "4", "--bench", "encoder", "--quick", "--out", str(out)])
+    finally:
+        toolchain.version.cache_clear()
+    text = capsys.readouterr().out
+    assert code == 1, text
+    doc = json.loads((out / "regress_summary.json").read_text())
+    (job,) = doc["jobs"]
+    assert (job["status"], job["failed_in"], job["mismatches"]) == ("fail", "build", 0)
+    assert job["error"] == ("build failed: icarus build of mttfs_encoder failed (exit status 1): "
+                            "x.v:1: error: simulated compile failure")
+    assert job["build_seconds"] >= 0 and doc["mismatches"] == 0 and doc["status"] == "failed"
+    assert "FAILED BEFORE THE BENCH'S VERDICT: 1 in build" in text

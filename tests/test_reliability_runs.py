@@ -143,3 +143,65 @@ def test_vacuous_and_repeats(tmp_path, capsys):
     assert (doc["status"], doc["passed"], doc["failed"], doc["vacuous"]) == ("vacuous", 0, 0, 2)
     assert "PASS" not in text
     assert "NOTHING CHECKED by 2 job(s)" in text
+
+
+def _start_group(args: list[str], cwd: Path) -> subprocess.Popen:
+    """A ``matterhorn`` process leading a process group of its own, stdout and stderr apart:
+    a signal to the group reaches it and everything it started, as Ctrl-C in a terminal does."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    return subprocess.Popen(
+        [sys.executable, "-m", "matterhorn.cli", *args], cwd=cwd, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        preexec_fn=_default_signals, start_new_session=True,
+    )
+
+
+def test_workers_interrupted_quietly(tmp_path):
+    # before the fix: 2-4 tracebacks of the Dask workers (KeyboardInterrupt, CancelledError,
+    # heartbeat errors), 34-67 lines, after or before the interrupted line
+    proc = _start_group(["regress", "--T", "4", "--k", "0", "1", "--sim", "icarus",
+                         "--workers", "2", "--quick", "--out", "r"], tmp_path)
+    lines: list[str] = []
+    first = threading.Event()
+
+    def reader() -> None:
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if "PASS" in line or "FAIL" in line:
+                first.set()
+        first.set()
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    assert first.wait(600), "no job ended within 600 s"
+    assert proc.poll() is None, "the run ended before it could be interrupted:\n" + "\n".join(
+        lines)
+    os.killpg(proc.pid, signal.SIGINT)  # the whole group: the workers get it too
+    code = proc.wait(timeout=300)
+    err = proc.stderr.read()
+    t.join(10)
+    assert code == 130, err
+    assert err == f"matterhorn regress: {INTERRUPTED}\n"
+    assert not (tmp_path / "r" / "regress_summary.json").exists()
+
+
+def test_generation_terminated_quietly(tmp_path):
+    # before the fix: three UnusedElaboratable warnings (the components of a generation cut
+    # short) after the interrupted line; the same code generates the Verilog of `layer`
+    proc = _start_group(["regress", "--T", "16", "--bench", "system", "--quick", "--out", "r"],
+                        tmp_path)
+    rtl = tmp_path / "r" / "rtl"
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline:
+        if rtl.is_dir() and any(p.name.startswith(".gen-") for p in rtl.iterdir()):
+            break  # the Verilog is being generated
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run ended before the generation could be interrupted"
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGTERM)
+    code = proc.wait(timeout=300)
+    err = proc.stderr.read()
+    assert code == 143, err
+    assert err == f"matterhorn regress: {INTERRUPTED}\n"
+    assert not any(p.name.startswith(".gen-") for p in rtl.iterdir())

@@ -13,6 +13,7 @@ __all__ = [
     "check_int",
     "check_integer",
     "check_out_dir",
+    "check_out_writable",
     "check_rtl_T",
     "check_seed",
     "unique",
@@ -98,6 +99,67 @@ def check_out_dir(path: object, name: str = "output folder") -> str:
         raise ValueError(f"{name} must be a non-empty path, not {text!r}")
     if os.path.exists(text) and not os.path.isdir(text):
         raise ValueError(f"{name} {text!r} exists and is not a directory")
+    return path  # type: ignore[return-value]
+
+
+def _existing(text: str) -> str:
+    """The nearest of ``text`` and its parents that exists (as the user spelled it)."""
+    import os
+
+    while not os.path.lexists(text):
+        parent = os.path.dirname(text.rstrip(os.sep)) or "."
+        if parent == text:
+            break
+        text = parent
+    return text
+
+
+def check_out_writable(path: object, name: str = "output folder", *, subdirs=(),
+                       beside: bool = False) -> str:
+    """:func:`check_out_dir`, and the command can write there: return ``path`` or raise.
+
+    Checked before any work, so that a run never computes for minutes and then finds
+    it cannot write its report (docs/reliability.md, "Validation before work"):
+
+    - the nearest existing folder on the way to ``path`` (``path`` itself when it exists) is a
+      folder this process can create entries in, and with ``beside`` (a command that stages
+      its files in a folder beside ``path``) so is the folder that holds ``path``: a probe
+      folder is made there and removed at once, so read-only folders, read-only file systems
+      and immutable folders are all caught;
+    - ``subdirs``, the folders the command keeps inside ``path`` (``sim``, ``jobs``, ...), are
+      folders where they exist.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`check_out_dir`; a part of the way that is a file; a folder of ``subdirs``
+        that is a file.
+    PermissionError
+        A folder on the way cannot be written; the message names it and the reason.
+    """
+    import os
+    import tempfile
+
+    check_out_dir(path, name)
+    text = os.fspath(path)
+    for sub in subdirs:
+        inner = os.path.join(text, sub)
+        if os.path.lexists(inner) and not os.path.isdir(inner):
+            raise ValueError(f"{name} {text!r} holds a file {sub!r} where the command keeps its "
+                             f"{sub}/ folder; move that file or choose another folder")
+    places = [_existing(text)]
+    if beside and places[0] == text:  # it exists: the staging folder goes beside it
+        places.append(_existing(os.path.dirname(text.rstrip(os.sep)) or "."))
+    for place in dict.fromkeys(places):
+        if not os.path.isdir(place):
+            raise ValueError(f"{name} {text!r} cannot be created: {place!r} is a file, "
+                             "not a folder")
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".matterhorn-probe-", dir=place))
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise PermissionError(f"{name} {text!r} cannot be written: no entry can be made in "
+                                  f"{place!r} ({reason})") from None
     return path  # type: ignore[return-value]
 
 

@@ -198,27 +198,100 @@ def executor(
     from distributed import Client, LocalCluster
 
     local = None
-    if scheduler is None:
-        local = LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            silence_logs=logging.ERROR,
-            memory_limit=0,  # no memory cap a run in this process would not have either
-            # no dashboard, and its HTTP server on a free port rather than 8787
-            scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
-        )
+    # Ctrl-C in a terminal reaches the whole process group, the local workers too: each
+    # would print its own KeyboardInterrupt and CancelledError tracebacks. The workers are
+    # therefore started with SIGINT blocked (a signal mask is inherited by the threads that
+    # start them and by the processes they start) and, once up, handle it by doing nothing
+    # (dask_setup below): this process stops the cluster. A Ctrl-C while the cluster starts
+    # is delivered here when it is up.
+    masked = _block_sigint()
     try:
+        if scheduler is None:
+            local = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                silence_logs=logging.ERROR,
+                memory_limit=0,  # no memory cap a run in this process would not have either
+                # no dashboard, and its HTTP server on a free port rather than 8787
+                scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
+                preload=[__name__],  # dask_setup in each worker
+            )
+        masked = _unblock(masked)
         client = Client(local if local is not None else scheduler, timeout=connect_timeout,
                         set_as_default=False)
         try:
             yield Executor(client)
+        except KeyboardInterrupt:
+            # the workers and their nannies are being stopped mid-task: what they log about
+            # it is not news
+            _quiet_logs()
+            raise
         finally:
             client.close()
     finally:
+        _unblock(masked)
         if local is not None:
             local.close()
+
+
+def _block_sigint():
+    """Block SIGINT in this (main) thread; the mask to restore, or None."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+def _unblock(mask) -> None:
+    """Restore the mask of :func:`_block_sigint` (a SIGINT that waited is delivered now)."""
+    import signal
+
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _quiet_logs() -> None:
+    import logging
+
+    for name in ("distributed", "tornado", "asyncio"):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+def dask_setup(worker) -> None:
+    """Run by each local worker process when it starts (``preload``, :func:`executor`).
+
+    SIGINT gets a handler that only silences the worker (its logs, warnings and output),
+    then is unblocked: a Ctrl-C to the process group leaves the worker to be stopped by the client,
+    quietly (no heartbeat errors, no warnings about a job it was in the middle of). A
+    handler, not ``SIG_IGN``, and no mask: the simulators the worker's jobs start get the
+    default SIGINT again and stop with the rest of the group.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _worker_interrupted)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _worker_interrupted(signum, frame) -> None:
+    """A local worker after Ctrl-C: the client stops it; nothing it or a job of it still
+    prints (logs, warnings, a simulator that stopped) reaches the terminal."""
+    import logging
+    import os
+    import warnings
+
+    _quiet_logs()
+    logging.disable(logging.CRITICAL)
+    warnings.simplefilter("ignore")
+    null = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(null, fd)
+    os.close(null)
 
 
 def run_all(

@@ -12,5 +12,22 @@ def mesh_arg(text: str) -> tuple[int, int]:
     :class:`rtl_gen.params.RTLConfig`)."""
     match = re.fullmatch(r"(\d+)x(\d+)", text)
     if not match:
-        raise argparse.ArgumentTypeError(f"mesh must be ROWSxCOLS such as 2x2, not {text!r}")
+        raise argparse.ArgumentTypeError(f"must be ROWSxCOLS such as 2x2, not {text!r}")
     return int(match.group(1)), int(match.group(2))
+
+
+def check_liberty(path) -> str:
+    """Return ``path`` if it is a liberty the synthesis can use, else raise (one line naming
+    it): read and checked as ``synth_scripts.liberty.prepare`` reads it, into a temporary
+    folder outside ``--out``, so a command that synthesizes late (``flow``, ``compare``)
+    refuses a bad one before any work."""
+    import tempfile
+    from pathlib import Path
+
+    from synth_scripts import liberty
+
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"liberty file {str(path)!r} does not exist")
+    with tempfile.TemporaryDirectory(prefix="matterhorn-liberty-") as tmp:
+        liberty.prepare(Path(path), Path(tmp))
+    return path

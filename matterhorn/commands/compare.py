@@ -26,11 +26,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output directory [build/compare]")
 
 
-def run(args: argparse.Namespace) -> int:
-    from matterhorn.compare import compare
-    from matterhorn.compare_report import markdown
+#: The radii the comparison measures (``mttfs-k0`` .. ``mttfs-k2``).
+RADII = (0, 1, 2)
 
+
+def run(args: argparse.Namespace) -> int:
+    from matterhorn.commands import check_liberty
+    from matterhorn.compare import MINILM_SLICE, compare, slice_workload
+    from matterhorn.compare_report import markdown
+    from toolkit_base.checks import check_out_writable
+
+    # the arguments compare() takes on trust or checks only after work has started
+    if isinstance(args.k, int) and args.k not in RADII:
+        raise ValueError(f"k must be 0, 1 or 2 (the compared radii), not {args.k!r}")
+    check_out_writable(args.out, beside=True)  # staged in .compare-* beside it
+    for lib in args.liberty or ():
+        check_liberty(lib)
+    slice_path = args.slice
+    if slice_path is None and MINILM_SLICE.is_file():
+        slice_path = MINILM_SLICE
+    if slice_path is not None:
+        slice_workload(slice_path)  # read and checked before any work
     doc = compare(args.T, args.k, args.out, liberties=args.liberty, slice_path=args.slice,
                   windows=args.windows, seed=args.seed, sim=args.sim)
     print(markdown(doc))
     return 0
+

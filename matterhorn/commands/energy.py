@@ -212,7 +212,9 @@ def _event_cost(text: str | None) -> float | str | None:
 def run(args: argparse.Namespace) -> int:
     import energy_model as em
     from energy_model.output import write_report
+    from toolkit_base.checks import check_out_writable
 
+    check_out_writable(args.out)  # staged in .energy-* inside it
     dims = _dims(args)
     rates = _rates(args, dims)
     costs = em.resolve_unit_costs(

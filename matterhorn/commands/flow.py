@@ -40,8 +40,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: The stages' folders inside ``--out`` (matterhorn.flow.run_flow; docs/reliability.md).
+STAGE_DIRS = ("rtl", "regress", "stats", "synth", "energy", "energy_paper", "energy_measured",
+              "compare")
+
+
 def run(args: argparse.Namespace) -> int:
     from matterhorn.flow import FlowConfig, run_flow
+    from toolkit_base.checks import check_out_writable
 
     cfg = FlowConfig(
         T=args.T,
@@ -54,6 +60,16 @@ def run(args: argparse.Namespace) -> int:
         rates_file=args.rates_file,
         skip=tuple(args.skip),
     )
+    # what the stages would find wrong only after the ones before them ran (minutes)
+    check_out_writable(cfg.out_dir, subdirs=STAGE_DIRS)
+    if cfg.liberty is not None and not ("synth" in cfg.skip and "compare" in cfg.skip):
+        from matterhorn.commands import check_liberty
+
+        check_liberty(cfg.liberty)
+    if cfg.rates_file is not None and "energy" not in cfg.skip:
+        import energy_model as em
+
+        em.load_stats(cfg.rates_file)
     result = run_flow(cfg)
     summary = cfg.out_dir / "summary.md"
     print(summary.read_text())

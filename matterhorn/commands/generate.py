@@ -35,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rtl_gen.generate import generate, lint
     from rtl_gen.params import RTLConfig
+    from toolkit_base.checks import check_out_writable
     from toolkit_base.toolchain import require
 
     if args.lint:
@@ -51,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         lanes=args.lanes, mesh_rows=args.mesh[0], mesh_cols=args.mesh[1],
         sram_macro=args.sram_macro,
     )
+    check_out_writable(args.out)  # staged in .rtl_gen-* inside it
     manifest = generate(config, args.out)
     derived = manifest["derived"]
     for name, entry in manifest["modules"].items():

@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from golden_models.codespace import check_k
     from networks.corpus import load_corpus
     from regression import sim
+    from regression.execute import OWN_DIRS
     from regression.layer import (
         DEFAULT_MESH,
         DEFAULT_TILE_NEURONS,
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         minilm_T,
         run_layer,
     )
-    from toolkit_base.checks import check_int, check_out_dir, unique
+    from toolkit_base.checks import check_int, check_out_writable, unique
 
     if args.tile_neurons is None:
         args.tile_neurons = DEFAULT_TILE_NEURONS
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         args.mesh = DEFAULT_MESH
     if args.layer not in LAYERS:
         raise ValueError(f"--layer must be one of {tuple(LAYERS)}, not {args.layer!r}")
-    check_out_dir(args.out)
+    check_out_writable(args.out, subdirs=OWN_DIRS)
     check_int("windows", args.windows, 1, MAX_WINDOWS)
     check_int("calibration", args.calibration, 1, len(load_corpus("pydoc-topics").calibration))
     sims = unique(args.sim or ("icarus", "verilator"))
@@ -80,6 +81,10 @@ def run(args: argparse.Namespace) -> int:
         r = run_layer(sl.layer, list(sl.q_in), name, tile_neurons=args.tile_neurons,
                       mesh=args.mesh, out_dir=args.out, name=args.layer)
         f = r.figures
+        if r.result.failed_in:  # a tool or a file failed: no verdict, no figures to show
+            print(f"{name}: FAIL in {r.result.failed_in}, before the bench's verdict: {r.error}")
+            ok = False
+            continue
         status = "PASS" if r.passed else f"FAIL: {r.error}"
         print(f"{name}: {status}; {r.tiles} tiles, {f['windows']} windows, "
               f"{f['encoder_events']} encoder events, {f['events_out']} output events, "

@@ -27,8 +27,11 @@ def run(args: argparse.Namespace) -> int:
             for mutant in prop.mutants:
                 print(f"    mutant {mutant.name}: {mutant.what}")
         return 0
-    from formal.prove import SUMMARY, SUMMARY_MD, prove
+    from formal.prove import JOBS, SUMMARY, SUMMARY_MD, prove
+    from toolkit_base.checks import check_out_writable
 
+    select(args.only)  # every name, before anything is written
+    check_out_writable(args.out, subdirs=(JOBS,))
     doc = prove(args.out, args.only)
     t = doc["totals"]
     print(f"{t['proven']} of {t['properties']} properties hold, {t['mutants_caught']} of "

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+#: The energy reports' folders inside ``--out`` (``energy_<unit costs>``).
+ENERGY_DIRS = ("energy_paper", "energy_synth")
+
 HELP = "spike statistics of a real model (MiniLM) converted post-training to W4A4 M-TTFS"
 
 
@@ -49,13 +52,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from networks.report import MODELS, minilm_stats
-    from toolkit_base.checks import check_out_dir
+    from toolkit_base.checks import check_out_writable
 
-    args.out = Path(check_out_dir(args.out))
     if args.model not in MODELS:
         raise ValueError(f"--model must be one of {MODELS}, not {args.model!r}")
-    if args.synth is not None and not args.synth.is_file():
-        raise FileNotFoundError(f"--synth file {str(args.synth)!r} does not exist")
+    # every input before the statistics run (minutes) and before anything in --out changes;
+    # minilm_stats checks its own (counts, corpus, checkpoint) before it loads the model
+    args.out = Path(check_out_writable(args.out, beside=True, subdirs=ENERGY_DIRS))
+    synth_costs = None
+    if args.synth is not None:
+        import energy_model as em
+
+        synth_costs = em.resolve_unit_costs("paper", synth=args.synth)
     doc = minilm_stats(
         args.corpus,
         sentences=args.sentences,
@@ -78,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"wrote {args.out}/stats.json, rates.json, summary.md")
     if not args.no_energy:
-        _energy(args.out, doc, args.synth)
+        _energy(args.out, doc, synth_costs)
     return 0
 
 
@@ -89,7 +97,7 @@ def _plot_minilm():
     return plot_minilm
 
 
-def _energy(out: Path, doc: dict, synth: Path | None) -> None:
+def _energy(out: Path, doc: dict, synth_costs) -> None:
     """Energy per block at MiniLM's dimensions from the measured histograms (energy_model)."""
     import energy_model as em
 
@@ -106,8 +114,8 @@ def _energy(out: Path, doc: dict, synth: Path | None) -> None:
     ks = tuple(range(min(doc["k_max"], 2) + 1))
     rates = em.load_stats(out / "stats.json", ks=ks)
     tables = {"paper": em.paper_unit_costs()}
-    if synth is not None:
-        tables["synth"] = em.resolve_unit_costs("paper", synth=synth)
+    if synth_costs is not None:
+        tables["synth"] = synth_costs
     for name, costs in tables.items():
         report = em.compute(model=dims, rates=rates, unit_costs=costs)
         em.write_report(report, out / f"energy_{name}", plots=False)

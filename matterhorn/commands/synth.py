@@ -64,12 +64,23 @@ def run(args: argparse.Namespace) -> int:
     from synth_scripts import report
     from synth_scripts.run import REPORT_JSON, REPORT_MD, synthesize
     from toolkit_base import cluster
-    from toolkit_base.checks import unique
+    from toolkit_base.checks import check_out_writable, unique
 
     cluster.check_workers(args.workers)  # checked on every path, before any synthesis
     cluster.check_scheduler(args.scheduler)
     args.T, args.k = unique(args.T), unique(args.k)  # a repeated value runs once
-    if len(args.T) * len(args.k) > 1 or args.scheduler is not None:
+    sweep = len(args.T) * len(args.k) > 1 or args.scheduler is not None
+    if args.system is not None and args.scheduler is not None:
+        raise ValueError(f"--system synthesizes one configuration in this process: it cannot "
+                         f"go with --scheduler {args.scheduler}; leave --scheduler out")
+    if args.system is not None and sweep:
+        raise ValueError(
+            f"--system synthesizes one configuration: give one --T and one --k, not "
+            f"--T {' '.join(map(str, args.T))} --k {' '.join(map(str, args.k))}"
+        )
+    # staged in .synth-* beside --out; netlists/ is its own folder inside
+    check_out_writable(args.out, beside=True, subdirs=("netlists",))
+    if sweep:
         return _sweep(args)
     T, k = args.T[0], args.k[0]
     system = None
@@ -105,12 +116,6 @@ def _options(args: argparse.Namespace) -> dict:
 def _sweep(args: argparse.Namespace) -> int:
     """Several T/k values, or --scheduler: one point per (T, k) (synth_scripts.sweep)."""
     from synth_scripts.sweep import SWEEP_JSON, SWEEP_MD, markdown, synthesize_sweep
-
-    if args.system is not None:
-        raise ValueError(
-            f"--system synthesizes one configuration: give one --T and one --k without "
-            f"--scheduler, not --T {' '.join(map(str, args.T))} --k {' '.join(map(str, args.k))}"
-        )
 
     def progress(r) -> None:
         print(f"  done {r.point.name}: {len(r.doc['operators'])} operators, "

@@ -1,0 +1,356 @@
+"""Validation before work, over every subcommand (docs/reliability.md, "Validation before work").
+
+Every input of a command (files, folders, numbers, names) is checked before its first
+expensive step and before anything in ``--out`` is touched. Each case below runs
+``matterhorn.cli.main`` in a folder that holds an earlier run's files in ``o/``, the bad input,
+and "tripwires" on the expensive steps of the toolkit: a tool process starting, MiniLM being
+loaded, a corpus of the standard library being built, Verilog being elaborated, a cluster or
+an executor opening, the energy model running, the flow writing its running marker. A case
+passes when the command exits 2 with one line ``matterhorn COMMAND: error: ...`` naming the
+value, no tripwire was crossed, and not one byte in the folder changed.
+
+``test_every_input_is_covered`` walks the parser: every subcommand needs a case, every
+command with ``--out`` an unwritable one, every command with numbers a bad number, and every
+free-form option (a file, a folder, a name) must be listed in :data:`FILE_OPTIONS` or
+:data:`NAME_OPTIONS` with a case of its own. A new command or option fails it until covered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from matterhorn.cli import COMMANDS, build_parser, main
+from matterhorn.commands import mesh_arg
+
+#: Options that name a file or folder the command reads: each needs a malformed-file case.
+FILE_OPTIONS = {
+    "synth": {"liberty"},
+    "energy": {"rates_file", "unit_costs", "synth"},
+    "stats": {"corpus", "synth", "checkpoint"},
+    "compare": {"liberty", "slice"},
+    "flow": {"liberty", "rates_file"},
+    "finetune": {"corpus", "extra"},
+}
+#: Free-form options that name something (a model, a preset, an address): each needs a case.
+NAME_OPTIONS = {
+    "regress": {"scheduler"},
+    "synth": {"scheduler", "system"},
+    "energy": {"preset", "task", "event_cost"},
+    "stats": {"model"},
+    "prove": {"only"},
+    "finetune": {"model", "start"},
+    "layer": {"layer"},
+}
+
+
+class Tripwire(BaseException):
+    """An expensive step started before the bad input was refused (a BaseException, so that
+    no ``except Exception`` of the command swallows it)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input: ``argv`` (``o`` is a folder of earlier outputs), the kind of input
+    (``out``, ``number``, ``file:<dest>`` or ``name:<dest>``), a substring of the message,
+    and what to put in the folder first."""
+
+    argv: str
+    kind: str
+    message: str
+    setup: Callable[[Path], None] | None = None
+
+    @property
+    def command(self) -> str:
+        return self.argv.split()[0]
+
+
+def _write(rel: str, data: bytes | str) -> Callable[[Path], None]:
+    def setup(root: Path) -> None:
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data.encode() if isinstance(data, str) else data)
+    return setup
+
+
+def _both(*setups) -> Callable[[Path], None]:
+    def setup(root: Path) -> None:
+        for s in setups:
+            s(root)
+    return setup
+
+
+MALFORMED_SYNTH = json.dumps({"schema": "matterhorn-synth-report/2",
+                              "unit_costs_pJ": {"E_ACC4": {"value": "x", "unit": "pJ/op"}}})
+NAN_RATES = '{"T": 16, "spike_rate_percent": {"M-TTFS k=1": NaN}}'
+RO = "ro"  # an earlier output folder, made read-only by the test
+
+CASES = [
+    Case("demo --batch 0", "number", "batch must be in 1..4096, not 0"),
+    Case("demo --n-in 1.5", "number", "--n-in must be an integer, not '1.5'"),
+    Case(f"generate --out {RO}", "out", f"output folder '{RO}' cannot be written"),
+    Case("generate --out file.txt/o", "out", "'file.txt' is a file, not a folder"),
+    Case("generate --out o --lanes 9", "number", "lanes must be in 1..8, not 9"),
+    Case(f"regress --T 4 --out {RO}", "out", f"output folder '{RO}' cannot be written"),
+    Case("regress --T 4 --out o", "out", "output folder 'o' holds a file 'sim' where",
+         _write("o/sim", "a file of the user's")),
+    Case("regress --T 4 --workers 2.5 --out o", "number",
+         "-j/--jobs/--workers must be an integer, not '2.5'"),
+    Case("regress --T 4 --scheduler nowhere --out o", "name:scheduler",
+         "scheduler address 'nowhere' is malformed"),
+    Case(f"synth --T 4 --out {RO}", "out", f"output folder '{RO}' cannot be written"),
+    Case("synth --T 4 --clock-ns 0 --out o", "number", "clock_ns must be in 0.1..1000 ns"),
+    Case("synth --T 4 --liberty bad.lib --out o", "file:liberty",
+         "'bad.lib' is not a Liberty file", _write("bad.lib", "not a liberty\n")),
+    Case("synth --T 4 --scheduler tcp://x --out o", "name:scheduler",
+         "scheduler address 'tcp://x' is malformed"),
+    Case("synth --system 2x2 --scheduler tcp://127.0.0.1:9 --out o", "name:system",
+         "--system synthesizes one configuration in this process: it cannot go with "
+         "--scheduler"),
+    Case(f"energy --out {RO}", "out", f"output folder '{RO}' cannot be written"),
+    Case("energy --hidden 0 --out o", "number", "hidden must be >= 1, not 0"),
+    Case("energy --rates-file nan.json --out o", "file:rates_file",
+         "statistics file nan.json is not valid JSON: NaN is not a JSON number",
+         _write("nan.json", NAN_RATES)),
+    Case("energy --rates-file rates.json --out o", "file:rates_file",
+         "is the rates summary of matterhorn stats",
+         _write("rates.json", '{"schema": "matterhorn.minilm_rates/1", "positions": {}}')),
+    Case("energy --unit-costs costs.json --out o", "file:unit_costs",
+         "unit-cost file costs.json is missing 'E_MAC4'",
+         _write("costs.json", '{"unit_costs_pJ": {}}')),
+    Case("energy --synth bad.json --out o", "file:synth",
+         "unit cost 'E_ACC4' in bad.json must be a number >= 0, not 'x'",
+         _write("bad.json", MALFORMED_SYNTH)),
+    Case("energy --synth huge.json --out o", "file:synth",
+         "unit cost 'E_ACC4' in huge.json must be at most 1e+06 pJ",
+         _write("huge.json", MALFORMED_SYNTH.replace('"x"', "1e308"))),
+    Case("energy --preset nope --out o", "name:preset", "unknown preset 'nope'"),
+    Case("energy --task nope --out o", "name:task", "unknown task 'nope'"),
+    Case("energy --event-cost 1e308 --out o", "name:event_cost",
+         "event cost must be a number of pJ in 0..1e+06, not 1e+308"),
+    Case(f"stats --model minilm --out {RO}", "out", f"output folder '{RO}' cannot be written"),
+    Case("stats --model minilm --synth bad.json --out o", "file:synth",
+         "unit cost 'E_ACC4' in bad.json must be a number >= 0, not 'x'",
+         _write("bad.json", MALFORMED_SYNTH)),
+    Case("stats --model minilm --corpus latin1.txt --out o", "file:corpus",
+         "corpus file 'latin1.txt' is not UTF-8 text (byte 0xe9 at offset 3)",
+         _write("latin1.txt", "Caf\xe9 is a word of French origin here.\n".encode("latin-1"))),
+    Case("stats --model minilm --checkpoint ckpt --out o", "file:checkpoint",
+         "checkpoint document finetune.json is not valid JSON",
+         _both(_write("ckpt/finetune.json", "{not json"),
+               _write("ckpt/checkpoint.safetensors", b"\0" * 16))),
+    Case("stats --model minilm --threads 0 --out o", "number", "threads must be at least 1"),
+    Case("stats --model gpt --out o", "name:model", "--model must be one of ('minilm',)"),
+    Case(f"compare --out {RO}", "out", f"output folder '{RO}' cannot be written"),
+    Case(f"compare --out {RO}/new", "out", f"output folder '{RO}/new' cannot be written: no "
+         f"entry can be made in '{RO}'"),
+    Case("compare --k -1 --out o", "number", "k must be 0, 1 or 2 (the compared radii), not -1"),
+    Case("compare --liberty bad.lib --out o", "file:liberty", "liberty 'bad.lib' defines no cells",
+         _write("bad.lib", "library (x) {\n")),
+    Case("compare --slice slice.json --out o", "file:slice",
+         "slice.json: field 'n_in' is missing",
+         _write("slice.json", '{"schema": "matterhorn.layer_slice/1"}')),
+    Case(f"flow --T 4 --out {RO}", "out", f"output folder '{RO}' cannot be written"),
+    Case("flow --T 4 --out o", "out", "output folder 'o' holds a file 'synth' where",
+         _write("o/synth", "a file of the user's")),
+    Case("flow --T 4 --clock-ns 0 --out o", "number", "clock_ns must be in 0.1..1000 ns"),
+    Case("flow --T 4 --liberty bad.lib --out o", "file:liberty",
+         "'bad.lib' is not a Liberty file", _write("bad.lib", "not a liberty\n")),
+    Case("flow --T 4 --rates-file nan.json --out o", "file:rates_file",
+         "statistics file nan.json is not valid JSON", _write("nan.json", NAN_RATES)),
+    Case(f"prove --out {RO}", "out", f"output folder '{RO}' cannot be written"),
+    Case("prove --out file.txt", "out", "output folder 'file.txt' exists and is not a directory"),
+    Case("prove --out o", "out", "output folder 'o' holds a file 'jobs' where",
+         _write("o/jobs", "a file of the user's")),
+    Case("prove --only nope --out o", "name:only", "unknown property 'nope'"),
+    Case("finetune --model minilm --k 1 --out file.txt/x", "out",
+         "output folder 'file.txt/x' cannot be created: 'file.txt' is a file"),
+    Case(f"finetune --model minilm --k 1 --out {RO}", "out",
+         f"output folder '{RO}' cannot be written"),
+    Case("finetune --model minilm --k 1 --corpus binary.txt --out o", "file:corpus",
+         "corpus file 'binary.txt' is not UTF-8 text",
+         _write("binary.txt", bytes(range(256)) * 4)),
+    Case("finetune --model minilm --k 1 --extra latin1.txt --out o", "file:extra",
+         "corpus file 'latin1.txt' is not UTF-8 text",
+         _write("latin1.txt", "Caf\xe9 is a word of French origin here.\n".encode("latin-1"))),
+    Case("finetune --model minilm --k 1 --batch 0 --out o", "number",
+         "batch must be in 1..4096, not 0"),
+    Case("finetune --model gpt --k 1 --out o", "name:model", "--model must be one of"),
+    Case("finetune --model minilm --k 1 --start k1 --out o", "name:start",
+         "--start must be one of ('k0', 'conversion'), not 'k1'"),
+    Case(f"layer --out {RO}", "out", f"output folder '{RO}' cannot be written"),
+    Case("layer --out o", "out", "output folder 'o' holds a file 'runs' where",
+         _write("o/runs", "a file of the user's")),
+    Case("layer --windows 1.5 --out o", "number", "--windows must be an integer, not '1.5'"),
+    Case("layer --layer nope --out o", "name:layer", "--layer must be one of ('minilm-q',)"),
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# the folder, read-only folders and the tripwires
+
+
+def _read_only(folder: Path) -> None:
+    """Make ``folder`` refuse new entries: mode 555, and for root (who ignores modes) the
+    immutable attribute. Skips the test where neither works."""
+    folder.chmod(0o555)
+    probe = folder / ".probe"
+    try:
+        probe.mkdir()
+    except OSError:
+        return
+    probe.rmdir()
+    done = subprocess.run(["chattr", "+i", str(folder)], capture_output=True, check=False)
+    if done.returncode != 0:
+        folder.chmod(0o755)
+        pytest.skip("cannot make a read-only folder here (root without chattr +i)")
+
+
+def _writable_again(folder: Path) -> None:
+    if folder.exists():
+        subprocess.run(["chattr", "-i", str(folder)], capture_output=True, check=False)
+        folder.chmod(0o755)
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Every entry below ``root``: folders as ``/``, files by the hash of their bytes."""
+    out = {}
+    for folder, dirs, files in os.walk(root):
+        for d in dirs:
+            out[os.path.relpath(os.path.join(folder, d), root)] = "/"
+        for f in files:
+            path = os.path.join(folder, f)
+            out[os.path.relpath(path, root)] = hashlib.sha256(
+                Path(path).read_bytes()).hexdigest()
+    return out
+
+
+def _tripwires(monkeypatch) -> None:
+    """Every expensive step of the toolkit raises :class:`Tripwire`."""
+    import energy_model
+    import networks.bert
+    import networks.corpus
+    import networks.finetune_report
+    import networks.report
+    import rtl_gen.generate
+    from golden_models import demo
+    from matterhorn import report
+    from toolkit_base import cluster, toolchain
+
+    for key in ("iverilog", "vvp", "yosys", "sta", "verilator", "make", "c++"):
+        try:  # the version probes run before the tripwires (they are checks, and cached)
+            toolchain.version(key)
+        except Exception:  # noqa: BLE001 - a missing tool is the command's to report
+            pass
+
+    def wire(what: str):
+        def tripped(*args, **kwargs):
+            raise Tripwire(f"{what} started before the bad input was refused")
+        return tripped
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", wire("a tool process"))
+    for module in (networks.bert, networks.report, networks.finetune_report):
+        monkeypatch.setattr(module, "load_minilm", wire("loading MiniLM"))
+    monkeypatch.setattr(networks.corpus, "_stdlib_docstrings", wire("building a corpus"))
+    monkeypatch.setattr(rtl_gen.generate, "elaborate", wire("elaborating Verilog"))
+    monkeypatch.setattr(cluster, "executor", wire("opening the executor of the jobs"))
+    monkeypatch.setattr(energy_model, "compute", wire("the energy model"))
+    monkeypatch.setattr(demo, "random_qnn", wire("the demo's network"))
+    monkeypatch.setattr(report, "write_running", wire("the flow's first write"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.argv for c in CASES])
+def test_validation_before_work(case, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "file.txt").write_text("a file, not a folder\n")
+    out = tmp_path / "o"
+    out.mkdir()
+    for name in ("stats.json", "summary.md", "energy_report.json", "synth_report.json",
+                 "regress_summary.json", "prove_summary.json", "compare.md", "flow.json"):
+        (out / name).write_text("an earlier run's\n")
+    if case.setup is not None:
+        case.setup(tmp_path)
+    ro = tmp_path / RO
+    if f"--out {RO}" in case.argv:
+        ro.mkdir()
+        (ro / "earlier.txt").write_text("an earlier run's\n")
+        _read_only(ro)
+    before = _tree(tmp_path)
+    argv = shlex.split(case.argv)
+    try:
+        with pytest.MonkeyPatch.context() as wires:
+            _tripwires(wires)
+            code = main(argv)
+        err = capsys.readouterr().err
+    finally:
+        _writable_again(ro)
+    assert code == 2, err
+    prefix = f"matterhorn {argv[0]}: error: "
+    assert err.startswith(prefix) and err.count("\n") == 1, err
+    assert case.message in err, err
+    for staging in (".energy-", ".synth-", ".compare-", ".stats-", ".matterhorn-probe-"):
+        assert staging not in err  # no internal staging path in the message
+    assert _tree(tmp_path) == before  # nothing written, replaced or removed
+
+
+# ---------------------------------------------------------------------------------------------
+# every subcommand, every input
+
+
+def _inputs(parser: argparse.ArgumentParser) -> dict[str, set[str]]:
+    """The inputs of a subcommand that need a check of their own, by kind."""
+    kinds: dict[str, set[str]] = {"number": set(), "free": set(), "out": set()}
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction) or action.nargs == 0 or action.choices:
+            continue  # flags, and choices argparse itself refuses in one line
+        if action.dest == "out":
+            kinds["out"].add("out")
+        elif action.type in (int, float, mesh_arg):
+            kinds["number"].add(action.dest)
+        else:
+            kinds["free"].add(action.dest)
+    return kinds
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
+def test_every_input_is_covered():
+    parsers = _subparsers()
+    assert set(parsers) == set(COMMANDS)
+    kinds = {(c.command, c.kind) for c in CASES}
+    missing = []
+    for name, parser in parsers.items():
+        inputs = _inputs(parser)
+        if inputs["out"] and (name, "out") not in kinds:
+            missing.append(f"{name}: an --out it cannot write")
+        if inputs["number"] and (name, "number") not in kinds:
+            missing.append(f"{name}: a bad number")
+        listed = FILE_OPTIONS.get(name, set()) | NAME_OPTIONS.get(name, set())
+        for dest in sorted(inputs["free"] - listed):
+            missing.append(f"{name}: --{dest.replace('_', '-')} is in neither FILE_OPTIONS "
+                           "nor NAME_OPTIONS")
+        for dest in sorted(FILE_OPTIONS.get(name, set())):
+            if (name, f"file:{dest}") not in kinds:
+                missing.append(f"{name}: a malformed --{dest.replace('_', '-')}")
+        for dest in sorted(NAME_OPTIONS.get(name, set())):
+            if (name, f"name:{dest}") not in kinds:
+                missing.append(f"{name}: a bad --{dest.replace('_', '-')}")
+    assert not missing, "inputs without a validation-before-work case:\n" + "\n".join(missing)
+
+
+def test_commands_covered_count():
+    # the figure docs/reliability.md gives
+    assert len({c.command for c in CASES}) == len(COMMANDS) == 11
