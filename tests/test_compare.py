@@ -118,7 +118,7 @@ def test_slice_round_trip_and_a_foreign_slice(tmp_path):
     from networks.rtl_slice import LayerSlice, export_slice
 
     wl = W.random_workload(16, windows=3)
-    q_out = torch.zeros((3, wl.layer.n_out), dtype=torch.int64)
+    q_out = torch.stack([wl.layer.output_codes(wl.layer.run_codes(q)) for q in wl.codes])
     path = export_slice(LayerSlice(wl.layer, wl.codes, q_out, {}), tmp_path / "s.json")
     back = slice_workload(path)
     assert torch.equal(back.codes, wl.codes)
@@ -209,8 +209,8 @@ def test_a_weight_width_without_a_synthesized_mac_is_refused(tmp_path, capsys):
 
     chain = random_qnn((8, 4), T=16, weight_bits=2, rounding="round", seed=0)
     layer, codes = chain.integer_layers()[0], chain.random_input(2, seed=1)
-    path = export_slice(LayerSlice(layer, codes, torch.zeros((2, 4), dtype=torch.int64), {}),
-                        tmp_path / "w2.json")
+    q_out = torch.stack([layer.output_codes(layer.run_codes(q)) for q in codes])
+    path = export_slice(LayerSlice(layer, codes, q_out, {}), tmp_path / "w2.json")
     out = tmp_path / "cmp"
     assert main(["compare", "--slice", str(path), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
