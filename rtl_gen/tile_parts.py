@@ -234,7 +234,7 @@ class ThresholdWalk(ConfigComponent):
         Both stages move on at this clock edge (stage B's step is handed on).
     addr : Out(index_width(theta_depth))
     ren : Out(1)
-        The threshold SRAM's read port (``addr`` is 0 unless a row is read).
+        The threshold SRAM's read port (0 unless the walk advances with a step in stage A).
     issuing : Out(1)
         Stage A holds a step: rows are left to read.
     step : Out(step_signature(config))
