@@ -6,7 +6,10 @@ by its manifest record, so the design under test is the very Verilog the per-bea
 beside three read-only memories that ``$readmemh`` fills from files in the run directory
 (:data:`ROM_FILES`). Nothing crosses the Python/simulator boundary during the run: the cocotb
 bench (:mod:`cocotb_tests.tb_fast`) sets the run's inputs, pulses ``start``, waits for ``done``
-and reads the totals.
+and reads the totals. The player, the output comparator and the counter checker are
+components of their own (:class:`SequencePlayer`, :class:`OutputChecker`,
+:class:`CounterChecker`, tested in ``tests/test_fast_parts.py``), each reading its memory at
+its ``addr`` port; :class:`FastHarness` wires them to the memories and the design.
 
 - **Sequence memory** (``seq``): one word per input beat, ``{payload, kind, start, barrier}``
   (LSB first; ``kind`` 0 = the ``load`` stream, 1 = the ``i`` stream). The player offers the
