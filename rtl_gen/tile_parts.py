@@ -148,10 +148,10 @@ class Membranes(ConfigComponent):
             v = Signal(signed(cfg.acc_width), name=f"v{j}")
             w = weights[j]
             term = Mux(w, p_operand, -p_operand) if cfg.weight_bits == 1 else w * p_operand
-            with m.If(p_valid):
-                m.d.sync += v.eq(v + term)
-            with m.If(self.init.load[j]):  # after the accumulate: the load wins
+            with m.If(self.init.load[j]):
                 m.d.sync += v.eq(self.init.value[j])
+            with m.Elif(p_valid):
+                m.d.sync += v.eq(v + term)
             m.d.comb += self.v[j].eq(v)
         return m
 
