@@ -326,11 +326,16 @@ class Comparator(ConfigComponent):
         m = Module()
         N, L, G = cfg.tile_neurons, cfg.lanes, cfg.groups
         v_pad = [*self.v, *[Const(0, signed(cfg.acc_width))] * (G * L - N)]
-        lane_v = [Array([v_pad[h * L + lane] for h in range(G)])[self.step.g]
-                  for lane in range(L)]
-        theta = theta_row_layout(cfg)(self.theta)
         fired = Signal(G * L, name="fired")
-        group = fired.word_select(self.step.g, L)
+        if G == 1:
+            # nothing to select: g is then always 0, which a synthesis that keeps this module
+            # apart from the walk (the whole-system area report) cannot know
+            lane_v, group = v_pad, fired
+        else:
+            lane_v = [Array([v_pad[h * L + lane] for h in range(G)])[self.step.g]
+                      for lane in range(L)]
+            group = fired.word_select(self.step.g, L)
+        theta = theta_row_layout(cfg)(self.theta)
         crossed = Cat(*[lane_v[lane] >= theta[lane] for lane in range(L)])
         m.d.comb += [
             self.active.eq(~group),
