@@ -8,18 +8,22 @@ register at its ``init``) and may then do anything the assumptions allow.
 
 A mutant is a copy of a generator module with one line changed (:func:`mutant_module`): the
 shipped source is read, the edit is applied in memory, and the copy is executed as a module of
-its own, so the shipped generator's output never changes.
+its own, so the shipped generator's output never changes. A mutant lives in the module of the
+line it edits; when that is a module of sub-components (``rtl_gen.tile_parts``), the block
+built from them is executed again over the mutant (:func:`module_over`, :func:`block_module`).
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import re
 import sys
 import types
 
 from amaranth.hdl import Assume, Elaboratable, ResetSignal, Signal
 
-__all__ = ["Harness", "mutant_module", "stream_rule"]
+__all__ = ["Harness", "block_module", "module_over", "mutant_module", "stream_rule"]
 
 
 class Harness(Elaboratable):
@@ -84,8 +88,32 @@ def drive_ready(h: Harness, m, port, name: str) -> None:
     m.d.comb += port.ready.eq(h.free(1, f"{name}_ready"))
 
 
+def _source(module: str) -> tuple[str, str]:
+    """The file and source text of ``module`` (dotted name)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise RuntimeError(f"mutant: module {module} not found")
+    with open(spec.origin, encoding="utf-8") as f:
+        return spec.origin, f.read()
+
+
+def _execute(module: str, origin: str, source: str, what: str) -> types.ModuleType:
+    """``source`` executed as a new module (a copy of ``module``, file ``origin``)."""
+    name = f"formal_mutant_{module.replace('.', '_')}"
+    copy = types.ModuleType(name)
+    copy.__file__ = origin
+    sys.modules[name] = copy  # dataclasses look their module up while the class is built
+    try:
+        exec(compile(source, f"{origin} ({what})", "exec"), copy.__dict__)
+    finally:
+        sys.modules.pop(name, None)
+    return copy
+
+
 def mutant_module(module: str, old: str, new: str) -> types.ModuleType:
     """A copy of ``module`` (dotted name) with the one occurrence of ``old`` replaced by ``new``.
+
+    The copy's ``mutant_of`` names ``module``.
 
     Raises
     ------
@@ -93,20 +121,53 @@ def mutant_module(module: str, old: str, new: str) -> types.ModuleType:
         ``old`` does not occur exactly once: the generator changed and the mutant must be
         updated (a mutant that silently applies nowhere would prove nothing).
     """
-    spec = importlib.util.find_spec(module)
-    if spec is None or spec.origin is None:
-        raise RuntimeError(f"mutant: module {module} not found")
-    with open(spec.origin, encoding="utf-8") as f:
-        source = f.read()
+    origin, source = _source(module)
     count = source.count(old)
     if count != 1:
         raise RuntimeError(f"mutant of {module}: {old!r} occurs {count} times, not once")
-    name = f"formal_mutant_{module.replace('.', '_')}"
-    copy = types.ModuleType(name)
-    copy.__file__ = spec.origin
-    sys.modules[name] = copy  # dataclasses look their module up while the class is built
-    try:
-        exec(compile(source.replace(old, new), f"{spec.origin} (mutant)", "exec"), copy.__dict__)
-    finally:
-        sys.modules.pop(name, None)
+    copy = _execute(module, origin, source.replace(old, new), "mutant")
+    copy.mutant_of = module
     return copy
+
+
+def module_over(module: str, part: types.ModuleType) -> types.ModuleType:
+    """A copy of ``module`` (dotted name) whose imports of the module ``part`` is a mutant of
+    resolve to ``part``: a block built from the mutated sub-components.
+
+    Raises
+    ------
+    RuntimeError
+        ``part`` is not a mutant (:func:`mutant_module`), or ``module`` does not import the
+        module it is a mutant of (the block would not contain the mutated line).
+    """
+    original = getattr(part, "mutant_of", None)
+    if original is None:
+        raise RuntimeError(f"module_over: {part!r} is not a mutant")
+    origin, source = _source(module)
+    if not re.search(rf"^\s*(from {re.escape(original)} import|import {re.escape(original)}\b)",
+                     source, re.MULTILINE):
+        raise RuntimeError(f"module_over: {module} does not import {original}, so a mutant of "
+                           f"{original} changes nothing in it")
+    shipped = sys.modules.get(original)
+    sys.modules[original] = part
+    try:
+        copy = _execute(module, origin, source, f"over a mutant of {original}")
+    finally:
+        if shipped is None:
+            sys.modules.pop(original, None)
+        else:
+            sys.modules[original] = shipped
+    copy.mutant_of = original
+    return copy
+
+
+def block_module(module: types.ModuleType | None, name: str, block: str) -> types.ModuleType:
+    """The module a harness builds ``block`` (a class name) from: ``name`` (dotted) when
+    ``module`` is None, ``module`` when it defines ``block`` (the shipped module or a mutant of
+    it), else ``name`` over ``module``, a mutant of the sub-components ``name`` imports
+    (:func:`module_over`)."""
+    if module is None:
+        return importlib.import_module(name)
+    if hasattr(module, block):
+        return module
+    return module_over(name, module)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Assert, Assume, Signal
 
-from formal.harness import Harness, drive_input, drive_ready, stream_rule
+from formal.harness import Harness, block_module, drive_input, drive_ready, stream_rule
 from formal.tile import TileStream
 from rtl_gen.params import RTLConfig
 
@@ -26,11 +26,9 @@ class DenseTileStream(TileStream):
 
     def __init__(self, config: RTLConfig, module=None):
         Harness.__init__(self)
-        if module is None:
-            from rtl_gen import dense as module
         self.config = config
-        self.module = module
-        self.dut = module.DenseTile(config)
+        self.module = block_module(module, "rtl_gen.dense", "DenseTile")
+        self.dut = self.module.DenseTile(config)
 
 
 class InjectorStream(Harness):

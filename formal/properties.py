@@ -127,6 +127,8 @@ def _router(kind):
 
 ENC = "rtl_gen.encoder"
 TILE = "rtl_gen.tile"
+#: The sub-components of both tiles (a mutant there is checked on the tile built over it).
+TILE_PARTS = "rtl_gen.tile_parts"
 ROUTER = "rtl_gen.router"
 
 ENC_STREAM_MUTANT = Mutant(
@@ -157,14 +159,15 @@ TILE_STREAM_MUTANT = Mutant(
     "                m.next = \"IDLE\"",
     "the output marker is dropped after one clock even when not taken", "o: stream rule")
 TILE_MASK_MUTANT = Mutant(
-    "tile_mask_off_by_one", TILE, "b_tx.eq(transmitted(b_t, i_max_out, k))",
-    "b_tx.eq(transmitted(b_t, i_max_out, k - 1))",
+    "tile_mask_off_by_one", TILE, "tx.eq(transmitted(step.t, conf.i_max_out, conf.k))",
+    "tx.eq(transmitted(step.t, conf.i_max_out, conf.k - 1))",
     "the output mask lets |t - I_max| = k through", "inside the dead zone")
 TILE_ONCE_MUTANT = Mutant(
-    "tile_fired_not_set", TILE, "fired.word_select(b_g, L) | cross),",
-    "fired.word_select(b_g, L)),", "a neuron that fired is not marked fired", "fired twice")
+    "tile_fired_not_set", TILE_PARTS, "group.eq(group | self.cross)", "group.eq(group)",
+    "a neuron that fired is not marked fired", "fired twice")
 TILE_ACC_MUTANT = Mutant(
-    "tile_accumulator_one_bit_short", TILE, "Signal(signed(cfg.acc_width), name=f\"v{j}\")",
+    "tile_accumulator_one_bit_short", TILE_PARTS,
+    "Signal(signed(cfg.acc_width), name=f\"v{j}\")",
     "Signal(signed(cfg.acc_width - 1), name=f\"v{j}\")",
     "the membranes are one bit narrower than the derived accumulator width", "changed by more than")
 ROUTER_STREAM_MUTANT = Mutant(

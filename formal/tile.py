@@ -11,25 +11,21 @@
   every membrane stays within ``acc_bound`` and never wraps (between two clocks a membrane
   changes by at most ``w_max * (T-1)``, unless the init row is being loaded).
 
-The membranes are read through the tile's own ``membranes`` helper (recorded while the tile
-elaborates), so the shipped tile needs no probe ports.
+The membranes are read at the ports of the tile's ``membranes`` sub-component
+(``rtl_gen.tile_parts.Membranes``, found in the elaborated tile), so the shipped tile needs no
+probe ports. A harness is built from ``rtl_gen.tile``, a mutant of it, or a mutant of
+``rtl_gen.tile_parts`` (:func:`formal.harness.block_module`).
 """
 
 from __future__ import annotations
 
 from amaranth.hdl import Assert, Assume, Fragment, Mux, Signal, signed
 
-from formal.harness import Harness, drive_input, drive_ready, stream_rule
+from formal.harness import Harness, block_module, drive_input, drive_ready, stream_rule
 from rtl_gen.layouts import TARGETS, init_row_layout, load_layout, tile_config_layout
 from rtl_gen.params import RTLConfig
 
 __all__ = ["TileMembrane", "TileOutputs", "TileStream"]
-
-
-def _tile_module(module):
-    if module is None:
-        from rtl_gen import tile as module
-    return module
 
 
 class TileStream(Harness):
@@ -38,7 +34,7 @@ class TileStream(Harness):
     def __init__(self, config: RTLConfig, module=None):
         super().__init__()
         self.config = config
-        self.module = _tile_module(module)
+        self.module = block_module(module, "rtl_gen.tile", "NeuronTile")
         self.dut = self.module.NeuronTile(config)
 
     def check(self, m):
@@ -90,24 +86,13 @@ class TileMembrane(TileStream):
 
     def check(self, m):
         cfg = self.config
-        recorded = []
-        original = self.module.membranes
-
-        def recording(config):
-            result = original(config)
-            recorded.append(result)
-            return result
-
-        # elaborate the tile now, with its membranes recorded
-        self.module.membranes = recording
-        try:
-            fragment = Fragment.get(self.dut, None)
-        finally:
-            self.module.membranes = original
-        if len(recorded) != 1:
-            raise RuntimeError("tile harness: the tile no longer builds its membranes "
-                               "with rtl_gen.tile.membranes")
-        v = recorded[0][0]
+        # elaborate the tile now, to read the ports of its membranes
+        fragment = Fragment.get(self.dut, None)
+        found = [sub.origins[0] for sub, name, _ in fragment.subfragments if name == "membranes"]
+        if len(found) != 1 or not hasattr(found[0], "v"):
+            raise RuntimeError("tile harness: the tile has no `membranes` submodule with a `v` "
+                               "port (rtl_gen.tile_parts.Membranes)")
+        v = list(found[0].v)
         dut = self.dut
         m.submodules.dut = fragment
         drive_input(self, m, dut.load, "load")

@@ -6,7 +6,10 @@ by its manifest record, so the design under test is the very Verilog the per-bea
 beside three read-only memories that ``$readmemh`` fills from files in the run directory
 (:data:`ROM_FILES`). Nothing crosses the Python/simulator boundary during the run: the cocotb
 bench (:mod:`cocotb_tests.tb_fast`) sets the run's inputs, pulses ``start``, waits for ``done``
-and reads the totals.
+and reads the totals. The player, the output comparator and the counter checker are
+components of their own (:class:`SequencePlayer`, :class:`OutputChecker`,
+:class:`CounterChecker`, tested in ``tests/test_fast_parts.py``), each reading its memory at
+its ``addr`` port; :class:`FastHarness` wires them to the memories and the design.
 
 - **Sequence memory** (``seq``): one word per input beat, ``{payload, kind, start, barrier}``
   (LSB first; ``kind`` 0 = the ``load`` stream, 1 = the ``i`` stream). The player offers the
@@ -36,24 +39,15 @@ and reads the totals.
 
 from __future__ import annotations
 
-from amaranth.hdl import (
-    Cat,
-    ClockDomain,
-    ClockSignal,
-    Const,
-    Instance,
-    Module,
-    Mux,
-    ResetSignal,
-    Signal,
-)
-from amaranth.lib import wiring
+from amaranth.hdl import Cat, ClockDomain, ClockSignal, Instance, Module, Mux, ResetSignal, Signal
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from regression.soak_rtl import run_end, seeded_state, stream_rule_error, xorshift_rtl
 
 __all__ = ["COUNT", "FLAGS", "INPUTS", "ROM_FILES", "ROM_VERILOG", "STALL", "TOTALS",
-           "FastHarness", "bench_access", "outputs", "rom_depth"]
+           "CounterChecker", "FastHarness", "OutputChecker", "SequencePlayer", "bench_access",
+           "outputs", "rom_depth"]
 
 #: Width of the totals (beats, clocks, errors).
 COUNT = 32
@@ -124,6 +118,238 @@ def rom_depth(words: int, minimum: int = 1024) -> int:
     return depth
 
 
+class SequencePlayer(wiring.Component):
+    """The player: the sequence memory's words offered on the design's ``load`` and ``i``
+    streams (module docstring, "Sequence memory").
+
+    Parameters
+    ----------
+    load_width, i_width : int
+        Payload widths of the design's ``load`` and ``i`` streams.
+    depth : int
+        Words of the sequence memory.
+
+    Members
+    -------
+    start : In(1)
+        The run starts: the generator is seeded from ``seed``.
+    seed : In(32)
+    p_valid : In(9)
+        A beat is offered after a clock whose draw ``r[0:8]`` is below it (256: always).
+    n_seq, passes : In(COUNT)
+        Words of the sequence; passes over it.
+    running : In(1)
+    settled : In(1)
+        Every window started so far returned its marker, ``busy`` is low and the counters are
+        checked: a barrier word may go.
+    addr : Out(range(depth))
+    word : In(3 + max(load_width, i_width))
+        The sequence memory (asynchronous read): ``word`` is the word at ``addr``.
+    load : Out(stream.Signature(load_width))
+    i : Out(stream.Signature(i_width))
+    take : Out(1)
+        A beat is taken this clock.
+    finished : Out(1)
+        Every pass has been played.
+    windows, beats_load, beats_in : Out(COUNT)
+        Start words passed, beats taken on each stream.
+    """
+
+    def __init__(self, load_width: int, i_width: int, depth: int):
+        super().__init__({
+            "start": In(1), "seed": In(32), "p_valid": In(9), "n_seq": In(COUNT),
+            "passes": In(COUNT), "running": In(1), "settled": In(1),
+            "addr": Out(range(depth)), "word": In(3 + max(load_width, i_width)),
+            "load": Out(stream.Signature(load_width)), "i": Out(stream.Signature(i_width)),
+            "take": Out(1), "finished": Out(1),
+            "windows": Out(COUNT), "beats_load": Out(COUNT), "beats_in": Out(COUNT),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        barrier, start_bit, kind, payload = self.word[0], self.word[1], self.word[2], self.word[3:]
+        playing = self.running & ~self.finished
+        cleared = Signal()  # the current word's barrier has been passed
+        with m.If(playing & barrier & ~cleared & self.settled):
+            m.d.sync += cleared.eq(1)
+            with m.If(start_bit):
+                m.d.sync += self.windows.eq(self.windows + 1)
+        # a beat, once offered, is held until taken; a new one waits for the generator's draw
+        state, gate, holding = Signal(32), Signal(), Signal()
+        valid = Signal()
+        m.d.comb += valid.eq(playing & (~barrier | cleared) & (gate | holding))
+        ready = Mux(kind, self.i.ready, self.load.ready)
+        m.d.comb += [
+            self.load.valid.eq(valid & ~kind),
+            self.i.valid.eq(valid & kind),
+            self.load.payload.eq(payload[:len(self.load.payload)]),
+            self.i.payload.eq(payload[:len(self.i.payload)]),
+            self.take.eq(valid & ready),
+        ]
+        r = xorshift_rtl(state)
+        with m.If(self.start):
+            m.d.sync += state.eq(seeded_state(self.seed, KEYS[0]))
+        with m.Elif(self.running):
+            m.d.sync += [state.eq(r), gate.eq(r[0:8] < self.p_valid),
+                         holding.eq(valid & ~ready)]
+        seq_pass = Signal(COUNT)
+        with m.If(self.take):
+            m.d.sync += cleared.eq(0)
+            with m.If(kind):
+                m.d.sync += self.beats_in.eq(self.beats_in + 1)
+            with m.Else():
+                m.d.sync += self.beats_load.eq(self.beats_load + 1)
+            with m.If(self.addr + 1 == self.n_seq):
+                m.d.sync += self.addr.eq(0)
+                with m.If(seq_pass + 1 == self.passes):
+                    m.d.sync += self.finished.eq(1)
+                with m.Else():
+                    m.d.sync += seq_pass.eq(seq_pass + 1)
+            with m.Else():
+                m.d.sync += self.addr.eq(self.addr + 1)
+        return m
+
+
+class OutputChecker(wiring.Component):
+    """The output comparator: every beat the design sends against the output memory (module
+    docstring, "Output memory").
+
+    Parameters
+    ----------
+    width : int
+        Payload width of the design's ``o`` stream.
+    last_bit : int
+        Offset of its ``last`` field.
+    depth : int
+        Words of the output memory.
+
+    Members
+    -------
+    start, seed, running : In(1), In(32), In(1)
+        As for :class:`SequencePlayer` (the second generator).
+    p_ready : In(9)
+        ``o.ready`` is high while running when the draw ``r[0:8]`` is below it.
+    n_out, passes : In(COUNT)
+    o : In(stream.Signature(width))
+        The design's output.
+    addr : Out(range(depth))
+    word : In(width)
+        The output memory (asynchronous read).
+    take : Out(1)
+        A beat is taken this clock.
+    beats_out, markers, stalled_out, err_out, err_extra, err_stream, bad_out_at : Out(COUNT)
+    bad_out_got : Out(width)
+    """
+
+    def __init__(self, width: int, last_bit: int, depth: int):
+        self._last_bit = last_bit
+        super().__init__({
+            "start": In(1), "seed": In(32), "running": In(1), "p_ready": In(9),
+            "n_out": In(COUNT), "passes": In(COUNT),
+            "o": In(stream.Signature(width)),
+            "addr": Out(range(depth)), "word": In(width), "take": Out(1),
+            **{name: Out(COUNT) for name in ("beats_out", "markers", "stalled_out", "err_out",
+                                              "err_extra", "err_stream", "bad_out_at")},
+            "bad_out_got": Out(width),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        o = self.o
+        state = Signal(32)
+        with m.If(self.start):
+            m.d.sync += state.eq(seeded_state(self.seed, KEYS[1]))
+        with m.Elif(self.running):
+            m.d.sync += state.eq(xorshift_rtl(state))
+        m.d.comb += [o.ready.eq(self.running & (state[0:8] < self.p_ready)),
+                     self.take.eq(o.valid & o.ready)]
+        with m.If(self.running & o.valid & ~o.ready):
+            m.d.sync += self.stalled_out.eq(self.stalled_out + 1)
+        out_pass, out_done = Signal(COUNT), Signal()  # every pass's beats arrived
+        with m.If(self.take):
+            m.d.sync += self.beats_out.eq(self.beats_out + 1)
+            with m.If(o.payload[self._last_bit]):
+                m.d.sync += self.markers.eq(self.markers + 1)
+            with m.If(out_done):
+                m.d.sync += self.err_extra.eq(self.err_extra + 1)
+            with m.Else():
+                with m.If(o.payload != self.word):
+                    m.d.sync += self.err_out.eq(self.err_out + 1)
+                    with m.If(self.err_out == 0):
+                        m.d.sync += [self.bad_out_at.eq(self.beats_out + 1),
+                                     self.bad_out_got.eq(o.payload)]
+                with m.If(self.addr + 1 == self.n_out):
+                    m.d.sync += [self.addr.eq(0), out_pass.eq(out_pass + 1)]
+                    with m.If(out_pass + 1 == self.passes):
+                        m.d.sync += out_done.eq(1)
+                with m.Else():
+                    m.d.sync += self.addr.eq(self.addr + 1)
+        with m.If(self.running & stream_rule_error(m, o)):
+            m.d.sync += self.err_stream.eq(self.err_stream + 1)
+        return m
+
+
+class CounterChecker(wiring.Component):
+    """The counter checker: the design's counters after each window against the counter memory
+    (module docstring, "Counter memory").
+
+    Parameters
+    ----------
+    widths : mapping of str to int
+        The counter ports and their widths, in the order of the memory's fields (LSB first).
+    depth : int
+        Words of the counter memory.
+
+    Members
+    -------
+    quiet : In(1)
+        Every window started so far returned its marker and ``busy`` is low.
+    windows : In(COUNT)
+        Windows started.
+    n_cnt : In(COUNT)
+    counters : In(max(1, sum(widths)))
+        The design's counter ports, concatenated.
+    addr : Out(range(depth))
+    word : In(max(1, sum(widths)))
+        The counter memory (asynchronous read).
+    check : Out(1)
+        The last window's counters are checked this clock (quiet, and not checked yet).
+    checks, err_cnt, bad_cnt_at : Out(COUNT)
+    bad_cnt_got : Out(max(1, sum(widths)))
+    tot_<port> : Out(COUNT)
+        The sum of the port's values over the windows checked.
+    """
+
+    def __init__(self, widths, depth: int):
+        self._widths = dict(widths)
+        width = max(1, sum(self._widths.values()))
+        super().__init__({
+            "quiet": In(1), "windows": In(COUNT), "n_cnt": In(COUNT), "counters": In(width),
+            "addr": Out(range(depth)), "word": In(width), "check": Out(1),
+            "checks": Out(COUNT), "err_cnt": Out(COUNT), "bad_cnt_at": Out(COUNT),
+            "bad_cnt_got": Out(width),
+            **{f"tot_{p}": Out(COUNT) for p in self._widths},
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.check.eq(self.quiet & (self.checks != self.windows))
+        with m.If(self.check):
+            offset = 0
+            for p, w in self._widths.items():
+                tot = getattr(self, f"tot_{p}")
+                m.d.sync += tot.eq(tot + self.counters[offset:offset + w])
+                offset += w
+            m.d.sync += [self.checks.eq(self.checks + 1),
+                         self.addr.eq(Mux(self.addr + 1 == self.n_cnt, 0, self.addr + 1))]
+            with m.If(self.counters != self.word):
+                m.d.sync += self.err_cnt.eq(self.err_cnt + 1)
+                with m.If(self.err_cnt == 0):
+                    m.d.sync += [self.bad_cnt_at.eq(self.checks + 1),
+                                 self.bad_cnt_got.eq(self.counters)]
+        return m
+
+
 class FastHarness(wiring.Component):
     """Player, comparator and counter checker around module ``top`` (module docstring).
 
@@ -160,17 +386,36 @@ class FastHarness(wiring.Component):
                for name in outputs(self.counter_ports)},
         })
 
-    def _rom(self, m, name, width, addr):
-        data = Signal(width, name=f"{name}_word")
-        depth = self.depths[name]
+    def _rom(self, m, name, part):
+        """Memory ``name`` read at ``part.addr`` into ``part.word``."""
         m.submodules[f"rom_{name}"] = Instance(
-            ROM_MODULE, p_WIDTH=width, p_DEPTH=depth, p_ABITS=addr.shape().width,
-            p_FILE=ROM_FILES[name], i_addr=addr, o_data=data)
-        return data
+            ROM_MODULE, p_WIDTH=len(part.word), p_DEPTH=self.depths[name],
+            p_ABITS=len(part.addr), p_FILE=ROM_FILES[name], i_addr=part.addr, o_data=part.word)
+
+    def _dut(self, m):
+        """The design under test, port by port from its manifest record; returns its ``load``,
+        ``i`` and ``o`` streams and its other ports by name."""
+        w = self._widths
+        streams = {"load": stream.Signature(w["load__payload"]).flip().create(path=("dut_load",)),
+                   "i": stream.Signature(w["i__payload"]).flip().create(path=("dut_i",)),
+                   "o": stream.Signature(w["o__payload"]).create(path=("dut_o",))}
+        ports = {}
+        conns = {"i_clk": ClockSignal(), "i_rst": ResetSignal()}
+        for p in self._entry["ports"]:
+            name = p["name"]
+            if name in ("clk", "rst"):
+                continue
+            group, _, member = name.partition("__")
+            if group in streams:
+                sig = getattr(streams[group], member)
+            else:
+                ports[name] = sig = Signal(int(p["width"]), name=f"dut_{name}")
+            conns[("i_" if p["dir"] == "in" else "o_") + name] = sig
+        m.submodules.dut = Instance(self._top, **conns)
+        return streams, ports
 
     def elaborate(self, platform):
         m = Module()
-        w = self._widths
         m.domains.sync = cd = ClockDomain("sync")
         # the clock stops once the run is done (until ``reset``): a bench that polls ``done``
         # with long timers then costs nothing per clock and simulates no idle clocks
@@ -184,140 +429,50 @@ class FastHarness(wiring.Component):
             q[name] = Signal(port.shape(), reset_less=True, name=f"{name}_q")
             m.d.sync += q[name].eq(port)
         m.d.comb += cd.rst.eq(q["reset"])
-        # the design under test, port by port from its manifest record
-        ports = {}
-        conns = {"i_clk": ClockSignal(), "i_rst": ResetSignal()}
-        for p in self._entry["ports"]:
-            name = p["name"]
-            if name in ("clk", "rst"):
-                continue
-            ports[name] = sig = Signal(int(p["width"]), name=f"dut_{name}")
-            conns[("i_" if p["dir"] == "in" else "o_") + name] = sig
-        m.submodules.dut = Instance(self._top, **conns)
+        streams, ports = self._dut(m)
+        w = self._widths
+        m.submodules.player = player = SequencePlayer(w["load__payload"], w["i__payload"],
+                                                      self.depths["seq"])
+        m.submodules.outputs = out = OutputChecker(self.out_width, self.last_bit,
+                                                   self.depths["out"])
+        m.submodules.counters = cnt = CounterChecker({p: w[p] for p in self.counter_ports},
+                                                     self.depths["cnt"])
+        for name, part in (("seq", player), ("out", out), ("cnt", cnt)):
+            self._rom(m, name, part)
+        wiring.connect(m, player.load, streams["load"])
+        wiring.connect(m, player.i, streams["i"])
+        wiring.connect(m, streams["o"], out.o)
 
         running = Signal()
-        finished = Signal()  # every pass of the sequence played
-        sp = Signal(range(self.depths["seq"]))
-        op = Signal(range(self.depths["out"]))
-        cp = Signal(range(self.depths["cnt"]))
-        seq_pass = Signal(COUNT)
-        out_pass = Signal(COUNT)
-        out_done = Signal()
-        seq = self._rom(m, "seq", self.seq_width, sp)
-        exp = self._rom(m, "out", self.out_width, op)
-        cnt = self._rom(m, "cnt", self.cnt_width, cp)
-        barrier, start_bit, kind = seq[0], seq[1], seq[2]
-        payload = seq[3:]
-
-        # -- quiet point: every started window returned its marker, busy low -----------------
         busy = ports["busy"]
-        m.d.comb += self.busy.eq(busy)
+        # quiet point: every started window returned its marker, busy low
         quiet = Signal()
-        m.d.comb += quiet.eq(running & (self.markers == self.windows) & ~busy)
-        check = Signal()
-        m.d.comb += check.eq(quiet & (self.checks != self.windows))
-        got = Cat(*(ports[p] for p in self.counter_ports)) if self.counter_ports else Const(0, 1)
-        with m.If(check):
-            for p in self.counter_ports:
-                tot = getattr(self, f"tot_{p}")
-                m.d.sync += tot.eq(tot + ports[p])
-            m.d.sync += [self.checks.eq(self.checks + 1),
-                         cp.eq(Mux(cp + 1 == q["n_cnt"], 0, cp + 1))]
-            with m.If(got != cnt):
-                m.d.sync += self.err_cnt.eq(self.err_cnt + 1)
-                with m.If(self.err_cnt == 0):
-                    m.d.sync += [self.bad_cnt_at.eq(self.checks + 1), self.bad_cnt_got.eq(got)]
-
-        # -- player -------------------------------------------------------------------------------
-        cleared = Signal()  # the current word's barrier has been passed
-        state_p = Signal(32)
-        gate = Signal()
-        holding = Signal()
-        armed = Signal()
-        m.d.comb += armed.eq(running & ~finished & (~barrier | cleared))
-        with m.If(running & ~finished & barrier & ~cleared & quiet & ~check):
-            m.d.sync += cleared.eq(1)
-            with m.If(start_bit):
-                m.d.sync += self.windows.eq(self.windows + 1)
-        valid = Signal()
-        m.d.comb += valid.eq(armed & (gate | holding))
-        load, inp, out = "load", "i", "o"
+        m.d.comb += quiet.eq(running & (out.markers == player.windows) & ~busy)
         m.d.comb += [
-            ports[f"{load}__valid"].eq(valid & ~kind),
-            ports[f"{inp}__valid"].eq(valid & kind),
-            ports[f"{load}__payload"].eq(payload[: w[f"{load}__payload"]]),
-            ports[f"{inp}__payload"].eq(payload[: w[f"{inp}__payload"]]),
+            *(part.start.eq(q["start"]) for part in (player, out)),
+            *(part.seed.eq(q["seed"]) for part in (player, out)),
+            *(part.running.eq(running) for part in (player, out)),
+            *(part.passes.eq(q["passes"]) for part in (player, out)),
+            player.p_valid.eq(q["p_valid"]), player.n_seq.eq(q["n_seq"]),
+            player.settled.eq(quiet & ~cnt.check),
+            out.p_ready.eq(q["p_ready"]), out.n_out.eq(q["n_out"]),
+            cnt.quiet.eq(quiet), cnt.windows.eq(player.windows), cnt.n_cnt.eq(q["n_cnt"]),
+            cnt.counters.eq(Cat(*(ports[p] for p in self.counter_ports))),
+            self.busy.eq(busy),
         ]
-        ready = Mux(kind, ports[f"{inp}__ready"], ports[f"{load}__ready"])
-        take = Signal()
-        m.d.comb += take.eq(valid & ready)
-        r_p = xorshift_rtl(state_p)
-        with m.If(q["start"]):
-            m.d.sync += [state_p.eq(seeded_state(q["seed"], KEYS[0])), running.eq(1)]
-        with m.Elif(running):
-            m.d.sync += [state_p.eq(r_p), gate.eq(r_p[0:8] < q["p_valid"]),
-                         holding.eq(valid & ~ready)]
-        with m.If(take):
-            m.d.sync += cleared.eq(0)
-            with m.If(kind):
-                m.d.sync += self.beats_in.eq(self.beats_in + 1)
-            with m.Else():
-                m.d.sync += self.beats_load.eq(self.beats_load + 1)
-            with m.If(sp + 1 == q["n_seq"]):
-                m.d.sync += sp.eq(0)
-                with m.If(seq_pass + 1 == q["passes"]):
-                    m.d.sync += finished.eq(1)
-                with m.Else():
-                    m.d.sync += seq_pass.eq(seq_pass + 1)
-            with m.Else():
-                m.d.sync += sp.eq(sp + 1)
+        for part, names in ((player, ("windows", "beats_load", "beats_in")),
+                            (out, ("beats_out", "markers", "stalled_out", "err_out", "err_extra",
+                                   "err_stream", "bad_out_at", "bad_out_got")),
+                            (cnt, ("checks", "err_cnt", "bad_cnt_at", "bad_cnt_got",
+                                   *(f"tot_{p}" for p in self.counter_ports)))):
+            m.d.comb += [getattr(self, name).eq(getattr(part, name)) for name in names]
 
-        # -- comparator ---------------------------------------------------------------------------
-        o_valid, o_ready = ports[f"{out}__valid"], ports[f"{out}__ready"]
-        o_payload = ports[f"{out}__payload"]
-        state_c = Signal(32)
-        r_c = xorshift_rtl(state_c)
-        with m.If(q["start"]):
-            m.d.sync += state_c.eq(seeded_state(q["seed"], KEYS[1]))
-        with m.Elif(running):
-            m.d.sync += state_c.eq(r_c)
-        m.d.comb += o_ready.eq(running & (state_c[0:8] < q["p_ready"]))
-        o_take = Signal()
-        m.d.comb += o_take.eq(o_valid & o_ready)
-        with m.If(running & o_valid & ~o_ready):
-            m.d.sync += self.stalled_out.eq(self.stalled_out + 1)
-        with m.If(o_take):
-            m.d.sync += self.beats_out.eq(self.beats_out + 1)
-            with m.If(o_payload[self.last_bit]):
-                m.d.sync += self.markers.eq(self.markers + 1)
-            with m.If(out_done):
-                m.d.sync += self.err_extra.eq(self.err_extra + 1)
-            with m.Else():
-                with m.If(o_payload != exp):
-                    m.d.sync += self.err_out.eq(self.err_out + 1)
-                    with m.If(self.err_out == 0):
-                        m.d.sync += [self.bad_out_at.eq(self.beats_out + 1),
-                                     self.bad_out_got.eq(o_payload)]
-                with m.If(op + 1 == q["n_out"]):
-                    m.d.sync += [op.eq(0), out_pass.eq(out_pass + 1)]
-                    with m.If(out_pass + 1 == q["passes"]):
-                        m.d.sync += out_done.eq(1)
-                with m.Else():
-                    m.d.sync += op.eq(op + 1)
-        with m.If(running & stream_rule_error(m, _Stream(o_valid, o_ready, o_payload))):
-            m.d.sync += self.err_stream.eq(self.err_stream + 1)
-
-        # -- end ----------------------------------------------------------------------------------
         end = run_end(m, self, start=q["start"], running=running, limit=q["limit"],
-                      moved=take | o_take | check,
-                      complete=finished & quiet & (self.checks == self.windows), stall=STALL)
+                      moved=player.take | out.take | cnt.check,
+                      complete=player.finished & quiet & (cnt.checks == player.windows),
+                      stall=STALL)
+        with m.If(q["start"]):
+            m.d.sync += running.eq(1)
         with m.If(end):
             m.d.sync += [running.eq(0), self.done.eq(1)]
         return m
-
-
-class _Stream:
-    """The ``valid``/``ready``/``payload`` of a stream given as plain signals."""
-
-    def __init__(self, valid, ready, payload):
-        self.valid, self.ready, self.payload = valid, ready, payload

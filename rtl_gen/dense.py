@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
@@ -34,21 +34,12 @@ from rtl_gen.layouts import (
     dense_out_layout,
     dense_pack,
     load_layout,
-    theta_row_layout,
     unpack,
 )
 from rtl_gen.params import ConfigComponent, RTLConfig, bits_for, counter_ports
 from rtl_gen.simulation import check_probability
-from rtl_gen.tile import (
-    accumulate,
-    issue_threshold_read,
-    load_beats,
-    load_init,
-    membranes,
-    popcount,
-    tile_srams,
-    write_rows,
-)
+from rtl_gen.tile import load_beats
+from rtl_gen.tile_parts import counters, tile_core, write_rows
 
 __all__ = [
     "PACK_BITS",
@@ -108,89 +99,60 @@ class DenseTile(ConfigComponent):
     def elaborate(self, platform):
         cfg = self._config
         m = Module()
-        N, L, G, T = cfg.tile_neurons, cfg.lanes, cfg.groups, cfg.T
-        tw, P = cfg.time_width, dense_pack(cfg)
+        N, L, G, tw, P = cfg.tile_neurons, cfg.lanes, cfg.groups, cfg.time_width, dense_pack(cfg)
         beats = -(-N // P)
-
-        wsram, tsram, isram = tile_srams(m, cfg)
-        v, v_pad, fired, pad_mask = membranes(cfg)
+        core = tile_core(m, cfg)
+        walk, step, compare = core.walk, core.walk.step, core.compare
         codes = [Signal(tw, name=f"q{j}") for j in range(N)]
         codes_pad = codes + [Const(0, tw)] * (beats * P - N)
-
-        counters = {name: getattr(self, f"cnt_{name}") for name in dense_counters(cfg)}
-
-        def count(name, amount):
-            m.d.sync += counters[name].eq(counters[name] + amount)
-
-        # --- integrate: the weight row arrives one clock after the code -------------------------
-        addr = Signal(range(max(cfg.n_in + 1, 2)))
-        p_valid = Signal()
-        p_q = Signal(signed(cfg.d_width))
-        m.d.sync += p_valid.eq(0)
-        accumulate(m, cfg, wsram, v, p_valid, p_q)
-
-        # --- quantize: A issues the threshold read of (t, g), B compares ------------------------
-        a_valid, b_valid = Signal(), Signal()
-        a_t, b_t = Signal(range(T)), Signal(range(T))
-        a_g, b_g = Signal(range(max(G, 2))), Signal(range(max(G, 2)))
-        a_addr = Signal(range(max(cfg.theta_depth, 2)))
-        lane_v = [Array([v_pad[g * L + lane] for g in range(G)])[b_g] for lane in range(L)]
-        theta = theta_row_layout(cfg)(tsram.bus.rdata)
-        active, cross = Signal(L), Signal(L)
-        last_step = b_t == T - 1
-        m.d.comb += [
-            active.eq(~fired.word_select(b_g, L)),
-            cross.eq(Mux(last_step, active,
-                         Cat(*[lane_v[lane] >= theta[lane] for lane in range(L)]) & active)),
-        ]
+        addr = Signal(range(max(cfg.n_in + 1, 2)))  # the input code's address: a counter
         beat = Signal(range(max(beats, 2)))
+
+        count, clear_counters = counters(m, self, dense_counters(cfg))
 
         m.d.comb += self.busy.eq(1)
         with m.FSM(name="phase"):
             with m.State("IDLE"):
                 m.d.comb += [self.busy.eq(0), self.load.ready.eq(1)]
                 with m.If(self.load.valid):
-                    write_rows(m, self.load, (wsram, tsram, isram))
+                    write_rows(m, self.load, core)
                 with m.Elif(self.i.valid):
-                    m.d.sync += [c.eq(0) for c in counters.values()]
-                    m.d.sync += [fired.eq(pad_mask), addr.eq(0)]
+                    m.d.sync += [*clear_counters, addr.eq(0)]
+                    m.d.comb += compare.clear.eq(1)
                     m.next = "INIT"
 
             with m.State("INIT"):
-                load_init(m, cfg, isram, v, "INTEGRATE")
+                m.d.comb += core.loader.en.eq(1)
+                with m.If(core.loader.done):
+                    m.next = "INTEGRATE"
 
             with m.State("INTEGRATE"):
                 m.d.comb += self.i.ready.eq(1)
                 with m.If(self.i.valid):
                     with m.If(self.i.payload.last):
-                        m.d.sync += [a_valid.eq(1), a_t.eq(0), a_g.eq(0), a_addr.eq(0),
-                                     b_valid.eq(0)]
+                        m.d.comb += walk.start.eq(1)
                         m.next = "QUANTIZE"
                     with m.Else():
                         code = self.i.payload.code
                         q = code.as_signed() if cfg.family == "sym" else Cat(code, Const(0, 1))
-                        m.d.comb += [wsram.bus.addr.eq(addr), wsram.bus.ren.eq(1)]
-                        m.d.sync += [p_valid.eq(1), p_q.eq(q), addr.eq(addr + 1)]
+                        m.d.comb += [core.weights.bus.addr.eq(addr), core.weights.bus.ren.eq(1),
+                                     core.membranes.valid.eq(1), core.membranes.operand.eq(q)]
+                        m.d.sync += addr.eq(addr + 1)
                         count("codes_in", 1)
                         count("weight_row_reads", 1)
                         count("mac_ops", N)
 
             with m.State("QUANTIZE"):
-                with m.If(b_valid):
-                    m.d.sync += fired.word_select(b_g, L).eq(fired.word_select(b_g, L) | cross)
-                    for g in range(G):
-                        with m.If(b_g == g):
-                            for lane in range(L):
-                                j = g * L + lane
-                                if j < N:
-                                    with m.If(cross[lane]):
-                                        m.d.sync += codes[j].eq(cfg.c - b_t)
-                    with m.If(~last_step):
-                        count("compare_ops", popcount(active))
-                        count("threshold_reads", popcount(active))
-                m.d.sync += [b_valid.eq(a_valid), b_t.eq(a_t), b_g.eq(a_g)]
-                issue_threshold_read(m, cfg, tsram, a_valid, a_t, a_g, a_addr)
-                with m.If(~a_valid & b_valid & last_step & (b_g == G - 1)):
+                # a neuron's code is c - t for the step t it crosses at
+                m.d.comb += walk.advance.eq(1)
+                with m.If(step.valid):
+                    for j in range(N):
+                        with m.If((step.g == j // L) & compare.cross[j % L]):
+                            m.d.sync += codes[j].eq(cfg.c - step.t)
+                    with m.If(~step.last):
+                        count("compare_ops", compare.n_active)
+                        count("threshold_reads", compare.n_active)
+                with m.If(~walk.issuing & step.valid & step.last & (step.g == G - 1)):
                     m.d.sync += beat.eq(0)
                     m.next = "SEND"
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
@@ -40,7 +40,7 @@ from rtl_gen.layouts import (
 from rtl_gen.mask import transmitted
 from rtl_gen.params import ConfigComponent, RTLConfig, check_config, counter_ports
 from rtl_gen.simulation import check_probability
-from rtl_gen.sram import SRAM
+from rtl_gen.tile_parts import EventEmitter, counters, tile_core, write_rows
 
 __all__ = [
     "NeuronTile",
@@ -48,105 +48,6 @@ __all__ = [
     "load_beats",
     "simulate_tile",
 ]
-
-def popcount(value) -> object:
-    """The number of set bits of ``value`` (an adder chain)."""
-    total = Const(0, 1)
-    for b in range(len(value)):
-        total = total + value[b]
-    return total
-
-
-# -- building blocks shared with the dense tile (rtl_gen.dense) ---------------------------------
-
-
-def tile_srams(m: Module, cfg: RTLConfig) -> tuple[SRAM, SRAM, SRAM]:
-    """The weight, threshold and init SRAMs of a tile, as submodules of ``m``."""
-    macro = cfg.sram_macro
-    m.submodules.weights = wsram = SRAM(depth=cfg.n_in, width=cfg.weight_row_width,
-                                        macro=macro)
-    m.submodules.thresholds = tsram = SRAM(depth=cfg.theta_depth,
-                                           width=cfg.theta_row_width, macro=macro)
-    m.submodules.init = isram = SRAM(depth=cfg.groups, width=cfg.init_row_width, macro=macro)
-    return wsram, tsram, isram
-
-
-def membranes(cfg: RTLConfig):
-    """Membranes ``v`` (padded to ``G*L`` lanes as ``v_pad``) and fired flags; padding lanes
-    start (and stay) fired (``pad_mask``) so they never compare or emit."""
-    N, L, G = cfg.tile_neurons, cfg.lanes, cfg.groups
-    v = [Signal(signed(cfg.acc_width), name=f"v{j}") for j in range(N)]
-    v_pad = v + [Const(0, signed(cfg.acc_width))] * (G * L - N)
-    fired = Signal(G * L, name="fired")
-    pad_mask = sum(1 << j for j in range(N, G * L))
-    return v, v_pad, fired, pad_mask
-
-
-def write_rows(m: Module, load, srams: tuple[SRAM, SRAM, SRAM]) -> None:
-    """While ``load`` offers a beat: write its row into the SRAM its target names."""
-    ld = load.payload
-    for bus, target in zip((s.bus for s in srams), ("weights", "thresholds", "init"),
-                           strict=True):
-        m.d.comb += [
-            bus.addr.eq(ld.addr),
-            bus.wdata.eq(ld.data),
-            bus.wen.eq(ld.target == TARGETS[target]),
-        ]
-
-
-def accumulate(m: Module, cfg: RTLConfig, wsram: SRAM, v, p_valid, operand) -> None:
-    """When ``p_valid``: ``v[j] += W[row][j] * operand`` with the weight row read the clock
-    before (add/subtract for 1-bit weights, a multiply otherwise)."""
-    weight_row = weight_row_layout(cfg)(wsram.bus.rdata)
-    with m.If(p_valid):
-        for j in range(cfg.tile_neurons):
-            w = weight_row[j]
-            if cfg.weight_bits == 1:
-                term = Mux(w, operand, -operand)
-            else:
-                term = w * operand
-            m.d.sync += v[j].eq(v[j] + term)
-
-
-def load_init(m: Module, cfg: RTLConfig, isram: SRAM, v, next_state: str) -> None:
-    """The body of the state that reads init row ``g`` at clock ``g`` and loads group ``g`` into
-    the membranes at clock ``g+1``, then goes to ``next_state``."""
-    N, L, G = cfg.tile_neurons, cfg.lanes, cfg.groups
-    init_idx = Signal(range(G + 1), name="init_idx")
-    init_row = init_row_layout(cfg)(isram.bus.rdata)
-    m.d.comb += [
-        isram.bus.addr.eq(init_idx),
-        isram.bus.ren.eq(init_idx < G),
-    ]
-    m.d.sync += init_idx.eq(init_idx + 1)
-    for g in range(G):
-        with m.If(init_idx == g + 1):
-            for lane in range(L):
-                j = g * L + lane
-                if j < N:
-                    m.d.sync += v[j].eq(init_row[lane])
-    with m.If(init_idx == G):
-        m.d.sync += init_idx.eq(0)
-        m.next = next_state
-
-
-def issue_threshold_read(m: Module, cfg: RTLConfig, tsram: SRAM, a_valid, a_t, a_g,
-                         a_addr) -> None:
-    """Stage A of the threshold walk: read the row of ``(a_t, a_g)``, step ``g`` inner and ``t``
-    outer, stop after ``t = T-1`` (whose step compares nothing and reads no row)."""
-    T, G = cfg.T, cfg.groups
-    with m.If(a_valid):
-        m.d.comb += [
-            tsram.bus.addr.eq(a_addr),
-            tsram.bus.ren.eq(a_t != T - 1),
-        ]
-        m.d.sync += a_addr.eq(a_addr + 1)
-        with m.If(a_g == G - 1):
-            m.d.sync += [a_g.eq(0), a_t.eq(a_t + 1)]
-            with m.If(a_t == T - 1):
-                m.d.sync += a_valid.eq(0)
-        with m.Else():
-            m.d.sync += a_g.eq(a_g + 1)
 
 
 class NeuronTile(ConfigComponent):
@@ -189,151 +90,72 @@ class NeuronTile(ConfigComponent):
     def elaborate(self, platform):
         cfg = self._config
         m = Module()
-        N, L, G, T = cfg.tile_neurons, cfg.lanes, cfg.groups, cfg.T
-        tw = cfg.time_width
+        core = tile_core(m, cfg)
+        walk, step, compare = core.walk, core.walk.step, core.compare
+        m.submodules.emit = emit = EventEmitter(cfg)
+        # the config word: reset to the elaboration values, rewritable through `load`
+        conf = Signal(tile_config_layout(cfg), name="config",
+                      init={"i_max_in": cfg.i_max_in, "i_max_out": cfg.i_max_out, "k": cfg.k})
+        count, clear_counters = counters(m, self, cfg.tile_counters)
 
-        wsram, tsram, isram = tile_srams(m, cfg)
-
-        # config registers: reset to the elaboration values, rewritable through `load`
-        i_max_in = Signal(tw, init=cfg.i_max_in)
-        i_max_out = Signal(tw, init=cfg.i_max_out)
-        k = Signal(tw, init=cfg.k)
-
-        v, v_pad, fired, pad_mask = membranes(cfg)
-
-        counters = {name: getattr(self, f"cnt_{name}") for name in cfg.tile_counters}
-
-        def count(name, amount):
-            m.d.sync += counters[name].eq(counters[name] + amount)
-
-        # --- integrate datapath: the weight row arrives one clock after the event ---------------
-        p_valid = Signal()
-        p_d = Signal(signed(cfg.d_width))
-        m.d.sync += p_valid.eq(0)
-        accumulate(m, cfg, wsram, v, p_valid, p_d)
-
-        # --- fire pipeline: A issues (t, g), B compares, C emits ---------------------------------
-        a_valid = Signal()
-        a_t = Signal(range(T))
-        a_g = Signal(range(max(G, 2)))
-        a_addr = Signal(range(max(cfg.theta_depth, 2)))
-        b_valid = Signal()
-        b_t = Signal(range(T))
-        b_g = Signal(range(max(G, 2)))
-        pend = Signal(L)
-        c_t = Signal(range(T))
-        c_g = Signal(range(max(G, 2)))
-
-        lane_v = [Array([v_pad[g * L + lane] for g in range(G)])[b_g] for lane in range(L)]
-        theta = theta_row_layout(cfg)(tsram.bus.rdata)
-        active = Signal(L)
-        cross = Signal(L)
-        m.d.comb += active.eq(~fired.word_select(b_g, L))
-        last_step = b_t == T - 1
-        crossed = Cat(*[lane_v[lane] >= theta[lane] for lane in range(L)])
-        m.d.comb += cross.eq(Mux(last_step, active, crossed & active))
-        b_tx = Signal()
-        m.d.comb += b_tx.eq(transmitted(b_t, i_max_out, k))
-
-        # lowest pending lane (ascending address within a step)
-        c_lane = Signal(range(max(L, 2)))
-        for lane in reversed(range(L)):
-            with m.If(pend[lane]):
-                m.d.comb += c_lane.eq(lane)
-        o_fire = Signal()
-        m.d.comb += o_fire.eq(self.o.valid & self.o.ready)
-        pend_rest = pend & (pend - 1)
-        c_free = Signal()
-        m.d.comb += c_free.eq((pend == 0) | (o_fire & (pend_rest == 0)))
-        b_adv = Signal()
-        m.d.comb += b_adv.eq(~b_valid | c_free)
+        # B -> C: a step handed on gives its crossing lanes to C, unless t is in the dead zone
+        tx = Signal()
+        m.d.comb += [
+            tx.eq(transmitted(step.t, conf.i_max_out, conf.k)),
+            emit.push.eq(compare.commit),
+            emit.lanes.eq(Mux(tx, compare.cross, 0)),
+            emit.t.eq(step.t),
+            emit.g.eq(step.g),
+        ]
+        with m.If(compare.commit):
+            with m.If(~step.last):
+                count("compare_ops", compare.n_active)
+                count("threshold_reads", compare.n_active)
+            with m.If(tx):
+                count("events_out", compare.n_cross)
+            with m.Else():
+                count("events_suppressed", compare.n_cross)
 
         m.d.comb += self.busy.eq(1)
-
         with m.FSM(name="phase"):
             with m.State("IDLE"):
-                m.d.comb += [
-                    self.busy.eq(0),
-                    self.load.ready.eq(1),
-                ]
+                m.d.comb += [self.busy.eq(0), self.load.ready.eq(1)]
                 ld = self.load.payload
                 with m.If(self.load.valid):
-                    write_rows(m, self.load, (wsram, tsram, isram))
+                    write_rows(m, self.load, core)
                     with m.If(ld.target == TARGETS["config"]):
-                        word = tile_config_layout(cfg)(ld.data[:cfg.config_width])
-                        m.d.sync += [
-                            i_max_in.eq(word.i_max_in),
-                            i_max_out.eq(word.i_max_out),
-                            k.eq(word.k),
-                        ]
+                        m.d.sync += conf.eq(ld.data[:cfg.config_width])
                 with m.Elif(self.i.valid):
-                    m.d.sync += [c.eq(0) for c in counters.values()]
-                    m.d.sync += fired.eq(pad_mask)
+                    m.d.sync += clear_counters
+                    m.d.comb += compare.clear.eq(1)
                     m.next = "INIT"
 
             with m.State("INIT"):
-                load_init(m, cfg, isram, v, "INTEGRATE")
+                m.d.comb += core.loader.en.eq(1)
+                with m.If(core.loader.done):
+                    m.next = "INTEGRATE"
 
             with m.State("INTEGRATE"):
                 m.d.comb += self.i.ready.eq(1)
                 ev = self.i.payload
                 with m.If(self.i.valid):
                     with m.If(ev.last):
-                        m.d.sync += [
-                            a_valid.eq(1),
-                            a_t.eq(0),
-                            a_g.eq(0),
-                            a_addr.eq(0),
-                            b_valid.eq(0),
-                            pend.eq(0),
-                        ]
+                        m.d.comb += walk.start.eq(1)
                         m.next = "FIRE"
                     with m.Else():
-                        m.d.comb += [
-                            wsram.bus.addr.eq(ev.addr),
-                            wsram.bus.ren.eq(1),
-                        ]
-                        m.d.sync += [
-                            p_valid.eq(1),
-                            p_d.eq(i_max_in - ev.tau),
-                        ]
+                        m.d.comb += [core.weights.bus.addr.eq(ev.addr), core.weights.bus.ren.eq(1),
+                                     core.membranes.valid.eq(1),
+                                     core.membranes.operand.eq(conf.i_max_in - ev.tau)]
                         count("events_in", 1)
                         count("weight_row_reads", 1)
-                        count("accumulate_ops", N)
+                        count("accumulate_ops", cfg.tile_neurons)
 
             with m.State("FIRE"):
-                # C: emit the lowest pending lane
-                m.d.comb += [
-                    self.o.valid.eq(pend != 0),
-                    self.o.payload.addr.eq(c_g * L + c_lane),
-                    self.o.payload.t.eq(c_t),
-                ]
-                with m.If(o_fire):
-                    m.d.sync += pend.eq(pend_rest)
-                with m.If(b_adv):
-                    # B -> C: compare results of (b_t, b_g) become pending events
-                    with m.If(b_valid):
-                        m.d.sync += [
-                            fired.word_select(b_g, L).eq(fired.word_select(b_g, L) | cross),
-                            pend.eq(Mux(b_tx, cross, 0)),
-                            c_t.eq(b_t),
-                            c_g.eq(b_g),
-                        ]
-                        with m.If(~last_step):
-                            count("compare_ops", popcount(active))
-                            count("threshold_reads", popcount(active))
-                        with m.If(b_tx):
-                            count("events_out", popcount(cross))
-                        with m.Else():
-                            count("events_suppressed", popcount(cross))
-                    # A -> B: issue the threshold read of (a_t, a_g)
-                    m.d.sync += [
-                        b_valid.eq(a_valid),
-                        b_t.eq(a_t),
-                        b_g.eq(a_g),
-                    ]
-                    issue_threshold_read(m, cfg, tsram, a_valid, a_t, a_g, a_addr)
-                with m.If(~a_valid & ~b_valid & ((pend == 0) | (o_fire & (pend_rest == 0)))):
+                # C emits; B moves on unless C still holds more than the event leaving now
+                m.d.comb += [self.o.valid.eq(emit.o.valid), self.o.payload.eq(emit.o.payload),
+                             emit.o.ready.eq(self.o.ready),
+                             walk.advance.eq(~step.valid | emit.free)]
+                with m.If(~walk.issuing & ~step.valid & emit.free):
                     m.next = "END"
 
             with m.State("END"):

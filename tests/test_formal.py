@@ -101,6 +101,28 @@ def test_mutant_must_apply_exactly_once():
     assert copy.Encoder is not shipped.Encoder and copy.__name__ != shipped.__name__
 
 
+def test_a_mutant_of_the_tile_parts_is_checked_on_the_tile():
+    """A mutant of rtl_gen.tile_parts reaches the tile (and the dense tile) built over it; the
+    shipped modules stay in place."""
+    import sys
+
+    import rtl_gen.tile as shipped
+    import rtl_gen.tile_parts as shipped_parts
+    from formal.harness import block_module, module_over
+
+    parts = mutant_module("rtl_gen.tile_parts", "group.eq(group | self.cross)", "group.eq(group)")
+    tile = block_module(parts, "rtl_gen.tile", "NeuronTile")
+    assert tile.NeuronTile is not shipped.NeuronTile
+    assert tile.tile_core is parts.tile_core and tile.EventEmitter is parts.EventEmitter
+    assert block_module(parts, "rtl_gen.dense", "DenseTile").tile_core is parts.tile_core
+    assert sys.modules["rtl_gen.tile_parts"] is shipped_parts
+    assert block_module(None, "rtl_gen.tile", "NeuronTile") is shipped
+    with pytest.raises(RuntimeError, match="does not import rtl_gen.tile_parts"):
+        module_over("rtl_gen.encoder", parts)
+    with pytest.raises(RuntimeError, match="is not a mutant"):
+        module_over("rtl_gen.tile", shipped_parts)
+
+
 def test_every_mutant_applies():
     for prop in PROPERTIES:
         assert prop.mutants, prop.name
