@@ -49,15 +49,6 @@ DESIGNS = ("dense", "ttfs", "mttfs-k0", "mttfs-k1", "mttfs-k2")
 #: Mesh of the movement figure and the mean XY distance between two distinct nodes of it.
 MESH = 4
 HOPS = 8 / 3
-#: Per-bit SRAM read energy, the cited source, and the node and supply it holds for.
-SRAM_BIT = {
-    "pJ_per_bit": 10.0 / 64,
-    "node": "HP45",
-    "vdd_V": 0.9,
-    "source": "M. Horowitz, 'Computing's energy problem (and what we can do about it)', ISSCC "
-    "2014, 45 nm at 0.9 V: an 8 KB SRAM reads a 64-bit word for 10 pJ (0.156 pJ/bit); scaled "
-    "to the liberty's node and supply with Stillmaker & Baas",
-}
 MINILM_SLICE = Path("build/minilm/slice_block0_qproj.json")
 
 
@@ -405,13 +396,10 @@ def model_energy(design: str, counters: dict, layer, costs: dict, flits: float,
 
 
 def sram_bit_pJ(lib) -> float:
-    """:data:`SRAM_BIT` scaled to the library's node and nominal supply (Stillmaker & Baas)."""
+    """The PDK table's per-bit SRAM read energy at the library's node and nominal supply."""
     from synth_scripts import scaling
 
-    tech = scaling.technology_of(lib.name)
-    return SRAM_BIT["pJ_per_bit"] * (
-        scaling.energy_factor(tech.node, lib.nom_voltage)
-        / scaling.energy_factor(SRAM_BIT["node"], SRAM_BIT["vdd_V"]))
+    return scaling.sram_bit_pJ(lib)
 
 
 def compare_workload(wl: Workload, lib_path: Path, costs: dict, work: Path, *, sim: str,
@@ -575,7 +563,7 @@ def compare(T: int = 16, k: int = 1, out_dir: str | os.PathLike = "build/compare
                      "unit_costs_pJ": {k2: sig(v["value"], 5) for k2, v in costs.items()},
                      "unit_cost_source": "synthesized by matterhorn synth on this library "
                      "(unit_costs_pJ_native); E_move_event_router for a hop",
-                     "sram_bit_source": SRAM_BIT["source"],
+                     "sram_bit_source": lib.pdk.sram_bit["source"],
                      "workloads": []}
             for wl in workloads:
                 progress(f"[compare] {lib.name}: workload {wl.name}")

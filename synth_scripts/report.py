@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from synth_scripts import activity, liberty, paper, scaling
+from synth_scripts import activity, paper, scaling
 from toolkit_base import toolchain
 from toolkit_base.schemas import validate
 from toolkit_base.tables import markdown_table
@@ -140,7 +140,7 @@ def build(*, T, k, clock_ns, lib, ops, block_specs, synth, acts, power, streams)
             "library": lib.name,
             "nom_voltage_V": lib.nom_voltage,
             "time_unit": lib.time_unit,
-            "dont_use_patterns": list(liberty.DONT_USE),
+            "dont_use_patterns": list(lib.pdk.dont_use),
             "dont_use_removed": len(lib.removed),
             "cells_kept": lib.cells,
         }
