@@ -20,6 +20,7 @@ the liberty defines (for a library without a table, finds them in it).
 from __future__ import annotations
 
 import bisect
+import fnmatch
 import functools
 import gzip
 import hashlib
@@ -40,11 +41,13 @@ __all__ = [
     "Pin",
     "Table",
     "default_liberty",
+    "library_name",
     "parse_groups",
     "prepare",
     "read",
     "read_text",
     "resolve",
+    "table_problems",
 ]
 
 #: Where open_pdks installs the sky130 HD typical-corner library below ``PDK_ROOT``.
@@ -296,7 +299,6 @@ class Cell:
     latch: bool  # has a latch group
     clock_pin: str | None  # the pin of a flip-flop's clocked_on
     icg: str | None  # its clock_gating_integrated_cell value
-    dont_touch: bool = False
 
     @property
     def sequential(self) -> bool:
@@ -348,8 +350,7 @@ def _cell(g: Group, templates: dict[str, list[str]]) -> Cell:
         m = re.match(r"\s*\(?\s*(\w+)", ff[0].attrs.get("clocked_on", ""))
         clock = m.group(1) if m else None
     return Cell(g.args[0], float(g.attrs.get("area", 0)), leak, pins, bool(ff),
-                bool(g.find("latch")), clock, g.attrs.get("clock_gating_integrated_cell"),
-                g.attrs.get("dont_touch") == "true")
+                bool(g.find("latch")), clock, g.attrs.get("clock_gating_integrated_cell"))
 
 
 # -- the library -------------------------------------------------------------------------------
@@ -366,26 +367,73 @@ def _unit(source: str, text: str, base: str) -> float:
 
 @dataclass
 class Library:
-    """A parsed liberty: library attributes, units in SI, the default wire load, the cells."""
+    """A parsed liberty: library attributes, units in SI, the default wire load, the cells.
+
+    An attribute the flows need that the library lacks (``nom_voltage``, a unit) raises
+    ``ValueError`` naming it when it is first asked for.
+    """
 
     name: str  # library name
     source_name: str  # file name (no directory)
     sha256: str  # of the text, decompressed
-    nom_voltage: float  # V
-    time_unit: str
-    leakage_power_unit: str
-    cap_f: float  # farad per capacitance unit
-    time_s: float  # second per time unit
-    leak_w: float  # watt per leakage unit
+    head: Group = field(repr=False)  # the library group without its cells
     wire: tuple[float, float, list[tuple[int, float]]] | None  # cap/length, slope, fanout_length
     cells: dict[str, Cell]
     text: str = field(repr=False)  # the liberty's text
     spans: dict[str, tuple[int, int]] = field(repr=False)  # cell -> its text span
     end: int = field(repr=False)  # offset of the library group's closing brace
 
+    def attribute(self, name: str) -> str:
+        """A simple attribute of the library group, or ``ValueError`` naming it."""
+        if name not in self.head.attrs:
+            raise ValueError(f"liberty {self.source_name!r} has no library attribute {name!r}")
+        return self.head.attrs[name]
+
+    @property
+    def nom_voltage(self) -> float:
+        """V"""
+        return float(self.attribute("nom_voltage"))
+
     @property
     def voltage(self) -> float:
         return self.nom_voltage
+
+    @property
+    def nom_temperature(self) -> float | None:
+        """C, if the library states it."""
+        t = self.head.attrs.get("nom_temperature")
+        return None if t is None else float(t)
+
+    @property
+    def operating_conditions(self) -> str | None:
+        """The library's ``default_operating_conditions``, if it states them."""
+        return self.head.attrs.get("default_operating_conditions")
+
+    @property
+    def time_unit(self) -> str:
+        return self.attribute("time_unit")
+
+    @property
+    def leakage_power_unit(self) -> str:
+        return self.attribute("leakage_power_unit")
+
+    @property
+    def cap_f(self) -> float:
+        """Farad per capacitance unit."""
+        unit = self.head.complex.get("capacitive_load_unit")
+        if unit is None:
+            raise ValueError(f"liberty {self.source_name!r} has no capacitive_load_unit")
+        return float(unit[0]) * _UNIT[unit[1].lower()[0]]
+
+    @property
+    def time_s(self) -> float:
+        """Second per time unit."""
+        return _unit(self.source_name, self.time_unit, "s")
+
+    @property
+    def leak_w(self) -> float:
+        """Watt per leakage unit."""
+        return _unit(self.source_name, self.leakage_power_unit, "W")
 
     @property
     def energy_j(self) -> float:
@@ -418,12 +466,6 @@ class Library:
         return cap * (l0 + (l1 - l0) * (fanout - f0) / (f1 - f0))
 
 
-def _required(head: Group, name: str, source: str) -> str:
-    if name not in head.attrs:
-        raise ValueError(f"liberty {source!r} has no library attribute {name!r}")
-    return head.attrs[name]
-
-
 def _parse(text: str, source: str) -> Library:
     head_m = _HEAD.search(text)
     if head_m is None:
@@ -448,21 +490,11 @@ def _parse(text: str, source: str) -> Library:
         if default and g.args and g.args[0] == default:
             fl = [(int(float(a[0])), float(a[1])) for a in g.repeated.get("fanout_length", [])]
             wire = (float(g.attrs["capacitance"]), float(g.attrs.get("slope", 0)), sorted(fl))
-    cap_unit = head.complex.get("capacitive_load_unit")
-    if cap_unit is None:
-        raise ValueError(f"liberty {source!r} has no capacitive_load_unit")
-    time_unit = _required(head, "time_unit", source)
-    leak_unit = _required(head, "leakage_power_unit", source)
     return Library(
         name=head.args[0],
         source_name=source,
         sha256=hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest(),
-        nom_voltage=float(_required(head, "nom_voltage", source)),
-        time_unit=time_unit,
-        leakage_power_unit=leak_unit,
-        cap_f=float(cap_unit[0]) * _UNIT[cap_unit[1].lower()[0]],
-        time_s=_unit(source, time_unit, "s"),
-        leak_w=_unit(source, leak_unit, "W"),
+        head=head,
         wire=wire,
         cells=cells,
         text=text,
@@ -482,8 +514,8 @@ def read(path: str | os.PathLike) -> Library:
     Raises
     ------
     ValueError
-        A truncated gzip file, not a Liberty file (no ``library (...)`` group), no cells, groups
-        not closed (truncated), or a library attribute the flows need is missing.
+        A truncated gzip file, not a Liberty file (no ``library (...)`` group), no cells, or
+        groups not closed (truncated).
     """
     p = Path(path).resolve()
     st = p.stat()
@@ -556,8 +588,9 @@ def prepare(path: Path, workdir: Path) -> Liberty:
     ------
     ValueError
         The file is not a Liberty library (no ``library (...)`` group, no cells), it is
-        truncated, it matches two PDK tables, or it has no flip-flop cells (Yosys'
-        ``dfflibmap`` would fail on the first register).
+        truncated, it matches two PDK tables, it has no flip-flop cells (Yosys' ``dfflibmap``
+        would fail on the first register), or it lacks ``nom_voltage``, ``time_unit`` or
+        ``leakage_power_unit``.
     """
     lib = read(path)
     source = Path(path).name
@@ -595,3 +628,36 @@ def prepare(path: Path, workdir: Path) -> Liberty:
 def library_name(path: str | os.PathLike) -> str:
     """The library name of the liberty at ``path`` (its ``library (NAME)`` group)."""
     return read(path).name
+
+
+def table_problems(table: pdk_tables.Pdk, library: Library) -> list[str]:
+    """Where PDK ``table`` disagrees with the liberty it describes (empty if nowhere): the
+    library name, supply and corner, dont-use patterns that remove no cell, and tie and
+    clock-gating cells the liberty lacks or that its own cells would not give (the generic
+    rule of :data:`synth_scripts.pdk.GENERIC` picks the same cells on a library the table
+    describes: a table names the library's own plain choice, or says why not)."""
+    out = []
+    if not table.matches(library.name):
+        out.append(f"library {library.name!r} does not match {'|'.join(table.patterns)}")
+    if table.supply_V != library.nom_voltage:
+        out.append(f"supply_V {table.supply_V} is not the liberty's nom_voltage "
+                   f"{library.nom_voltage}")
+    corner = table.corner or {}
+    if corner.get("temperature_C") != library.nom_temperature:
+        out.append(f"corner.temperature_C {corner.get('temperature_C')} is not the liberty's "
+                   f"nom_temperature {library.nom_temperature}")
+    if corner.get("name") != library.operating_conditions:
+        out.append(f"corner.name {corner.get('name')!r} is not the liberty's "
+                   f"default_operating_conditions {library.operating_conditions!r}")
+    for pattern in table.dont_use:
+        if not any(fnmatch.fnmatchcase(n, pattern) for n in library.cells):
+            out.append(f"dont_use pattern {pattern!r} matches no cell")
+    kept = {n: c for n, c in library.cells.items() if not table.dont_use_cell(n)}
+    resolved = _resolve_pdk(table, kept)
+    out += [f"the liberty lacks {m}" for m in resolved.missing]
+    found = _resolve_pdk(pdk_tables.GENERIC, kept)
+    for what in ("tie_high", "tie_low", "clock_gating_cell"):
+        if getattr(resolved, what) is not None and getattr(found, what) != getattr(table, what):
+            out.append(f"{what} {getattr(table, what)} is not the liberty's own smallest "
+                       f"{getattr(found, what)}")
+    return out
