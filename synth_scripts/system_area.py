@@ -156,7 +156,8 @@ def synthesize_system(
         script = _SCRIPT
         if lib is not None:
             script += flow.mapping(lib, work)
-            script += f"tee -q -o liberty_stat.txt stat -liberty {flow.relative(lib.path, work)}\n"
+            script += ("opt_clean -purge\ntee -q -o liberty_stat.txt stat -liberty "
+                       f"{flow.relative(lib.path, work)}\n")
         (work / "synth.ys").write_text(script, encoding="utf-8")
         flow.run_tool([yosys, "-q", "-s", "synth.ys"], work, work / "yosys.log",
                       "yosys on mttfs_system")
