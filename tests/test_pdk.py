@@ -36,15 +36,15 @@ def test_every_table_follows_the_schema():
     (lambda d: d["tie_cells"].pop("source"),
      "nangate45.json: field 'tie_cells.source' is missing"),
     (lambda d: d["scaling"].update(model="HP7"),
-     "nangate45.json: field 'scaling.model': 'HP7' is not one of ['130', '90', '65', 'HP45', "
-     "'LP45', 'HP32', 'LP32', 'HP20', 'LP20']"),
+     ("nangate45.json: field 'scaling.model': 'HP7' is not one of ['130', '90', '65', 'HP45', "
+     "'LP45', 'HP32', 'LP32', 'HP20', 'LP20']")),
     (lambda d: d["sram_bit"].update(pJ_per_bit=0),
      "nangate45.json: field 'sram_bit.pJ_per_bit': 0 is less than or equal to the minimum of 0"),
     (lambda d: d.update(name="nangate"),
      "nangate45.json: field 'name': 'nangate' is not the file's name 'nangate45'"),
     (lambda d: d.update(colour="blue"),
-     "nangate45.json: field '(document)': Additional properties are not allowed ('colour' was "
-     "unexpected)"),
+     ("nangate45.json: field '(document)': Additional properties are not allowed ('colour' was "
+     "unexpected)")),
 ])
 def test_a_malformed_table_is_refused(tmp_path, edit, message):
     doc = json.loads((TABLES / "nangate45.json").read_text())
