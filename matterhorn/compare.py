@@ -38,8 +38,9 @@ from pathlib import Path
 from golden_models.workloads import DESIGNS, Workload, design_layer, random_workload
 from matterhorn.compare_report import markdown, plot
 from rtl_gen.router import mean_hops
-from synth_scripts.gate_compare import MESH, SRAM_BIT, measure_design, sram_bit_pJ
+from synth_scripts.gate_compare import MESH, measure_design
 from synth_scripts.report import sig
+from synth_scripts.scaling import sram_bit_pJ
 from toolkit_base.checks import check_out_dir, check_rtl_T, check_seed, unique
 
 SCHEMA = "matterhorn.compare/1"
@@ -245,7 +246,7 @@ def pdk_entry(lib_path: Path, workloads: list[Workload], work: Path, *, T: int, 
              "unit_costs_pJ": {key: sig(v["value"], 5) for key, v in costs.items()},
              "unit_cost_source": "synthesized by matterhorn synth on this library "
              "(unit_costs_pJ_native); E_move_event_router for a hop",
-             "sram_bit_source": SRAM_BIT["source"],
+             "sram_bit_source": lib.pdk.sram_bit["source"],
              "workloads": []}
     for wl in workloads:
         progress(f"[compare] {lib.name}: workload {wl.name}")

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from golden_models import check_k, check_T
-from synth_scripts import activity, flow, liberty, operators, report
+from synth_scripts import activity, flow, liberty, operators, report, scaling
 from toolkit_base import toolchain
 from toolkit_base.checks import check_int, check_out_dir, check_rtl_T
 from toolkit_base.files import replace_owned
@@ -116,7 +116,8 @@ def synthesize(
     toolkit_base.toolchain.ToolNotFoundError
         Yosys (always) or OpenSTA (with a liberty) is not installed.
     FileNotFoundError, ValueError, TypeError
-        Bad parameters, a missing liberty, a malformed tool report.
+        Bad parameters, a missing liberty, a liberty that no PDK table describes
+        (:mod:`synth_scripts.pdk`), a malformed tool report.
     """
     lib_path = check_options(T, k, out_dir, liberty_file=liberty_file, clock_ns=clock_ns,
                              blocks=blocks, jobs=jobs, environ=environ,
@@ -151,6 +152,9 @@ def check_options(
     check_out_dir(out_dir)
     check_int("jobs", jobs, 1, MAX_JOBS)
     lib_path = liberty.resolve(liberty_file, environ, default=default_liberty)
+    if lib_path is not None:
+        # the report's 22 nm figures need the library's node: a PDK table (synth_scripts/pdk.py)
+        scaling.technology_of(liberty.library_name(lib_path))
     toolchain.require("yosys")
     if lib_path is not None:
         toolchain.require("sta")
