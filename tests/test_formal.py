@@ -165,7 +165,7 @@ def test_cli_refuses_empty_out(capsys):
     from matterhorn.cli import main
 
     assert main(["prove", "--out", "", "--only", "router_flow"]) == 2
-    assert "--out" in capsys.readouterr().err
+    assert "output folder must be a non-empty path, not ''" in capsys.readouterr().err
 
 
 def test_summary_schema_rejects_malformed():
