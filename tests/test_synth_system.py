@@ -56,4 +56,4 @@ def test_area_per_instance_kind(mapped):
 
 def test_mesh_option_is_checked(capsys):
     assert main(["synth", "--system", "2by2", "--out", "unused"]) == 2
-    assert "mesh must be ROWSxCOLS such as 2x2, not '2by2'" in capsys.readouterr().err
+    assert "--system must be ROWSxCOLS such as 2x2, not '2by2'" in capsys.readouterr().err
