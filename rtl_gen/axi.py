@@ -390,3 +390,29 @@ def manifest_entry(name: str, config: RTLConfig) -> dict[str, object]:
                        "parameters": dict(regmap.parameters)},
         },
     }
+
+
+def companion_files(config: RTLConfig) -> dict[str, str]:
+    """File name -> text of what a user's software needs beside the wrappers' Verilog: per
+    wrapper the C header and the Markdown register table (with the stream formats), and the
+    SystemRDL source they come from."""
+    from rtl_gen.regmap import c_header, markdown, rdl_source
+
+    files = {"mttfs_axi.rdl": rdl_source()}
+    for kind, (name, block) in BLOCKS.items():
+        axi = manifest_entry(name, config)["axi"]
+        rows = []
+        for port in ("s_axis", "m_axis"):
+            for f in axi[port]["fields"]:
+                hi = f["offset"] + f["width"] - 1
+                rows.append(f"| `{port}` | `{f['name']}` | {hi}:{f['offset']} | "
+                            f"{'two' + chr(39) + 's complement' if f['signed'] else 'unsigned'} |")
+            rows.append(f"| `{port}` | TLAST | - | {axi[port]['tlast']} |")
+        streams = (
+            f"\n## {name} streams\n\n"
+            f"TDATA is {config.axis_width} bits; fields LSB first, other bits 0 "
+            f"(docs/rtl_axi.md). The block is `{block}`.\n\n"
+            "| port | field | bits | |\n| --- | --- | --- | --- |\n" + "\n".join(rows) + "\n")
+        files[f"{name}.h"] = c_header(kind, config)
+        files[f"{name}_regs.md"] = markdown(kind, config) + streams
+    return files

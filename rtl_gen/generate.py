@@ -61,12 +61,14 @@ SCHEMA = "matterhorn-rtl-manifest/1"
 MANIFEST = "manifest.json"
 #: Top-level modules in the order they are generated.
 MODULES = ("mttfs_encoder", "mttfs_sram", "mttfs_tile", "mttfs_router", "mttfs_system",
-           "dense_tile")
+           "dense_tile", "mttfs_axi_tile", "mttfs_axi_system")
 #: Blocks built by another part of ``rtl_gen``: module name -> (python module, factory).
 EXTERNAL = {
     "mttfs_router": ("rtl_gen.router", "router_from_config"),
     "mttfs_system": ("rtl_gen.system", "system_from_config"),
     "dense_tile": ("rtl_gen.dense", "DenseTile"),
+    "mttfs_axi_tile": ("rtl_gen.axi", "axi_tile_from_config"),
+    "mttfs_axi_system": ("rtl_gen.axi", "axi_system_from_config"),
 }
 
 #: Verilator ``-Wall`` warnings waived for the generated files, with the reason. Every one is
@@ -159,6 +161,8 @@ def components(config: RTLConfig) -> dict[str, wiring.Component]:
         "mttfs_router": _external("mttfs_router", config),
         "mttfs_system": _external("mttfs_system", config),
         "dense_tile": _external("dense_tile", config),
+        "mttfs_axi_tile": _external("mttfs_axi_tile", config),
+        "mttfs_axi_system": _external("mttfs_axi_system", config),
     }
 
 
@@ -329,6 +333,9 @@ def build_manifest(config: RTLConfig, comps: dict[str, wiring.Component],
         extra = module_waivers(name)
         if extra:
             entry["lint_waivers"] = list(extra)
+        if name in EXTERNAL:  # what else a block built elsewhere says of itself
+            hook = getattr(importlib.import_module(EXTERNAL[name][0]), "manifest_entry", None)
+            entry.update(hook(name, config) if hook else {})
         modules[name] = entry
     manifest = {
         "schema": SCHEMA,
@@ -429,14 +436,19 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike) -> dict[str, object]
     TypeError, ValueError
         Bad arguments, before anything is written.
     """
+    from rtl_gen.axi import companion_files
+    from rtl_gen.fusesoc import core_files, owned_files
+
     check_config(config)
     out = Path(check_out_dir(out_dir))
     texts, manifest = elaborate(config)
     files = {f"{name}.v": text for name, text in texts.items()}
     if config.sram_macro:
         files[f"{MACRO_NAME}.v"] = MACRO_MODEL
+    files.update(companion_files(config))
+    files.update(core_files(config, manifest))
     files[MANIFEST] = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
-    own = {f"{name}.v" for name in MODULES} | {f"{MACRO_NAME}.v", MANIFEST}
+    own = {f"{name}.v" for name in MODULES} | {f"{MACRO_NAME}.v", MANIFEST} | owned_files(MODULES)
 
     with staging_dir(out, prefix=".rtl_gen-") as tmp:
         for fname, text in files.items():
@@ -470,7 +482,8 @@ def lint(out_dir: str | os.PathLike, manifest: dict[str, object] | None = None) 
     report = {}
     for name, entry in manifest["modules"].items():
         flags = [*LINT_FLAGS, *(f"-Wno-{w['warning']}" for w in entry.get("lint_waivers", ()))]
-        cmd = [exe, *flags, "--top-module", name, str(out / entry["file"]), *extra]
+        required = [str(out / f) for f in entry.get("requires", ())]
+        cmd = [exe, *flags, "--top-module", name, str(out / entry["file"]), *required, *extra]
         proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                               check=False)
         text = (proc.stdout + proc.stderr).strip()
