@@ -12,8 +12,8 @@
   (Icarus Verilog runs the smoke testbench; it prints ``PASS`` or stops with ``$fatal``) and
   ``synth`` (Yosys: generic ``synth``, ``stat``, the netlist), all on Edalize's flow API.
 
-The smoke testbench holds reset, then checks that no output is X and no ``*valid`` output is
-high; on an AXI wrapper it also reads the identification register (its value from the register
+The smoke testbench holds reset, then checks that no output is X (but an SRAM's read data,
+undefined until the first read) and no ``*valid`` output is high; on an AXI wrapper it also reads the identification register (its value from the register
 map) and an unmapped address (SLVERR) over AXI4-Lite. docs/fusesoc.md shows the flow in a
 user's project. Everything here is text: same configuration, same bytes, no paths.
 """
@@ -166,7 +166,8 @@ def _tb(module: str, entry: dict, regmap=None) -> str:
         return (f"  reg {rng}{p['name']} = 0;\n" if p["dir"] == "in"
                 else f"  wire {rng}{p['name']};\n")
 
-    outs = [p["name"] for p in ports if p["dir"] == "out"]
+    # a memory's read data is undefined until its first read, as in silicon
+    outs = [p["name"] for p in ports if p["dir"] == "out" and not p["name"].endswith("rdata")]
     valids = [n for n in outs if n.endswith("valid")]
     lines = [
         "`timescale 1ns/1ps\n",
