@@ -13,9 +13,10 @@
   ``synth`` (Yosys: generic ``synth``, ``stat``, the netlist), all on Edalize's flow API.
 
 The smoke testbench holds reset, then checks that no output is X (but an SRAM's read data,
-undefined until the first read) and no ``*valid`` output is high; on an AXI wrapper it also reads the identification register (its value from the register
-map) and an unmapped address (SLVERR) over AXI4-Lite. docs/fusesoc.md shows the flow in a
-user's project. Everything here is text: same configuration, same bytes, no paths.
+undefined until the first read) and no ``*valid`` output is high; on an AXI wrapper it also
+reads the identification register (its value from the register map) and an unmapped address
+(SLVERR) over AXI4-Lite. docs/fusesoc.md shows the flow in a user's project. Everything
+here is text: same configuration, same bytes, no paths.
 """
 
 from __future__ import annotations

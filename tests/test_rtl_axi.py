@@ -306,11 +306,11 @@ def test_shell_checks_its_kind():
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 @pytest.mark.parametrize(("args", "message"), [
-    (["--axil-addr-width", "12"], "axil_addr_width must be in 13..32 for the mttfs_axi_system "
-                                  "register map (0x1080 bytes), not 12"),
+    (["--axil-addr-width", "12"], ("axil_addr_width must be in 13..32 for the mttfs_axi_system "
+                                   "register map (0x1080 bytes), not 12")),
     (["--axis-width", "8", "--T", "64", "--n-in", "8"],
-     "axis_width 8 cannot carry the mttfs_tile input event {addr, t} (9 bits); use axis_width "
-     "16 or 32 or 64"),
+     ("axis_width 8 cannot carry the mttfs_tile input event {addr, t} (9 bits); use axis_width "
+      "16 or 32 or 64")),
     (["--axis-width", "12"], "axis_width must be one of (8, 16, 32, 64), not 12"),
 ])
 def test_cli_generate_refuses_a_bus_too_narrow(args, message, tmp_path, capsys):
