@@ -1,6 +1,3 @@
-# amaranth: UnusedElaboratable=no
-# (a wrapper that instantiates its block as a Verilog instance builds the block's component only
-# to read its ports: the one home of them; it is never elaborated here)
 """AXI wrappers of the tile and the system: AXI4-Stream in and out, an AXI4-Lite slave.
 
 ``mttfs_axi_tile`` and ``mttfs_axi_system`` put a generated block (``mttfs_tile``,
@@ -141,6 +138,10 @@ class AxiShell(ConfigComponent):
             raise ValueError(f"kind must be one of {tuple(BLOCKS)}, not {kind!r}")
         self._kind = kind
         self._inner = _block(kind, config)
+        # The block's component is built for its signature (the one home of its ports); a
+        # wrapper with the block as a Verilog instance never elaborates it, so Amaranth's
+        # "created but never used" warning would be noise
+        self._inner._MustUse__silence = True
         self._regmap = register_map(kind, config)
         super().__init__(config, src_loc_at=src_loc_at + 1)
 
