@@ -125,10 +125,13 @@ def axi_properties() -> tuple:
                "with m.If(bvalid):", "the write response is withdrawn after one clock, taken "
                "or not", "b: stream rule"),
     )
+    statement = ("m_axis, the load beat, and the AXI4-Lite B and R channels obey the stream "
+                 "rule")
     return (
         Property("axi_stream_rule", "mttfs_axi_system (shell)",
                  {"T": 4, "n_in": 2, "tile_neurons": 1, "mesh": "1x2", "axis_width": 32},
-                 "prove", 6,
-                 "m_axis, the load beat, and the AXI4-Lite B and R channels obey the stream "
-                 "rule", _build("system"), mutants),
+                 "prove", 6, statement, _build("system"), mutants),
+        Property("axi_tile_stream_rule", "mttfs_axi_tile (shell)",
+                 {"T": 4, "n_in": 2, "tile_neurons": 1, "axis_width": 32},
+                 "prove", 6, statement, _build("tile"), mutants[:1]),
     )

@@ -126,8 +126,10 @@ def run_axi(kind: str, config, bench_config: dict, sim_name: str, root: Path | s
     sim.check_sim(sim_name)
     root = Path(root)
     rtl, manifest = generate_rtl(config.as_dict(), root)
-    top, block = BLOCKS[kind]
-    sources = [rtl / f"{top}.v", rtl / f"{block}.v"]
+    top = BLOCKS[kind][0]
+    entry = manifest["modules"][top]
+    # the wrapper instantiates its block's module: the files it depends on come with it
+    sources = [rtl / f for f in entry.get("depends", ())] + [rtl / entry["file"]]
     build_dir = root / "sim" / f"{sim_name}-{top}-{rtl.name}"
     b = sim.build(sim_name, sources, top, build_dir)
     res = sim.run(b, BENCH, bench_config, run_dir, seed=int(bench_config["seed"]))

@@ -377,7 +377,7 @@ def manifest_entry(name: str, config: RTLConfig) -> dict[str, object]:
                 {"name": time, "offset": aw, "width": tw, "signed": False}]
 
     return {
-        "requires": [f"{BLOCKS[kind][1]}.v"],
+        "depends": [f"{BLOCKS[kind][1]}.v"],
         "axi": {
             "s_axis": {"tdata_width": config.axis_width,
                        "fields": beat(*fields["in"], "tau"),

@@ -74,7 +74,7 @@ def _yaml_list(items, indent: int) -> str:
 def _core(module: str, entry: dict, config: RTLConfig, lint_flags: list[str],
           description: str) -> str:
     axi = entry.get("axi")
-    deps = [vlnv(r[:-2], config) for r in entry.get("requires", ())]
+    deps = [vlnv(r[:-2], config) for r in entry.get("depends", ())]
     script = SYNTH_SCRIPT.format(module=module)
     text = [
         "CAPI=2:\n",

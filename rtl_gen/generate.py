@@ -482,8 +482,8 @@ def lint(out_dir: str | os.PathLike, manifest: dict[str, object] | None = None) 
     report = {}
     for name, entry in manifest["modules"].items():
         flags = [*LINT_FLAGS, *(f"-Wno-{w['warning']}" for w in entry.get("lint_waivers", ()))]
-        required = [str(out / f) for f in entry.get("requires", ())]
-        cmd = [exe, *flags, "--top-module", name, str(out / entry["file"]), *required, *extra]
+        depends = [str(out / f) for f in entry.get("depends", ())]
+        cmd = [exe, *flags, "--top-module", name, str(out / entry["file"]), *depends, *extra]
         proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                               check=False)
         text = (proc.stdout + proc.stderr).strip()
