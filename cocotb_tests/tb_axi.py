@@ -18,9 +18,9 @@ from __future__ import annotations
 import random
 
 import cocotb
-from cocotb.triggers import ClockCycles
+from cocotb.triggers import ClockCycles, SimTimeoutError, with_timeout
 
-from cocotb_tests.bench import load_config, start_clock, write_report
+from cocotb_tests.bench import CLOCK_PERIOD_NS, load_config, start_clock, write_report
 
 OKAY, SLVERR = 0, 2
 
@@ -129,7 +129,13 @@ async def test_axi(dut):
         t0 = cycle["n"]
         for a, b in zip(cuts, cuts[1:], strict=False):
             await src.send(AxiStreamFrame(words[a:b]))
-        frame = await sink.recv()
+        try:
+            frame = await with_timeout(sink.recv(), int(cfg["timeout"]) * CLOCK_PERIOD_NS, "ns")
+        except SimTimeoutError:
+            errors.append(f"run {n}: no output frame within {cfg['timeout']} clocks")
+            state["running"] = False
+            await looker
+            break
         run_cycles.append(cycle["n"] - t0)
         state["running"] = False
         await looker

@@ -2,43 +2,42 @@
 AXI4-Stream, bit-exact against the golden model, with random pauses on every channel; counters
 read while a layer runs are one run's; SLVERR on an unmapped address. The system on Icarus and
 the tile on Verilator here; the system on Verilator is ``slow`` (its build is the long part).
-A planted fault (the images of another layer) must fail the same bench."""
+A planted fault (a bit flipped in every load data word) must fail the same bench."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from regression.axi import run_axi, system_config, tile_config
+from regression.axi import AxiStimulus, job_config, job_params, plan, run_axi
 
 ROOT = Path(__file__).resolve().parents[1] / "build" / "cocotb"
 
 
-def _chain(seed: int = 3):
-    from golden_models.qnn import random_qnn
-    from rtl_gen.mapper import config_for_chain
-
-    qnn = random_qnn((8, 8, 4, 4), T=8, k=1, seed=seed)
-    layers = qnn.integer_layers()
-    return config_for_chain(layers, tile_neurons=4, mesh_rows=2, mesh_cols=2), layers, qnn
+def _job(kind: str, seed: int, **stim):
+    """A regression job's shape: T = 8, k = 1, the network of ``seed``."""
+    return SimpleNamespace(params=(("T", 8), ("k", 1)), seed=seed,
+                           stim=AxiStimulus(**stim) if stim else None)
 
 
-def _layer(seed: int = 4):
-    from golden_models.qnn import random_qnn
-    from rtl_gen.mapper import config_for_chain
+def _run(kind: str, sim_name: str, tmp_path, seed: int, *, corrupt: bool = False):
+    from rtl_gen.params import RTLConfig
+    from rtl_gen.regmap import register_map
 
-    qnn = random_qnn((32, 6), T=8, k=1, weight_bits=2, seed=seed)
-    layers = qnn.integer_layers()
-    return config_for_chain(layers, tile_neurons=6, mesh_rows=1, mesh_cols=1), layers[0], qnn
+    job = _job(kind, seed)
+    config = RTLConfig(**job_params(kind, job))
+    bench = job_config(kind, job, {"parameters": config.as_dict()})
+    if corrupt:  # a planted fault: bit 0 of every LOAD_DATA word flipped on its way in
+        words = {r.address for r in register_map(kind, config).registers
+                 if r.name.startswith("LOAD_DATA[")}
+        bench["writes"] = [[a, v ^ 1 if a in words else v] for a, v in bench["writes"]]
+    return run_axi(kind, config, bench, sim_name, ROOT, tmp_path / "run")
 
 
-def _system(sim_name, tmp_path, *, loaded=None):
-    cfg, layers, qnn = _chain()
-    bench = system_config(cfg, layers, qnn.random_input(4, seed=7), seed=11, bad_tlast=1)
-    if loaded is not None:
-        bench["writes"] = system_config(cfg, loaded, qnn.random_input(1, seed=7))["writes"]
-    return run_axi("system", cfg, bench, sim_name, ROOT, tmp_path / "run")
+def _system(sim_name, tmp_path, *, corrupt=False):
+    return _run("system", sim_name, tmp_path, 3, corrupt=corrupt)
 
 
 def test_axi_system_on_icarus(tmp_path):
@@ -49,17 +48,12 @@ def test_axi_system_on_icarus(tmp_path):
 
 
 def test_axi_system_catches_the_wrong_images(tmp_path):
-    from golden_models.qnn import random_qnn
-
-    other = random_qnn((8, 8, 4, 4), T=8, k=1, seed=9).integer_layers()
-    run = _system("icarus", tmp_path, loaded=other)
+    run = _system("icarus", tmp_path, corrupt=True)
     assert not run.passed and run.report["mismatches"] > 0
 
 
 def test_axi_tile_on_verilator(tmp_path):
-    cfg, layer, qnn = _layer()
-    bench = tile_config(cfg, layer, qnn.random_input(4, seed=8), seed=12)
-    run = run_axi("tile", cfg, bench, "verilator", ROOT, tmp_path / "run")
+    run = _run("tile", "verilator", tmp_path, 4)
     assert run.passed, run.error
     assert run.report["reads_while_running_checked"] >= 4
 
@@ -72,7 +66,12 @@ def test_axi_system_on_verilator(tmp_path):
 
 @pytest.mark.slow
 def test_axi_tile_on_icarus(tmp_path):
-    cfg, layer, qnn = _layer()
-    bench = tile_config(cfg, layer, qnn.random_input(4, seed=8), seed=12)
-    run = run_axi("tile", cfg, bench, "icarus", ROOT, tmp_path / "run")
+    run = _run("tile", "icarus", tmp_path, 4)
     assert run.passed, run.error
+
+
+def test_plan_runs_once_per_sweep():
+    point = SimpleNamespace(T=8, index=0, variant=0, ks=(1, 2), base_seed=2)
+    assert plan(point) == ({"T": 8, "k": 1}, 2008, {})
+    assert plan(SimpleNamespace(**{**vars(point), "index": 1})) is None
+    assert plan(SimpleNamespace(**{**vars(point), "variant": 1})) is None

@@ -6,17 +6,24 @@
 beats expected out and the counters expected after it (the golden reference). :func:`run_axi`
 generates the Verilog (cached), builds the wrapper with the block it instantiates and runs the
 bench; its result says whether every run was bit-exact.
+
+The regression's job shape is here too, so the wrappers become bench kinds with one entry
+each: :class:`AxiStimulus`, :func:`job_params` (the configuration the job's random network
+needs), :func:`job_config` (the bench configuration from a job and its manifest) and
+:func:`plan` (the job a sweep runs). The block's file comes from the manifest's ``depends``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from regression import sim
 from regression.cache import generate_rtl
 
-__all__ = ["AxiRun", "run_axi", "system_config", "tile_config"]
+__all__ = ["AxiRun", "AxiStimulus", "job_config", "job_params", "plan", "run_axi",
+           "system_config", "tile_config"]
 
 #: The cocotb bench module.
 BENCH = "cocotb_tests.tb_axi"
@@ -46,6 +53,11 @@ def _common(kind: str, config, beats, seed: int, p_pause: float) -> dict:
         "status": [rm["STATUS"].address, 1 << rm["STATUS"].field("tlast_error").lsb],
         "counters": {name: rm[name].address for name in counter_registers(kind, config).values()},
         "out_addr_width": rm["INFO2"].field("addr_w").reset,
+        # clocks a run may take before the bench calls it hung: the inputs, every layer's walk
+        # and output, all slowed by the pauses, with room to spare
+        "timeout": 20 * (config.n_in + config.mesh_rows * config.mesh_cols
+                         * (config.T * config.groups + config.tile_neurons + config.n_in + 8))
+        + 2000,
     }
 
 
@@ -135,3 +147,61 @@ def run_axi(kind: str, config, bench_config: dict, sim_name: str, root: Path | s
     res = sim.run(b, BENCH, bench_config, run_dir, seed=int(bench_config["seed"]))
     return AxiRun(res.passed and res.report.get("mismatches") == 0, res.report, res.log)
 
+
+
+# -- the regression's job shape ---------------------------------------------------------------
+
+#: The random networks of a job: ``kind -> (layer widths, tile neurons, mesh, weight bits)``.
+#: The system runs a 3-layer chain on 4 nodes of a 2x2 mesh, the tile one whole layer.
+NETWORKS = {"system": ((8, 8, 4, 4), 4, (2, 2), 1), "tile": ((32, 6), 6, (1, 1), 2)}
+
+
+@dataclass(frozen=True)
+class AxiStimulus:
+    """``runs`` input vectors (inferences or windows); every AXI channel pauses with
+    probability ``p_pause`` on a clock; ``bad_tlast``: the system's second vector carries a
+    stray TLAST."""
+
+    runs: int = 4
+    p_pause: float = 0.3
+    bad_tlast: bool = True
+
+
+def _network(kind: str, job):
+    from golden_models.qnn import random_qnn
+    from rtl_gen.mapper import config_for_chain
+
+    p = dict(job.params)
+    widths, neurons, (rows, cols), wb = NETWORKS[kind]
+    qnn = random_qnn(widths, T=int(p["T"]), k=int(p["k"]), weight_bits=wb, seed=job.seed)
+    layers = qnn.integer_layers()
+    return qnn, layers, config_for_chain(layers, tile_neurons=neurons, mesh_rows=rows,
+                                         mesh_cols=cols)
+
+
+def job_params(kind: str, job) -> dict:
+    """The :class:`rtl_gen.params.RTLConfig` arguments of the job's network (``job.params``
+    gives ``T`` and ``k``, ``job.seed`` the network)."""
+    return _network(kind, job)[2].as_dict()
+
+
+def job_config(kind: str, job, manifest: Mapping) -> dict:
+    """The bench configuration of ``job`` (stimulus :class:`AxiStimulus` or ``None``) on the
+    generated set of ``manifest``."""
+    from rtl_gen.params import RTLConfig
+
+    stim = job.stim if job.stim is not None else AxiStimulus()
+    qnn, layers, _ = _network(kind, job)
+    config = RTLConfig(**manifest["parameters"])
+    batch = qnn.random_input(int(stim.runs), seed=job.seed + 1)
+    if kind == "tile":
+        return tile_config(config, layers[0], batch, seed=job.seed, p_pause=stim.p_pause)
+    return system_config(config, layers, batch, seed=job.seed, p_pause=stim.p_pause,
+                         bad_tlast=1 if stim.bad_tlast else None)
+
+
+def plan(point) -> tuple | None:
+    """Once per sweep, at its first ``T`` and parameter set 0: ``(params, seed, stimulus)``."""
+    if point.variant or point.index:
+        return None
+    return {"T": point.T, "k": point.ks[0]}, point.base_seed * 1000 + point.T, {}
