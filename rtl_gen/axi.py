@@ -43,6 +43,8 @@ __all__ = [
     "axi_system_from_config",
     "axi_tile_from_config",
     "axis_signature",
+    "block_manifest",
+    "companion_files",
     "counter_registers",
     "manifest_entry",
 ]
@@ -391,6 +393,12 @@ def manifest_entry(name: str, config: RTLConfig) -> dict[str, object]:
                        "parameters": dict(regmap.parameters)},
         },
     }
+
+
+def block_manifest(config: RTLConfig, component: wiring.Component) -> dict[str, object]:
+    """:func:`manifest_entry` in the form ``manifest(config, component)`` of a block
+    descriptor: the wrapper's module is known from the component."""
+    return manifest_entry(BLOCKS[component.KIND][0], config)
 
 
 def companion_files(config: RTLConfig) -> dict[str, str]:
