@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from formal.axi import axi_properties
 from formal.harness import mutant_module
 from rtl_gen import registry
 
@@ -248,6 +249,9 @@ PROPERTIES: tuple[Property, ...] = (
              "unchanged and hops + 1 per hop", _router("RouterFlow"),
              (ROUTER_XY_MUTANT, ROUTER_HOPS_MUTANT, ROUTER_DUP_MUTANT, ROUTER_LOCAL_DUP_MUTANT)),
 )
+
+# the AXI wrapper's proof lives beside its harness (formal/axi.py)
+PROPERTIES += axi_properties()
 
 
 #: Registered blocks without a proof harness, and why.

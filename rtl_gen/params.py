@@ -23,6 +23,7 @@ from golden_models.counters import COUNTER_NAMES
 from toolkit_base.checks import MAX_RTL_T, check_int
 
 __all__ = [
+    "AXIS_WIDTHS",
     "MAX_MESH",
     "MAX_T",
     "ConfigComponent",
@@ -43,6 +44,8 @@ MAX_TILE_NEURONS = 256
 #: and a 38 MB ``mttfs_system.v`` (one Verilog module per instance); both grow with the node
 #: count, so 32x32 would be about 150 MB and 8 GB (docs/rtl_system.md "Scale").
 MAX_MESH = 16
+#: TDATA widths of the AXI4-Stream ports of the AXI wrappers (whole bytes, docs/rtl_axi.md).
+AXIS_WIDTHS = (8, 16, 32, 64)
 
 
 def bits_for(n: int) -> int:
@@ -82,6 +85,11 @@ class RTLConfig:
         Mesh size, 1..16 each (MAX_MESH).
     sram_macro : bool
         Emit ``mttfs_sram`` as a wrapper around a black-box macro.
+    axil_addr_width : int
+        Address bits of the AXI wrappers' AXI4-Lite slave, 8..32; the register map must fit
+        (checked by :mod:`rtl_gen.axi`, docs/rtl_axi.md).
+    axis_width : int
+        TDATA bits of the AXI wrappers' AXI4-Stream ports: 8, 16, 32 or 64.
 
     Raises
     ------
@@ -101,6 +109,8 @@ class RTLConfig:
     mesh_rows: int = 2
     mesh_cols: int = 2
     sram_macro: bool = False
+    axil_addr_width: int = 16
+    axis_width: int = 32
 
     def __post_init__(self) -> None:
         T = check_int("T", self.T, 2, MAX_T)
@@ -126,6 +136,10 @@ class RTLConfig:
         check_int("mesh_cols", self.mesh_cols, 1, MAX_MESH)
         if not isinstance(self.sram_macro, bool):
             raise TypeError(f"sram_macro must be a bool, not {self.sram_macro!r}")
+        check_int("axil_addr_width", self.axil_addr_width, 8, 32)
+        check_int("axis_width", self.axis_width, 8, 64)
+        if self.axis_width not in AXIS_WIDTHS:
+            raise ValueError(f"axis_width must be one of {AXIS_WIDTHS}, not {self.axis_width}")
 
     # -- code space ------------------------------------------------------------------------------
 

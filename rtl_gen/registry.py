@@ -237,6 +237,14 @@ BLOCKS: tuple[Block, ...] = (
           node=Node(i="codes", o="codes", image=Ref("rtl_gen.dense:dense_load_beats"),
                     run=Ref("rtl_gen.mapper:run_dense_node")),
           design="dense"),
+    Block("axi_tile", "mttfs_axi_tile", Ref("rtl_gen.axi:axi_tile_from_config"),
+          "docs/rtl_axi.md",
+          "the tile behind AXI4-Stream in and out and an AXI4-Lite register file",
+          manifest=Ref("rtl_gen.axi:block_manifest")),
+    Block("axi_system", "mttfs_axi_system", Ref("rtl_gen.axi:axi_system_from_config"),
+          "docs/rtl_axi.md",
+          "the mesh system behind AXI4-Stream in and out and an AXI4-Lite register file",
+          manifest=Ref("rtl_gen.axi:block_manifest")),
 )
 
 

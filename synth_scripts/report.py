@@ -404,6 +404,9 @@ def markdown(doc: dict) -> str:
             map(block_row, doc["blocks"]),
             align="llrrrrrlr",
         )
+    from synth_scripts.axi_cost import markdown as wrappers_markdown
+
+    lines += wrappers_markdown(doc)
     if "comparison" in doc:
         lines += ["", comparison_text(doc)]
     return "\n".join(lines) + "\n"

@@ -192,12 +192,14 @@ def synthesize_into(
             d.mkdir()
             (d / "operators.v").write_text(src, encoding="utf-8")
             designs.append((d.name, _operator_reads(op, core), d))
-    block_specs = []
+    block_specs, wrapper_specs = [], []
     if blocks:
+        from synth_scripts import axi_cost
         from synth_scripts import blocks as block_flow
 
         block_specs = block_flow.prepare(T, k, work / "rtl")
-        for spec in block_specs:
+        wrapper_specs = axi_cost.prepare(T, k)  # reported apart (docs/synth.md)
+        for spec in (*block_specs, *wrapper_specs):
             d = work / spec.top
             d.mkdir()
             designs.append((spec.top, spec.read_commands(d), d))
@@ -224,7 +226,7 @@ def synthesize_into(
             sta_designs.append(
                 (op.core_top, synth[op.core_top].netlist, flow.activity_commands(core), "")
             )
-        for spec in block_specs:
+        for spec in (*block_specs, *wrapper_specs):
             inputs = flow.netlist_inputs(synth[spec.top].netlist.read_text())
             for label, ports in spec.activities(inputs).items():
                 sta_designs.append(
@@ -265,6 +267,9 @@ def synthesize_into(
         power=power,
         streams=streams,
     )
+    if wrapper_specs:
+        doc["wrappers"] = [s.report_entry(synth[s.top], power.get(s.top, {}), clock_ns)
+                           for s in wrapper_specs]
     report.write(doc, stage / REPORT_JSON, stage / REPORT_MD)
     tops = [r.top for r in results if not r.top.startswith("mh_core_")]
     return doc, tops

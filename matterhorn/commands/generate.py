@@ -27,6 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="mesh rows x cols [2x2]")
     parser.add_argument("--sram-macro", action="store_true",
                         help="emit mttfs_sram as a wrapper of a black-box macro")
+    parser.add_argument("--axil-addr-width", type=int, default=16, metavar="BITS",
+                        help="address bits of the AXI wrappers' AXI4-Lite slave [16]")
+    parser.add_argument("--axis-width", type=int, default=32, metavar="BITS",
+                        help="TDATA bits of the AXI wrappers' AXI4-Stream ports: 8, 16, 32, 64 "
+                        "[32]")
     parser.add_argument("--lint", action="store_true",
                         help="run verilator --lint-only -Wall (with the listed waivers) after")
     parser.add_argument("--out", required=True, help="output directory")
@@ -50,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
         T=args.T, k=args.k, family=args.family, i_max_in=i_max_in, i_max_out=i_max_out,
         weight_bits=args.weight_bits, n_in=args.n_in, tile_neurons=args.tile_neurons,
         lanes=args.lanes, mesh_rows=args.mesh[0], mesh_cols=args.mesh[1],
-        sram_macro=args.sram_macro,
+        sram_macro=args.sram_macro, axil_addr_width=args.axil_addr_width,
+        axis_width=args.axis_width,
     )
     check_out_writable(args.out)  # staged in .rtl_gen-* inside it
     manifest = generate(config, args.out)
