@@ -452,7 +452,7 @@ class EnergyReport:
 
     def to_dict(self) -> dict:
         return {
-            "schema": "matterhorn-energy-report/1",
+            "schema": "matterhorn.energy_report/1",
             "unit": "J per encoder block",
             "model": self.model.to_json(),
             "counts_per_block": self.counts,

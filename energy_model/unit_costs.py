@@ -49,7 +49,7 @@ SECTION = "unit_costs_pJ"
 #: ``inf`` and its ratios to ``nan``.
 MAX_PJ = 1e6
 #: The ``schema`` of a synthesis report (``synth_scripts.report.SCHEMA``; a test keeps them equal).
-SYNTH_SCHEMA = "matterhorn-synth-report/2"
+SYNTH_SCHEMA = "matterhorn.synth_report/2"
 
 
 def _denominator_of(key: str) -> str | None:

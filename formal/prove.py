@@ -25,7 +25,7 @@ from toolkit_base.tables import markdown_table
 
 __all__ = ["JOBS", "SCHEMA", "SUMMARY", "SUMMARY_MD", "prove", "render_markdown"]
 
-SCHEMA = "matterhorn-prove-summary/1"
+SCHEMA = "matterhorn.prove_summary/1"
 SUMMARY = "prove_summary.json"
 SUMMARY_MD = "summary.md"
 JOBS = "jobs"

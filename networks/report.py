@@ -180,7 +180,8 @@ def _minilm_stats(corpus, sentences, calibration, k_max, out, plot, checkpoint) 
 
 
 def golden_stats_document(doc: dict) -> dict:
-    """The QNN (k = 0) histograms as ``matterhorn.golden.stats``: one record per block and position.
+    """The QNN (k = 0) histograms as ``matterhorn.golden_stats/1``: one record per block and
+    position.
 
     Records are named by the paper's position labels, with the calibrated ``I_max``. Their
     M-TTFS rates are computed from the QNN histogram alone (no downstream effect of the mask);

@@ -13,7 +13,7 @@ from toolkit_base.files import write_atomic
 __all__ = ["SCHEMA", "SUMMARY_FILE", "format_table", "job_status", "summarize", "write_summary"]
 
 #: Schema identifier of the summary JSON (docs/regress.md).
-SCHEMA = "matterhorn-regress-summary/1"
+SCHEMA = "matterhorn.regress_summary/1"
 #: File name of the summary in the regression's output folder.
 SUMMARY_FILE = "regress_summary.json"
 

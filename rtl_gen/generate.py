@@ -53,7 +53,7 @@ __all__ = [
     "to_verilog",
 ]
 
-SCHEMA = "matterhorn-rtl-manifest/1"
+SCHEMA = "matterhorn.rtl_manifest/1"
 MANIFEST = "manifest.json"
 #: Top-level modules in the order they are generated (:data:`rtl_gen.registry.BLOCKS`).
 MODULES = tuple(b.module for b in BLOCKS)

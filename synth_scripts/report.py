@@ -12,7 +12,7 @@ from toolkit_base import toolchain
 from toolkit_base.schemas import validate
 from toolkit_base.tables import markdown_table
 
-SCHEMA = "matterhorn-synth-report/2"
+SCHEMA = "matterhorn.synth_report/2"
 #: Operator keys in the paper's table order.
 OPERATOR_KEYS = (
     "E_MAC4",

@@ -29,7 +29,7 @@ from toolkit_base.tables import markdown_table
 __all__ = ["SCHEMA", "SWEEP_JSON", "SWEEP_MD", "Point", "PointResult", "run_point",
            "synthesize_sweep"]
 
-SCHEMA = "matterhorn-synth-sweep/1"
+SCHEMA = "matterhorn.synth_sweep/1"
 SWEEP_JSON = "synth_sweep.json"
 SWEEP_MD = "synth_sweep.md"
 

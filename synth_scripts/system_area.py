@@ -10,7 +10,7 @@ module and the modules below it. Instances are grouped by kind: ``tile``, ``rout
 ``injector``, ``encoder``, ``config``, ``sequencer``, ``fork``, ``merge`` and ``glue`` (the
 top module and the mesh's own wiring).
 
-:func:`synthesize_system` writes ``system_area.json`` (schema ``matterhorn.system-area/1``) and
+:func:`synthesize_system` writes ``system_area.json`` (schema ``matterhorn.system_area/1``) and
 ``system_area.md``.
 """
 
@@ -34,7 +34,7 @@ __all__ = ["KINDS", "SYSTEM_JSON", "SYSTEM_MD", "SYSTEM_N_IN", "group", "synthes
 
 SYSTEM_JSON = "system_area.json"
 SYSTEM_MD = "system_area.md"
-SCHEMA = "matterhorn.system-area/1"
+SCHEMA = "matterhorn.system_area/1"
 #: Vector length of the synthesized system (the encoder's logic grows with it).
 SYSTEM_N_IN = 64
 #: Instance kinds, in report order, by the first component of the instance path: a node's

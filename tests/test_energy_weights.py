@@ -241,10 +241,10 @@ def test_synth_schema_matches_the_writer():
     "fields, message",
     [
         (
-            {"schema": "matterhorn-synth-report/0"},
+            {"schema": "matterhorn.synth_report/0"},
             (
-                "synthesis report synth_report.json has schema 'matterhorn-synth-report/0', "
-                "expected 'matterhorn-synth-report/2'"
+                "synthesis report synth_report.json has schema 'matterhorn.synth_report/0', "
+                "expected 'matterhorn.synth_report/2'"
             ),
         ),
         (
@@ -269,7 +269,7 @@ def test_synth_report_without_schema(tmp_path):
     check_error(
         ValueError,
         "synthesis report synth_report.json has no 'schema' field, expected "
-        "'matterhorn-synth-report/2'",
+        "'matterhorn.synth_report/2'",
         em.load_synth_report,
         path,
     )

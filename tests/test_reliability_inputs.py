@@ -89,7 +89,7 @@ def _both(*setups) -> Callable[[Path], None]:
     return setup
 
 
-MALFORMED_SYNTH = json.dumps({"schema": "matterhorn-synth-report/2",
+MALFORMED_SYNTH = json.dumps({"schema": "matterhorn.synth_report/2",
                               "unit_costs_pJ": {"E_ACC4": {"value": "x", "unit": "pJ/op"}}})
 NAN_RATES = '{"T": 16, "spike_rate_percent": {"M-TTFS k=1": NaN}}'
 RO = "ro"  # an earlier output folder, made read-only by the test
