@@ -1,7 +1,7 @@
 """The dense INT4 baseline of one layer: every input code read, every output code sent.
 
 The dense QNN computes the same layer as the spiking designs without events or masks
-(DESIGN.md, "The numerical contract", with no dead zone):
+(docs/design.md, "The numerical contract", with no dead zone):
 
 - integrate: ``V[j] = D[j] + sum over all inputs i of W[i, j] * q[i]``, with the dense init
   ``D[j] = B[j] - mu_in * sum_i W[i, j]`` (the folded init of :class:`IntegerLayer` without the

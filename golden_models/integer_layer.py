@@ -1,6 +1,6 @@
 """The integer form of one spike-encoded layer: integrate, dynamic-firing-threshold fire, counters.
 
-This is what the RTL must equal bit for bit (DESIGN.md, "The numerical contract"):
+This is what the RTL must equal bit for bit (docs/design.md, "The numerical contract"):
 
 - integrate: ``V[j] = B[j] + sum over transmitted input events (i, tau) of W[i, j] * d``,
   ``d = c_in - tau - mu_in``;

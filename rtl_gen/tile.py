@@ -1,7 +1,7 @@
 """The M-TTFS neuron tile: integrate one event per clock, then fire with a dynamic threshold.
 
 The tile is the hardware form of :meth:`golden_models.IntegerLayer.run_events` for ``N`` output
-neurons (DESIGN.md, "Hardware shape"; docs/rtl_tile.md):
+neurons (docs/design.md, "The hardware"; docs/rtl_tile.md):
 
 - membranes start at the folded init values ``B`` read from the init SRAM;
 - integrate: each input event ``(addr, tau)`` reads weight row ``addr`` and adds
