@@ -94,6 +94,22 @@ class IntegerSpec:
         return cls(**d)
 
 
+def integer_spec(integer: bool, residual_bits: int | None = None) -> IntegerSpec | None:
+    """The spec of the command-line options ``--integer`` and ``--residual-bits`` (``None``:
+    float mode); ``--residual-bits`` alone is refused."""
+    if residual_bits is not None and not integer:
+        raise ValueError(f"--residual-bits {residual_bits} needs --integer")
+    if not integer:
+        return None
+    if residual_bits is None:
+        return IntegerSpec()
+    if isinstance(residual_bits, bool) or not isinstance(residual_bits, int) or not (
+        4 <= residual_bits <= 24
+    ):
+        raise ValueError(f"--residual-bits must be in 4..24, not {residual_bits!r}")
+    return IntegerSpec(residual_bits=residual_bits)
+
+
 @dataclass(frozen=True)
 class IntegerBlock:
     """The integer constants of one encoder block."""
