@@ -163,6 +163,37 @@ class IntLayerNorm:
         spread = math.sqrt(max(self.n - 1, 0)) * (1 + 2**-RECIP_BITS)
         return math.ceil(2**NORM_FRAC_BITS * spread) + 1
 
+    def widths(self) -> dict[str, int]:
+        """Register widths (bits) of the unit's intermediates, each from its exact bound.
+
+        Signed: ``in``, ``s1``, ``centred`` (``D``), ``product`` (``D * F``), ``norm``
+        (``n``), ``gain``, ``bias``, ``acc`` (``G * n + B'``), ``out``. Unsigned: ``s2``,
+        ``variance`` (``U``), ``radicand``, ``root`` (``R``), ``recip`` (``F``).
+        """
+        n, w = self.n, self.in_bits
+        h_max = 2 ** (w - 1)  # the largest |h|
+        d_max = (n - 1) * (2**w - 1)
+        f_max = 2 ** (RECIP_BITS + 1)
+        b_max = int(self.bias.abs().max()) if self.n else 0
+        lift = self.gain_shift + NORM_FRAC_BITS - BIAS_FRAC_BITS
+        acc_max = (2 ** (GAIN_BITS - 1) - 1) * self.norm_bound + b_max * 2**lift
+        return {
+            "in": w,
+            "s1": (n * h_max).bit_length() + 1,
+            "s2": (n * h_max * h_max).bit_length(),
+            "variance": (n * n * h_max * h_max).bit_length(),
+            "radicand": ISQRT_BITS,
+            "root": ROOT_BITS,
+            "recip": f_max.bit_length(),
+            "centred": d_max.bit_length() + 1,
+            "product": (d_max * f_max).bit_length() + 1,
+            "norm": self.norm_bound.bit_length() + 1,
+            "gain": GAIN_BITS,
+            "bias": b_max.bit_length() + 1,
+            "acc": acc_max.bit_length() + 1,
+            "out": self.out_bits,
+        }
+
     @classmethod
     def from_float(
         cls,

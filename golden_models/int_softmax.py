@@ -144,6 +144,27 @@ class IntSoftmax:
         """The real score scale the constants stand for: ``M / 2**(S + Ft) / log2(e)``."""
         return self.mult / 2.0 ** (self.shift + self.frac_bits) / math.log2(math.e)
 
+    def widths(self) -> dict[str, int]:
+        """Register widths (bits) of the unit's intermediates; ``signed`` ones carry a sign.
+
+        ``score`` (signed) and ``z`` (unsigned: ``0 <= z < 2**score_bits``), the product
+        ``z * M``, the saturated exponent ``t`` (``t >= (E + 1) * 2**Ft`` gives ``e = 0``), an
+        exponential ``e <= 2**E``, the row's ``sum <= row_max * 2**E``, the reciprocal
+        ``rcp <= 2**(Pd - E)``, ``e * rcp <= 2**Pd``, and ``u <= 2**Pu``.
+        """
+        pd = self.recip_bits
+        return {
+            "score": self.score_bits,
+            "z": self.score_bits,
+            "z_times_mult": self.score_bits + MULT_BITS,
+            "exponent": ((EXP_BITS + 1) * 2**self.frac_bits).bit_length(),
+            "exp": EXP_BITS + 1,
+            "sum": (self.row_max * 2**EXP_BITS).bit_length(),
+            "recip": (2 ** (pd - EXP_BITS)).bit_length(),
+            "product": (2**pd).bit_length(),
+            "prob": PROB_BITS + 1,
+        }
+
     def __call__(self, scores: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
         """Probabilities ``u`` (int64, ``2**Pu`` is one) of score rows ``[..., L]``.
 

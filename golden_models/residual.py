@@ -116,6 +116,20 @@ class ResidualAdd:
         b = torch.round(bias / s_stream * 2.0**BIAS_FRAC_BITS).to(torch.int64)
         return cls(stream_bits, sum_bits, acc_bound, mult, b, shift)
 
+    def widths(self) -> dict[str, int]:
+        """Register widths (bits, all signed but ``mult``): the stream, the layer's sums, the
+        multipliers, the biases, ``M * V + B'``, and the saturating sum."""
+        b_max = int(self.bias.abs().max()) if self.bias.numel() else 0
+        acc = (2**MULT_BITS - 1) * self.acc_bound + b_max * 2 ** (self.shift - BIAS_FRAC_BITS)
+        return {
+            "stream": self.stream_bits,
+            "sum_in": self.acc_bound.bit_length() + 1,
+            "mult": MULT_BITS,
+            "bias": b_max.bit_length() + 1,
+            "acc": acc.bit_length() + 1,
+            "sum": self.sum_bits,
+        }
+
     def __call__(self, r: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """``h = saturate(r + add(V), sum_bits)`` for stream rows ``r`` and sums ``v``
         (``[..., N]``)."""
