@@ -29,7 +29,7 @@ from networks.corpus import load_corpus
 from networks.finetune import FinetuneConfig, train
 from networks.integer import IntegerSpec, integer_mode_
 from networks.ptq import PTQConfig, convert, set_masks_
-from networks.stats import Tally
+from networks.stats import Tally, retrieval_agreement
 from toolkit_base.checks import check_int
 from toolkit_base.files import write_atomic
 from toolkit_base.schemas import validate
@@ -49,20 +49,6 @@ PLOT_FILE = "quality_vs_rate.png"
 
 def _r(x: float) -> float:
     return round(float(x), 6)
-
-
-def retrieval_agreement(emb: torch.Tensor, emb_ref: torch.Tensor) -> float:
-    """Share of sentences whose nearest neighbour (cosine, itself excluded) is the same under
-    ``emb`` as under ``emb_ref`` (rows L2-normalised; ties go to the lower index)."""
-    if emb.shape[0] < 2:
-        raise ValueError("retrieval agreement needs at least two sentences")
-
-    def nearest(e: torch.Tensor) -> torch.Tensor:
-        sim = e.to(torch.float64) @ e.to(torch.float64).T
-        sim.fill_diagonal_(-torch.inf)
-        return sim.argmax(1)
-
-    return float((nearest(emb) == nearest(emb_ref)).to(torch.float64).mean())
 
 
 def float_embeddings(model: BertEncoder, tok: Tokenizer, sentences: Sequence[str]) -> torch.Tensor:
