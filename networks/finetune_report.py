@@ -27,7 +27,7 @@ from networks import checkpoint
 from networks.bert import POSITIONS, BertEncoder, Tokenizer, load_minilm
 from networks.corpus import load_corpus
 from networks.finetune import FinetuneConfig, train
-from networks.integer import IntegerSpec, integer_mode_
+from networks.integer import IntegerSpec, check_spec_for_model, integer_mode_
 from networks.ptq import PTQConfig, convert, set_masks_
 from networks.stats import Tally, retrieval_agreement
 from toolkit_base.checks import check_int
@@ -161,8 +161,8 @@ def finetune_minilm(
     ``finetune.json`` records the spec as ``integer``. Returns the rebuilt report.
     """
     check_model(model)
-    if integer is not None and not isinstance(integer, IntegerSpec):
-        raise TypeError(f"integer must be an IntegerSpec or None, not {integer!r}")
+    if integer is not None:
+        check_spec_for_model(integer)
     if start not in STARTS:
         raise ValueError(f"start must be one of {STARTS}, not {start!r}")
     chained = start == "k0"

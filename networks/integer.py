@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
@@ -144,6 +145,29 @@ def check_integer_ready(qnn: BertEncoder) -> None:
         raise ValueError("the QNN has no integer weights: convert it with networks.ptq")
 
 
+def check_spec(spec: IntegerSpec, hidden_size: int) -> IntegerSpec:
+    """Raise unless the LayerNorm over ``hidden_size`` channels can hold ``spec``'s sums."""
+    top = IntLayerNorm.max_in_bits(hidden_size)
+    if spec.sum_bits > top:
+        raise ValueError(
+            f"residual_bits={spec.residual_bits} with guard_bits={spec.guard_bits} gives "
+            f"{spec.sum_bits}-bit residual sums; a LayerNorm over {hidden_size} channels holds "
+            f"at most {top} (residual_bits <= {top - spec.guard_bits})"
+        )
+    return spec
+
+
+def check_spec_for_model(spec: object, config: Path | None = None) -> IntegerSpec:
+    """Check an :class:`IntegerSpec` against a model's ``config.json`` (default: MiniLM's)
+    before anything is loaded or converted."""
+    from networks.bert import BertConfig, model_dir
+
+    if not isinstance(spec, IntegerSpec):
+        raise TypeError(f"integer must be an IntegerSpec or None, not {spec!r}")
+    cfg = BertConfig.from_json(config if config is not None else model_dir() / "config.json")
+    return check_spec(spec, cfg.hidden_size)
+
+
 def stream_scales(qnn: BertEncoder, spec: IntegerSpec) -> list[float]:
     """Scales of the ``2 L + 1`` streams: the embeddings' LayerNorm, then per block the
     attention and the FFN LayerNorm."""
@@ -251,6 +275,7 @@ def integer_mode_(qnn: BertEncoder, spec: IntegerSpec | None = None) -> BertEnco
     if not isinstance(spec, IntegerSpec):
         raise TypeError(f"spec must be an IntegerSpec, not {spec!r}")
     check_integer_ready(qnn)
+    check_spec(spec, qnn.cfg.hidden_size)
     scales = stream_scales(qnn, spec)
     blocks = [
         build_block(layer, spec, (scales[2 * i], scales[2 * i + 1], scales[2 * i + 2]))

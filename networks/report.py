@@ -16,7 +16,7 @@ import torch
 from golden_models.codespace import CodeSpace, check_integer
 from networks.bert import POSITION_FAMILY, POSITION_LABELS, POSITIONS, load_minilm
 from networks.corpus import load_corpus
-from networks.integer import IntegerSpec, integer_mode_
+from networks.integer import IntegerSpec, check_spec_for_model, integer_mode_
 from networks.ptq import PTQConfig, convert
 from networks.rtl_slice import capture_slice, slice_document
 from networks.stats import check_k_max, collect, dumps, summarise
@@ -121,8 +121,8 @@ def minilm_stats(
 def _minilm_stats(
     corpus, sentences, calibration, k_max, out, plot, checkpoint, integer
 ) -> dict:
-    if integer is not None and not isinstance(integer, IntegerSpec):
-        raise TypeError(f"integer must be an IntegerSpec or None, not {integer!r}")
+    if integer is not None:
+        check_spec_for_model(integer)
     sentences = _check_count(sentences, "sentences")
     calibration = _check_count(calibration, "calibration")
     check_k_max(k_max)
