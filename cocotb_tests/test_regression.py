@@ -68,9 +68,11 @@ def _corrupted(bench: str, mode: str) -> regression.Job:
 
 
 @pytest.mark.parametrize("mode", ["alter", "drop"])
-@pytest.mark.parametrize("bench", ["encoder", "tile", "dense_tile", "router", "system"])
+@pytest.mark.parametrize("bench", ["encoder", "tile", "dense_tile", "router", "system",
+                                   "axi_tile", "axi_system"])
 def test_scoreboard_catches_corrupted_expectation(bench, mode):
-    """One expected output event altered or dropped: the bench must fail on it."""
+    """One expected output event (AXI: output word) altered or dropped: the bench must fail
+    on it."""
     r = regression.run_job(_corrupted(bench, mode), ROOT)
     assert not r.passed
     assert r.report.get("mismatches", 0) >= 1, r.error
