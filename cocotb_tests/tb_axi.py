@@ -10,7 +10,8 @@ source gaps, sink backpressure). While a run goes on, a second coroutine reads `
 counters and ``DONE`` again, over and over: when both ``DONE`` reads agree, the counters must be
 the golden ones of run ``DONE`` (all 0 before the first). One system run may carry a stray
 TLAST, which ``STATUS`` must report (and a write of 1 clear). The configuration comes from
-:mod:`regression.axi`.
+:mod:`regression.axi`; the report has the keys of every regression bench (``vectors``: runs
+completed, ``events`` they checked, ``mismatches``, the counter totals read and golden).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles, SimTimeoutError, with_timeout
 
-from cocotb_tests.bench import CLOCK_PERIOD_NS, load_config, start_clock, write_report
+from cocotb_tests.bench import CLOCK_PERIOD_NS, WallClock, load_config, start_clock, write_report
 
 OKAY, SLVERR = 0, 2
 
@@ -42,6 +43,7 @@ async def test_axi(dut):
     )
 
     cfg = load_config()
+    clock = WallClock()
     rng = random.Random(int(cfg["seed"]))
     p = float(cfg["p_pause"])
     await start_clock(dut)
@@ -99,7 +101,7 @@ async def test_axi(dut):
     runs = cfg["runs"]
     done_addr = int(cfg["done"])
     status_addr, tlast_bit = (int(x) for x in cfg["status"])
-    state = {"running": False, "checked": 0, "looks": 0}
+    state = {"running": False, "run": 0, "checked": 0, "looks": 0}
 
     async def look_while_running():
         names = sorted(counters)
@@ -111,6 +113,11 @@ async def test_axi(dut):
             state["looks"] += 1
             if before != after:
                 continue
+            if before not in (state["run"], state["run"] + 1):  # not this run, nor the last
+                bad = f"DONE reads {before} while run {state['run']} goes on"
+                if bad not in errors:
+                    errors.append(bad)
+                continue
             want = runs[before - 1]["counters"] if before else zero
             state["checked"] += 1
             for n in sample:
@@ -119,12 +126,15 @@ async def test_axi(dut):
                                   f"that run's value is {want[n]}")
 
     run_cycles = []
+    totals_rtl = dict.fromkeys(counters, 0)
+    totals_golden = dict.fromkeys(counters, 0)
+    events = 0
     for n, run in enumerate(runs):
         words = [int(w) for w in run["in"]]
         if cfg["kind"] == "tile":
             words.append(0)  # the window's end marker: a TLAST beat without an event
         cuts = [0, *run["cut"], len(words)]
-        state["running"] = True
+        state["running"], state["run"] = True, n
         looker = cocotb.start_soon(look_while_running())
         t0 = cycle["n"]
         for a, b in zip(cuts, cuts[1:], strict=False):
@@ -144,6 +154,10 @@ async def test_axi(dut):
             errors.append(f"run {n}: output {list(frame.tdata)} != golden {expected}")
         await ClockCycles(dut.clk, 2)
         seen = {name: (await read(addr))[0] for name, addr in counters.items()}
+        for name in counters:
+            totals_rtl[name] += seen[name]
+            totals_golden[name] += int(run["counters"].get(name, 0))
+        events += int(run["events"])
         diff = {k: (seen[k], int(v)) for k, v in run["counters"].items() if seen[k] != int(v)}
         if diff:
             errors.append(f"run {n}: counters (rtl, golden) {diff}")
@@ -163,6 +177,15 @@ async def test_axi(dut):
     write_report({
         "bench": f"axi_{cfg['kind']}",
         "runs": len(runs),
+        "vectors": len(run_cycles),
+        "events": events,
+        "events_out": sum(len(r["out"]) for r in runs[:len(run_cycles)]),
+        "resets": 0,
+        "corrupt": cfg.get("corrupt"),
+        "counter_totals_rtl": totals_rtl,
+        "counter_totals_golden": totals_golden,
+        "sim_seconds": clock.seconds,
+        "cpu_seconds": clock.cpu_seconds,
         "load_writes": len(cfg["writes"]),
         "load_cycles": load_cycles,
         "run_cycles": run_cycles,

@@ -1,29 +1,28 @@
-"""The AXI wrappers on Icarus and Verilator, driven by cocotbext-axi (docs/rtl_axi.md).
+"""The AXI wrappers on Icarus and Verilator, driven by cocotbext-axi (docs/rtl_axi.md): the
+bench kinds ``axi_tile`` and ``axi_system`` of the regression.
 
 :func:`system_config` and :func:`tile_config` turn golden layers into the configuration of
 ``cocotb_tests/tb_axi.py``: the AXI4-Lite writes that load the images (``LOAD_DATA`` words and
 ``LOAD_CMD``, :func:`rtl_gen.axi_sim.load_writes`), and per run the AXI4-Stream beats in, the
-beats expected out and the counters expected after it (the golden reference). :func:`run_axi`
-generates the Verilog (cached), builds the wrapper with the block it instantiates and runs the
-bench; its result says whether every run was bit-exact.
+beats expected out, the counters expected after it (the golden reference) and the events it
+checks.
 
-The regression's job shape is here too, so the wrappers become bench kinds with one entry
-each: :class:`AxiStimulus`, :func:`job_params` (the configuration the job's random network
-needs), :func:`job_config` (the bench configuration from a job and its manifest) and
-:func:`plan` (the job a sweep runs). The block's file comes from the manifest's ``depends``.
+The regression's job shape: :class:`regression.stimulus.AxiStimulus`, :func:`job_params` (the
+configuration the job's random network needs), :func:`job_config` (the bench configuration
+from a job and its manifest) and :func:`plan` (the job a sweep runs), entered in
+:data:`regression.benches.BENCH_KINDS` once per wrapper. The job is built like any other
+(:func:`regression.cache.build_module`): the wrapper instantiates its block's module, whose
+file comes with it from the manifest entry's ``depends``.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 
-from regression import sim
-from regression.cache import generate_rtl
+from regression.stimulus import AXI_CORRUPT_MODES, AxiStimulus
 
-__all__ = ["AxiRun", "AxiStimulus", "job_config", "job_params", "plan", "run_axi",
-           "system_config", "tile_config"]
+__all__ = ["AxiStimulus", "job_config", "job_params", "plan", "system_config", "tile_config"]
 
 #: The cocotb bench module.
 BENCH = "cocotb_tests.tb_axi"
@@ -85,6 +84,9 @@ def system_config(config, layers, batch, *, seed: int = 0, p_pause: float = 0.3,
             "out": [int(a) | (int(t) << aw) for a, t in zip(ref.out_index.tolist(),
                                                            ref.out_time.tolist(), strict=True)],
             "counters": reference_counters(smap, ref),
+            # as the system bench counts: the encoder's events and every tile's in and out
+            "events": int(ref.encoder_events) + sum(c.events_in + c.events_out
+                                                    for c in ref.tile_counters.values()),
         })
     cfg["runs"] = runs
     return cfg
@@ -106,47 +108,13 @@ def tile_config(config, layer, batch, *, seed: int = 0, p_pause: float = 0.3) ->
                                                                             tm.tolist(),
                                                                             strict=True)]
         counters = {f"COUNTERS.{k}": int(v) for k, v in res.counters.as_dict().items()}
-        runs.append({
-            "in": events, "cut": [],
-            "out": [int(a) | (int(t) << aw) for a, t in zip(res.out_index.tolist(),
-                                                           res.out_time.tolist(), strict=True)],
-            "counters": counters,
-        })
+        out = [int(a) | (int(t) << aw) for a, t in zip(res.out_index.tolist(),
+                                                        res.out_time.tolist(), strict=True)]
+        # as the tile bench counts: the input and the output events
+        runs.append({"in": events, "cut": [], "out": out, "counters": counters,
+                     "events": len(events) + len(out)})
     cfg["runs"] = runs
     return cfg
-
-
-@dataclass
-class AxiRun:
-    """One bench run: passed, the bench's report (cycles, mismatches, reads checked), log."""
-
-    passed: bool
-    report: dict
-    log: Path | None
-
-    @property
-    def error(self) -> str:
-        examples = self.report.get("mismatch_examples", [])
-        return "; ".join(examples[:5]) or f"see {self.log}"
-
-
-def run_axi(kind: str, config, bench_config: dict, sim_name: str, root: Path | str,
-            run_dir: Path | str) -> AxiRun:
-    """Generate (cached under ``root``), build and run ``kind``'s wrapper on ``sim_name``."""
-    from rtl_gen.axi import BLOCKS
-
-    sim.check_sim(sim_name)
-    root = Path(root)
-    rtl, manifest = generate_rtl(config.as_dict(), root)
-    top = BLOCKS[kind][0]
-    entry = manifest["modules"][top]
-    # the wrapper instantiates its block's module: the files it depends on come with it
-    sources = [rtl / f for f in entry.get("depends", ())] + [rtl / entry["file"]]
-    build_dir = root / "sim" / f"{sim_name}-{top}-{rtl.name}"
-    b = sim.build(sim_name, sources, top, build_dir)
-    res = sim.run(b, BENCH, bench_config, run_dir, seed=int(bench_config["seed"]))
-    return AxiRun(res.passed and res.report.get("mismatches") == 0, res.report, res.log)
-
 
 
 # -- the regression's job shape ---------------------------------------------------------------
@@ -154,17 +122,6 @@ def run_axi(kind: str, config, bench_config: dict, sim_name: str, root: Path | s
 #: The random networks of a job: ``kind -> (layer widths, tile neurons, mesh, weight bits)``.
 #: The system runs a 3-layer chain on 4 nodes of a 2x2 mesh, the tile one whole layer.
 NETWORKS = {"system": ((8, 8, 4, 4), 4, (2, 2), 1), "tile": ((32, 6), 6, (1, 1), 2)}
-
-
-@dataclass(frozen=True)
-class AxiStimulus:
-    """``runs`` input vectors (inferences or windows); every AXI channel pauses with
-    probability ``p_pause`` on a clock; ``bad_tlast``: the system's second vector carries a
-    stray TLAST."""
-
-    runs: int = 4
-    p_pause: float = 0.3
-    bad_tlast: bool = True
 
 
 def _network(kind: str, job):
@@ -187,17 +144,43 @@ def job_params(kind: str, job) -> dict:
 
 def job_config(kind: str, job, manifest: Mapping) -> dict:
     """The bench configuration of ``job`` (stimulus :class:`AxiStimulus` or ``None``) on the
-    generated set of ``manifest``."""
+    generated set of ``manifest``.
+
+    ``corrupt`` (self-checks): ``"alter"`` or ``"drop"`` changes one expected output word of
+    the first run that has any, ``"load"`` flips bit 0 of every ``LOAD_DATA`` word written;
+    each must fail the bench.
+    """
     from rtl_gen.params import RTLConfig
+    from rtl_gen.regmap import register_map
 
     stim = job.stim if job.stim is not None else AxiStimulus()
+    if stim.corrupt not in AXI_CORRUPT_MODES:
+        raise ValueError(f"corrupt must be one of {AXI_CORRUPT_MODES}, not {stim.corrupt!r}")
     qnn, layers, _ = _network(kind, job)
     config = RTLConfig(**manifest["parameters"])
     batch = qnn.random_input(int(stim.runs), seed=job.seed + 1)
     if kind == "tile":
-        return tile_config(config, layers[0], batch, seed=job.seed, p_pause=stim.p_pause)
-    return system_config(config, layers, batch, seed=job.seed, p_pause=stim.p_pause,
-                         bad_tlast=1 if stim.bad_tlast else None)
+        cfg = tile_config(config, layers[0], batch, seed=job.seed, p_pause=stim.p_pause)
+    else:
+        cfg = system_config(config, layers, batch, seed=job.seed, p_pause=stim.p_pause,
+                            bad_tlast=1 if stim.bad_tlast else None)
+    cfg["corrupt"] = stim.corrupt
+    if stim.corrupt == "load":
+        words = {r.address for r in register_map(kind, config).registers
+                 if r.name.startswith("LOAD_DATA[")}
+        cfg["writes"] = [[a, v ^ 1 if a in words else v] for a, v in cfg["writes"]]
+    elif stim.corrupt is not None:
+        run = next((r for r in cfg["runs"] if r["out"]), None)
+        if run is None:
+            raise ValueError(f"corrupt={stim.corrupt!r} needs a run with an output word; "
+                             "none of this job's runs has one")
+        rng = random.Random(f"corrupt:{job.seed}")
+        i = rng.randrange(len(run["out"]))
+        if stim.corrupt == "drop":
+            del run["out"][i]
+        else:
+            run["out"][i] ^= 1
+    return cfg
 
 
 def plan(point) -> tuple | None:

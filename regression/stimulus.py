@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "AXI_CORRUPT_MODES",
+    "AxiStimulus",
     "DenseTileStimulus",
     "P_IDLE",
     "P_STALL",
@@ -133,4 +135,22 @@ class FastSystemStimulus:
     repeat: int = 1
     p_idle: float = SYSTEM_P_IDLE
     p_stall: float = P_STALL
+    corrupt: str | None = None
+
+
+#: Self-check modes of the AXI benches: one expected output word altered or dropped, or
+#: ``"load"``: bit 0 of every ``LOAD_DATA`` word flipped on its way in (wrong images, a fault
+#: the expectation does not know).
+AXI_CORRUPT_MODES = (None, "alter", "drop", "load")
+
+
+@dataclass(frozen=True)
+class AxiStimulus:
+    """``runs`` input vectors (inferences or windows) through an AXI wrapper; every AXI channel
+    pauses with probability ``p_pause`` on a clock; ``bad_tlast``: the system's second vector
+    carries a stray TLAST; ``corrupt``: one of :data:`AXI_CORRUPT_MODES`."""
+
+    runs: int = 4
+    p_pause: float = 0.3
+    bad_tlast: bool = True
     corrupt: str | None = None

@@ -169,7 +169,7 @@ def without_timings(doc):
 
 
 def _coverage(c: Mapping) -> str:
-    if not c["bins"]:  # fast-mode jobs check in the simulation and sample no coverage
+    if not c["bins"]:  # fast-mode and AXI jobs declare no coverage bins
         return "coverage not sampled (0 bins)"
     return f"coverage {c['percent']}% ({c['covered']}/{c['bins']} bins)"
 

@@ -40,11 +40,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--waves", action="store_true", help="dump waveforms (slow, large)")
     parser.add_argument(
         "--bench",
-        choices=("encoder", "sram", "tile", "router", "system", "tile-fast", "system-fast"),
+        # regression.benches.ALL_BENCHES, written out: importing the regression here would slow
+        # every command down (tests/test_registry.py checks the two agree)
+        choices=("encoder", "sram", "tile", "dense_tile", "router", "system", "axi_tile",
+                 "axi_system", "tile-fast", "system-fast"),
         action="append",
-        help="run only these benches; repeatable; tile-fast and system-fast run the tile's and "
-        "the system's vectors in the fast harness (docs/regress.md, \"Fast mode\") "
-        "[all per-beat benches]",
+        help="run only these benches; repeatable; axi_tile and axi_system run the AXI wrappers "
+        "(docs/rtl_axi.md); tile-fast and system-fast run the tile's and the system's vectors "
+        "in the fast harness (docs/regress.md, \"Fast mode\") [all per-beat benches]",
     )
     parser.add_argument(
         "--quick", action="store_true", help="short run: one parameter set per T, fewer vectors"

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
-from regression import stimulus
+from regression import axi, stimulus
 from regression.benches import dense_tile, encoder, fast, router, sram, system, tile
 from rtl_gen import registry
 
@@ -110,6 +111,13 @@ BENCH_KINDS = {
                         router.config, router.plan),
     "system": BenchKind("system", "cocotb_tests.tb_system", stimulus.SystemStimulus,
                         system.config, system.plan, params=system.params),
+    # the AXI wrappers (regression/axi.py): one bench, a random network per job
+    "axi_tile": BenchKind("axi_tile", axi.BENCH, stimulus.AxiStimulus,
+                          partial(axi.job_config, "tile"), axi.plan,
+                          params=partial(axi.job_params, "tile")),
+    "axi_system": BenchKind("axi_system", axi.BENCH, stimulus.AxiStimulus,
+                            partial(axi.job_config, "system"), axi.plan,
+                            params=partial(axi.job_params, "system")),
 }
 #: The per-beat benches, in the order the regression runs them (its default set).
 BENCHES = tuple(BENCH_KINDS)
