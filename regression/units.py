@@ -109,7 +109,8 @@ def random_softmax_case(config: RTLConfig, seed: int, *, rows: int = 12) -> Soft
                         2**PROB_BITS)
     out = [([], []), ([rng.randrange(lo, hi + 1) for _ in range(3)], [False] * 3),
            ([rng.randrange(lo, hi + 1)], [True]), ([7] * n, [True] * n),
-           ([rng.choice((lo, hi)) for _ in range(n)], [True] * (n - 1) + [False])]
+           ([rng.choice((lo, hi)) for _ in range(n)], [True] * (n - 1) + [False]),
+           ([min(lo + 5 + j, hi) for j in range(n)], [True] * n)]  # scores one apart
     while len(out) < rows:
         length = rng.randrange(1, n + 1)
         spread = rng.choice((4, 64, hi - lo))

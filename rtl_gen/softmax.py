@@ -60,9 +60,9 @@ def row_clocks(config: RTLConfig, length: int) -> int:
     """Clocks of a row of ``length`` scores at full rate (no idle input, no backpressure),
     from its first input beat to its output marker: in ``L + 1`` (the marker taken, the next
     clock the sum starts), sum ``L + 2``, the reciprocal ``Pd - E + 1`` and its result taken,
-    out ``L + 2`` and the marker."""
+    out ``L + 2`` and the marker; an empty row skips a clock of the sum and of the out pass."""
     w = softmax_widths(config)
-    return 3 * length + (w["recip"] - w["exp"] + 1) + 7
+    return 3 * length + (w["recip"] - w["exp"] + 1) + (7 if length else 5)
 
 
 class Exponential(ConfigComponent):
