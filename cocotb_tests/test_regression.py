@@ -68,7 +68,8 @@ def _corrupted(bench: str, mode: str) -> regression.Job:
 
 
 @pytest.mark.parametrize("mode", ["alter", "drop"])
-@pytest.mark.parametrize("bench", ["encoder", "tile", "dense_tile", "router", "system"])
+@pytest.mark.parametrize("bench", ["encoder", "tile", "dense_tile", "router", "system",
+                                   "softmax", "add_norm"])
 def test_scoreboard_catches_corrupted_expectation(bench, mode):
     """One expected output event altered or dropped: the bench must fail on it."""
     r = regression.run_job(_corrupted(bench, mode), ROOT)

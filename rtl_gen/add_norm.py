@@ -169,7 +169,7 @@ class NormStage(ConfigComponent):
         w = norm_widths(cfg)
         m = Module()
         d = Signal(signed(w["centred"]), name="centred")
-        norm = Signal(signed(w["norm"]), name="norm")
+        norm = Signal(signed(w["norm"]), name="normalised")
         acc = Signal(signed(ACC_BITS), name="acc")
         frac = w["frac"]
         m.d.comb += [
@@ -235,8 +235,8 @@ class AddNorm(ConfigComponent):
                                             macro=cfg.sram_macro)
         m.submodules.row = row = SRAM(depth=cfg.hidden, width=cfg.sum_bits,
                                       macro=cfg.sram_macro)
-        m.submodules.add = add = AddStage(cfg)
-        m.submodules.norm = norm = NormStage(cfg)
+        m.submodules.add_stage = add = AddStage(cfg)
+        m.submodules.norm_stage = norm = NormStage(cfg)
         m.submodules.root = root = IntSqrt(w["radicand"])
         m.submodules.recip = recip = Reciprocal(w["root_bits"] + w["recip_shift"],
                                                 w["root_bits"], w["root_bits"] - 1)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from regression import stimulus
-from regression.benches import dense_tile, encoder, fast, router, sram, system, tile
+from regression.benches import dense_tile, encoder, fast, router, sram, system, tile, units
 from rtl_gen import registry
 
 __all__ = ["ALL_BENCHES", "BENCHES", "BENCH_KINDS", "FAST_BENCHES", "BenchKind", "PlanPoint"]
@@ -110,6 +110,10 @@ BENCH_KINDS = {
                         router.config, router.plan),
     "system": BenchKind("system", "cocotb_tests.tb_system", stimulus.SystemStimulus,
                         system.config, system.plan, params=system.params),
+    "softmax": BenchKind("softmax", "cocotb_tests.tb_softmax", stimulus.SoftmaxStimulus,
+                         units.softmax_config, units.plan),
+    "add_norm": BenchKind("add_norm", "cocotb_tests.tb_add_norm", stimulus.AddNormStimulus,
+                          units.add_norm_config, units.plan),
 }
 #: The per-beat benches, in the order the regression runs them (its default set).
 BENCHES = tuple(BENCH_KINDS)
