@@ -316,7 +316,7 @@ class AddNorm(ConfigComponent):
                     m.next = "RECIP"
             with m.State("RECIP"):
                 with m.If(recip.done):
-                    m.d.sync += [recip_q.eq(recip.q), idx.eq(0), read.eq(0), o_valid.eq(0)]
+                    m.d.sync += [recip_q.eq(recip.q), idx.eq(0), read.eq(0)]
                     m.next = "NORM"
             with m.State("NORM"):
                 # the read, the SRAMs' outputs and the output register move together, one

@@ -220,7 +220,7 @@ class Softmax(ConfigComponent):
                     m.next = "RECIP"
             with m.State("RECIP"):
                 with m.If(recip.done):
-                    m.d.sync += [rcp.eq(recip.q), idx.eq(0), s1.eq(0), o_valid.eq(0)]
+                    m.d.sync += [rcp.eq(recip.q), idx.eq(0), s1.eq(0)]
                     m.next = "OUT"
             with m.State("OUT"):
                 # the read, the buffer's output and the output register move together
