@@ -49,8 +49,8 @@ from rtl_gen.simulation import check_probability, run_simulator, stream_put
 from rtl_gen.sram import SRAM
 from rtl_gen.unit_parts import CodeWalk, IntSqrt, Reciprocal, bit_length, rshift_round, saturate
 
-__all__ = ["AddNorm", "AddStage", "NormRow", "NormStage", "check_units", "load_beats",
-           "norm_widths", "row_clocks", "simulate_add_norm"]
+__all__ = ["AddNorm", "AddStage", "NormRow", "NormStage", "add_norm_testbench", "check_units",
+           "load_beats", "norm_widths", "row_clocks", "simulate_add_norm"]
 
 #: Width of every product-and-bias register (the golden units keep them below ``2**62``).
 ACC_BITS = 63
@@ -405,42 +405,38 @@ def load_beats(config: RTLConfig, add, norm, thetas) -> list[tuple[int, int, int
 @dataclass(frozen=True)
 class NormRow:
     """What one simulated row produced: the new stream, its codes per position
-    (``codes[p][j]``) and the clocks from its first input pair to its last output beat."""
+    (``codes[p][j]``), the clocks from its first input pair to its last output beat, and the
+    clock (counted from the first) of that beat."""
 
     r: list[int]
     codes: list[list[int]]
     clocks: int
+    end: int = 0
 
 
-def simulate_add_norm(
-    config: RTLConfig,
-    rows: list[tuple[list[int], list[int]]],
-    load: list[tuple[int, int, int]],
-    *,
-    o_ready: float = 1.0,
-    i_valid: float = 1.0,
-    seed: int = 0,
-    component=None,
-    vcd: str | None = None,
-) -> list[NormRow]:
-    """Run rows ``(r, V)`` through :class:`AddNorm` in the Amaranth simulator, after the
-    ``load`` beats; ``o_ready`` / ``i_valid`` are the probabilities of ``o.ready`` and of a
-    beat on each input on a clock. ``component`` replaces the unit (a mutant, in tests)."""
+def add_norm_testbench(dut, config: RTLConfig, rows, load, out: list, *,
+                       o_ready: float = 1.0, i_valid: float = 1.0, seed: int = 0,
+                       on_load=None):
+    """The testbench coroutine behind :func:`simulate_add_norm`: the ``load`` beats, then the
+    rows; a :class:`NormRow` per row is appended to ``out``. ``on_load(clock)`` is called with
+    the clock of the last load beat."""
     check_probability("o_ready", o_ready)
     check_probability("i_valid", i_valid)
-    dut = AddNorm(config) if component is None else component
     rng = random.Random(seed)
-    out: list[NormRow] = []
     n = config.hidden
 
     async def bench(ctx):
+        clock = 0
         for target, addr, data in load:
-            await stream_put(ctx, dut.load, {"target": target, "addr": addr, "data": data})
+            clock += await stream_put(ctx, dut.load, {"target": target, "addr": addr,
+                                                      "data": data})
+        if on_load is not None:
+            on_load(clock)
         for r, v in rows:
             if len(r) != n or len(v) != n:
                 raise ValueError(f"a row has {len(r)} and {len(v)} entries, the unit {n}")
             todo = {"r": list(r), "v": list(v)}
-            got, clock, start = [], 0, None
+            got, start = [], None
             while len(got) < n:
                 offers = {}
                 for name in ("r", "v"):
@@ -465,7 +461,27 @@ def simulate_add_norm(
             ctx.set(dut.o.ready, 0)
             out.append(NormRow([g[0] for g in got],
                                [[g[1][p] for g in got] for p in range(NORM_CODES)],
-                               clock - start + 1))
+                               clock - start + 1, clock))
 
-    run_simulator(dut, bench, vcd=vcd)
+    return bench
+
+
+def simulate_add_norm(
+    config: RTLConfig,
+    rows: list[tuple[list[int], list[int]]],
+    load: list[tuple[int, int, int]],
+    *,
+    o_ready: float = 1.0,
+    i_valid: float = 1.0,
+    seed: int = 0,
+    component=None,
+    vcd: str | None = None,
+) -> list[NormRow]:
+    """Run rows ``(r, V)`` through :class:`AddNorm` in the Amaranth simulator, after the
+    ``load`` beats; ``o_ready`` / ``i_valid`` are the probabilities of ``o.ready`` and of a
+    beat on each input on a clock. ``component`` replaces the unit (a mutant, in tests)."""
+    dut = AddNorm(config) if component is None else component
+    out: list[NormRow] = []
+    run_simulator(dut, add_norm_testbench(dut, config, rows, load, out, o_ready=o_ready,
+                                          i_valid=i_valid, seed=seed), vcd=vcd)
     return out
