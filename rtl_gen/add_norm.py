@@ -273,11 +273,12 @@ class AddNorm(ConfigComponent):
         for p, walk in enumerate(walks):
             m.d.comb += [walk.theta[t].eq(thetas[p * (T - 1) + t]) for t in range(T - 1)]
         read = Signal(name="read")  # the SRAMs show the channel read at the last advance
-        out = Signal(norm_out_layout(cfg), name="out")
         o_valid = Signal(name="o_valid")
         c = CodeSpace(T, POSITION_FAMILY["Q-proj. input"]).c  # the codes are c - tau
         both = self.r.valid & self.v.valid
-        m.d.comb += [self.busy.eq(1), self.o.valid.eq(o_valid), self.o.payload.eq(out)]
+        # the output payload is a register itself (its flip-flops drive the port)
+        out = self.o.payload
+        m.d.comb += [self.busy.eq(1), self.o.valid.eq(o_valid)]
         bl = bit_length(m, spread)
         with m.FSM(name="phase"):
             with m.State("IDLE"):

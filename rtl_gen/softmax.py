@@ -179,12 +179,13 @@ class Softmax(ConfigComponent):
         idx = Signal(range(n + 1), name="idx")
         s1 = Signal(name="s1_valid")  # the buffer shows the entry read at the last advance
         o_valid = Signal(name="o_valid")
-        o_code = Signal(prob_layout(cfg)["code"].shape, name="o_code")
         ld, beat = self.load.payload, self.i.payload
-        m.d.comb += [self.busy.eq(1), self.o.payload.code.eq(o_code)]
+        # the output payload is a register itself (its flip-flops drive the port)
+        m.d.comb += self.busy.eq(1)
         with m.FSM(name="phase"):
             with m.State("IDLE"):
                 m.d.comb += [self.busy.eq(0), self.load.ready.eq(1)]
+                m.d.sync += self.o.payload.last.eq(0)
                 with m.If(self.load.valid):
                     with m.If(ld.target == SOFTMAX_TARGETS["config"]):
                         m.d.sync += conf.eq(ld.data[:len(conf.as_value())])
@@ -229,13 +230,14 @@ class Softmax(ConfigComponent):
                 with m.If(advance):
                     m.d.comb += [row.bus.addr.eq(idx), row.bus.ren.eq(idx < length)]
                     m.d.sync += [s1.eq(idx < length), o_valid.eq(s1),
-                                 o_code.eq(cfg.T - 1 - walk.tau)]
+                                 self.o.payload.code.eq(cfg.T - 1 - walk.tau)]
                     with m.If(idx < length):
                         m.d.sync += idx.eq(idx + 1)
                     with m.Elif(~s1):
+                        m.d.sync += self.o.payload.last.eq(1)
                         m.next = "END"
             with m.State("END"):
-                m.d.comb += [self.o.valid.eq(1), self.o.payload.last.eq(1)]
+                m.d.comb += self.o.valid.eq(1)
                 with m.If(self.o.ready):
                     m.next = "IDLE"
 
