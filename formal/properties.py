@@ -209,8 +209,8 @@ ROUTER_LOCAL_DUP_MUTANT = Mutant(
 DENSE = "rtl_gen.dense"
 DENSE_STREAM_MUTANT = Mutant(
     "dense_beat_ignores_ready", DENSE,
-    "                with m.If(self.o.ready):\n                    count(\"codes_out\"",
-    "                with m.If(1):\n                    count(\"codes_out\"",
+    "            with m.If(self.o.ready):\n                count(\"codes_out\"",
+    "            with m.If(1):\n                count(\"codes_out\"",
     "the next code beat is put up while the current one is not taken", "o: stream rule")
 PARTS = "rtl_gen.system_parts"
 INJECTOR_STREAM_MUTANT = Mutant(
