@@ -356,6 +356,11 @@ SYNTHESIS = {
     "system": Elsewhere("synthesized whole with its hierarchy kept by `matterhorn synth --system "
                         "RxC` (synth_scripts.system_area): area per instance, no power run"),
     "dense_tile": dense_tile_spec,
+    "softmax": Elsewhere("measured by synth_scripts.unit_gates at a model's sizes (area, energy "
+                         "per row from a gate-level replay of recorded MiniLM rows, cycles per "
+                         "row; `./run bench units`): a sequential unit whose energy is per row, "
+                         "not per clock of one operand stream"),
+    "add_norm": Elsewhere("measured by synth_scripts.unit_gates, as the softmax unit"),
 }
 
 
