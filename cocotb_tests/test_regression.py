@@ -79,7 +79,7 @@ def _corrupted(bench: str, mode: str) -> regression.Job:
 
 @pytest.mark.parametrize("mode", ["alter", "drop"])
 @pytest.mark.parametrize("bench", ["encoder", "tile", "dense_tile", "router", "system",
-                                   "axi_tile", "axi_system"])
+                                   "softmax", "add_norm", "axi_tile", "axi_system"])
 def test_scoreboard_catches_corrupted_expectation(bench, mode):
     """One expected output event (AXI: output word) altered or dropped: the bench must fail
     on it."""

@@ -443,6 +443,9 @@ class EnergyReport:
     options: Options
     rows: tuple[RowResult, ...]
     counts: dict[str, int] = field(default_factory=dict)
+    #: The non-linear units' own component (energy_model.nonlinear), in no row's total; None
+    #: when the unit costs have none of their keys.
+    nonlinear: object = None
 
     def row(self, name: str) -> RowResult:
         for r in self.rows:
@@ -460,6 +463,8 @@ class EnergyReport:
             "unit_costs": self.unit_costs.to_json(),
             "rates": self.rates.to_json(),
             "rows": [r.to_json() for r in self.rows],
+            **({} if self.nonlinear is None else
+               {"nonlinear_units": self.nonlinear.to_json()}),
         }
 
     def to_json(self) -> str:
@@ -562,7 +567,13 @@ class EnergyReport:
             f"{format_sig(self.unit_costs['E_move_event'].quantity.pJ)} pJ"
         )
         rule = "-" * (sum(widths) + 2 * (len(widths) - 1))
-        return "\n".join([title, fmt.format(*head), rule, *(fmt.format(*x) for x in lines)]) + "\n"
+        out = [title, fmt.format(*head), rule, *(fmt.format(*x) for x in lines)]
+        if self.nonlinear is not None:
+            nl = self.nonlinear
+            wread = "not charged" if nl.wread is None else f"{format_sig(nl.wread.mJ)} mJ"
+            out.append(f"Non-linear units (softmax, residual add + LayerNorm), in no row's "
+                       f"total: compute {format_sig(nl.compute.mJ)} mJ, buffers {wread}")
+        return "\n".join(out) + "\n"
 
 
 def _blank(x: object) -> object:
@@ -605,6 +616,8 @@ def compute(
     options: Options | None = None,
     *,
     rows: Sequence[RowSpec] | None = None,
+    softmax_bits_per_key: float | None = None,
+    norm_bits_per_channel: float | None = None,
 ) -> EnergyReport:
     """Energy per encoder block of every row.
 
@@ -621,6 +634,9 @@ def compute(
     rows : sequence of RowSpec, optional
         Explicit rows instead of those derived from ``rates``; a dense QNN row is added if
         missing, since Rel. needs it.
+    softmax_bits_per_key, norm_bits_per_channel : float, optional
+        The non-linear units' buffer bits (``synth_scripts.unit_gates``); with the units' costs
+        in ``unit_costs`` the report has their component (:mod:`energy_model.nonlinear`).
     """
     dims = preset(model) if isinstance(model, str) else model
     if not isinstance(dims, ModelDims):
@@ -670,6 +686,8 @@ def compute(
                 ops=ops,
             )
         )
+    from energy_model.nonlinear import nonlinear_units
+
     return EnergyReport(
         model=dims,
         rates=rates,
@@ -677,4 +695,6 @@ def compute(
         options=options,
         rows=tuple(results),
         counts=block_totals(dims, attention_outputs=options.attention_outputs),
+        nonlinear=nonlinear_units(dims, costs, softmax_bits_per_key=softmax_bits_per_key,
+                                  norm_bits_per_channel=norm_bits_per_channel),
     )

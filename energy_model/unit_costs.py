@@ -41,7 +41,12 @@ REQUIRED: dict[str, str] = {
 #: asked for: ``event_cost="router"``). Accumulators of other widths ``E_ACC<b>`` (rate-coded
 #: rows at other T, events on ``b``-bit weights) and MACs of other weight widths ``E_MAC<b>x4``
 #: (``b``-bit x 4-bit; the paper gives only ``E_MAC4`` = 1x4 and ``E_MAC4x4``) are optional too.
-OPTIONAL: dict[str, str] = {"E_move_event_router": "event/hop"}
+#: The non-linear units' costs, measured in gates (``synth_scripts.unit_gates``) and priced in
+#: a component of their own (:mod:`energy_model.nonlinear`): per softmax row, per score of a
+#: row, per channel of a residual-add + LayerNorm row.
+NONLINEAR_KEYS: dict[str, str] = {"E_softmax_row": "row", "E_softmax_key": "key",
+                                  "E_norm_channel": "channel"}
+OPTIONAL: dict[str, str] = {"E_move_event_router": "event/hop", **NONLINEAR_KEYS}
 #: The section of a file that holds the costs.
 SECTION = "unit_costs_pJ"
 #: The largest unit cost accepted, in pJ per item (1 uJ: a million times the paper's largest).

@@ -118,6 +118,21 @@ def _injector_cfg():
     return RTLConfig(T=4, k=1, n_in=4, tile_neurons=2, mesh_rows=2, mesh_cols=2)
 
 
+def _unit_cfg():
+    from rtl_gen.params import RTLConfig
+
+    return RTLConfig(T=4, seq_len=2, head_dim=1, exp_frac_bits=1, hidden=2, ffn_dim=2,
+                     residual_bits=4, guard_bits=0)
+
+
+def _unit(kind):
+    def build(module=None):
+        from formal import units
+
+        return getattr(units, kind)(_unit_cfg(), module)
+    return build
+
+
 def _router(kind):
     def build(module=None):
         from formal import router
@@ -195,8 +210,8 @@ ROUTER_LOCAL_DUP_MUTANT = Mutant(
 DENSE = "rtl_gen.dense"
 DENSE_STREAM_MUTANT = Mutant(
     "dense_beat_ignores_ready", DENSE,
-    "                with m.If(self.o.ready):\n                    count(\"codes_out\"",
-    "                with m.If(1):\n                    count(\"codes_out\"",
+    "            with m.If(self.o.ready):\n                count(\"codes_out\"",
+    "            with m.If(1):\n                count(\"codes_out\"",
     "the next code beat is put up while the current one is not taken", "o: stream rule")
 PARTS = "rtl_gen.system_parts"
 INJECTOR_STREAM_MUTANT = Mutant(
@@ -205,6 +220,21 @@ INJECTOR_STREAM_MUTANT = Mutant(
     "                    with m.If(idx == self.n_dst - 1):",
     "                with m.If(1):\n                    with m.If(idx == self.n_dst - 1):",
     "the walk moves to the next destination while the flit is not taken", "o: stream rule")
+
+SOFTMAX = "rtl_gen.softmax"
+SOFTMAX_STREAM_MUTANT = Mutant(
+    "softmax_marker_ignores_ready", SOFTMAX,
+    "                with m.If(self.o.ready):\n                    m.next = \"IDLE\"",
+    "                m.next = \"IDLE\"",
+    "the row's marker is dropped after one clock even when not taken", "o: stream rule")
+ADD_NORM = "rtl_gen.add_norm"
+ADD_NORM_STREAM_MUTANT = Mutant(
+    "add_norm_valid_from_load", ADD_NORM, "self.o.valid.eq(o_valid)",
+    "self.o.valid.eq(o_valid | self.load.valid)",
+    "a load beat raises the output's valid, which falls with it, not taken",
+    "o: stream rule")
+UNIT_PARAMS = {"T": 4, "seq_len": 2, "head_dim": 1, "exp_frac_bits": 1, "hidden": 2, "ffn_dim": 2,
+               "residual_bits": 4, "guard_bits": 0}
 
 PROPERTIES: tuple[Property, ...] = (
     Property("encoder_stream_T4", "encoder", {"T": 4, "k": 1, "n_in": 4}, "prove", 10,
@@ -248,6 +278,10 @@ PROPERTIES: tuple[Property, ...] = (
              "XY port; any flit leaves exactly once, while busy is high, with dst and t "
              "unchanged and hops + 1 per hop", _router("RouterFlow"),
              (ROUTER_XY_MUTANT, ROUTER_HOPS_MUTANT, ROUTER_DUP_MUTANT, ROUTER_LOCAL_DUP_MUTANT)),
+    Property("softmax_stream", "softmax", UNIT_PARAMS, "prove", 36, "o obeys the stream rule",
+             _unit("SoftmaxStream"), (SOFTMAX_STREAM_MUTANT,)),
+    Property("add_norm_stream", "add_norm", UNIT_PARAMS, "prove", 10,
+             "o obeys the stream rule", _unit("AddNormStream"), (ADD_NORM_STREAM_MUTANT,)),
 )
 
 # the AXI wrapper's proof lives beside its harness (formal/axi.py)

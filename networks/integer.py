@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from golden_models.bounds import accumulator_bound, signed_width
+from golden_models.bounds import accumulator_bound, score_bits
 from golden_models.codespace import CodeSpace
 from golden_models.fixed_point import saturate, signed_limits
 from golden_models.gelu import gelu_table
@@ -194,13 +194,6 @@ def _walk_table(scale: float, alpha: float, space: CodeSpace, rounding: str, lo:
     one = torch.tensor([float(scale)], dtype=torch.float64)
     zero = torch.zeros(1, dtype=torch.float64)
     return threshold_table(one, zero, alpha, space, rounding, (lo, hi))[0]
-
-
-def score_bits(query: CodeSpace, key: CodeSpace, head_dim: int) -> int:
-    """Signed width of a raw attention score ``sum_d q[d] * k[d]``."""
-    corners = (query.q_min * key.q_min, query.q_max * key.q_max, query.q_min * key.q_max,
-               query.q_max * key.q_min)
-    return signed_width(head_dim * max(abs(c) for c in corners))
 
 
 def build_block(

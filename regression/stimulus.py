@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "AddNormStimulus",
     "AXI_CORRUPT_MODES",
     "AxiStimulus",
     "DenseTileStimulus",
@@ -20,6 +21,7 @@ __all__ = [
     "FastSystemStimulus",
     "FastTileStimulus",
     "RouterStimulus",
+    "SoftmaxStimulus",
     "SramStimulus",
     "SystemStimulus",
     "TileStimulus",
@@ -33,6 +35,8 @@ P_STALL = 0.35
 SYSTEM_P_IDLE = 0.2
 #: Self-check modes: alter or drop one expected item, so the bench must fail.
 CORRUPT_MODES = (None, "alter", "drop")
+#: Where the rows of the non-linear units' benches come from.
+UNIT_SOURCES = ("random", "minilm")
 
 
 @dataclass(frozen=True)
@@ -153,4 +157,33 @@ class AxiStimulus:
     runs: int = 4
     p_pause: float = 0.3
     bad_tlast: bool = True
+    corrupt: str | None = None
+
+
+@dataclass(frozen=True)
+class SoftmaxStimulus:
+    """``cases`` random softmax units (constants loaded, then ``rows`` rows each, the corner
+    rows first), or with ``source="minilm"`` the rows the integer MiniLM's six softmax units
+    see on ``sentences`` evaluation sentences (``rows`` per block)."""
+
+    cases: int = 2
+    rows: int = 12
+    source: str = "random"
+    sentences: int = 2
+    p_idle: float = P_IDLE
+    p_stall: float = P_STALL
+    corrupt: str | None = None
+
+
+@dataclass(frozen=True)
+class AddNormStimulus:
+    """``cases`` random residual-add + LayerNorm units, ``rows`` rows each, or with
+    ``source="minilm"`` the rows MiniLM's twelve LayerNorms see on ``sentences`` sentences."""
+
+    cases: int = 2
+    rows: int = 4
+    source: str = "random"
+    sentences: int = 2
+    p_idle: float = P_IDLE
+    p_stall: float = P_STALL
     corrupt: str | None = None

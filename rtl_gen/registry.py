@@ -210,6 +210,30 @@ def _dense_manifest(config: RTLConfig, comp) -> dict[str, object]:
     }}
 
 
+def _softmax_manifest(config: RTLConfig, comp) -> dict[str, object]:
+    from rtl_gen.softmax import softmax_widths
+
+    w = softmax_widths(config)
+    return {"softmax": {
+        "seq_len": config.seq_len, "score_bits": config.score_bits,
+        "exp_frac_bits": config.exp_frac_bits, "recip_bits": w["recip"], "sum_bits": w["sum"],
+        "input": "i: a row of L <= seq_len beats {score, valid}, then one marker beat {last=1}",
+        "output": "o: L beats {code} (attention-probability codes, the row's order), then one "
+        "marker beat {last=1}",
+        "row_clocks": "3*L + (recip_bits - 15 + 1) + 7 at full rate (rtl_gen.softmax.row_clocks)",
+    }}
+
+
+def _add_norm_manifest(config: RTLConfig, comp) -> dict[str, object]:
+    return {"add_norm": {
+        "hidden": config.hidden, "residual_bits": config.residual_bits,
+        "sum_bits": config.sum_bits, "residual_sum_width": config.residual_sum_width,
+        "input": "r, v: hidden beats each {r}, {v} in channel order, taken in pairs",
+        "output": "o: hidden beats {r, q[0..2]} (the new stream and its codes) in channel order",
+        "row_clocks": "2*hidden + 64 at full rate (rtl_gen.add_norm.row_clocks)",
+    }}
+
+
 #: Every block, in the order ``generate`` writes them and the manifest lists them.
 BLOCKS: tuple[Block, ...] = (
     Block("encoder", "mttfs_encoder", Ref("rtl_gen.encoder:Encoder"), "docs/rtl_encoder.md",
@@ -237,6 +261,12 @@ BLOCKS: tuple[Block, ...] = (
           node=Node(i="codes", o="codes", image=Ref("rtl_gen.dense:dense_load_beats"),
                     run=Ref("rtl_gen.mapper:run_dense_node")),
           design="dense"),
+    Block("softmax", "mttfs_softmax", Ref("rtl_gen.softmax:Softmax"), "docs/rtl_units.md",
+          "softmax unit: a row of raw attention scores in, attention-probability codes out",
+          manifest=_softmax_manifest),
+    Block("add_norm", "mttfs_add_norm", Ref("rtl_gen.add_norm:AddNorm"), "docs/rtl_units.md",
+          "residual-add + LayerNorm unit: stream and sums in, the next stream and its codes out",
+          manifest=_add_norm_manifest),
     Block("axi_tile", "mttfs_axi_tile", Ref("rtl_gen.axi:axi_tile_from_config"),
           "docs/rtl_axi.md",
           "the tile behind AXI4-Stream in and out and an AXI4-Lite register file",

@@ -360,6 +360,11 @@ SYNTHESIS = {
     "axi_system": Elsewhere("the AXI shell alone is priced under the report's 'wrappers' "
                             "(synth_scripts.axi_cost), never among the blocks' unit costs"),
     "dense_tile": dense_tile_spec,
+    "softmax": Elsewhere("measured by synth_scripts.unit_gates at a model's sizes (area, energy "
+                         "per row from a gate-level replay of recorded MiniLM rows, cycles per "
+                         "row; `./run bench units`): a sequential unit whose energy is per row, "
+                         "not per clock of one operand stream"),
+    "add_norm": Elsewhere("measured by synth_scripts.unit_gates, as the softmax unit"),
 }
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from regression import axi, stimulus
-from regression.benches import dense_tile, encoder, fast, router, sram, system, tile
+from regression.benches import dense_tile, encoder, fast, router, sram, system, tile, units
 from rtl_gen import registry
 
 __all__ = ["ALL_BENCHES", "BENCHES", "BENCH_KINDS", "FAST_BENCHES", "BenchKind", "PlanPoint"]
@@ -111,6 +111,10 @@ BENCH_KINDS = {
                         router.config, router.plan),
     "system": BenchKind("system", "cocotb_tests.tb_system", stimulus.SystemStimulus,
                         system.config, system.plan, params=system.params),
+    "softmax": BenchKind("softmax", "cocotb_tests.tb_softmax", stimulus.SoftmaxStimulus,
+                         units.softmax_config, units.plan),
+    "add_norm": BenchKind("add_norm", "cocotb_tests.tb_add_norm", stimulus.AddNormStimulus,
+                          units.add_norm_config, units.plan),
     # the AXI wrappers (regression/axi.py): one bench, a random network per job
     "axi_tile": BenchKind("axi_tile", axi.BENCH, stimulus.AxiStimulus,
                           partial(axi.job_config, "tile"), axi.plan,
