@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from matterhorn.commands import mesh_arg
 
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             lint(args.out, manifest)
         except RuntimeError as exc:
-            print(f"matterhorn generate: {exc}")
+            print(f"matterhorn generate: {exc}", file=sys.stderr)
             return 1
         console.out("verilator lint: clean (waivers listed in manifest.json)")
     return 0
