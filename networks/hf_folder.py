@@ -149,6 +149,8 @@ def resolve_model(model: object) -> ModelSource:
     if not folder.is_dir():
         raise ValueError(f"--model {str(model)!r} is a file; give the folder that holds "
                          "config.json")
+    if shipped_available() and folder.resolve() == model_dir().resolve():
+        return _source(folder, "minilm", SHIPPED["minilm"])  # the shipped model, by its path
     name = folder.resolve().name
     return _source(folder, f"folder:{name}", name)
 

@@ -98,7 +98,7 @@ class Steps:
 
     On a terminal: a ``tqdm`` bar (``what``, steps done of ``total``, the time left), removed
     when the work ends. Otherwise: one line per step (per ``every`` steps, and the last),
-    ``[what i/total, 12 s] message``.
+    ``[what i/total, 12 s] message``, for the two outermost levels of nested steps.
     With ``--quiet``: nothing. Use as a context manager; :meth:`advance` after each step,
     :meth:`say` for a line that is not a step (a failure worth reading at once).
     """
@@ -115,8 +115,11 @@ class Steps:
 
     def __enter__(self) -> Steps:
         self._open = True
-        self._silent = _LEVEL < NORMAL or _in_worker()
-        if not self._silent and is_terminal():
+        terminal = is_terminal()
+        # off a terminal, the lines of the two outermost levels (a flow's stages and a stage's
+        # steps); deeper ones (the tool runs of a synthesis inside a stage) stay quiet
+        self._silent = _LEVEL < NORMAL or _in_worker() or (not terminal and len(_OPEN) >= 2)
+        if not self._silent and terminal:
             from tqdm import tqdm
 
             self._bar = tqdm(total=self.total, desc=self.what, file=sys.stderr, leave=False,
