@@ -132,14 +132,14 @@ def _minilm_stats(corpus, sentences, calibration, k_max, out, plot, checkpoint,
         from networks import checkpoint as ckpt
 
         ckpt.check(checkpoint, model=source.key, k_max=k_max)
+    data = load_corpus(corpus)  # a corpus file is read and checked here
     with console.steps("stats", 4) as phase:
-        return _measure(source, corpus, sentences, calibration, k_max, out, plot, checkpoint,
+        return _measure(source, data, sentences, calibration, k_max, out, plot, checkpoint,
                         phase)
 
 
-def _measure(source, corpus, sentences, calibration, k_max, out, plot, checkpoint, phase):
-    phase.start(f"loading {source.name} and the corpus {corpus}")
-    data = load_corpus(corpus)
+def _measure(source, data, sentences, calibration, k_max, out, plot, checkpoint, phase):
+    phase.start(f"loading {source.name}")
     cal = data.calibration[:calibration]
     ev = data.evaluation[:sentences]
     float_model, tok = load_model(source)

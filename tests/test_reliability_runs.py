@@ -105,7 +105,7 @@ def test_synth_terminated(tmp_path):
     out = tmp_path / "s"
     out.mkdir()
     (out / "synth_report.json").write_text("earlier")
-    proc = _start(["synth", "--T", "4", "--no-liberty", "--jobs", "1", "--out", "s"], tmp_path)
+    proc = _start(["synth", "--T", "4", "--no-liberty", "--tool-runs", "1", "--out", "s"], tmp_path)
 
     def staging() -> list[str]:
         return [p.name for p in tmp_path.iterdir() if p.name.startswith(".synth-")]
