@@ -45,7 +45,8 @@ def run() -> int:
         print(buf.getvalue())
         return status
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(f"matterhorn synth --T 16 --k 1 (operators + blocks, liberty flow, --tool-runs {args.jobs})")
+    print(f"matterhorn synth --T 16 --k 1 (operators + blocks, liberty flow, --tool-runs "
+          f"{args.jobs})")
     print(
         f"wall time: {wall:.1f} s on {cpus} cores (target < {TARGET_S:.0f} s): "
         f"{'OK' if wall < TARGET_S else 'SLOW'}"

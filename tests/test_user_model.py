@@ -116,8 +116,8 @@ def _edit_config(path: Path, **changes) -> None:
 REFUSALS = [
     ({"hidden_act": "relu"}, "has hidden_act 'relu', not 'gelu'"),
     ({"hidden_act": "gelu_new"}, "has hidden_act 'gelu_new', not 'gelu'"),
-    ({"model_type": "roberta-prelayernorm"}, "has pre-LayerNorm blocks (model_type "
-                                             "'roberta-prelayernorm')"),
+    ({"model_type": "roberta-prelayernorm"}, ("has pre-LayerNorm blocks (model_type "
+                                             "'roberta-prelayernorm')")),
     ({"pre_layer_norm": True}, "has pre-LayerNorm blocks (pre_layer_norm: true)"),
     ({"is_decoder": True}, "is a decoder"),
     ({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]},
@@ -126,15 +126,15 @@ REFUSALS = [
     ({"position_embedding_type": "relative_key"}, "has position_embedding_type 'relative_key'"),
     ({"hidden_size": None}, "config.json gives no hidden_size"),
     ({"num_attention_heads": 5}, "hidden_size 64 is not a multiple of num_attention_heads 5"),
-    ({"intermediate_size": 200}, "tensor 'layers.0.ffn_expand.weight' has shape (160, 64), "
-                                 "config.json's dimensions give (200, 64)"),
-    ({"file:model.safetensors": None}, "has no weights: model.safetensors or pytorch_model.bin "
-                                       "is missing"),
-    ({"file:vocab.txt": None}, "has no WordPiece vocabulary: tokenizer.json or vocab.txt is "
-                               "missing"),
+    ({"intermediate_size": 200}, ("tensor 'layers.0.ffn_expand.weight' has shape (160, 64), "
+                                 "config.json's dimensions give (200, 64)")),
+    ({"file:model.safetensors": None}, ("has no weights: model.safetensors or pytorch_model.bin "
+                                       "is missing")),
+    ({"file:vocab.txt": None}, ("has no WordPiece vocabulary: tokenizer.json or vocab.txt is "
+                               "missing")),
     ({"file:config.json": None}, "has no config.json"),
-    ({"file:model.safetensors": b"not a safetensors file"}, "model.safetensors is not a "
-                                                            "safetensors file"),
+    ({"file:model.safetensors": b"not a safetensors file"}, ("model.safetensors is not a "
+                                                            "safetensors file")),
 ]
 
 
