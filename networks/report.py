@@ -315,12 +315,16 @@ def summary_markdown(doc: dict) -> str:
             f". Zero is the most frequent code in {doc['block_modes_zero']} of "
             f"{doc['block_mode_cells']} (block, position) cells."
         ),
-        "",
-        (
-            f"Model: {d['layers']} blocks, hidden {d['hidden']}, FFN {d['ffn']}, {d['heads']} "
-            f"heads of {d['head_dim']}"
-            + (f", {d['max_positions']} positions" if "max_positions" in d else "")
-            + "."
+        *(
+            [
+                "",
+                f"Model: {d['layers']} blocks, hidden {d['hidden']}, FFN {d['ffn']}, "
+                f"{d['heads']} heads of {d['head_dim']}"
+                + (f", {d['max_positions']} positions" if "max_positions" in d else "")
+                + ".",
+            ]
+            if {"layers", "hidden", "ffn", "heads", "head_dim"} <= set(d)
+            else []
         ),
         "",
         (
