@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from energy_model.unit_costs import BORROWED_MARK, paper_table
+from energy_model.unit_costs import paper_table
 from synth_scripts import activity, liberty, scaling
 from toolkit_base import toolchain
 from toolkit_base.schemas import validate
@@ -254,7 +254,7 @@ def unit_costs(
             "value": paper[key]["value"],
             "unit": paper[key]["unit"],
             "note": paper[key]["note"],
-            "provenance": f"{BORROWED_MARK} (22 nm), not synthesizable here: {why}",
+            "provenance": f"carried from the paper (22 nm), not synthesizable here: {why}",
         }
     if router_pJ is not None:
         out[ROUTER_KEY] = {
