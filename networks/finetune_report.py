@@ -295,6 +295,10 @@ def _reuse_k0(
 
 
 def _document(source, main, n_cal: int, n_ev: int, ptq: PTQConfig, runs: list) -> dict:
+    if isinstance(source, str):  # a model's name or folder (networks.hf_folder)
+        from networks.hf_folder import resolve_model
+
+        source = resolve_model(source)
     return {
         "schema": SCHEMA,
         "model": source.name,

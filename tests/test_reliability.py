@@ -198,7 +198,8 @@ TOOL_ROWS = [
      "mttfs_encoder failed (exit status 1): ...` (the first error line of `build.log`)"), 1,
      "test_reliability.py::test_build_failure_is_not_a_mismatch"),
     ("regress", "`--workers 2`, SIGINT to the whole process group",
-     "`interrupted; the run is incomplete`, the only line on stderr", 130,
+     ("`interrupted; the run is incomplete`, the last line on stderr after the jobs' progress "
+     "lines, no worker's traceback"), 130,
      "test_reliability_runs.py::test_workers_interrupted_quietly"),
     ("layer", "SIGTERM while the Verilog is generated",
      "`interrupted; the run is incomplete`, no `UnusedElaboratable` warning after it", 143,
