@@ -193,7 +193,8 @@ def test_quiet_prints_nothing_and_verbose_more(tmp_path, capsys):
     assert (out / "manifest.json").is_file()
     assert main(["generate", "--out", str(out)]) == 0
     normal = capsys.readouterr()
-    assert "wrote 6 modules and manifest.json" in normal.out and normal.err == ""
+    assert re.search(r"^wrote \d+ modules and manifest.json to ", normal.out, re.M)
+    assert normal.err == ""
     assert "sha256" not in normal.out
     assert main(["generate", "--verbose", "--out", str(out)]) == 0
     assert "mttfs_tile: " in capsys.readouterr().out  # the per-module lines
