@@ -10,7 +10,8 @@ A checkpoint folder holds
   which names the model and the radius ``k`` it was trained at.
 
 The token, position and type embeddings are not stored: fine-tuning keeps them, and they come
-from the shipped model. The folder is written into a staging folder and renamed into place, so
+from the float model the checkpoint was made from (the shipped MiniLM, or a model folder:
+``model_key`` names it, ``networks.hf_folder``). The folder is written into a staging folder and renamed into place, so
 an interrupted run leaves no folder that looks complete.
 """
 
