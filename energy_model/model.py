@@ -541,9 +541,49 @@ class EnergyReport:
                         w.writerow([r.name, p, comp, key, repr(float(n)), per, repr(joules * 1e3)])
         return out.getvalue()
 
+    def borrowed(self) -> dict[str, list[str]]:
+        """Component (``move``, ``wread``, ``compute``) -> the borrowed unit costs
+        (:attr:`UnitCost.borrowed`: the paper's, not our gates) its figures are priced with,
+        over every row; components priced with none are left out."""
+        used: dict[str, set[str]] = {}
+        for r in self.rows:
+            for per_comp in r.ops.values():
+                for comp in COMPONENTS:
+                    used.setdefault(comp, set()).update(
+                        key for key, n in per_comp[comp].items() if n)
+        return {comp: sorted(k for k in keys if self.unit_costs[k].borrowed)
+                for comp, keys in used.items()
+                if any(self.unit_costs[k].borrowed for k in keys)}
+
+    def borrowed_note(self) -> list[str]:
+        """The lines that say which columns are priced with the paper's unit costs."""
+        borrowed = self.borrowed()
+        if not borrowed:
+            return []
+        keys = sorted({k for ks in borrowed.values() for k in ks})
+
+        def costs(names) -> str:
+            return ", ".join(f"{k} {format_sig(self.unit_costs[k].quantity.pJ)} "
+                             f"{'p' + self.unit_costs[k].quantity.unit}" for k in names)
+
+        if all(c.borrowed for c in self.unit_costs.values()) and "move" in borrowed:
+            return [("* every column: priced with the paper's unit costs (22 nm, borrowed, not "
+                    f"our gates), movement at {costs(borrowed['move'])}")]
+        names = {"move": "Move", "wread": "W-read", "compute": "Compute"}
+        cols = ", ".join(names[c] for c in COMPONENTS if c in borrowed)
+        return [(f"* {cols}: priced with the paper's unit costs (22 nm, borrowed, not our "
+                f"gates): {costs(keys)}")]
+
     def table(self) -> str:
-        """The paper's table layout: mJ per block to four significant digits, and Rel."""
-        head = ["Model", "T", "Rate/step", "Move", "W-read", "Compute", "Total", "Rel."]
+        """The paper's table layout: mJ per block to four significant digits, and Rel.
+
+        A column priced with a borrowed unit cost (the paper's, not our gates) is marked
+        ``*`` and the note under the table names the costs."""
+        borrowed = self.borrowed()
+        names = {"move": "Move", "wread": "W-read", "compute": "Compute"}
+        head = ["Model", "T", "Rate/step",
+                *(names[c] + ("*" if c in borrowed else "") for c in COMPONENTS),
+                "Total", "Rel."]
         lines = []
         for r in self.rows:
             rate = "n/a" if r.effective_rate is None else f"{r.effective_rate * 100:.2f}%"
@@ -573,6 +613,7 @@ class EnergyReport:
             wread = "not charged" if nl.wread is None else f"{format_sig(nl.wread.mJ)} mJ"
             out.append(f"Non-linear units (softmax, residual add + LayerNorm), in no row's "
                        f"total: compute {format_sig(nl.compute.mJ)} mJ, buffers {wread}")
+        out.extend(self.borrowed_note())
         return "\n".join(out) + "\n"
 
 

@@ -69,6 +69,11 @@ def _denominator_of(key: str) -> str | None:
     return None
 
 
+#: The words a synthesis report's provenance uses for a cost it carries from the paper
+#: (``synth_scripts.report``).
+BORROWED_MARK = "carried from the paper"
+
+
 @dataclass(frozen=True)
 class UnitCost:
     """One unit cost.
@@ -93,6 +98,13 @@ class UnitCost:
     @property
     def joules(self) -> float:
         return self.quantity.value
+
+    @property
+    def borrowed(self) -> bool:
+        """Whether the cost is the paper's, not measured on our gates: from its table
+        (provenance ``paper: ...``), or carried from it by a synthesis report where the open
+        flow cannot produce it (``... carried from the paper ...``)."""
+        return self.provenance.startswith("paper") or BORROWED_MARK in self.provenance
 
     def to_json(self) -> dict:
         return {

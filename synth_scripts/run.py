@@ -54,14 +54,24 @@ def _operator_reads(op: operators.Operator, core: bool = False) -> list[str]:
     ]
 
 
-def _pmap(fn: Callable, items: Sequence, jobs: int) -> list:
-    """``[fn(x) for x in items]``, ``jobs`` at a time; on an error or an interrupt the runs not
+def _pmap(fn: Callable, items: Sequence, jobs: int, what: str = "synth") -> list:
+    """``[fn(x) for x in items]``, ``jobs`` at a time, each a step of the console's progress
+    (``what``; an item's name is its first element); on an error or an interrupt the runs not
     started yet are cancelled (the running ones finish; their folders are removed after)."""
+    from toolkit_base import console
+
     pool = ThreadPoolExecutor(max_workers=jobs)
-    try:
-        return list(pool.map(fn, items))
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    with console.steps(what, len(items)) as bar:
+
+        def step(x):
+            result = fn(x)
+            bar.advance(str(x[0]))
+            return result
+
+        try:
+            return list(pool.map(step, items))
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _put_netlists(stage: Path, out: Path, tops: Sequence[str]) -> None:
@@ -203,7 +213,8 @@ def synthesize_into(
             d = work / spec.top
             d.mkdir()
             designs.append((spec.top, spec.read_commands(d), d))
-    results = _pmap(lambda x: flow.synthesize(x[0], x[1], x[2], lib), designs, jobs)
+    results = _pmap(lambda x: flow.synthesize(x[0], x[1], x[2], lib), designs, jobs,
+                    "synth: yosys")
     synth = {r.top: r for r in results}
     streams = activity.operand_streams(T, k, operators.LINEAR_FAN_IN)
     acts: dict[str, dict] = {}
@@ -244,6 +255,7 @@ def synthesize_into(
             ),
             sta_designs,
             jobs,
+            "synth: opensta",
         )
         power = {}
         for x, g in zip(sta_designs, got, strict=True):
