@@ -29,10 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sram-macro", action="store_true",
                         help="emit mttfs_sram as a wrapper of a black-box macro")
     parser.add_argument("--axil-addr-width", type=int, default=16, metavar="BITS",
-                        help="address bits of the AXI wrappers' AXI4-Lite slave [16]")
+                        help="address bits of the AXI wrappers' AXI4-Lite slave")
     parser.add_argument("--axis-width", type=int, default=32, metavar="BITS",
-                        help="TDATA bits of the AXI wrappers' AXI4-Stream ports: 8, 16, 32, 64 "
-                        "[32]")
+                        help="TDATA bits of the AXI wrappers' AXI4-Stream ports: 8, 16, 32, 64")
     parser.add_argument("--lint", action="store_true",
                         help="run verilator --lint-only -Wall (with the listed waivers) after")
     parser.add_argument("--out", default="build/rtl", metavar="DIR", help="output folder")
