@@ -5,7 +5,9 @@
 - the VLNV ``matterhorn:mttfs:<module>_<tag>:<version>``: ``tag`` is ``t<T>k<k>_<hash>`` where
   the hash covers every :class:`rtl_gen.params.RTLConfig` field (:func:`config_tag`), so two
   configurations never share a name in one library, and ``version`` is the toolkit's;
-- the file sets: ``rtl`` (the module's Verilog; a wrapper depends on its block's core),
+- the file sets: ``rtl`` (the module's Verilog and ``<module>.vlt``, its Verilator lint waivers
+  for its own file, so a user's lint of a design around it passes; a wrapper depends on its
+  block's core),
   ``sw`` (an AXI wrapper's C header, Markdown register table and SystemRDL source), ``tb``
   (a self-checking smoke testbench ``tb_<module>.v``) and ``synth`` (a Yosys script);
 - the targets ``lint`` (Verilator ``--lint-only`` with the manifest's flags and waivers), ``sim``
@@ -61,7 +63,7 @@ def owned_files(modules) -> set[str]:
     """The file names :func:`core_files` may write for ``modules`` (generate owns them)."""
     names = set()
     for m in modules:
-        names |= {f"{m}.core", f"tb_{m}.v", f"{m}.h", f"{m}_regs.md",
+        names |= {f"{m}.core", f"tb_{m}.v", f"{m}.h", f"{m}_regs.md", f"{m}.vlt",
                   SYNTH_SCRIPT.format(module=m)}
     return names | {"mttfs_axi.rdl"}
 
@@ -85,6 +87,9 @@ def _core(module: str, entry: dict, config: RTLConfig, lint_flags: list[str],
         "  rtl:\n",
         "    files:\n",
         f"      - {entry['file']}\n",
+        # the lint waivers travel with the core: a user's Verilator run of a design that
+        # instantiates it reads them for this module's file only
+        f"      - {module}.vlt: {{file_type: vlt}}\n",
         "    file_type: verilogSource\n",
     ]
     if deps:
@@ -138,6 +143,19 @@ def _core(module: str, entry: dict, config: RTLConfig, lint_flags: list[str],
         f"      yosys_template: {script}\n",
     ]
     return "".join(text)
+
+
+def _waivers(module: str, entry: dict, lint_flags: list[str]) -> str:
+    """The Verilator configuration file of ``module``'s core: a ``lint_off`` per waived rule
+    (every ``-Wno-`` flag of the core's lint), for the module's own file."""
+    rules = [f[len("-Wno-"):] for f in lint_flags if f.startswith("-Wno-")]
+    lines = [
+        "`verilator_config\n",
+        f"// Written by matterhorn generate (docs/fusesoc.md): the lint waivers of {module}\n",
+        "// (docs/rtl_interfaces.md, \"Verilator lint\"), for its file only.\n",
+    ]
+    lines += [f'lint_off -rule {r} -file "*{entry["file"]}"\n' for r in dict.fromkeys(rules)]
+    return "".join(lines)
 
 
 _SYNTH_TCL = """\
@@ -262,6 +280,7 @@ def core_files(config: RTLConfig, manifest: dict) -> dict[str, str]:
         what = DESCRIPTIONS.get(module, module)
         files[f"{module}.core"] = _core(module, entry, config, flags + extra,
                                         f"{what} ({params})")
+        files[f"{module}.vlt"] = _waivers(module, entry, flags + extra)
         regmap = register_map(kinds[module], config) if module in kinds else None
         files[f"tb_{module}.v"] = _tb(module, entry, regmap)
         files[SYNTH_SCRIPT.format(module=module)] = _SYNTH_TCL.format(module=module)
