@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,25 @@ def test_passthrough_bench(passthrough, name, corrupt):
         assert res.report["stalled_beats"] > 0
     else:
         assert res.failures == 1, f"the scoreboard missed a {corrupt}ed expectation"
+
+
+def test_benches_come_from_this_checkout(passthrough, tmp_path, monkeypatch):
+    """A checkout's regression runs its own benches: with another ``cocotb_tests`` first on
+    the path (as an editable install of another checkout, or ``''`` in the simulator's run
+    folder, gives), the simulator still imports this checkout's bench. The decoy fails every
+    run it is imported in."""
+    out, path, entry = passthrough
+    decoy = tmp_path / "decoy" / "cocotb_tests"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("")
+    (decoy / "tb_passthrough.py").write_text(
+        "import cocotb\n\n\n@cocotb.test()\nasync def test_passthrough(dut):\n"
+        "    raise AssertionError('the decoy bench ran')\n")
+    checkout = str(sim.CHECKOUT)
+    monkeypatch.setattr("sys.path", [str(decoy.parent)]
+                        + [p for p in sys.path if p not in ("", checkout)])
+    b = sim.build("icarus", [path], "mttfs_passthrough", ROOT / "sim" / "icarus" / "passthrough")
+    cfg = dict(entry, seed=5, n=20, p_idle=0.3, p_stall=0.4, corrupt=None)
+    res = sim.run(b, "cocotb_tests.tb_passthrough", cfg, tmp_path / "run")
+    assert res.passed and res.report["beats"] == 20, res.tail()
+    assert "decoy" not in (tmp_path / "run" / "sim.log").read_text()

@@ -11,6 +11,7 @@ report instead of exiting the process. Only the runner's public arguments are us
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -339,6 +340,24 @@ def _runner_args(build_dir: Path, waves: bool, log_file: Path) -> dict:
     return {"build_dir": build_dir, "timescale": TIMESCALE, "waves": waves, "log_file": log_file}
 
 
+#: The checkout this package runs from: its ``cocotb_tests`` are the benches to run.
+CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def _benches_from_this_checkout():
+    """``cocotb_tools.runner`` gives the simulator's Python this process's ``sys.path``; put
+    this checkout first for the run, so the benches match the code that built the design even
+    when the environment's editable install points at another checkout (or ``sys.path`` starts
+    with ``''``, which in the simulator is its run folder)."""
+    root = str(CHECKOUT)
+    sys.path.insert(0, root)
+    try:
+        yield
+    finally:
+        sys.path.remove(root)  # the first occurrence: the one inserted here
+
+
 def run(
     b: Build,
     test_module: str,
@@ -372,17 +391,18 @@ def run(
     runner = get_runner(b.sim)
     env = {ENV_CONFIG: str(cfg_path), ENV_REPORT: str(report_path)}
     try:
-        runner.test(
-            test_module=test_module,
-            hdl_toplevel=b.toplevel,
-            hdl_toplevel_lang="verilog",
-            test_dir=test_dir,
-            testcase=testcase,
-            seed=seed,
-            extra_env=env,
-            results_xml=str(results),
-            **_runner_args(b.build_dir, waves, log),
-        )
+        with _benches_from_this_checkout():
+            runner.test(
+                test_module=test_module,
+                hdl_toplevel=b.toplevel,
+                hdl_toplevel_lang="verilog",
+                test_dir=test_dir,
+                testcase=testcase,
+                seed=seed,
+                extra_env=env,
+                results_xml=str(results),
+                **_runner_args(b.build_dir, waves, log),
+            )
     except (SystemExit, RuntimeError):
         # the runner exits the process on a failing test under pytest; the results say why
         pass
