@@ -99,7 +99,7 @@ def random_softmax_case(config: RTLConfig, seed: int, *, rows: int = 12) -> Soft
     corners first (empty, no valid key, one key, a full row of equal scores, a full row at
     the score extremes), then random lengths, masks and spreads."""
     rng = random.Random(f"softmax:{seed}")
-    sb, n = config.score_bits, config.seq_len
+    sb, n = config.score_width, config.seq_len
     lo, hi = -(1 << (sb - 1)), (1 << (sb - 1)) - 1
     scale = math.exp(rng.uniform(math.log(1.0), math.log(40.0))) / hi
     unit = IntSoftmax.from_scale(scale, n, sb, config.exp_frac_bits)

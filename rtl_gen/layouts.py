@@ -403,7 +403,7 @@ def _code_shape(config: RTLConfig, label: str):
 def score_layout(config: RTLConfig) -> data.StructLayout:
     """Payload of the softmax unit's input: ``score`` (a raw attention score), ``valid`` (the
     key takes part: the padding mask), ``last`` (the row's marker beat carries no score)."""
-    return data.StructLayout({"score": signed(config.score_bits), "valid": 1, "last": 1})
+    return data.StructLayout({"score": signed(config.score_width), "valid": 1, "last": 1})
 
 
 def prob_layout(config: RTLConfig) -> data.StructLayout:
@@ -418,7 +418,7 @@ def softmax_config_layout(config: RTLConfig) -> data.StructLayout:
     from golden_models.int_softmax import MULT_BITS
 
     return data.StructLayout({"mult": MULT_BITS,
-                              "shift": bits_for(62 - config.score_bits - MULT_BITS)})
+                              "shift": bits_for(62 - config.score_width - MULT_BITS)})
 
 
 def prob_theta_width(config: RTLConfig) -> int:

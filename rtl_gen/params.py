@@ -187,9 +187,7 @@ class RTLConfig:
         check_int("guard_bits", self.guard_bits, 0, 12)
         check_int("exp_frac_bits", self.exp_frac_bits, 1, 12)
         need = self.score_range_bits
-        if self.score_bits is None:
-            object.__setattr__(self, "score_bits", need)
-        else:
+        if self.score_bits is not None:
             check_int("score_bits", self.score_bits, 2, 24)  # the range needs at most 24
             if self.score_bits < need:
                 raise ValueError(
@@ -287,6 +285,13 @@ class RTLConfig:
     # -- non-linear units -------------------------------------------------------------------------
 
     @property
+    def score_width(self) -> int:
+        """Signed width of the raw scores: ``score_bits``, or the range's width when it is
+        ``None`` (kept ``None`` in the parameters, so a configuration derived with another
+        ``T`` or ``head_dim`` gets its own)."""
+        return self.score_range_bits if self.score_bits is None else self.score_bits
+
+    @property
     def score_range_bits(self) -> int:
         """Width of the raw scores' range: ``head_dim`` products of a query and a key code."""
         space = CodeSpace(self.T, POSITION_FAMILY["Query activation"])
@@ -363,7 +368,7 @@ class RTLConfig:
             "theta_depth": self.theta_depth,
             "load_addr_width": self.load_addr_width,
             "load_data_width": self.load_data_width,
-            "score_bits": self.score_bits,
+            "score_width": self.score_width,
             "sum_bits": self.sum_bits,
             "residual_bound": self.residual_bound,
             "residual_sum_width": self.residual_sum_width,

@@ -215,7 +215,7 @@ def _softmax_manifest(config: RTLConfig, comp) -> dict[str, object]:
 
     w = softmax_widths(config)
     return {"softmax": {
-        "seq_len": config.seq_len, "score_bits": config.score_bits,
+        "seq_len": config.seq_len, "score_bits": config.score_width,
         "exp_frac_bits": config.exp_frac_bits, "recip_bits": w["recip"], "sum_bits": w["sum"],
         "input": "i: a row of L <= seq_len beats {score, valid}, then one marker beat {last=1}",
         "output": "o: L beats {code} (attention-probability codes, the row's order), then one "

@@ -83,8 +83,8 @@ class Exponential(ConfigComponent):
     def _members(self, config: RTLConfig) -> dict[str, object]:
         word = softmax_config_layout(config)
         return {
-            "score": In(signed(config.score_bits)),
-            "top": In(signed(config.score_bits)),
+            "score": In(signed(config.score_width)),
+            "top": In(signed(config.score_width)),
             "valid": In(1),
             "mult": In(word["mult"].shape),
             "shift": In(word["shift"].shape),
@@ -97,7 +97,7 @@ class Exponential(ConfigComponent):
         cfg = self._config
         m = Module()
         w = softmax_widths(cfg)
-        ft, sb = w["frac"], cfg.score_bits
+        ft, sb = w["frac"], cfg.score_width
         z = Signal(sb, name="z")  # m - A of a valid key: 0 .. 2**sb - 1
         t = Signal(sb + len(self.mult), name="t")
         m.d.comb += [z.eq(self.top - self.score),
@@ -152,7 +152,7 @@ class Softmax(ConfigComponent):
         cfg = self._config
         m = Module()
         w = softmax_widths(cfg)
-        sb, n = cfg.score_bits, cfg.seq_len
+        sb, n = cfg.score_width, cfg.seq_len
         m.submodules.row = row = SRAM(depth=n, width=sb + 1, macro=cfg.sram_macro)
         m.submodules.exp = exp = Exponential(cfg)
         m.submodules.recip = recip = Reciprocal(w["recip"], w["sum"], w["exp"])
@@ -192,7 +192,7 @@ class Softmax(ConfigComponent):
                     with m.Else():
                         m.d.sync += theta[ld.addr].eq(ld.data[:len(theta[0])])
                 with m.Elif(self.i.valid):
-                    m.d.sync += [length.eq(0), top.eq(-(1 << (cfg.score_bits - 1))),
+                    m.d.sync += [length.eq(0), top.eq(-(1 << (cfg.score_width - 1))),
                                  self.overflow.eq(0)]
                     m.next = "IN"
             with m.State("IN"):
@@ -204,7 +204,7 @@ class Softmax(ConfigComponent):
                     m.d.sync += self.overflow.eq(1)
                 with m.Elif(self.i.valid):
                     m.d.comb += [row.bus.addr.eq(length), row.bus.wen.eq(1),
-                                 row.bus.wdata.eq(Mux(beat.valid, 1 << cfg.score_bits, 0)
+                                 row.bus.wdata.eq(Mux(beat.valid, 1 << cfg.score_width, 0)
                                                   | beat.score.as_unsigned())]
                     m.d.sync += length.eq(length + 1)
                     with m.If(beat.valid & (beat.score > top)):
@@ -261,7 +261,7 @@ def load_beats(config: RTLConfig, unit, theta) -> list[tuple[int, int, int]]:
     check_config(config)
     if not isinstance(unit, IntSoftmax):
         raise TypeError(f"unit must be a golden_models.int_softmax.IntSoftmax, not {unit!r}")
-    for name, want in (("row_max", config.seq_len), ("score_bits", config.score_bits),
+    for name, want in (("row_max", config.seq_len), ("score_bits", config.score_width),
                        ("frac_bits", config.exp_frac_bits)):
         if getattr(unit, name) != want:
             raise ValueError(f"unit has {name}={getattr(unit, name)}, the softmax unit was "

@@ -8,6 +8,7 @@ command itself runs.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -26,7 +27,16 @@ needs_flock = pytest.mark.skipif(shutil.which("flock") is None, reason="no flock
 def _venv() -> Path:
     if sys.prefix == sys.base_prefix:
         pytest.skip("the tests do not run in a virtual environment of ./run")
-    return Path(sys.prefix)
+    venv = Path(sys.prefix)
+    # The set-up must be a no-op here: a venv set up for another checkout (a second worktree
+    # run with this venv's python) would get this checkout installed into it instead.
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
+    stamp = venv / ".matterhorn-installed"
+    lines = stamp.read_text().splitlines() if stamp.is_file() else []
+    if not any(line.split(" ", 1)[0] == digest for line in lines):
+        pytest.skip(f"{venv} was not set up by ./run for this checkout's pyproject.toml; "
+                    "run ./run test from this checkout")
+    return venv
 
 
 def _bootstrap(venv: Path, then: str = "true") -> subprocess.Popen:

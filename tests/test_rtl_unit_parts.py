@@ -180,7 +180,7 @@ def test_rshift_round_mutant_is_caught():
 def _exponentials(cls, cfg: RTLConfig, zs):
     """``e`` of ``z = top - score`` with ``M = 1``, ``S = 0`` (so ``t = z``)."""
     dut = cls(cfg)
-    hi = (1 << (cfg.score_bits - 1)) - 1
+    hi = (1 << (cfg.score_width - 1)) - 1
     out = []
 
     async def bench(ctx):

@@ -105,7 +105,7 @@ def test_minilm_rows(minilm_cases):
     """Every block's softmax and both LayerNorms, on rows MiniLM computes, at its sizes
     (rows of up to 512 keys, 384 channels) and with its constants."""
     cfg, soft, norms = minilm_cases
-    assert (cfg.seq_len, cfg.hidden, cfg.head_dim, cfg.ffn_dim, cfg.score_bits) == (
+    assert (cfg.seq_len, cfg.hidden, cfg.head_dim, cfg.ffn_dim, cfg.score_width) == (
         512, 384, 32, 1536, 13)
     assert len(soft) == 6 and len(norms) == 12
     for case in soft:
@@ -184,7 +184,7 @@ def test_unit_fields_from_model_dimensions():
         "hidden": 384, "head_dim": 32, "ffn_dim": 1536, "seq_len": 512}
     bert = RTLConfig(T=16, weight_bits=4, **unit_fields(hidden=768, heads=12, ffn=3072,
                                                        seq_len=512))
-    assert (bert.score_bits, bert.residual_sum_width, bert.sum_bits) == (14, 21, 21)
+    assert (bert.score_width, bert.residual_sum_width, bert.sum_bits) == (14, 21, 21)
     with pytest.raises(ValueError, match=r"hidden=384 must be a multiple of heads=7 "
                        r"\(divisors up to 64: \[1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64\]\)"):
         unit_fields(hidden=384, heads=7, ffn=1536, seq_len=128)
