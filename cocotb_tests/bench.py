@@ -295,6 +295,17 @@ class Bench:
         await ClockCycles(self.dut.clk, 3)
         self.dut.rst.value = 0
 
+    async def settle(self, done, drivers, timeout: int, what: str) -> None:
+        """Wait until ``done()`` holds, every one of ``drivers`` is idle and the module is not
+        ``busy`` (``what`` names the wait in the timeout's message), then 2 more clocks."""
+        from cocotb.triggers import ClockCycles
+
+        await wait_until(
+            self.dut,
+            lambda: done() and all(d.idle for d in drivers) and not int(self.dut.busy.value),
+            timeout, what)
+        await ClockCycles(self.dut.clk, 2)
+
 
 async def reset_midway(dut, drivers, outputs: tuple[str, ...], aborted: InOrderScoreboard) -> None:
     """Reset the design for 2 clocks (dropping what ``drivers`` hold), then check it is idle:

@@ -64,12 +64,8 @@ class AddNormBench(Bench):
 
     async def drain(self, timeout: int) -> None:
         target = self.expected
-        await wait_until(
-            self.dut,
-            lambda: (self.received >= target and self.r.idle and self.v.idle and self.load.idle
-                     and not int(self.dut.busy.value)),
-            timeout, f"{target} output beats (saw {self.received})")
-        await ClockCycles(self.dut.clk, 2)
+        await self.settle(lambda: self.received >= target, (self.r, self.v, self.load), timeout,
+                          f"{target} output beats (saw {self.received})")
 
 
 @cocotb.test()

@@ -61,14 +61,8 @@ class DenseBench(Bench):
 
     async def drain(self, timeout: int) -> None:
         target = self.markers_expected
-        await wait_until(
-            self.dut,
-            lambda: (self.markers >= target and self.inp.idle and self.load.idle
-                     and not int(self.dut.busy.value)),
-            timeout,
-            f"{target} window markers (saw {self.markers})",
-        )
-        await ClockCycles(self.dut.clk, 2)
+        await self.settle(lambda: self.markers >= target, (self.inp, self.load), timeout,
+                          f"{target} window markers (saw {self.markers})")
 
     def queue_window(self, win: dict, corrupt: str | None) -> None:
         self.beats.expect_all(self.corrupt([tuple(b) for b in win["out"]], corrupt))

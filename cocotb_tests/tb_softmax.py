@@ -64,12 +64,8 @@ class SoftmaxBench(Bench):
 
     async def drain(self, timeout: int) -> None:
         target = self.markers_expected
-        await wait_until(
-            self.dut,
-            lambda: (self.markers >= target and self.inp.idle and self.load.idle
-                     and not int(self.dut.busy.value)),
-            timeout, f"{target} row markers (saw {self.markers})")
-        await ClockCycles(self.dut.clk, 2)
+        await self.settle(lambda: self.markers >= target, (self.inp, self.load), timeout,
+                          f"{target} row markers (saw {self.markers})")
 
 
 @cocotb.test()

@@ -89,18 +89,8 @@ class TileBench(Bench):
     async def drain(self, timeout: int) -> None:
         """Wait until every queued window has left its marker and the tile is idle."""
         target = self.markers_expected
-        await wait_until(
-            self.dut,
-            lambda: (
-                self.markers >= target
-                and self.inp.idle
-                and self.load.idle
-                and not int(self.dut.busy.value)
-            ),
-            timeout,
-            f"{target} window markers (saw {self.markers})",
-        )
-        await ClockCycles(self.dut.clk, 2)
+        await self.settle(lambda: self.markers >= target, (self.inp, self.load), timeout,
+                          f"{target} window markers (saw {self.markers})")
 
     markers_expected = 0
 

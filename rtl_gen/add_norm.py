@@ -415,7 +415,7 @@ class NormRow:
     end: int = 0
 
 
-def add_norm_testbench(dut, config: RTLConfig, rows, load, out: list, *,
+def add_norm_testbench(dut, config: RTLConfig, rows, load, out: list, *,  # noqa: C901 -- load, then rows, in one bench
                        o_ready: float = 1.0, i_valid: float = 1.0, seed: int = 0,
                        on_load=None):
     """The testbench coroutine behind :func:`simulate_add_norm`: the ``load`` beats, then the

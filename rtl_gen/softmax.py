@@ -172,7 +172,7 @@ class Softmax(ConfigComponent):
         self._phases(m, row, exp, recip, walk, conf, theta, length, top, total, rcp)
         return m
 
-    def _phases(self, m, row, exp, recip, walk, conf, theta, length, top, total, rcp):
+    def _phases(self, m, row, exp, recip, walk, conf, theta, length, top, total, rcp):  # noqa: PLR0915 -- one FSM, read top to bottom
         """The row's phases: idle (load), in, sum, reciprocal, out, marker."""
         cfg = self._config
         n = cfg.seq_len

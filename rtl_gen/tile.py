@@ -98,7 +98,7 @@ class NeuronTile(ConfigComponent):
             **counter_ports(config.tile_counters),
         }
 
-    def elaborate(self, platform):
+    def elaborate(self, platform):  # noqa: PLR0915 -- one FSM, its states read top to bottom
         cfg = self._config
         m = Module()
         core = tile_core(m, cfg)
@@ -202,6 +202,24 @@ def _fits(value: int, width: int, what: str) -> int:
     return value
 
 
+def _check_fits(config: RTLConfig, layer: IntegerLayer) -> None:
+    """``TypeError``/``ValueError`` naming the quantity when ``layer`` does not fit the tile."""
+    check_config(config)
+    if not isinstance(layer, IntegerLayer):
+        raise TypeError(f"layer must be a golden_models.IntegerLayer, not {layer!r}")
+    N, T = config.tile_neurons, config.T
+    if layer.n_out != N:
+        raise ValueError(f"layer has {layer.n_out} outputs, the tile has {N} neurons")
+    if layer.n_in > config.n_in:
+        raise ValueError(f"layer has {layer.n_in} inputs, the tile has {config.n_in} rows")
+    if layer.weight_bits != config.weight_bits:
+        raise ValueError(
+            f"layer has {layer.weight_bits}-bit weights, the tile {config.weight_bits}-bit")
+    for name, mask in (("in_mask", layer.in_mask), ("out_mask", layer.out_mask)):
+        if mask.T != T:
+            raise ValueError(f"layer {name} has T={mask.T}, the tile T={T}")
+
+
 def load_beats(config: RTLConfig, layer: IntegerLayer) -> list[tuple[int, int, int]]:
     """The ``load`` stream beats ``(target, addr, data)`` that program a tile with ``layer``.
 
@@ -223,20 +241,8 @@ def load_beats(config: RTLConfig, layer: IntegerLayer) -> list[tuple[int, int, i
     TypeError, ValueError
         When the layer does not fit the tile; the message names the quantity.
     """
-    check_config(config)
-    if not isinstance(layer, IntegerLayer):
-        raise TypeError(f"layer must be a golden_models.IntegerLayer, not {layer!r}")
+    _check_fits(config, layer)
     N, L, G, T = config.tile_neurons, config.lanes, config.groups, config.T
-    if layer.n_out != N:
-        raise ValueError(f"layer has {layer.n_out} outputs, the tile has {N} neurons")
-    if layer.n_in > config.n_in:
-        raise ValueError(f"layer has {layer.n_in} inputs, the tile has {config.n_in} rows")
-    if layer.weight_bits != config.weight_bits:
-        raise ValueError(
-            f"layer has {layer.weight_bits}-bit weights, the tile {config.weight_bits}-bit")
-    for name, mask in (("in_mask", layer.in_mask), ("out_mask", layer.out_mask)):
-        if mask.T != T:
-            raise ValueError(f"layer {name} has T={mask.T}, the tile T={T}")
     wb, tw, aw = config.weight_bits, config.theta_width, config.acc_width
     weight_row, theta_row = weight_row_layout(config), theta_row_layout(config)
     init_row = init_row_layout(config)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from golden_models import CodeSpace, IntegerLayer, Mask, quantize, threshold_table
+from golden_models import CodeSpace, IntegerLayer, Mask, encode_events, quantize, threshold_table
 from golden_models.mttfs import event_time, folded_init
 from golden_models.quantizer import level_of
 
@@ -105,6 +105,21 @@ def activation_codes(space: CodeSpace, n: int, p_zero: float, salt: int) -> torc
     u = torch.rand(n, generator=_generator(salt), dtype=torch.float64) - 0.5
     a = -torch.sign(u) * torch.log1p(-2.0 * u.abs())  # inverse CDF of Laplace(0, 1)
     return quantize(a, laplace_alpha(p_zero), space, rounding="round")
+
+
+def event_stream(space: CodeSpace, k: int, n_in: int, salt: int) -> tuple[np.ndarray, np.ndarray]:
+    """Golden events ``(addr, time)`` of M-TTFS encoded codes (:func:`activation_codes`, dead
+    zone ``k`` at zero), vectors until :data:`STREAM_LENGTH` events, cut to that length."""
+    mask = Mask.at_zero(space, k)
+    idx, tim = [], []
+    v = 0
+    while sum(map(len, idx)) < STREAM_LENGTH:
+        q = activation_codes(space, n_in, P_ZERO, salt=salt + v)
+        i, t = encode_events(q, mask)
+        idx.append(i.numpy())
+        tim.append(t.numpy())
+        v += 1
+    return np.concatenate(idx)[:STREAM_LENGTH], np.concatenate(tim)[:STREAM_LENGTH]
 
 
 def binary_weights(shape: tuple[int, ...], salt: int) -> torch.Tensor:

@@ -26,23 +26,6 @@ __all__ = ["MESH", "markdown", "prepare"]
 MESH = (2, 2)
 
 
-def _events(space, k: int, n_in: int, salt: int) -> tuple[np.ndarray, np.ndarray]:
-    """Golden events ``(addr, time)`` of M-TTFS encoded codes, enough for one stream."""
-    from golden_models import Mask, encode_events
-    from synth_scripts import activity
-
-    mask = Mask.at_zero(space, k)
-    idx, tim, v = [], [], 0
-    while sum(map(len, idx)) < activity.STREAM_LENGTH:
-        q = activity.activation_codes(space, n_in, activity.P_ZERO, salt=salt + v)
-        i, t = encode_events(q, mask)
-        idx.append(i.numpy())
-        tim.append(t.numpy())
-        v += 1
-    n = activity.STREAM_LENGTH
-    return np.concatenate(idx)[:n], np.concatenate(tim)[:n]
-
-
 def _spec(name: str, kind: str, config, what: str):
     from amaranth.back import verilog
 
@@ -58,7 +41,7 @@ def _spec(name: str, kind: str, config, what: str):
     n = activity.STREAM_LENGTH
     ones = np.ones(n, dtype=np.int64)
     out_aw = config.out_addr_width if kind == "tile" else system_widths(config)["out_addr"]
-    addr, t = _events(space, config.k, config.n_in, salt=60)
+    addr, t = activity.event_stream(space, config.k, config.n_in, salt=60)
     out_events = (addr % (1 << out_aw)) | (t << out_aw)
     if kind == "tile":
         tdata = addr | (t << config.in_addr_width)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from golden_models import CodeSpace, Mask, encode_events
+from golden_models import CodeSpace
 from rtl_gen.sram import MACRO_STUB
 from synth_scripts import activity, operators, report
 
@@ -132,21 +132,6 @@ class BlockSpec:
         return entry
 
 
-def _events(space: CodeSpace, k: int, n_in: int, salt: int) -> tuple[np.ndarray, np.ndarray]:
-    """Golden events (address, time) of M-TTFS encoded codes, vectors until the stream is full."""
-    mask = Mask.at_zero(space, k)
-    idx, tim = [], []
-    v = 0
-    while sum(map(len, idx)) < activity.STREAM_LENGTH:
-        q = activity.activation_codes(space, n_in, activity.P_ZERO, salt=salt + v)
-        i, t = encode_events(q, mask)
-        idx.append(i.numpy())
-        tim.append(t.numpy())
-        v += 1
-    n = activity.STREAM_LENGTH
-    return np.concatenate(idx)[:n], np.concatenate(tim)[:n]
-
-
 def _rows(layout, weights: np.ndarray, addr: np.ndarray) -> np.ndarray:
     """Weight rows read for each address, packed with ``layout`` (neuron ``j`` element ``j``,
     1 = +1): :func:`rtl_gen.layouts.weight_row_layout`."""
@@ -224,7 +209,7 @@ def workload(T: int, k: int) -> Workload:
     cfg = RTLConfig(T=T, k=k, n_in=operators.LINEAR_FAN_IN, tile_neurons=TILE_NEURONS,
                     sram_macro=True, mesh_rows=MESH, mesh_cols=MESH)
     space = CodeSpace(T, "sym")
-    addr, tau = _events(space, k, cfg.n_in, salt=40)
+    addr, tau = activity.event_stream(space, k, cfg.n_in, salt=40)
     return Workload(
         T=T, k=k, cfg=cfg,
         enc_cfg=RTLConfig(T=T, k=k, n_in=ENCODER_N_IN, tile_neurons=TILE_NEURONS),

@@ -91,7 +91,7 @@ def tile_block(design: str):
     return next(b for b in registry.tiles() if b.design == want)
 
 
-def run_tile(layer, design: str, codes: torch.Tensor, *, mesh: tuple[int, int] = MESH) -> TileRun:
+def run_tile(layer, design: str, codes: torch.Tensor, *, mesh: tuple[int, int] = MESH) -> TileRun:  # noqa: C901 -- drive and check each window
     """Simulate ``design``'s tile at RTL on ``codes``, check it against the golden model.
 
     Raises

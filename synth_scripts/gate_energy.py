@@ -127,7 +127,7 @@ def _icg(prepared: liberty_mod.Liberty) -> str:
                      f"clock-gating cell of its PDK table {prepared.pdk.source}")
 
 
-def energy(net, toggles, *, clock_ns: float = 10.0, enable=None,
+def energy(net, toggles, *, clock_ns: float = 10.0, enable=None,  # noqa: C901, PLR0915 -- one pass over the cells
            slew_ns: float = NOMINAL_SLEW_NS, wire_load: bool = True) -> Energy:
     """Energy of ``net`` (a :class:`gatelevel.Netlist`) over the replay ``toggles``.
 

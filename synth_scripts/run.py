@@ -171,7 +171,7 @@ def check_options(
     return lib_path
 
 
-def synthesize_into(
+def synthesize_into(  # noqa: C901 -- the synthesis steps in order, each optional by its options
     tmp: Path,
     T: int,
     k: int,

@@ -11,7 +11,7 @@ from rtl_gen.registry import block
 __all__ = ["config", "plan"]
 
 
-def config(job, manifest: Mapping) -> dict:
+def config(job, manifest: Mapping) -> dict:  # noqa: C901 -- one list of operations
     """Operations of ``job.stim`` (:class:`regression.stimulus.SramStimulus`)."""
     from regression.reference import (
         TileGeometry,
