@@ -192,6 +192,52 @@ def test_workers_interrupted_quietly(tmp_path):
     assert not (tmp_path / "r" / "regress_summary.json").exists()
 
 
+_WORKER_MASKS = """
+import os, threading
+
+
+def blocked():
+    # SIGINT blocked, per thread of this process, by name
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        status = open(f"/proc/self/task/{tid}/status").read()
+        mask = [line.split()[1] for line in status.splitlines() if line.startswith("SigBlk")]
+        out[names.get(int(tid), tid)] = bool(int(mask[0], 16) & 2)
+    return out
+
+
+if __name__ == "__main__":
+    from toolkit_base.cluster import executor
+    with executor(workers=2, jobs=2) as ex:
+        print(repr((blocked(), list(ex.client.run(blocked).values()))))
+"""
+
+
+def test_workers_start_with_sigint_blocked(tmp_path):
+    # before the fix: a Ctrl-C to the group while the local workers were still importing
+    # Dask (about 1 s after the cluster began to start) gave 2 KeyboardInterrupt tracebacks,
+    # 43-105 lines: multiprocessing's resource tracker, started by the cluster's IO loop
+    # thread, unblocked SIGINT there, so the workers that thread started had it open.
+    # A fresh process (no resource tracker running yet), as a command starts.
+    import ast
+
+    script = tmp_path / "masks.py"
+    script.write_text(_WORKER_MASKS)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, text=True,
+                          capture_output=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    parent, workers = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    assert parent["IO loop"], parent  # the thread that starts the workers
+    assert len(workers) == 2
+    for threads in workers:
+        # the threads a worker made before its preload (dask_setup) unblocked SIGINT in its
+        # main thread show the mask it started with
+        assert any(b for name, b in threads.items() if name != "MainThread"), threads
+
+
 def test_generation_terminated_quietly(tmp_path):
     # before the fix: three UnusedElaboratable warnings (the components of a generation cut
     # short) after the interrupted line; the same code generates the Verilog of `layer`

@@ -222,6 +222,15 @@ def executor(
     # start them and by the processes they start) and, once up, handle it by doing nothing
     # (dask_setup below): this process stops the cluster. A Ctrl-C while the cluster starts
     # is delivered here when it is up.
+    if scheduler is None:
+        # multiprocessing's resource tracker, started by the first thread that needs it,
+        # unblocks SIGINT in that thread once it is up (SIG_UNBLOCK, not the earlier mask):
+        # started there, by the cluster's IO loop, it would leave SIGINT open in the loop
+        # and in the workers it starts, and a Ctrl-C while they import gave their tracebacks.
+        # Started now, before the mask, the cluster's own call finds it running.
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
     masked = _block_sigint()
     try:
         if scheduler is None:

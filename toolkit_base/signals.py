@@ -9,6 +9,12 @@ An exception raised while a finalizer (``__del__``) runs is printed and dropped 
 so a signal that arrives there would be lost and the run would go on to the end. Inside the
 block, SIGTERM and SIGINT (unless SIGINT is ignored, as for a background job) are therefore
 delivered again a moment later, through ``SIGALRM``, when they land in a finalizer.
+
+Some code cannot take an exception in the middle: the SystemRDL compiler's C++ parser builds
+its tree by calling into Python and drops or mangles an exception raised there (the run went
+on to the end as if no signal had come, or failed later with a ``TypeError`` of a half-built
+tree, an internal error). Such code runs inside :func:`deferred`: a signal that lands there is
+delivered when the block ends.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import signal
 import threading
 from collections.abc import Iterator
 
-__all__ = ["Terminated", "terminate_as_interrupt"]
+__all__ = ["Terminated", "deferred", "terminate_as_interrupt"]
 
 #: Delay before a signal that landed in a finalizer is delivered again (s).
 RETRY_S = 0.01
@@ -36,6 +42,12 @@ def _in_finalizer(frame) -> bool:
     return False
 
 
+#: The handler of the innermost :func:`terminate_as_interrupt` block, and how many
+#: :func:`deferred` blocks are open (main thread only).
+_active: _Deliver | None = None
+_deferring = 0
+
+
 class _Deliver:
     """The handler of SIGTERM, SIGINT and the retry alarm inside :func:`terminate_as_interrupt`."""
 
@@ -47,10 +59,18 @@ class _Deliver:
             self.pending = signum
         elif self.pending is None:
             return  # a stray alarm
+        if _deferring:
+            return  # delivered when the deferred block ends
         if _in_finalizer(frame):
             signal.setitimer(signal.ITIMER_REAL, RETRY_S)
             return
+        self.deliver()
+
+    def deliver(self) -> None:
+        """Raise the pending signal's exception (nothing when none is pending)."""
         signo, self.pending = self.pending, None
+        if signo is None:
+            return
         if signo == signal.SIGINT:
             raise KeyboardInterrupt
         raise Terminated(f"terminated by {signal.Signals(signo).name}")
@@ -63,7 +83,9 @@ def terminate_as_interrupt() -> Iterator[bool]:
     if threading.current_thread() is not threading.main_thread():
         yield False
         return
+    global _active
     deliver = _Deliver()
+    outer, _active = _active, deliver
     previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, deliver),
                 signal.SIGALRM: signal.signal(signal.SIGALRM, deliver)}
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
@@ -74,3 +96,22 @@ def terminate_as_interrupt() -> Iterator[bool]:
         signal.setitimer(signal.ITIMER_REAL, 0)
         for signo, handler in previous.items():
             signal.signal(signo, handler)
+        _active = outer
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """SIGTERM and SIGINT that land inside the block are delivered (raised) when it ends, even
+    when it ends by an exception; for code that cannot be interrupted in the middle (see the
+    module's text). Only inside :func:`terminate_as_interrupt`, in the main thread."""
+    global _deferring
+    if _active is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+        if not _deferring and _active is not None:
+            _active.deliver()

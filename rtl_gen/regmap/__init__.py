@@ -165,11 +165,16 @@ def _compile(kind: str, parameters: dict[str, int]):
     first message if the description does not compile)."""
     from systemrdl import RDLCompileError, RDLCompiler
 
+    from toolkit_base.signals import deferred
+
     compiler = RDLCompiler()
     with resources.as_file(resources.files("rtl_gen.regmap").joinpath(RDL_FILE)) as path:
         try:
-            compiler.compile_file(str(path))
-            return compiler.elaborate(KINDS[kind], KINDS[kind], parameters=parameters)
+            # the C++ parser drops or mangles an exception raised in the Python it calls: a
+            # SIGTERM or Ctrl-C that lands there is delivered once the map is compiled
+            with deferred():
+                compiler.compile_file(str(path))
+                return compiler.elaborate(KINDS[kind], KINDS[kind], parameters=parameters)
         except RDLCompileError as exc:
             raise ValueError(f"{RDL_FILE}: the {KINDS[kind]} register map does not compile "
                              f"with {parameters}") from exc
