@@ -11,6 +11,7 @@ This is what the RTL must equal bit for bit (DESIGN.md, "The numerical contract"
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -51,6 +52,7 @@ def threshold_table(
     space_out: CodeSpace,
     rounding: str = "floor",
     v_range: tuple[int, int] | None = None,
+    activation: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Per-neuron, non-increasing integer thresholds ``theta[j][t]``, ``t = 0..T-2``.
 
@@ -66,6 +68,10 @@ def threshold_table(
     ``alpha_out`` included), and the table's width stays bounded. Without ``v_range`` the
     closed form is corrected by unit steps, which needs well-conditioned scales.
 
+    With ``activation`` (a non-decreasing float64 function, e.g.
+    :func:`golden_models.gelu.gelu_monotone`) the code is ``clip(level(f(a)/alpha_out))``: the
+    threshold walk then realises the activation too (it needs ``v_range``).
+
     Raises
     ------
     ValueError
@@ -80,8 +86,13 @@ def threshold_table(
         raise ValueError(f"scale and bias must have one shape, not {scale.shape} and {bias.shape}")
     check_scale(scale, "scale")
 
+    if activation is not None and v_range is None:
+        raise ValueError("a threshold table with an activation needs v_range")
+
     def code(v: torch.Tensor) -> torch.Tensor:
         a = bias[:, None] + scale[:, None] * v
+        if activation is not None:
+            a = activation(a)
         return level_of(a / alpha_out, rounding)
 
     t = torch.arange(space_out.T - 1, dtype=torch.float64)

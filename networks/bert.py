@@ -31,6 +31,7 @@ from golden_models.mttfs import decode_events, encode_events
 from golden_models.positions import LABEL_OF_KEY, POSITION_KEYS
 from golden_models.positions import POSITION_FAMILY as FAMILY_OF_LABEL
 from golden_models.quantizer import quantize
+from networks.integer import IntegerBlock, IntegerSpec, encoder_forward
 
 #: The eight spike-encoded positions of one encoder block, in data-flow order (the keys of the
 #: statistics documents).
@@ -138,7 +139,12 @@ class QuantPoint(nn.Module):
             x = x / self.smooth.to(x.dtype)
         if self.alpha is None:
             return x, None
-        q = quantize(x, self.alpha, self.space, self.rounding)
+        q_out = self.emit(quantize(x, self.alpha, self.space, self.rounding))
+        return q_out.to(x.dtype) * self.alpha, q_out
+
+    def emit(self, q: torch.Tensor) -> torch.Tensor:
+        """Send codes ``q`` out of this position: through the mask as events (if any), past the
+        recorder; returns the codes the consumer sees (``qbar``)."""
         n_events = q.numel()
         if self.mask is not None:
             index, time = encode_events(q, self.mask)
@@ -148,7 +154,7 @@ class QuantPoint(nn.Module):
             q_out = q
         if self.recorder is not None:
             self.recorder(self, q, n_events)
-        return q_out.to(x.dtype) * self.alpha, q_out
+        return q_out
 
     def extra_repr(self) -> str:
         return f"{self.name}, block={self.block}, {self.space}, alpha={self.alpha}"
@@ -179,6 +185,12 @@ class QLinear(nn.Module):
         if q is None or alpha is None:
             w = (self.w_int.to(torch.float64) * self.w_scale[:, None]).to(x.dtype)
             return nn.functional.linear(x, w, self.bias.to(x.dtype))
+        acc = self._accumulate(q).to(torch.float64)  # exact integers
+        scale = self.w_scale * alpha
+        return (self.bias.to(torch.float64) + scale * acc).to(x.dtype)
+
+    def _accumulate(self, q: torch.Tensor) -> torch.Tensor:
+        """``q @ W_int.T``: exact integers, in a float dtype."""
         if self._w64 is None or self._w64[0] is not self.w_int:
             # every partial sum is an integer below n_in * max|W| * max|q|; below 2**24 float32
             # holds them all exactly, whatever the summation order, and is twice as fast
@@ -188,9 +200,13 @@ class QLinear(nn.Module):
         w = self._w64[1]
         if q.numel() and int(q.abs().max()) > 2**8:
             raise ValueError(f"input codes must lie in -256..256, not {int(q.abs().max())}")
-        acc = (q.to(w.dtype) @ w).to(torch.float64)  # exact integers
-        scale = self.w_scale * alpha
-        return (self.bias.to(torch.float64) + scale * acc).to(x.dtype)
+        return q.to(w.dtype) @ w
+
+    def integer_sum(self, q: torch.Tensor) -> torch.Tensor:
+        """The membranes ``V = q @ W_int.T`` (int64) of input codes ``q`` (the integer mode)."""
+        if self.w_int is None:
+            raise ValueError("the layer has no integer weights: convert it with networks.ptq")
+        return self._accumulate(q).to(torch.int64)
 
 
 class BertLayer(nn.Module):
@@ -209,6 +225,8 @@ class BertLayer(nn.Module):
         points = {p: QuantPoint(p, index, POSITION_FAMILY[p]) for p in POSITIONS}
         points.update({p: QuantPoint(p, index, "sym", spike=False) for p in WEIGHT_LIKE})
         self.points = nn.ModuleDict(points)
+        #: The integer constants in integer mode (:func:`networks.integer.integer_mode_`).
+        self.int_block: IntegerBlock | None = None
 
     def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         b, s, h = x.shape
@@ -248,6 +266,9 @@ class BertEncoder(nn.Module):
         self.embed_norm = nn.LayerNorm(h, eps=cfg.layer_norm_eps)
         self.layers = nn.ModuleList(BertLayer(cfg, i) for i in range(cfg.num_hidden_layers))
         self.requires_grad_(False)
+        #: ``None``: float non-linearities; an :class:`networks.integer.IntegerSpec`: the
+        #: integer mode (set by :func:`networks.integer.integer_mode_`).
+        self.integer: IntegerSpec | None = None
 
     @property
     def dtype(self) -> torch.dtype:
@@ -281,6 +302,8 @@ class BertEncoder(nn.Module):
             + self.token_type_embeddings(torch.zeros_like(input_ids))
         )
         x = self.embed_norm(x)
+        if self.integer is not None:
+            return encoder_forward(self, x, attention_mask)
         keep = attention_mask[:, None, None, :].to(torch.bool)
         bias = torch.zeros(keep.shape, dtype=x.dtype).masked_fill(~keep, torch.finfo(x.dtype).min)
         for layer in self.layers:

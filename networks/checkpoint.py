@@ -7,7 +7,8 @@ A checkpoint folder holds
   quant point ``<name>.alpha`` (float64) and, at the spike-encoded points, ``<name>.i_max``
   (int64). Names are the module names of :class:`networks.bert.BertEncoder`.
 - ``finetune.json``: the ``matterhorn.finetune/1`` document of the run that made it (one run),
-  which names the model and the radius ``k`` it was trained at.
+  which names the model and the radius ``k`` it was trained at, and (``integer``) the widths of
+  the integer mode if it was made in it.
 
 The token, position and type embeddings are not stored: fine-tuning keeps them, and they come
 from the shipped model. The folder is written into a staging folder and renamed into place, so
@@ -26,6 +27,7 @@ from torch import nn
 from golden_models.codespace import CodeSpace
 from golden_models.mask import Mask
 from networks.bert import BertEncoder, QLinear, QuantPoint
+from networks.integer import IntegerSpec, integer_mode_
 from toolkit_base.files import replace_dir, staging_dir
 from toolkit_base.jsonfile import read_json
 from toolkit_base.schemas import validate
@@ -125,8 +127,12 @@ def load(
     *,
     model: str = "minilm",
     k: int | None = None,
+    integer: bool | None = None,
 ) -> tuple[BertEncoder, dict]:
     """The QNN of a checkpoint folder (float64, ``k = 0`` masks) and its document.
+
+    A checkpoint made in integer mode (its document's ``integer``) loads in integer mode with
+    the same widths; one made with float non-linearities loads in float mode.
 
     Parameters
     ----------
@@ -137,11 +143,23 @@ def load(
         The model the caller expects; a checkpoint of another model is refused.
     k : int, optional
         The radius the caller expects; a checkpoint trained at another radius is refused.
+    integer : bool, optional
+        The mode the caller expects (True: integer, False: float non-linearities); a checkpoint
+        of the other mode is refused: a network fine-tuned in one mode is not the other's.
     """
     from safetensors.torch import load_file
 
     doc = check(folder, model=model)
     run = doc["runs"][0]
+    spec = doc.get("integer")
+    if integer is not None and integer != (spec is not None):
+        raise ValueError(
+            f"checkpoint {str(folder)!r} was fine-tuned in integer mode; load it in integer "
+            "mode (--integer)"
+            if spec is not None
+            else f"checkpoint {str(folder)!r} was fine-tuned with float non-linearities; it "
+            "cannot be measured in integer mode (fine-tune with --integer for that)"
+        )
     if k is not None and run["k"] != k:
         raise ValueError(f"checkpoint {str(folder)!r} was fine-tuned at k={run['k']}, not k={k}")
     tensors = load_file(str(Path(folder) / TENSORS))
@@ -185,4 +203,6 @@ def load(
                     raise ValueError(f"{TENSORS}: tensor {name + '.i_max'!r} must be in "
                                      f"0..{m.space.T - 1}, not {i_max}")
                 m.mask = Mask(m.space, i_max, 0)
+    if spec is not None:
+        integer_mode_(qnn, IntegerSpec.from_dict(spec))
     return qnn, doc

@@ -41,8 +41,15 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
+from golden_models.bounds import accumulator_bound
+from golden_models.fixed_point import saturate
+from golden_models.gelu import gelu_monotone
+from golden_models.int_layernorm import IntLayerNorm, stream_scale
+from golden_models.int_softmax import PROB_BITS, IntSoftmax
 from golden_models.quantizer import MaskedSTE, unsaturated
+from golden_models.residual import ResidualAdd
 from networks.bert import BertEncoder, BertLayer, QLinear, QuantPoint, Tokenizer
+from networks.integer import IntegerSpec, integer_mode_, score_bits
 from toolkit_base.checks import check_int
 
 #: Weight of the embedding term ``1 - cos`` against the mean block-output MSE.
@@ -158,10 +165,116 @@ def _block(layer: BertLayer, x: torch.Tensor, bias: torch.Tensor, k: int) -> tor
     return layer.ffn_norm(x + _fake_linear(mid, layer.ffn_contract))
 
 
+def _ste(value: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
+    """``exact`` forward, ``value``'s gradient (straight through an integer function)."""
+    return value + (exact.to(value.dtype) - value).detach()
+
+
+def _alpha(point: QuantPoint) -> float:
+    """The point's current scale (learned or fixed), as a number."""
+    if getattr(point, "log_alpha", None) is not None:
+        return math.exp(float(point.log_alpha.detach()))
+    return float(point.alpha)
+
+
+def _on_stream(x: torch.Tensor, x64: torch.Tensor, s: float, bits: int) -> torch.Tensor:
+    """``x`` rounded onto a stream of scale ``s`` and width ``bits`` (saturating), as
+    :func:`networks.integer.encoder_forward` rounds ``x64``; identity gradient."""
+    r = saturate(torch.round(x64 / s).to(torch.int64), bits)
+    return _ste(x, r.to(torch.float64) * s)
+
+
+def _int_norm(
+    ln: nn.LayerNorm, h: torch.Tensor, h_int: torch.Tensor, spec: IntegerSpec
+) -> tuple[torch.Tensor, float]:
+    """The integer LayerNorm of the integer mode (forward), the float LayerNorm's gradient;
+    returns the output on its stream and the stream's scale."""
+    gamma = ln.weight.detach().to(torch.float64)
+    beta = ln.bias.detach().to(torch.float64)
+    s = stream_scale(gamma, beta, spec.residual_bits)
+    unit = IntLayerNorm.from_float(gamma, beta, s, spec.sum_bits, spec.residual_bits)
+    return _ste(ln(h), unit(h_int).to(torch.float64) * s), s
+
+
+def _int_residual(
+    x: torch.Tensor,
+    codes: torch.Tensor,
+    point: QuantPoint,
+    lin: QLinear,
+    s: float,
+    spec: IntegerSpec,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The residual add of the integer mode: ``x`` (on the stream ``s``) plus the layer ``lin``
+    applied to the point's dequantized codes, the way :class:`golden_models.residual.ResidualAdd`
+    computes it from the integer sums (forward), the float sum's gradient. Returns the float
+    tensor and its integers."""
+    alpha = _alpha(point)
+    q = torch.round(codes.detach().to(torch.float64) / alpha)
+    top = 2 ** (lin.weight_bits - 1)
+    w_int = torch.floor(lin.weight.detach() / lin.scale32[:, None] + 0.5).clamp(-top, top - 1)
+    v = (q.to(torch.float32) @ w_int.T).to(torch.int64)  # exact: as QLinear's accumulate
+    acc = accumulator_bound(w_int.shape[1], lin.weight_bits, point.space)
+    unit = ResidualAdd.from_float(
+        lin.w_scale * alpha, lin.bias.detach().to(torch.float64), s, spec.residual_bits,
+        spec.sum_bits, acc,
+    )
+    r_in = torch.round(x.detach().to(torch.float64) / s).to(torch.int64)
+    h_int = unit(r_in, v)
+    h = x + _fake_linear(codes, lin)
+    return _ste(h, h_int.to(torch.float64) * s), h_int
+
+
+def _block_integer(
+    layer: BertLayer,
+    x: torch.Tensor,
+    s_in: float,
+    bias: torch.Tensor,
+    valid: torch.Tensor,
+    k: int,
+    spec: IntegerSpec,
+) -> tuple[torch.Tensor, float]:
+    """The twin of :func:`networks.integer.block_forward`: the integer functions' values
+    forward, the float functions' gradients backward (straight through). ``x`` is on the
+    stream ``s_in``; returns the block's output stream and its scale."""
+    b, s, h = x.shape
+    nh, dk = layer.cfg.num_attention_heads, layer.cfg.head_dim
+    pt = layer.points
+
+    def heads(t: torch.Tensor) -> torch.Tensor:
+        return t.view(b, s, nh, dk).transpose(1, 2)
+
+    xq = _fake_act(x, pt["q_proj_in"], k)
+    xk = _fake_act(x, pt["k_proj_in"], k)
+    xv = _fake_act(x, pt["v_proj_in"], k)
+    query = _fake_act(heads(_fake_linear(xq, layer.query)), pt["query"], k)
+    key = _fake_act(heads(_fake_linear(xk, layer.key)), pt["key"], k)
+    value = _fake_act(heads(_fake_linear(xv, layer.value)), pt["value"], k)
+    raw = query @ key.transpose(-1, -2)
+    aq, ak = _alpha(pt["query"]), _alpha(pt["key"])
+    sbits = score_bits(pt["query"].space, pt["key"].space, dk)
+    scores = torch.round(raw.detach().to(torch.float64) / (aq * ak)).to(torch.int64)
+    unit = IntSoftmax.from_scale(
+        aq * ak / math.sqrt(dk), layer.cfg.max_position_embeddings, sbits, spec.exp_frac_bits
+    )
+    u = unit(saturate(scores, sbits), valid[:, None, None, :])
+    prob = _ste(torch.softmax(raw / math.sqrt(dk) + bias, dim=-1), u * 2.0**-PROB_BITS)
+    prob = _fake_act(prob, pt["attn_prob"], k)
+    ctx = (prob @ value).transpose(1, 2).reshape(b, s, h)
+    ctx = _fake_act(ctx, pt["attn_out_in"], k)
+    h1, h1_int = _int_residual(x, ctx, pt["attn_out_in"], layer.attn_out, s_in, spec)
+    x1, s_mid = _int_norm(layer.attn_norm, h1, h1_int, spec)
+    xf = _fake_act(x1, pt["ffn_expand_in"], k)
+    mid = gelu_monotone(_fake_linear(xf, layer.ffn_expand))
+    mid = _fake_act(mid, pt["ffn_contract_in"], k)
+    h2, h2_int = _int_residual(x1, mid, pt["ffn_contract_in"], layer.ffn_contract, s_mid, spec)
+    return _int_norm(layer.ffn_norm, h2, h2_int, spec)
+
+
 def block_outputs(
     model: BertEncoder, ids: torch.Tensor, mask: torch.Tensor, k: int | None = None
 ) -> list[torch.Tensor]:
-    """Outputs ``[B, S, H]`` of every block: of the float model (``k=None``) or of the twin."""
+    """Outputs ``[B, S, H]`` of every block: of the float model (``k=None``) or of the twin
+    (in integer mode when the model is: ``model.integer``)."""
     b, s = ids.shape
     pos = torch.arange(s)
     x = (
@@ -169,10 +282,33 @@ def block_outputs(
         + model.position_embeddings(pos)[None]
         + model.token_type_embeddings(torch.zeros_like(ids))
     )
+    spec = getattr(model, "integer", None)
+    if k is not None and spec is not None:
+        # the stream's integers from the float64 LayerNorm, as the QNN computes it
+        norm = model.embed_norm
+        with torch.no_grad():
+            x64 = (
+                model.word_embeddings.weight.to(torch.float64)[ids]
+                + model.position_embeddings.weight.to(torch.float64)[pos][None]
+                + model.token_type_embeddings.weight.to(torch.float64)[0]
+            )
+            x64 = nn.functional.layer_norm(
+                x64, norm.normalized_shape,
+                norm.weight.detach().to(torch.float64), norm.bias.detach().to(torch.float64),
+                norm.eps,
+            )
     x = model.embed_norm(x)
     keep = mask[:, None, None, :].to(torch.bool)
     bias = torch.zeros(keep.shape, dtype=x.dtype).masked_fill(~keep, torch.finfo(x.dtype).min)
     outs = []
+    if k is not None and spec is not None:
+        s_in = stream_scale(norm.weight.detach(), norm.bias.detach(), spec.residual_bits)
+        x = _on_stream(x, x64, s_in, spec.residual_bits)
+        valid = mask.to(torch.bool)
+        for layer in model.layers:
+            x, s_in = _block_integer(layer, x, s_in, bias, valid, k, spec)
+            outs.append(x)
+        return outs
     for layer in model.layers:
         x = layer(x, bias) if k is None else _block(layer, x, bias, k)
         outs.append(x)
@@ -236,6 +372,8 @@ def to_qnn(student: BertEncoder, qnn: BertEncoder) -> BertEncoder:
     for ps, pq in zip(student.points(), out.points(), strict=True):
         if getattr(ps, "log_alpha", None) is not None:
             pq.alpha = math.exp(float(ps.log_alpha.detach()))
+    if out.integer is not None:
+        integer_mode_(out, out.integer)  # the integer constants of the new parameters
     return out
 
 

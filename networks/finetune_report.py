@@ -27,8 +27,9 @@ from networks import checkpoint
 from networks.bert import POSITIONS, BertEncoder, Tokenizer, load_minilm
 from networks.corpus import check_corpus, load_corpus
 from networks.finetune import FinetuneConfig, train
+from networks.integer import IntegerSpec, integer_mode_
 from networks.ptq import PTQConfig, convert, set_masks_
-from networks.stats import Tally
+from networks.stats import Tally, retrieval_agreement
 from toolkit_base.checks import check_int, check_out_writable
 from toolkit_base.files import write_atomic
 from toolkit_base.schemas import validate
@@ -48,20 +49,6 @@ PLOT_FILE = "quality_vs_rate.png"
 
 def _r(x: float) -> float:
     return round(float(x), 6)
-
-
-def retrieval_agreement(emb: torch.Tensor, emb_ref: torch.Tensor) -> float:
-    """Share of sentences whose nearest neighbour (cosine, itself excluded) is the same under
-    ``emb`` as under ``emb_ref`` (rows L2-normalised; ties go to the lower index)."""
-    if emb.shape[0] < 2:
-        raise ValueError("retrieval agreement needs at least two sentences")
-
-    def nearest(e: torch.Tensor) -> torch.Tensor:
-        sim = e.to(torch.float64) @ e.to(torch.float64).T
-        sim.fill_diagonal_(-torch.inf)
-        return sim.argmax(1)
-
-    return float((nearest(emb) == nearest(emb_ref)).to(torch.float64).mean())
 
 
 def float_embeddings(model: BertEncoder, tok: Tokenizer, sentences: Sequence[str]) -> torch.Tensor:
@@ -155,6 +142,7 @@ def finetune_minilm(
     training: int | None = None,
     model: str = "minilm",
     start: str = "k0",
+    integer: IntegerSpec | None = None,
     plot: Callable[[dict, Path], object] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
@@ -167,9 +155,14 @@ def finetune_minilm(
     ``start="k0"`` (the default, the paper's order) every ``k >= 1`` starts from the fine-tuned
     ``k = 0`` QNN: the one trained in this call, else a complete ``<out>/k0`` checkpoint of the
     same settings, else ``k = 0`` is trained (and saved) first. With ``start="conversion"``
-    every radius starts from the conversion. Returns the rebuilt report.
+    every radius starts from the conversion. With ``integer`` (an
+    :class:`networks.integer.IntegerSpec`) the QNN runs in integer mode from the conversion on:
+    the evaluations, the twin and the checkpoints are the integer network's, and
+    ``finetune.json`` records the spec as ``integer``. Returns the rebuilt report.
     """
     check_model(model)
+    if integer is not None and not isinstance(integer, IntegerSpec):
+        raise TypeError(f"integer must be an IntegerSpec or None, not {integer!r}")
     if start not in STARTS:
         raise ValueError(f"start must be one of {STARTS}, not {start!r}")
     chained = start == "k0"
@@ -211,8 +204,10 @@ def finetune_minilm(
         ptq = PTQConfig()
         say(f"converting on {len(cal)} calibration sentences")
         qnn = convert(float_model, tok, cal, ptq)
+        if integer is not None:
+            integer_mode_(qnn, integer)
         emb_float = float_embeddings(float_model, tok, ev)
-        head = _document(model, main, len(cal), len(ev), ptq, [])
+        head = _document(model, main, len(cal), len(ev), ptq, [], integer)
         corpora = [
             {"name": c.name, "source": c.source, "split": "calibration"} for c in (main, *extras)
         ]
@@ -287,8 +282,16 @@ def _reuse_k0(
     return qnn
 
 
-def _document(model: str, main, n_cal: int, n_ev: int, ptq: PTQConfig, runs: list) -> dict:
-    return {
+def _document(
+    model: str,
+    main,
+    n_cal: int,
+    n_ev: int,
+    ptq: PTQConfig,
+    runs: list,
+    integer: IntegerSpec | None = None,
+) -> dict:
+    doc = {
         "schema": SCHEMA,
         "model": MODELS[model],
         "model_key": model,
@@ -317,6 +320,14 @@ def _document(model: str, main, n_cal: int, n_ev: int, ptq: PTQConfig, runs: lis
         },
         "runs": runs,
     }
+    if integer is not None:
+        # absent for float non-linearities: the documents of float runs are unchanged
+        doc["integer"] = integer.as_dict()
+        doc["recipe"]["integer"] = (
+            "integer mode (docs/integer_contract.md): integer softmax, LayerNorm and residual "
+            "adds forward, the float functions' gradients straight through; monotone GELU"
+        )
+    return doc
 
 
 def write_summary(out: Path | str, *, plot: Callable[[dict, Path], object] | None = None) -> dict:
@@ -350,8 +361,17 @@ def summary_markdown(doc: dict) -> str:
         return [f"{c['mean']:.3f} / {c['min']:.3f}", f"{x['retrieval_agreement']:.3f}"]
 
     c = doc["corpus"]
+    mode = doc.get("integer")
     lines = [
         f"# {doc['model']} W{doc['weight_bits']}A{doc['act_bits']}: dead-zone fine-tuning",
+        "",
+        (
+            "Non-linearities: float (softmax, LayerNorm, GELU, residual adds in float64)."
+            if mode is None
+            else f"Non-linearities: integer mode (residual stream {mode['residual_bits']} bits, "
+            f"sums {mode['residual_bits'] + mode['guard_bits']} bits, softmax table "
+            f"2**{mode['exp_frac_bits']} entries; docs/integer_contract.md)."
+        ),
         "",
         (
             f"Evaluation: {c['evaluation_sentences']} sentences of `{c['name']}` "

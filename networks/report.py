@@ -16,6 +16,7 @@ import torch
 from golden_models.codespace import CodeSpace, check_integer
 from networks.bert import POSITION_FAMILY, POSITION_LABELS, POSITIONS, load_minilm
 from networks.corpus import load_corpus
+from networks.integer import IntegerSpec, integer_mode_
 from networks.ptq import PTQConfig, convert
 from networks.rtl_slice import capture_slice, slice_document
 from networks.stats import check_k_max, collect, dumps, summarise
@@ -69,6 +70,7 @@ def minilm_stats(
     plot: Callable[[dict, Path], object] | None = None,
     threads: int | None = None,
     checkpoint: Path | str | None = None,
+    integer: IntegerSpec | None = None,
 ) -> dict:
     """Convert MiniLM post-training, measure spike statistics, and write the report.
 
@@ -94,6 +96,10 @@ def minilm_stats(
         A checkpoint folder of ``matterhorn finetune`` (:mod:`networks.checkpoint`):
         measure that QNN instead of converting one (``calibration`` is then unused). Its radius
         must not exceed ``k_max``.
+    integer : IntegerSpec, optional
+        Measure the QNN in integer mode (:mod:`networks.integer`) with these widths. A
+        checkpoint must have been made in integer mode (its own widths are used), and one made
+        in integer mode needs ``integer``.
 
     Returns
     -------
@@ -106,13 +112,19 @@ def minilm_stats(
     if threads is not None:
         torch.set_num_threads(threads)
     try:
-        return _minilm_stats(corpus, sentences, calibration, k_max, out, plot, checkpoint)
+        return _minilm_stats(
+            corpus, sentences, calibration, k_max, out, plot, checkpoint, integer
+        )
     finally:
         torch.set_num_threads(saved)
 
 
-def _minilm_stats(corpus, sentences, calibration, k_max, out, plot, checkpoint) -> dict:
+def _minilm_stats(
+    corpus, sentences, calibration, k_max, out, plot, checkpoint, integer
+) -> dict:
     # every input before the model is loaded and anything is written
+    if integer is not None and not isinstance(integer, IntegerSpec):
+        raise TypeError(f"integer must be an IntegerSpec or None, not {integer!r}")
     sentences = _check_count(sentences, "sentences")
     calibration = _check_count(calibration, "calibration")
     check_k_max(k_max)
@@ -130,10 +142,12 @@ def _minilm_stats(corpus, sentences, calibration, k_max, out, plot, checkpoint) 
     finetuned = None
     if checkpoint is None:
         qnn = convert(float_model, tok, cal, cfg)
+        if integer is not None:
+            integer_mode_(qnn, integer)
     else:
         from networks import checkpoint as ckpt
 
-        qnn, ck = ckpt.load(checkpoint, float_model, model="minilm")
+        qnn, ck = ckpt.load(checkpoint, float_model, model="minilm", integer=integer is not None)
         run = ck["runs"][0]
         if run["k"] > k_max:
             raise ValueError(
@@ -167,6 +181,7 @@ def _minilm_stats(corpus, sentences, calibration, k_max, out, plot, checkpoint) 
             "i_max": "mode of the calibration histogram per position and block",
         },
         "finetuned": finetuned,
+        "integer": None if qnn.integer is None else qnn.integer.as_dict(),
     }
     doc = summarise(qnn, run, meta)
     if out is not None:

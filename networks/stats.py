@@ -43,6 +43,20 @@ def check_k_max(k_max: object, T: int = 16) -> int:
     return k_max
 
 
+def retrieval_agreement(emb: torch.Tensor, emb_ref: torch.Tensor) -> float:
+    """Share of sentences whose nearest neighbour (cosine, itself excluded) is the same under
+    ``emb`` as under ``emb_ref`` (rows L2-normalised; ties go to the lower index)."""
+    if emb.shape[0] < 2:
+        raise ValueError("retrieval agreement needs at least two sentences")
+
+    def nearest(e: torch.Tensor) -> torch.Tensor:
+        sim = e.to(torch.float64) @ e.to(torch.float64).T
+        sim.fill_diagonal_(-torch.inf)
+        return sim.argmax(1)
+
+    return float((nearest(emb) == nearest(emb_ref)).to(torch.float64).mean())
+
+
 @dataclass
 class Tally:
     """Histograms and event counts of one radius, per (block, position)."""
@@ -207,12 +221,20 @@ def summarise(qnn: BertEncoder, run: StatsRun, meta: dict) -> dict:
         v = (a * b).sum(1) / (a.norm(dim=1) * b.norm(dim=1))
         return {"mean": _r(v.mean()), "min": _r(v.min())}
 
-    quality = {"qnn": {"cos_float": cos(run.emb_qnn, run.emb_float)}}
+    def retrieval(e: torch.Tensor) -> float | None:
+        return _r(retrieval_agreement(e, run.emb_float)) if e.shape[0] > 1 else None
+
+    qnn_quality = {
+        "cos_float": cos(run.emb_qnn, run.emb_float),
+        "retrieval_agreement": retrieval(run.emb_qnn),
+    }
+    quality = {"qnn": qnn_quality}
     for k, e in run.emb_k.items():
         quality[f"k={k}"] = {
             "cos_float": cos(e, run.emb_float),
             "cos_qnn": cos(e, run.emb_qnn),
             "bit_exact_qnn": bool(torch.equal(e, run.emb_qnn)),
+            "retrieval_agreement": retrieval(e),
         }
     all_keys = [(b, n) for b in range(n_blocks) for n in POSITIONS]
     return {

@@ -69,6 +69,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sentences", type=int, default=None, help="evaluation sentences")
     parser.add_argument("--calibration", type=int, default=None, help="conversion sentences")
     parser.add_argument("--training", type=int, default=None, help="training sentences")
+    parser.add_argument(
+        "--integer",
+        action="store_true",
+        help="fine-tune and measure the integer-only QNN (integer softmax, LayerNorm, GELU "
+        "table and residual adds: docs/integer_contract.md)",
+    )
+    parser.add_argument(
+        "--residual-bits",
+        type=int,
+        default=None,
+        help="width of the integer residual stream (with --integer; default 16)",
+    )
     parser.add_argument("--no-plots", action="store_true", help="write no plot")
     parser.add_argument("--out", required=True, help="output folder")
 
@@ -80,12 +92,14 @@ def run(args: argparse.Namespace) -> int:
         STARTS,
         finetune_minilm,
     )
+    from networks.integer import integer_spec
     from toolkit_base.checks import check_out_dir
 
     if args.start not in STARTS:
         raise ValueError(f"--start must be one of {STARTS}, not {args.start!r}")
     if args.k_steps is not None and args.start != "k0":
         raise ValueError("--k-steps needs --start k0 (from the conversion every k trains --steps)")
+    integer = integer_spec(args.integer, args.residual_bits)
     out = Path(check_out_dir(args.out))
     if args.model not in MODELS:
         raise ValueError(f"--model must be one of {tuple(MODELS)}, not {args.model!r}")
@@ -107,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         training=args.training,
         model=args.model,
         start=args.start,
+        integer=integer,
         plot=None if args.no_plots else _plot(),
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
     )

@@ -47,13 +47,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="a checkpoint folder of matterhorn finetune (OUT/k<k>): measure that QNN",
     )
+    parser.add_argument(
+        "--integer",
+        action="store_true",
+        help="measure the integer-only QNN (docs/integer_contract.md); a --checkpoint must "
+        "have been fine-tuned with --integer",
+    )
+    parser.add_argument(
+        "--residual-bits",
+        type=int,
+        default=None,
+        help="width of the integer residual stream (with --integer, without --checkpoint; "
+        "default 16)",
+    )
     parser.add_argument("--out", required=True, help="output folder")
 
 
 def run(args: argparse.Namespace) -> int:
+    from networks.integer import integer_spec
     from networks.report import MODELS, minilm_stats
     from toolkit_base.checks import check_out_writable
 
+    integer = integer_spec(args.integer, args.residual_bits)
+    if args.residual_bits is not None and args.checkpoint is not None:
+        raise ValueError("--residual-bits applies to a conversion; a --checkpoint has its own")
     if args.model not in MODELS:
         raise ValueError(f"--model must be one of {MODELS}, not {args.model!r}")
     # every input before the statistics run (minutes) and before anything in --out changes;
@@ -73,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         plot=None if args.no_plots else _plot_minilm(),
         threads=args.threads,
         checkpoint=args.checkpoint,
+        integer=integer,
     )
     r = doc["rates"]
     rates = ", ".join(f"{k} {100 * v:.2f}%" for k, v in r.items())
