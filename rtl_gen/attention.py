@@ -1,0 +1,460 @@
+"""The attention path of one encoder block on a mesh: per head, query events -> query x key
+tile -> softmax node -> probability x value tile -> ``attn_out_in`` events
+(docs/rtl_attention.md).
+
+Head ``h`` is mesh row ``h`` of a ``heads x 3`` :class:`rtl_gen.router.Mesh`: the query x key
+tile (:class:`rtl_gen.kv_tiles.ScoreTile`) at ``(0, h)``, the softmax node (the block
+``attn_softmax``, :class:`rtl_gen.attn_softmax.SoftmaxNode`, or any component with its ports)
+at ``(1, h)``, the probability x value tile (:class:`rtl_gen.kv_tiles.ContextTile`) at
+``(2, h)``. The raw scores and the ``attn_prob`` events travel as flits (``addr`` the key
+slot, ``t`` the score or the time and a ``last`` bit, so a row's marker follows its data on
+the same in-order path); the query events come from ``i`` (each to its head's tile, the
+marker to all), the ``attn_out_in`` events of the heads are merged into ``o`` in time order
+(:class:`rtl_gen.system_parts.OutputMerge`).
+
+The order of a sequence (docs/rtl_attention.md, "The order of a sequence"): a ``sequence``
+beat on ``load`` starts it (every node's written bits, init sums and write counts clear); then
+its key and value codes arrive on ``load`` (``key``, ``value``) in any order; a query on ``i``
+is held (``i.ready`` low) until every head's key and value memories hold every slot of the
+sequence (``complete``); a window (one token's query events and marker) then runs through
+every head, and ends when the output marker is taken.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl_gen.attn_params import (
+    ATTN_TARGETS,
+    AttentionConfig,
+    attn_load_layout,
+)
+from rtl_gen.attn_softmax import SoftmaxNode
+from rtl_gen.kv_tiles import ContextTile, ScoreTile, context_counters, score_counters
+from rtl_gen.layouts import event_layout, flit_layout
+from rtl_gen.params import RTLConfig, check_config, counter_ports
+from rtl_gen.router import Mesh
+from rtl_gen.system_parts import OutputMerge
+
+__all__ = [
+    "PARTS",
+    "AttentionSystem",
+    "AttentionWindow",
+    "EagerFork",
+    "FlitEjector",
+    "FlitInjector",
+    "attention_from_config",
+    "simulate_attention",
+]
+
+#: The three node blocks of a head, by counter prefix, and their mesh column.
+PARTS = {"qk": 0, "sm": 1, "pv": 2}
+#: Width of the flit and hop totals.
+TOTAL_WIDTH = 32
+
+
+class EagerFork(wiring.Component):
+    """Every output in ``en`` takes the input beat once; then the input beat is taken.
+
+    Parameters
+    ----------
+    layout : Layout
+        The payload.
+    n : int
+        Outputs.
+
+    Members
+    -------
+    i : In(stream.Signature(layout))
+    o : Out(stream.Signature(layout)).array(n)
+    en : In(n)
+        The outputs that take the current beat (a function of its payload); with none, the
+        beat is taken at once.
+    """
+
+    def __init__(self, layout, n: int):
+        self._n = n
+        super().__init__({"i": In(stream.Signature(layout)),
+                          "o": Out(stream.Signature(layout)).array(n), "en": In(n)})
+
+    def elaborate(self, platform):
+        m = Module()
+        taken = Signal(self._n)
+        m.d.comb += self.i.ready.eq(Cat(*(~self.en[k] | taken[k] | o.ready
+                                          for k, o in enumerate(self.o))).all())
+        fire = self.i.valid & self.i.ready
+        with m.If(fire):
+            m.d.sync += taken.eq(0)
+        for k, o in enumerate(self.o):
+            m.d.comb += [o.valid.eq(self.en[k] & self.i.valid & ~taken[k]),
+                         o.payload.eq(self.i.payload)]
+            with m.If(o.valid & o.ready & ~fire):
+                m.d.sync += taken[k].eq(1)
+        return m
+
+
+class FlitInjector(wiring.Component):
+    """A node's output stream ``{addr, <field>, last}`` into flits to one fixed node.
+
+    The flit's ``t`` is ``Cat(<field>, last)``: the marker rides the same path behind the data.
+    """
+
+    def __init__(self, cfg: AttentionConfig, layout, field: str, dst: tuple[int, int]):
+        self._field, self._dst = field, dst
+        flit = flit_layout(cfg.heads, 3, cfg.flit_addr_width, cfg.flit_value_width)
+        self._vw = cfg.flit_value_width - 1
+        super().__init__({"i": In(stream.Signature(layout)), "o": Out(stream.Signature(flit))})
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self.i.payload
+        bits = getattr(p, self._field).as_unsigned()
+        pad = self._vw - len(bits)
+        t = Cat(bits, Const(0, pad), p.last) if pad > 0 else Cat(bits[:self._vw], p.last)
+        m.d.comb += [
+            self.o.valid.eq(self.i.valid), self.i.ready.eq(self.o.ready),
+            self.o.payload.dst_x.eq(self._dst[0]), self.o.payload.dst_y.eq(self._dst[1]),
+            self.o.payload.addr.eq(p.addr), self.o.payload.t.eq(t),
+            self.o.payload.hops.eq(0),
+        ]
+        return m
+
+
+class FlitEjector(wiring.Component):
+    """Flits leaving a router's local port into a node's input stream ``{addr, <field>,
+    last}``; each flit's hops are reported as it is taken."""
+
+    def __init__(self, cfg: AttentionConfig, layout, field: str):
+        self._field = field
+        flit = flit_layout(cfg.heads, 3, cfg.flit_addr_width, cfg.flit_value_width)
+        self._vw = cfg.flit_value_width - 1
+        super().__init__({"i": In(stream.Signature(flit)), "o": Out(stream.Signature(layout)),
+                          "take": Out(1), "hops": Out(flit["hops"].shape)})
+
+    def elaborate(self, platform):
+        m = Module()
+        f = self.i.payload
+        field = getattr(self.o.payload, self._field)
+        m.d.comb += [
+            self.o.valid.eq(self.i.valid), self.i.ready.eq(self.o.ready),
+            self.o.payload.addr.eq(f.addr),
+            field.eq(f.t[:len(field)]),
+            self.o.payload.last.eq(f.t[self._vw]),
+            self.take.eq(self.i.valid & self.i.ready), self.hops.eq(f.hops),
+        ]
+        return m
+
+
+class AttentionSystem(wiring.Component):
+    """The attention path of ``heads`` heads on a ``heads x 3`` mesh (module docstring).
+
+    Parameters
+    ----------
+    config : AttentionConfig
+    softmax : callable, optional
+        ``softmax(config) -> component`` of the node at ``(1, h)``: ports ``load``, ``i``
+        (raw scores), ``o`` (``attn_prob`` events), ``busy`` and its ``cnt_*`` counters;
+        default :class:`rtl_gen.attn_softmax.SoftmaxNode`.
+
+    Members
+    -------
+    load : In(stream.Signature(attn_load_layout(config)))
+        Configuration, sequences, key and value writes (docs/rtl_attention.md, "Load"). The
+        targets ``config``, ``prob_table``, ``ctx_table`` and ``sequence`` reach every node
+        and are accepted between windows; ``key``/``value`` go to head ``node``'s tile.
+    i : In(stream.Signature(event_layout(global_dim_width, time_width, time="tau")))
+        A window: a token's query events ``(h * d_k + d, tau)``, then a marker. Held until
+        the sequence is complete.
+    o : Out(stream.Signature(event_layout(global_dim_width, time_width)))
+        The window's ``attn_out_in`` events ``(h * d_k + d, t)`` in time order, ascending
+        address within a step, then a marker.
+    busy : Out(1)
+        A window runs (from its first beat to its output marker).
+    complete : Out(1)
+        Every key and value of the sequence is written in every head.
+    cnt_<part>_<name>_h<h> : Out(width)
+        The counters of head ``h``'s ``qk``, ``sm`` and ``pv`` nodes.
+    cnt_flits, cnt_hops : Out(32)
+        Flits ejected and their hops in the last window (markers included).
+    """
+
+    def __init__(self, config: AttentionConfig, softmax=None):
+        if not isinstance(config, AttentionConfig):
+            raise TypeError(f"config must be an AttentionConfig, not {config!r}")
+        self._cfg = cfg = config
+        make = SoftmaxNode if softmax is None else softmax
+        self._sm = [make(cfg) for _ in range(cfg.heads)]
+        sm_counters = {n[4:]: len(p) for n, p in self._ports_of(self._sm[0]).items()
+                       if n.startswith("cnt_")}
+        self._counters = {"qk": score_counters(cfg), "sm": sm_counters,
+                          "pv": context_counters(cfg)}
+        members = {
+            "load": In(stream.Signature(attn_load_layout(cfg))),
+            "i": In(stream.Signature(event_layout(cfg.global_dim_width, cfg.time_width,
+                                                  time="tau"))),
+            "o": Out(stream.Signature(event_layout(cfg.global_dim_width, cfg.time_width))),
+            "busy": Out(1),
+            "complete": Out(1),
+        }
+        for h in range(cfg.heads):
+            for part, widths in self._counters.items():
+                members.update(counter_ports(widths, f"cnt_{part}_{{}}_h{h}"))
+        members.update(counter_ports({"flits": TOTAL_WIDTH, "hops": TOTAL_WIDTH}))
+        super().__init__(members)
+
+    @staticmethod
+    def _ports_of(component) -> dict:
+        return {"__".join(map(str, path)): value
+                for path, _, value in component.signature.flatten(component)}
+
+    @property
+    def config(self) -> AttentionConfig:
+        return self._cfg
+
+    def node_counters(self) -> dict[str, dict[str, int]]:
+        """Counter name -> width of each part (``qk``, ``sm``, ``pv``) of a head."""
+        return {part: dict(w) for part, w in self._counters.items()}
+
+    def elaborate(self, platform):
+        cfg, m = self._cfg, Module()
+        H = cfg.heads
+        m.submodules.mesh = mesh = Mesh(H, 3, addr_width=cfg.flit_addr_width,
+                                        time_width=cfg.flit_value_width)
+        m.submodules.load_fork = lfork = EagerFork(attn_load_layout(cfg), 3 * H)
+        m.submodules.query_fork = qfork = EagerFork(self.i.payload.shape(), H)
+        merge_cfg = RTLConfig(T=cfg.T, k=0, n_in=1, tile_neurons=cfg.head_dim, mesh_rows=H,
+                              mesh_cols=1)
+        m.submodules.merge = merge = OutputMerge(merge_cfg)
+        qk, pv = [], []
+        for h in range(H):
+            m.submodules[f"qk_x0_y{h}"] = a = ScoreTile(cfg)
+            m.submodules[f"sm_x1_y{h}"] = self._sm[h]
+            m.submodules[f"pv_x2_y{h}"] = c = ContextTile(cfg)
+            qk.append(a)
+            pv.append(c)
+        running = Signal(name="running")
+        complete = Signal(name="complete")
+        m.d.comb += [complete.eq(Cat(*(a.complete & c.complete
+                                       for a, c in zip(qk, pv, strict=True))).all()),
+                     self.complete.eq(complete), self.busy.eq(running)]
+        self._load(m, lfork, qk, pv, running)
+        start = self._queries(m, qfork, qk, complete, running)
+        ejected = self._heads(m, mesh, qk, pv)
+        self._output(m, merge, pv, running, start)
+        self._totals(m, start, ejected)
+        return m
+
+    def _load(self, m, fork, qk, pv, running) -> None:
+        """``load`` to the nodes: configuration and sequences to all (between windows), key
+        and value writes to their head's tile."""
+        cfg, ld = self._cfg, self.load.payload
+        nodes = [n for h in range(cfg.heads) for n in (qk[h], self._sm[h], pv[h])]
+        broadcast = ((ld.target == ATTN_TARGETS["config"])
+                     | (ld.target == ATTN_TARGETS["prob_table"])
+                     | (ld.target == ATTN_TARGETS["ctx_table"])
+                     | (ld.target == ATTN_TARGETS["sequence"]))
+        en = []
+        for h in range(cfg.heads):
+            mine = ld.node == h
+            en += [broadcast | (mine & (ld.target == ATTN_TARGETS["key"])), broadcast,
+                   broadcast | (mine & (ld.target == ATTN_TARGETS["value"]))]
+        gate = ~broadcast | ~running
+        m.d.comb += [fork.i.valid.eq(self.load.valid & gate), fork.i.payload.eq(ld),
+                     self.load.ready.eq(fork.i.ready & gate), fork.en.eq(Cat(*en))]
+        for node, o in zip(nodes, fork.o, strict=True):
+            wiring.connect(m, o, node.load)
+
+    def _queries(self, m, fork, qk, complete, running):
+        """``i`` to the heads' query x key tiles (held until the sequence is complete).
+        Returns the strobe of a window's first beat."""
+        cfg, p = self._cfg, self.i.payload
+        d = cfg.head_dim
+        en = [p.last | ((p.addr >= h * d) & (p.addr < (h + 1) * d)) for h in range(cfg.heads)]
+        m.d.comb += [fork.i.valid.eq(self.i.valid & complete), fork.i.payload.eq(p),
+                     self.i.ready.eq(fork.i.ready & complete), fork.en.eq(Cat(*en))]
+        for h, (o, tile) in enumerate(zip(fork.o, qk, strict=True)):
+            m.d.comb += [tile.i.valid.eq(o.valid), o.ready.eq(tile.i.ready),
+                         tile.i.payload.addr.eq(o.payload.addr - h * d),
+                         tile.i.payload.tau.eq(o.payload.tau),
+                         tile.i.payload.last.eq(o.payload.last)]
+        start = Signal(name="window_start")
+        m.d.comb += start.eq(self.i.valid & self.i.ready & ~running)
+        with m.If(start):
+            m.d.sync += running.eq(1)
+        return start
+
+    def _heads(self, m, mesh, qk, pv) -> list:
+        """Each head's row: scores (0, h) -> (1, h), events (1, h) -> (2, h). Returns the
+        ejectors (their ``take`` and ``hops``)."""
+        cfg = self._cfg
+        ejectors = []
+        for h in range(cfg.heads):
+            sm = self._sm[h]
+            hops = [(qk[h].o, sm.i, "score", 0), (sm.o, pv[h].i, None, 1)]
+            for src, dst, field, x in hops:
+                src_field = field or "t"
+                dst_field = field or "tau"
+                inj = FlitInjector(cfg, src.payload.shape(), src_field, (x + 1, h))
+                ej = FlitEjector(cfg, dst.payload.shape(), dst_field)
+                m.submodules[f"inject_x{x}_y{h}"] = inj
+                m.submodules[f"eject_x{x + 1}_y{h}"] = ej
+                wiring.connect(m, src, inj.i)
+                wiring.connect(m, inj.o, mesh.i[h][x])
+                wiring.connect(m, mesh.o[h][x + 1], ej.i)
+                wiring.connect(m, ej.o, dst)
+                ejectors.append(ej)
+            m.d.comb += [mesh.i[h][2].valid.eq(0), mesh.o[h][0].ready.eq(0)]
+            for part, node in (("qk", qk[h]), ("sm", sm), ("pv", pv[h])):
+                for name in self._counters[part]:
+                    m.d.comb += getattr(self, f"cnt_{part}_{name}_h{h}").eq(
+                        getattr(node, f"cnt_{name}"))
+        return ejectors
+
+    def _output(self, m, merge, pv, running, start) -> None:
+        """The heads' events merged into ``o``; the output marker ends the window."""
+        cfg = self._cfg
+        done = Signal(cfg.heads, name="done")
+        for h, tile in enumerate(pv):
+            ev = tile.o.payload
+            m.d.comb += [merge.i[h].valid.eq(tile.o.valid & ~ev.last),
+                         merge.i[h].payload.eq(ev),
+                         merge.offset[h].eq(h * cfg.head_dim),
+                         tile.o.ready.eq(ev.last | merge.i[h].ready)]
+            with m.If(tile.o.valid & ev.last):
+                m.d.sync += done[h].eq(1)
+        m.d.comb += [merge.final.eq(-1), merge.done.eq(done), merge.active.eq(running)]
+        wiring.connect(m, merge.o, wiring.flipped(self.o))
+        with m.If(self.o.valid & self.o.ready & self.o.payload.last):
+            m.d.sync += [running.eq(0), done.eq(0)]
+
+    def _totals(self, m, start, ejected) -> None:
+        with m.If(start):
+            m.d.sync += [self.cnt_flits.eq(0), self.cnt_hops.eq(0)]
+        with m.Else():
+            m.d.sync += [
+                self.cnt_flits.eq(self.cnt_flits + sum((e.take for e in ejected), Const(0, 1))),
+                self.cnt_hops.eq(self.cnt_hops + sum((Mux(e.take, e.hops, 0) for e in ejected),
+                                                     Const(0, 1))),
+            ]
+
+
+def attention_from_config(config: RTLConfig) -> AttentionSystem:
+    """The ``mttfs_attention`` block of an :class:`RTLConfig`
+    (:meth:`AttentionConfig.from_rtl`)."""
+    return AttentionSystem(AttentionConfig.from_rtl(check_config(config)))
+
+
+# -- simulation driver ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AttentionWindow:
+    """One simulated window: the ``o`` events ``(addr, t)``, every counter port, and the clocks
+    from its first ``i`` beat offered to its output marker taken."""
+
+    events: list[tuple[int, int]]
+    counters: dict[str, int]
+    cycles: int
+
+
+def simulate_attention(cfg: AttentionConfig, path, sequences, *, o_ready: float = 1.0,
+                       i_valid: float = 1.0, seed: int = 0, kv_order: str = "slot",
+                       early_query: bool = False, max_cycles: int = 1_000_000,
+                       softmax=None, vcd: str | None = None) -> list[list[AttentionWindow]]:
+    """Program an :class:`AttentionSystem` with ``path`` and run ``sequences`` in the Amaranth
+    simulator.
+
+    Parameters
+    ----------
+    cfg : AttentionConfig
+    path : golden_models.attention.AttentionPath
+    sequences : sequence of (query, keys, values, valid)
+        Codes ``[S, heads * d_k]`` and the valid keys ``[S]`` of each sequence.
+    o_ready, i_valid : float
+        Probability that ``o.ready`` / ``i.valid`` is high on a clock.
+    kv_order : {"slot", "kind"}
+        The order of the key and value writes (:func:`rtl_gen.attn_images.kv_beats`).
+    early_query : bool
+        Offer each sequence's first query while its keys and values are still being written
+        (the design must hold it until they are complete).
+    softmax : callable, optional
+        The softmax node's factory (:class:`AttentionSystem`).
+
+    Returns
+    -------
+    list of list of AttentionWindow
+        Per sequence, per token.
+    """
+    from rtl_gen.attn_images import config_beats, kv_beats, query_beats, sequence_beats
+    from rtl_gen.simulation import check_probability, run_simulator, stream_put
+
+    check_probability("o_ready", o_ready)
+    check_probability("i_valid", i_valid)
+    dut = AttentionSystem(cfg, softmax)
+    rng = random.Random(seed)
+    ports = [n for n in AttentionSystem._ports_of(dut) if n.startswith("cnt_")]
+    results: list[list[AttentionWindow]] = []
+
+    async def window(ctx, beats):
+        beats, events, cycles = list(beats), [], 0
+        while True:
+            if cycles >= max_cycles:
+                raise RuntimeError(f"the window did not end in {max_cycles} clocks")
+            offer = bool(beats) and (i_valid >= 1.0 or rng.random() < i_valid)
+            ctx.set(dut.i.valid, offer)
+            if beats:
+                ctx.set(dut.i.payload, beats[0])
+            ready = o_ready >= 1.0 or rng.random() < o_ready
+            ctx.set(dut.o.ready, ready)
+            _, _, i_ready, valid, payload = await ctx.tick().sample(
+                dut.i.ready, dut.o.valid, dut.o.payload)
+            cycles += 1
+            if offer and i_ready:
+                beats.pop(0)
+            if valid and ready:
+                if payload.last:
+                    break
+                events.append((int(payload.addr), int(payload.t)))
+        ctx.set(dut.i.valid, 0)
+        ctx.set(dut.o.ready, 0)
+        await ctx.tick()
+        return AttentionWindow(events, {n: ctx.get(getattr(dut, n)) for n in ports}, cycles)
+
+    async def bench(ctx):
+        for b in config_beats(cfg, path):
+            await stream_put(ctx, dut.load, b)
+        for query, keys, values, valid in sequences:
+            for b in sequence_beats(cfg, valid):
+                await stream_put(ctx, dut.load, b)
+            writes = kv_beats(cfg, keys, values, kv_order)
+            wins = [query_beats(cfg, path, query[i]) for i in range(query.shape[0])]
+            first = 0
+            if early_query:
+                # the first query's beat is offered from now on; it must not be taken
+                ctx.set(dut.i.valid, 1)
+                ctx.set(dut.i.payload, wins[0][0])
+                for b in writes:
+                    ctx.set(dut.load.valid, 1)
+                    ctx.set(dut.load.payload, b)
+                    while True:
+                        _, _, ld_ready, i_ready, done = await ctx.tick().sample(
+                            dut.load.ready, dut.i.ready, dut.complete)
+                        if i_ready and not done:
+                            raise RuntimeError("a query beat was taken before the sequence's "
+                                               "keys and values were complete")
+                        if ld_ready:
+                            break
+                ctx.set(dut.load.valid, 0)
+            else:
+                for b in writes:
+                    await stream_put(ctx, dut.load, b)
+            out = [await window(ctx, w) for w in wins[first:]]
+            results.append(out)
+
+    run_simulator(dut, bench, vcd=vcd)
+    return results
