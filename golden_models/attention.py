@@ -338,16 +338,17 @@ class AttentionPath:
             return Mask(space, i_max, min(k, T - 1))
 
         score_bits = (head_dim * q_sp.max_abs * kv_sp.max_abs).bit_length() + 1
-        alpha = 4.0 / math.sqrt(head_dim) / q_sp.max_abs
-        softmax = IntSoftmax.from_scale(alpha * rng.uniform(0.5, 1.5), row_max, score_bits,
+        # logits of about one unit for codes spread over their levels
+        alpha = 3.0 / (math.sqrt(head_dim) * q_sp.max_abs * kv_sp.max_abs)
+        softmax = IntSoftmax.from_scale(alpha * rng.uniform(0.5, 2.0), row_max, score_bits,
                                         frac_bits)
         one = torch.ones(1, dtype=torch.float64)
         zero = torch.zeros(1, dtype=torch.float64)
-        p_alpha = rng.uniform(0.5, 2.0) / max(seq_len, 1) / p_sp.c * 4
+        p_alpha = rng.uniform(0.5, 2.0) / (3 * max(seq_len, 1))
         prob_theta = threshold_table(one * 2.0**-PROB_BITS, zero, p_alpha, p_sp, "round",
                                      (0, 2**PROB_BITS))[0]
         bound = row_max * p_sp.max_abs * kv_sp.max_abs
-        c_alpha = rng.uniform(0.5, 2.0) * kv_sp.max_abs * 2.0 / c_sp.c
+        c_alpha = rng.uniform(0.5, 2.0) * kv_sp.max_abs
         ctx_theta = threshold_table(one, zero, c_alpha, c_sp, "round", (-bound, bound))[0]
         return cls(head_dim, mask(q_sp, 1), kv_sp, softmax, prob_theta,
                    mask(p_sp, 2) if rng.random() < 0.5 else Mask(p_sp, p_sp.c, k),
