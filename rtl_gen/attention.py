@@ -48,7 +48,10 @@ __all__ = [
     "EagerFork",
     "FlitEjector",
     "FlitInjector",
+    "attention_counters",
     "attention_from_config",
+    "attention_manifest",
+    "head_counters",
     "simulate_attention",
 ]
 
@@ -201,10 +204,7 @@ class AttentionSystem(wiring.Component):
             "busy": Out(1),
             "complete": Out(1),
         }
-        for h in range(cfg.heads):
-            for part, widths in self._counters.items():
-                members.update(counter_ports(widths, f"cnt_{part}_{{}}_h{h}"))
-        members.update(counter_ports({"flits": TOTAL_WIDTH, "hops": TOTAL_WIDTH}))
+        members.update(counter_ports(head_counters(cfg, sm_counters)))
         super().__init__(members)
 
     @staticmethod
@@ -341,6 +341,44 @@ class AttentionSystem(wiring.Component):
                 self.cnt_hops.eq(self.cnt_hops + sum((Mux(e.take, e.hops, 0) for e in ejected),
                                                      Const(0, 1))),
             ]
+
+
+def head_counters(cfg: AttentionConfig, softmax: dict[str, int] | None = None
+                  ) -> dict[str, int]:
+    """Counter name -> width of the attention path's ports ``cnt_<name>``: each head's
+    ``<part>_<counter>_h<h>`` (``softmax``: the softmax node's counters, default
+    :func:`rtl_gen.attn_softmax.softmax_counters`), then ``flits`` and ``hops``."""
+    from rtl_gen.attn_softmax import softmax_counters
+
+    parts = {"qk": score_counters(cfg), "sm": softmax or softmax_counters(cfg),
+             "pv": context_counters(cfg)}
+    out = {f"{part}_{name}_h{h}": w for h in range(cfg.heads)
+           for part, widths in parts.items() for name, w in widths.items()}
+    return {**out, "flits": TOTAL_WIDTH, "hops": TOTAL_WIDTH}
+
+
+def attention_counters(config: RTLConfig) -> dict[str, int]:
+    """:func:`head_counters` of the ``attention`` block of an :class:`RTLConfig`."""
+    return head_counters(AttentionConfig.from_rtl(check_config(config)))
+
+
+def attention_manifest(comp: AttentionSystem) -> dict[str, object]:
+    """The ``attention`` entry of a manifest: the parameters, derived widths and protocols."""
+    cfg = comp.config
+    return {"attention": {
+        "parameters": cfg.as_dict(),
+        "derived": cfg.derived(),
+        "load_targets": dict(ATTN_TARGETS),
+        "mesh": {"rows": cfg.heads, "cols": 3,
+                 "nodes": "head h: query x key tile (0, h), softmax node (1, h), "
+                          "probability x value tile (2, h)"},
+        "window": "i: a token's query events {addr = h*d_k + d, tau, last=0} in time order, "
+                  "then a marker {last=1}; held until every key and value of the sequence is "
+                  "written; o: its attn_out_in events {addr = h*d_k + d, t} in time order, "
+                  "ascending address within a step, then a marker",
+        "sequence": "load target 'sequence' starts one (length, valid keys); then targets "
+                    "'key' and 'value' write slot 'slot', group 'group' of head 'node'",
+    }}
 
 
 def attention_from_config(config: RTLConfig) -> AttentionSystem:

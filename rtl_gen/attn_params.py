@@ -39,6 +39,7 @@ from rtl_gen.params import (
 __all__ = [
     "ATTN_TARGETS",
     "MAX_HEAD_DIM",
+    "MAX_SCORE_BITS",
     "MAX_SEQ",
     "SOFTMAX_ROW_MAX",
     "AttentionConfig",
@@ -53,6 +54,8 @@ __all__ = [
 #: Largest head dimension and sequence the generator builds.
 MAX_HEAD_DIM = 256
 MAX_SEQ = 256
+#: Widest raw score: a flit's ``t`` field (16 bits) carries it and a ``last`` bit.
+MAX_SCORE_BITS = 15
 #: The row length the softmax contract sizes its reciprocal for: MiniLM's and BERT's longest
 #: sequence (``max_position_embeddings``), ``IntSoftmax.row_max`` of
 #: :func:`networks.integer.build_block`; the reciprocal's width ``Pd`` follows from it.
@@ -120,13 +123,23 @@ class AttentionConfig:
         if self.head_dim % self.kv_pack:
             raise ValueError(f"kv_pack must divide head_dim={self.head_dim}, not "
                              f"{self.kv_pack!r}")
+        if self.score_bits > MAX_SCORE_BITS:
+            raise ValueError(
+                f"head_dim={self.head_dim} at T={T} needs {self.score_bits}-bit scores; a flit "
+                f"carries {MAX_SCORE_BITS} (head_dim at most {self.max_head_dim(T)})")
+
+    @staticmethod
+    def max_head_dim(T: int) -> int:
+        """The largest head dimension whose raw scores fit a flit at ``T``."""
+        m = CodeSpace(T, "sym").max_abs ** 2
+        return min(MAX_HEAD_DIM, (2 ** (MAX_SCORE_BITS - 1) - 1) // m)
 
     @classmethod
     def from_rtl(cls, config: RTLConfig) -> AttentionConfig:
         """The attention path of an :class:`RTLConfig` (the block registry's factories):
         ``heads = mesh_rows``, ``head_dim = n_in``, ``seq_max = tile_neurons``, its ``T``."""
         check_config(config)
-        return cls(heads=config.mesh_rows, head_dim=min(config.n_in, MAX_HEAD_DIM),
+        return cls(heads=config.mesh_rows, head_dim=min(config.n_in, cls.max_head_dim(config.T)),
                    seq_max=config.tile_neurons, T=config.T)
 
     def as_dict(self) -> dict[str, object]:

@@ -33,7 +33,7 @@ from rtl_gen.params import RTLConfig, bits_for, check_config, counter_ports
 from rtl_gen.tile_parts import EventEmitter, counters, popcount
 
 __all__ = ["ProbEncoder", "SoftmaxNode", "SoftmaxUnit", "softmax_counters",
-           "softmax_from_config"]
+           "softmax_counters_of", "softmax_from_config"]
 
 
 def _check(cfg: object) -> AttentionConfig:
@@ -339,3 +339,8 @@ def softmax_from_config(config: RTLConfig) -> SoftmaxNode:
     """The ``attn_softmax`` block of an :class:`RTLConfig`
     (:meth:`AttentionConfig.from_rtl`)."""
     return SoftmaxNode(AttentionConfig.from_rtl(check_config(config)))
+
+
+def softmax_counters_of(config: RTLConfig) -> dict[str, int]:
+    """:func:`softmax_counters` of the ``attn_softmax`` block of an :class:`RTLConfig`."""
+    return softmax_counters(AttentionConfig.from_rtl(check_config(config)))

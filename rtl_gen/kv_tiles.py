@@ -219,14 +219,15 @@ class RuntimeWeights(wiring.Component):
             Cat(*(f | (s >= self.length) for s, f in enumerate(full))).all()
             & (self.length != 0))
         self._read_mask(m, rd, written)
+        if self._orient == "columns":
+            self._write_columns(m, wr, written, init)
+        else:
+            self._write_rows(m, wr, written, init)
+        # a sequence's start (never in the same clock as a write beat: both come on ``load``)
+        # clears what the writes set; last, so it takes precedence
         with m.If(self.start):
             m.d.sync += [*(w.eq(0) for w in written), *(v.eq(0) for v in init),
                          self.writes.eq(0)]
-        with m.Else():
-            if self._orient == "columns":
-                self._write_columns(m, wr, written, init)
-            else:
-                self._write_rows(m, wr, written, init)
         return m
 
     def _read_mask(self, m, rd, written) -> None:

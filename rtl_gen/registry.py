@@ -24,9 +24,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from golden_models.counters import (
+    CONTEXT_COUNTER_DEFINITIONS,
     COUNTER_DEFINITIONS,
     DENSE_COUNTER_DEFINITIONS,
     ENCODER_COUNTER_DEFINITIONS,
+    SCORE_COUNTER_DEFINITIONS,
+    SOFTMAX_COUNTER_DEFINITIONS,
 )
 from rtl_gen.params import RTLConfig, check_config
 
@@ -210,6 +213,45 @@ def _dense_manifest(config: RTLConfig, comp) -> dict[str, object]:
     }}
 
 
+class _HeadCounterMeanings(Mapping):
+    """What each counter of the attention path counts: ``<part>_<name>_h<h>`` is counter
+    ``name`` of head ``h``'s ``qk``, ``sm`` or ``pv`` node; ``flits`` and ``hops`` the mesh's."""
+
+    _PARTS = {"qk": ("query x key tile", SCORE_COUNTER_DEFINITIONS),
+              "sm": ("softmax node", SOFTMAX_COUNTER_DEFINITIONS),
+              "pv": ("probability x value tile", CONTEXT_COUNTER_DEFINITIONS)}
+    _MESH = {"flits": "flits ejected in the window (scores, attn_prob events and a marker each "
+             "way per head)", "hops": "the hops of those flits"}
+
+    def __getitem__(self, key: str) -> str:
+        if key in self._MESH:
+            return self._MESH[key]
+        part, _, rest = key.partition("_")
+        name, _, head = rest.rpartition("_h")
+        if part in self._PARTS and head.isdigit() and name in self._PARTS[part][1]:
+            what, defs = self._PARTS[part]
+            return f"{defs[name]} ({what} of head {head})"
+        raise KeyError(key)
+
+    def __iter__(self):
+        return iter(self._MESH)
+
+    def __len__(self) -> int:
+        return len(self._MESH)
+
+
+def _attention_counters(config: RTLConfig) -> dict[str, int]:
+    from rtl_gen.attention import attention_counters
+
+    return attention_counters(config)
+
+
+def _attention_manifest(config: RTLConfig, comp) -> dict[str, object]:
+    from rtl_gen.attention import attention_manifest
+
+    return attention_manifest(comp)
+
+
 #: Every block, in the order ``generate`` writes them and the manifest lists them.
 BLOCKS: tuple[Block, ...] = (
     Block("encoder", "mttfs_encoder", Ref("rtl_gen.encoder:Encoder"), "docs/rtl_encoder.md",
@@ -237,6 +279,17 @@ BLOCKS: tuple[Block, ...] = (
           node=Node(i="codes", o="codes", image=Ref("rtl_gen.dense:dense_load_beats"),
                     run=Ref("rtl_gen.mapper:run_dense_node")),
           design="dense"),
+    Block("attn_softmax", "mttfs_attn_softmax", Ref("rtl_gen.attn_softmax:softmax_from_config"),
+          "docs/rtl_attention.md",
+          "softmax node of an attention head: raw scores in, attn_prob events out",
+          counters=Ref("rtl_gen.attn_softmax:softmax_counters_of"),
+          counter_meanings=SOFTMAX_COUNTER_DEFINITIONS),
+    Block("attention", "mttfs_attention", Ref("rtl_gen.attention:attention_from_config"),
+          "docs/rtl_attention.md",
+          "attention path of a block on a heads x 3 mesh: run-time key and value tiles, "
+          "softmax nodes, attn_out_in events out",
+          counters=_attention_counters, counter_meanings=_HeadCounterMeanings(),
+          manifest=_attention_manifest),
 )
 
 
