@@ -25,7 +25,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -36,13 +36,15 @@ from rtl_gen.attn_params import (
 )
 from rtl_gen.attn_softmax import SoftmaxNode
 from rtl_gen.kv_tiles import ContextTile, ScoreTile, context_counters, score_counters
-from rtl_gen.layouts import event_layout, flit_layout
+from rtl_gen.layouts import coord_width, event_layout, flit_layout, out_event_layout
 from rtl_gen.params import RTLConfig, check_config, counter_ports
-from rtl_gen.router import Mesh
+from rtl_gen.router import Router
 from rtl_gen.system_parts import OutputMerge
 
 __all__ = [
+    "HEAD_MODULE",
     "PARTS",
+    "AttentionHead",
     "AttentionSystem",
     "AttentionWindow",
     "EagerFork",
@@ -102,16 +104,17 @@ class EagerFork(wiring.Component):
 
 
 class FlitInjector(wiring.Component):
-    """A node's output stream ``{addr, <field>, last}`` into flits to one fixed node.
+    """A node's output stream ``{addr, <field>, last}`` into flits to node ``(dst_x, dst_y)``.
 
     The flit's ``t`` is ``Cat(<field>, last)``: the marker rides the same path behind the data.
     """
 
-    def __init__(self, cfg: AttentionConfig, layout, field: str, dst: tuple[int, int]):
-        self._field, self._dst = field, dst
+    def __init__(self, cfg: AttentionConfig, layout, field: str, dst_x: int):
+        self._field, self._dst_x = field, dst_x
         flit = flit_layout(cfg.heads, 3, cfg.flit_addr_width, cfg.flit_value_width)
         self._vw = cfg.flit_value_width - 1
-        super().__init__({"i": In(stream.Signature(layout)), "o": Out(stream.Signature(flit))})
+        super().__init__({"i": In(stream.Signature(layout)), "o": Out(stream.Signature(flit)),
+                          "dst_y": In(flit["dst_y"].shape)})
 
     def elaborate(self, platform):
         m = Module()
@@ -121,7 +124,7 @@ class FlitInjector(wiring.Component):
         t = Cat(bits, Const(0, pad), p.last) if pad > 0 else Cat(bits[:self._vw], p.last)
         m.d.comb += [
             self.o.valid.eq(self.i.valid), self.i.ready.eq(self.o.ready),
-            self.o.payload.dst_x.eq(self._dst[0]), self.o.payload.dst_y.eq(self._dst[1]),
+            self.o.payload.dst_x.eq(self._dst_x), self.o.payload.dst_y.eq(self.dst_y),
             self.o.payload.addr.eq(p.addr), self.o.payload.t.eq(t),
             self.o.payload.hops.eq(0),
         ]
@@ -153,6 +156,157 @@ class FlitEjector(wiring.Component):
         return m
 
 
+def _ports_of(component) -> dict:
+    """Port name (``a__b``) -> signal of every port of ``component``."""
+    return {"__".join(map(str, path)): value
+            for path, _, value in component.signature.flatten(component)}
+
+
+def _part_counters(cfg: AttentionConfig, softmax: dict[str, int] | None = None):
+    from rtl_gen.attn_softmax import softmax_counters
+
+    return {"qk": score_counters(cfg), "sm": softmax or softmax_counters(cfg),
+            "pv": context_counters(cfg)}
+
+
+class AttentionHead(wiring.Component):
+    """One head: mesh row ``y`` of the attention path, three nodes and their three routers.
+
+    The query x key tile at ``(0, y)``, the softmax node at ``(1, y)`` and the probability x
+    value tile at ``(2, y)``, each beside its router (:class:`rtl_gen.router.Router`, position
+    ``x`` fixed, ``y`` an input, so one module serves every row). The routers' north and south
+    ports are this component's, for the rows above and below.
+
+    Parameters
+    ----------
+    config : AttentionConfig
+    softmax : callable, optional
+        The softmax node's factory (:class:`AttentionSystem`).
+
+    Members
+    -------
+    y : In(coord_width(heads))
+        The row.
+    load : In(stream.Signature(attn_load_layout(config)))
+        The head's beats: configuration and sequences (to all three nodes), its key and value
+        writes.
+    i : In(stream.Signature(event_layout(dim_width, time_width, time="tau")))
+        The head's query events and the window's marker.
+    o : Out(stream.Signature(out_event_layout(context_tile)))
+        Its ``attn_out_in`` events, then a marker.
+    clear : In(1)
+        A window starts: the flit and hop counts clear.
+    complete : Out(1)
+    north_i_x<x>, south_i_x<x> : In(stream.Signature(flit)); north_o_x<x>, south_o_x<x> : Out
+        The vertical links of router ``x``.
+    cnt_<part>_<name> : Out(width)
+        The three nodes' counters.
+    cnt_flits, cnt_hops : Out(32)
+        Flits ejected in this row since ``clear``, and their hops.
+    """
+
+    def __init__(self, config: AttentionConfig, softmax=None):
+        if not isinstance(config, AttentionConfig):
+            raise TypeError(f"config must be an AttentionConfig, not {config!r}")
+        self._cfg = cfg = config
+        self._sm = (SoftmaxNode if softmax is None else softmax)(cfg)
+        sm_counters = {n[4:]: len(v) for n, v in _ports_of(self._sm).items()
+                       if n.startswith("cnt_")}
+        self._counters = _part_counters(cfg, sm_counters)
+        flit = stream.Signature(flit_layout(cfg.heads, 3, cfg.flit_addr_width,
+                                            cfg.flit_value_width))
+        members = {
+            "y": In(coord_width(cfg.heads)),
+            "load": In(stream.Signature(attn_load_layout(cfg))),
+            "i": In(stream.Signature(event_layout(cfg.dim_width, cfg.time_width, time="tau"))),
+            "o": Out(stream.Signature(out_event_layout(cfg.context_tile()))),
+            "clear": In(1),
+            "complete": Out(1),
+        }
+        for x in range(3):
+            members.update({f"north_i_x{x}": In(flit), f"north_o_x{x}": Out(flit),
+                            f"south_i_x{x}": In(flit), f"south_o_x{x}": Out(flit)})
+        for part, widths in self._counters.items():
+            members.update(counter_ports(widths, f"cnt_{part}_{{}}"))
+        members.update(counter_ports({"flits": TOTAL_WIDTH, "hops": TOTAL_WIDTH}))
+        super().__init__(members)
+
+    @property
+    def config(self) -> AttentionConfig:
+        return self._cfg
+
+    def part_counters(self) -> dict[str, dict[str, int]]:
+        """Counter name -> width of each part (``qk``, ``sm``, ``pv``)."""
+        return {part: dict(w) for part, w in self._counters.items()}
+
+    def elaborate(self, platform):
+        cfg, m = self._cfg, Module()
+        m.submodules.qk = qk = ScoreTile(cfg)
+        m.submodules.sm = sm = self._sm
+        m.submodules.pv = pv = ContextTile(cfg)
+        m.submodules.load_fork = fork = EagerFork(attn_load_layout(cfg), 3)
+        ld = self.load.payload
+        broadcast = ((ld.target != ATTN_TARGETS["key"]) & (ld.target != ATTN_TARGETS["value"]))
+        m.d.comb += [fork.en.eq(Cat(broadcast | (ld.target == ATTN_TARGETS["key"]), broadcast,
+                                    broadcast | (ld.target == ATTN_TARGETS["value"]))),
+                     self.complete.eq(qk.complete & pv.complete)]
+        wiring.connect(m, wiring.flipped(self.load), fork.i)
+        for o, node in zip(fork.o, (qk, sm, pv), strict=True):
+            wiring.connect(m, o, node.load)
+        wiring.connect(m, wiring.flipped(self.i), qk.i)
+        wiring.connect(m, pv.o, wiring.flipped(self.o))
+        ejectors = self._row(m, qk, sm, pv)
+        for part, node in (("qk", qk), ("sm", sm), ("pv", pv)):
+            for name in self._counters[part]:
+                m.d.comb += getattr(self, f"cnt_{part}_{name}").eq(getattr(node, f"cnt_{name}"))
+        with m.If(self.clear):
+            m.d.sync += [self.cnt_flits.eq(0), self.cnt_hops.eq(0)]
+        with m.Else():
+            m.d.sync += [
+                self.cnt_flits.eq(self.cnt_flits + sum((e.take for e in ejectors), Const(0, 1))),
+                self.cnt_hops.eq(self.cnt_hops + sum((Mux(e.take, e.hops, 0) for e in ejectors),
+                                                     Const(0, 1))),
+            ]
+        return m
+
+    def _row(self, m, qk, sm, pv) -> list:
+        """The three routers; scores (0, y) -> (1, y), events (1, y) -> (2, y). Returns the
+        ejectors."""
+        cfg = self._cfg
+        routers = []
+        for x in range(3):
+            m.submodules[f"router_x{x}"] = r = Router(cfg.heads, 3, x=x, y=None,
+                                                      addr_width=cfg.flit_addr_width,
+                                                      time_width=cfg.flit_value_width)
+            m.d.comb += r.y.eq(self.y)
+            for side in ("north", "south"):
+                wiring.connect(m, wiring.flipped(getattr(self, f"{side}_i_x{x}")),
+                               getattr(r, f"i_{side}"))
+                wiring.connect(m, getattr(r, f"o_{side}"),
+                               wiring.flipped(getattr(self, f"{side}_o_x{x}")))
+            routers.append(r)
+        for a, b in ((0, 1), (1, 2)):
+            wiring.connect(m, routers[a].o_east, routers[b].i_west)
+            wiring.connect(m, routers[b].o_west, routers[a].i_east)
+        m.d.comb += [routers[2].i_local.valid.eq(0), routers[0].o_local.ready.eq(0)]
+        ejectors = []
+        for src, dst, field, x in ((qk.o, sm.i, "score", 0), (sm.o, pv.i, None, 1)):
+            inj = FlitInjector(cfg, src.payload.shape(), field or "t", x + 1)
+            ej = FlitEjector(cfg, dst.payload.shape(), field or "tau")
+            m.submodules[f"inject_x{x}"], m.submodules[f"eject_x{x + 1}"] = inj, ej
+            m.d.comb += inj.dst_y.eq(self.y)
+            wiring.connect(m, src, inj.i)
+            wiring.connect(m, inj.o, routers[x].i_local)
+            wiring.connect(m, routers[x + 1].o_local, ej.i)
+            wiring.connect(m, ej.o, dst)
+            ejectors.append(ej)
+        return ejectors
+
+
+#: Module name of one head in the generated Verilog (:meth:`AttentionSystem.extra_verilog`).
+HEAD_MODULE = "mttfs_attention_head"
+
+
 class AttentionSystem(wiring.Component):
     """The attention path of ``heads`` heads on a ``heads x 3`` mesh (module docstring).
 
@@ -163,6 +317,10 @@ class AttentionSystem(wiring.Component):
         ``softmax(config) -> component`` of the node at ``(1, h)``: ports ``load``, ``i``
         (raw scores), ``o`` (``attn_prob`` events), ``busy`` and its ``cnt_*`` counters;
         default :class:`rtl_gen.attn_softmax.SoftmaxNode`.
+    instances : bool
+        Place each head as an instance of one Verilog module :data:`HEAD_MODULE` (for Verilog:
+        its text is :meth:`extra_verilog`, written once whatever the head count) instead of
+        as a component of its own per head (for the Amaranth simulator).
 
     Members
     -------
@@ -186,16 +344,13 @@ class AttentionSystem(wiring.Component):
         Flits ejected and their hops in the last window (markers included).
     """
 
-    def __init__(self, config: AttentionConfig, softmax=None):
+    def __init__(self, config: AttentionConfig, softmax=None, *, instances: bool = False):
         if not isinstance(config, AttentionConfig):
             raise TypeError(f"config must be an AttentionConfig, not {config!r}")
         self._cfg = cfg = config
-        make = SoftmaxNode if softmax is None else softmax
-        self._sm = [make(cfg) for _ in range(cfg.heads)]
-        sm_counters = {n[4:]: len(p) for n, p in self._ports_of(self._sm[0]).items()
-                       if n.startswith("cnt_")}
-        self._counters = {"qk": score_counters(cfg), "sm": sm_counters,
-                          "pv": context_counters(cfg)}
+        self._softmax, self._instances = softmax, bool(instances)
+        self._heads = [AttentionHead(cfg, softmax) for _ in range(1 if instances else cfg.heads)]
+        self._counters = self._heads[0].part_counters()
         members = {
             "load": In(stream.Signature(attn_load_layout(cfg))),
             "i": In(stream.Signature(event_layout(cfg.global_dim_width, cfg.time_width,
@@ -204,13 +359,8 @@ class AttentionSystem(wiring.Component):
             "busy": Out(1),
             "complete": Out(1),
         }
-        members.update(counter_ports(head_counters(cfg, sm_counters)))
+        members.update(counter_ports(head_counters(cfg, self._counters["sm"])))
         super().__init__(members)
-
-    @staticmethod
-    def _ports_of(component) -> dict:
-        return {"__".join(map(str, path)): value
-                for path, _, value in component.signature.flatten(component)}
 
     @property
     def config(self) -> AttentionConfig:
@@ -220,127 +370,137 @@ class AttentionSystem(wiring.Component):
         """Counter name -> width of each part (``qk``, ``sm``, ``pv``) of a head."""
         return {part: dict(w) for part, w in self._counters.items()}
 
+    def extra_verilog(self) -> str:
+        """The Verilog of the modules this one instantiates by name: :data:`HEAD_MODULE` with
+        ``instances`` (``rtl_gen.generate.to_verilog`` appends it), else nothing."""
+        if not self._instances:
+            return ""
+        from rtl_gen.generate import to_verilog
+
+        return to_verilog(self._heads[0], HEAD_MODULE)
+
     def elaborate(self, platform):
         cfg, m = self._cfg, Module()
         H = cfg.heads
-        m.submodules.mesh = mesh = Mesh(H, 3, addr_width=cfg.flit_addr_width,
-                                        time_width=cfg.flit_value_width)
-        m.submodules.load_fork = lfork = EagerFork(attn_load_layout(cfg), 3 * H)
+        m.submodules.load_fork = lfork = EagerFork(attn_load_layout(cfg), H)
         m.submodules.query_fork = qfork = EagerFork(self.i.payload.shape(), H)
         merge_cfg = RTLConfig(T=cfg.T, k=0, n_in=1, tile_neurons=cfg.head_dim, mesh_rows=H,
                               mesh_cols=1)
         m.submodules.merge = merge = OutputMerge(merge_cfg)
-        qk, pv = [], []
-        for h in range(H):
-            m.submodules[f"qk_x0_y{h}"] = a = ScoreTile(cfg)
-            m.submodules[f"sm_x1_y{h}"] = self._sm[h]
-            m.submodules[f"pv_x2_y{h}"] = c = ContextTile(cfg)
-            qk.append(a)
-            pv.append(c)
-        running = Signal(name="running")
-        complete = Signal(name="complete")
-        m.d.comb += [complete.eq(Cat(*(a.complete & c.complete
-                                       for a, c in zip(qk, pv, strict=True))).all()),
+        heads = [self._place(m, h) for h in range(H)]
+        running, complete = Signal(name="running"), Signal(name="complete")
+        m.d.comb += [complete.eq(Cat(*(hd["complete"] for hd in heads)).all()),
                      self.complete.eq(complete), self.busy.eq(running)]
-        self._load(m, lfork, qk, pv, running)
-        start = self._queries(m, qfork, qk, complete, running)
-        ejected = self._heads(m, mesh, qk, pv)
-        self._output(m, merge, pv, running, start)
-        self._totals(m, start, ejected)
+        self._links(m, heads)
+        self._load(m, lfork, heads, running)
+        start = self._queries(m, qfork, heads, complete, running)
+        self._output(m, merge, heads, running)
+        for hd in heads:
+            m.d.comb += hd["clear"].eq(start)
+            for part, widths in self._counters.items():
+                for name in widths:
+                    m.d.comb += getattr(self, f"cnt_{part}_{name}_h{hd['h']}").eq(
+                        hd[f"cnt_{part}_{name}"])
+        m.d.comb += [self.cnt_flits.eq(sum((hd["cnt_flits"] for hd in heads), Const(0, 1))),
+                     self.cnt_hops.eq(sum((hd["cnt_hops"] for hd in heads), Const(0, 1)))]
         return m
 
-    def _load(self, m, fork, qk, pv, running) -> None:
-        """``load`` to the nodes: configuration and sequences to all (between windows), key
-        and value writes to their head's tile."""
-        cfg, ld = self._cfg, self.load.payload
-        nodes = [n for h in range(cfg.heads) for n in (qk[h], self._sm[h], pv[h])]
-        broadcast = ((ld.target == ATTN_TARGETS["config"])
-                     | (ld.target == ATTN_TARGETS["prob_table"])
-                     | (ld.target == ATTN_TARGETS["ctx_table"])
-                     | (ld.target == ATTN_TARGETS["sequence"]))
-        en = []
-        for h in range(cfg.heads):
-            mine = ld.node == h
-            en += [broadcast | (mine & (ld.target == ATTN_TARGETS["key"])), broadcast,
-                   broadcast | (mine & (ld.target == ATTN_TARGETS["value"]))]
+    def _place(self, m, h: int) -> dict:
+        """Head ``h``: a component, or an instance of :data:`HEAD_MODULE`; returns its ports
+        by name (streams as interfaces), with ``h``."""
+        if not self._instances:
+            m.submodules[f"head{h}"] = head = self._heads[h]
+            ports = {name: getattr(head, name) for name in head.signature.members}
+        else:
+            proto, conns, ports = self._heads[0], {}, {}
+            for name, member in proto.signature.members.items():
+                if member.is_signature:
+                    sig = member.signature  # flipped for an In member
+                    ports[name] = intf = sig.create(path=(f"h{h}_{name}",))
+                    for key, value in _ports_of_interface(intf, sig).items():
+                        prefix, _, sub = key.partition("_")
+                        conns[f"{prefix}_{name}__{sub}"] = value
+                else:
+                    ports[name] = sig = Signal(member.shape, name=f"h{h}_{name}")
+                    conns[("i_" if member.flow == In else "o_") + name] = sig
+            m.submodules[f"head{h}"] = Instance(HEAD_MODULE, i_clk=ClockSignal(),
+                                                i_rst=ResetSignal(), **conns)
+        ports["h"] = h
+        m.d.comb += ports["y"].eq(h)
+        return ports
+
+    def _links(self, m, heads) -> None:
+        """Router ``x`` of row ``h`` south to row ``h+1``'s north; the edges idle."""
+        for x in range(3):
+            for h, hd in enumerate(heads):
+                if h + 1 < len(heads):
+                    below = heads[h + 1]
+                    wiring.connect(m, hd[f"south_o_x{x}"], below[f"north_i_x{x}"])
+                    wiring.connect(m, below[f"north_o_x{x}"], hd[f"south_i_x{x}"])
+            top, bottom = heads[0], heads[-1]
+            m.d.comb += [top[f"north_i_x{x}"].valid.eq(0), top[f"north_o_x{x}"].ready.eq(0),
+                         bottom[f"south_i_x{x}"].valid.eq(0),
+                         bottom[f"south_o_x{x}"].ready.eq(0)]
+
+    def _load(self, m, fork, heads, running) -> None:
+        """``load`` to the heads: configuration and sequences to all (between windows), key
+        and value writes to their head."""
+        ld = self.load.payload
+        broadcast = (ld.target != ATTN_TARGETS["key"]) & (ld.target != ATTN_TARGETS["value"])
         gate = ~broadcast | ~running
         m.d.comb += [fork.i.valid.eq(self.load.valid & gate), fork.i.payload.eq(ld),
-                     self.load.ready.eq(fork.i.ready & gate), fork.en.eq(Cat(*en))]
-        for node, o in zip(nodes, fork.o, strict=True):
-            wiring.connect(m, o, node.load)
+                     self.load.ready.eq(fork.i.ready & gate),
+                     fork.en.eq(Cat(*(broadcast | (ld.node == hd["h"]) for hd in heads)))]
+        for o, hd in zip(fork.o, heads, strict=True):
+            wiring.connect(m, o, hd["load"])
 
-    def _queries(self, m, fork, qk, complete, running):
-        """``i`` to the heads' query x key tiles (held until the sequence is complete).
-        Returns the strobe of a window's first beat."""
+    def _queries(self, m, fork, heads, complete, running):
+        """``i`` to the heads (held until the sequence is complete). Returns the strobe of a
+        window's first beat."""
         cfg, p = self._cfg, self.i.payload
         d = cfg.head_dim
         en = [p.last | ((p.addr >= h * d) & (p.addr < (h + 1) * d)) for h in range(cfg.heads)]
         m.d.comb += [fork.i.valid.eq(self.i.valid & complete), fork.i.payload.eq(p),
                      self.i.ready.eq(fork.i.ready & complete), fork.en.eq(Cat(*en))]
-        for h, (o, tile) in enumerate(zip(fork.o, qk, strict=True)):
-            m.d.comb += [tile.i.valid.eq(o.valid), o.ready.eq(tile.i.ready),
-                         tile.i.payload.addr.eq(o.payload.addr - h * d),
-                         tile.i.payload.tau.eq(o.payload.tau),
-                         tile.i.payload.last.eq(o.payload.last)]
+        for o, hd in zip(fork.o, heads, strict=True):
+            qi = hd["i"]
+            m.d.comb += [qi.valid.eq(o.valid), o.ready.eq(qi.ready),
+                         qi.payload.addr.eq(o.payload.addr - hd["h"] * d),
+                         qi.payload.tau.eq(o.payload.tau), qi.payload.last.eq(o.payload.last)]
         start = Signal(name="window_start")
         m.d.comb += start.eq(self.i.valid & self.i.ready & ~running)
         with m.If(start):
             m.d.sync += running.eq(1)
         return start
 
-    def _heads(self, m, mesh, qk, pv) -> list:
-        """Each head's row: scores (0, h) -> (1, h), events (1, h) -> (2, h). Returns the
-        ejectors (their ``take`` and ``hops``)."""
-        cfg = self._cfg
-        ejectors = []
-        for h in range(cfg.heads):
-            sm = self._sm[h]
-            hops = [(qk[h].o, sm.i, "score", 0), (sm.o, pv[h].i, None, 1)]
-            for src, dst, field, x in hops:
-                src_field = field or "t"
-                dst_field = field or "tau"
-                inj = FlitInjector(cfg, src.payload.shape(), src_field, (x + 1, h))
-                ej = FlitEjector(cfg, dst.payload.shape(), dst_field)
-                m.submodules[f"inject_x{x}_y{h}"] = inj
-                m.submodules[f"eject_x{x + 1}_y{h}"] = ej
-                wiring.connect(m, src, inj.i)
-                wiring.connect(m, inj.o, mesh.i[h][x])
-                wiring.connect(m, mesh.o[h][x + 1], ej.i)
-                wiring.connect(m, ej.o, dst)
-                ejectors.append(ej)
-            m.d.comb += [mesh.i[h][2].valid.eq(0), mesh.o[h][0].ready.eq(0)]
-            for part, node in (("qk", qk[h]), ("sm", sm), ("pv", pv[h])):
-                for name in self._counters[part]:
-                    m.d.comb += getattr(self, f"cnt_{part}_{name}_h{h}").eq(
-                        getattr(node, f"cnt_{name}"))
-        return ejectors
-
-    def _output(self, m, merge, pv, running, start) -> None:
+    def _output(self, m, merge, heads, running) -> None:
         """The heads' events merged into ``o``; the output marker ends the window."""
         cfg = self._cfg
         done = Signal(cfg.heads, name="done")
-        for h, tile in enumerate(pv):
-            ev = tile.o.payload
-            m.d.comb += [merge.i[h].valid.eq(tile.o.valid & ~ev.last),
-                         merge.i[h].payload.eq(ev),
+        for hd in heads:
+            h, o = hd["h"], hd["o"]
+            ev = o.payload
+            m.d.comb += [merge.i[h].valid.eq(o.valid & ~ev.last), merge.i[h].payload.eq(ev),
                          merge.offset[h].eq(h * cfg.head_dim),
-                         tile.o.ready.eq(ev.last | merge.i[h].ready)]
-            with m.If(tile.o.valid & ev.last):
+                         o.ready.eq(ev.last | merge.i[h].ready)]
+            with m.If(o.valid & ev.last):
                 m.d.sync += done[h].eq(1)
         m.d.comb += [merge.final.eq(-1), merge.done.eq(done), merge.active.eq(running)]
         wiring.connect(m, merge.o, wiring.flipped(self.o))
         with m.If(self.o.valid & self.o.ready & self.o.payload.last):
             m.d.sync += [running.eq(0), done.eq(0)]
 
-    def _totals(self, m, start, ejected) -> None:
-        with m.If(start):
-            m.d.sync += [self.cnt_flits.eq(0), self.cnt_hops.eq(0)]
-        with m.Else():
-            m.d.sync += [
-                self.cnt_flits.eq(self.cnt_flits + sum((e.take for e in ejected), Const(0, 1))),
-                self.cnt_hops.eq(self.cnt_hops + sum((Mux(e.take, e.hops, 0) for e in ejected),
-                                                     Const(0, 1))),
-            ]
+
+def _ports_of_interface(intf, sig) -> dict:
+    """``{"i_<member>" or "o_<member>": value}`` of an interface of signature ``sig`` (a
+    module's port, flipped for an input port) seen from outside the module: ``i_`` where the
+    member flows into the module."""
+    out = {}
+    for path, member, value in sig.flatten(intf):
+        name = "__".join(map(str, path))
+        out[("i_" if member.flow == In else "o_") + name] = (
+            value.as_value() if hasattr(value, "as_value") else value)
+    return out
 
 
 def head_counters(cfg: AttentionConfig, softmax: dict[str, int] | None = None
@@ -384,7 +544,7 @@ def attention_manifest(comp: AttentionSystem) -> dict[str, object]:
 def attention_from_config(config: RTLConfig) -> AttentionSystem:
     """The ``mttfs_attention`` block of an :class:`RTLConfig`
     (:meth:`AttentionConfig.from_rtl`)."""
-    return AttentionSystem(AttentionConfig.from_rtl(check_config(config)))
+    return AttentionSystem(AttentionConfig.from_rtl(check_config(config)), instances=True)
 
 
 # -- simulation driver ------------------------------------------------------------------------
@@ -435,7 +595,7 @@ def simulate_attention(cfg: AttentionConfig, path, sequences, *, o_ready: float 
     check_probability("i_valid", i_valid)
     dut = AttentionSystem(cfg, softmax)
     rng = random.Random(seed)
-    ports = [n for n in AttentionSystem._ports_of(dut) if n.startswith("cnt_")]
+    ports = [n for n in _ports_of(dut) if n.startswith("cnt_")]
     results: list[list[AttentionWindow]] = []
 
     async def window(ctx, beats):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from golden_models.counters import SOFTMAX_COUNTER_NAMES
@@ -97,8 +98,10 @@ class SoftmaxUnit(wiring.Component):
     def elaborate(self, platform):
         cfg, m = self._cfg, Module()
         S, sb = cfg.seq_max, cfg.score_bits
-        # one register per slot: the score, then its exponential (the score is read once)
-        buf = Array(Signal(max(sb, cfg.exp_width), name=f"row{j}") for j in range(S))
+        # one word per slot: the score, then its exponential (the score is read once); a
+        # memory with an asynchronous read, so the slot's word is read in the clock it is used
+        m.submodules.row = row = Memory(shape=max(sb, cfg.exp_width), depth=S, init=[])
+        buf = (row.read_port(domain="comb"), row.write_port())
         top, seen = Signal(signed(sb), name="max"), Signal(name="seen_valid")
         total = Signal(cfg.sum_width, name="sum")
         rcp = Signal(cfg.recip_width, name="rcp")
@@ -118,7 +121,9 @@ class SoftmaxUnit(wiring.Component):
             with m.State("DIV"):
                 self._divide(m, total, rcp, count)
             with m.State("SEND"):
-                u = rshift_round(buf[j][:cfg.exp_width] * rcp, cfg.recip_bits - PROB_BITS,
+                rd = buf[0]
+                m.d.comb += rd.addr.eq(j)
+                u = rshift_round(rd.data[:cfg.exp_width] * rcp, cfg.recip_bits - PROB_BITS,
                                  cfg.exp_width + cfg.recip_width)
                 m.d.comb += [self.o.valid.eq(1), self.o.payload.addr.eq(j),
                              self.o.payload.u.eq(u)]
@@ -142,7 +147,8 @@ class SoftmaxUnit(wiring.Component):
                 m.next = "EXP"
             with m.Else():
                 count("scores_in", 1)
-                m.d.sync += buf[p.addr].eq(p.score)
+                wr = buf[1]
+                m.d.comb += [wr.addr.eq(p.addr), wr.data.eq(p.score), wr.en.eq(1)]
                 with m.If(self.valid.bit_select(p.addr, 1) & (~seen | (p.score > top))):
                     m.d.sync += [top.eq(p.score), seen.eq(1)]
 
@@ -151,7 +157,9 @@ class SoftmaxUnit(wiring.Component):
         ``z = max - score``; 0 for an invalid slot; the sum."""
         cfg = self._cfg
         sb, ft = cfg.score_bits, cfg.frac_bits
-        score = buf[j][:sb].as_signed()
+        rd, wr = buf
+        m.d.comb += rd.addr.eq(j)
+        score = rd.data[:sb].as_signed()
         z = Signal(sb, name="z")
         m.d.comb += z.eq((top - score).as_unsigned())
         t = Signal(sb + MULT_BITS, name="t")
@@ -162,7 +170,8 @@ class SoftmaxUnit(wiring.Component):
         e = Signal(cfg.exp_width, name="e")
         live = self.valid.bit_select(j, 1)
         m.d.comb += e.eq(Mux(live, table[t[:ft]] >> whole, 0))
-        m.d.sync += [buf[j].eq(e), total.eq(total + e), j.eq(j + 1)]
+        m.d.comb += [wr.addr.eq(j), wr.data.eq(e), wr.en.eq(1)]
+        m.d.sync += [total.eq(total + e), j.eq(j + 1)]
         with m.If(live):
             count("exp_ops", 1)
         with m.If(j + 1 >= self.length):

@@ -210,11 +210,13 @@ class RuntimeWeights(wiring.Component):
         bits, G = cfg.code_bits, cfg.kv_groups
         m.submodules.mem = mem = Memory(shape=self.lanes * bits, depth=self.rows, init=[])
         rd, wr = mem.read_port(), mem.write_port(granularity=bits)
-        written = Array(Signal(G, name=f"written{s}") for s in range(cfg.seq_max))
+        # written bit of (slot s, group g) at s * G + g: one flat register, so a slot's bits
+        # are one part-select (a per-slot array would be a case statement per use)
+        written = Signal(cfg.seq_max * G, name="written")
         init = [Signal(signed(self._acc), name=f"init{j}") for j in range(self.lanes)]
         m.d.comb += [rd.addr.eq(self.addr), rd.en.eq(self.ren),
                      *(o.eq(v) for o, v in zip(self.init, init, strict=True))]
-        full = [written[s] == (1 << G) - 1 for s in range(cfg.seq_max)]
+        full = [written[s * G:(s + 1) * G].all() for s in range(cfg.seq_max)]
         m.d.comb += self.complete.eq(
             Cat(*(f | (s >= self.length) for s, f in enumerate(full))).all()
             & (self.length != 0))
@@ -226,8 +228,7 @@ class RuntimeWeights(wiring.Component):
         # a sequence's start (never in the same clock as a write beat: both come on ``load``)
         # clears what the writes set; last, so it takes precedence
         with m.If(self.start):
-            m.d.sync += [*(w.eq(0) for w in written), *(v.eq(0) for v in init),
-                         self.writes.eq(0)]
+            m.d.sync += [written.eq(0), *(v.eq(0) for v in init), self.writes.eq(0)]
         return m
 
     def _read_mask(self, m, rd, written) -> None:
@@ -236,13 +237,18 @@ class RuntimeWeights(wiring.Component):
         row = Signal(index_width(self.rows), name="row_read")  # the row rd.data shows
         with m.If(self.ren):
             m.d.sync += row.eq(self.addr)
+        G = cfg.kv_groups
         keep = []
-        for lane in range(self.lanes):
-            if self._orient == "columns":  # lane = slot, the row's group
-                keep.append(Array(written)[lane].bit_select(row // P, 1) if cfg.kv_groups > 1
-                            else written[lane][0])
-            else:  # row = slot, the lane's group
-                keep.append(written[row][lane // P])
+        if self._orient == "columns":  # lane = slot, the group of the row read
+            group = Signal(range(max(G, 2)), name="group_read")
+            m.d.comb += group.eq(row // P)
+            for lane in range(self.lanes):
+                bits_of = written[lane * G:(lane + 1) * G]
+                keep.append(bits_of.bit_select(group, 1) if G > 1 else bits_of[0])
+        else:  # row = slot, each lane's group
+            slot_bits = Signal(G, name="slot_written")
+            m.d.comb += slot_bits.eq(written.word_select(row, G))
+            keep = [slot_bits[lane // P] for lane in range(self.lanes)]
         m.d.comb += self.rdata.eq(Cat(*(Mux(k, rd.data[lane * bits:(lane + 1) * bits], 0)
                                         for lane, k in enumerate(keep))))
 
@@ -250,7 +256,8 @@ class RuntimeWeights(wiring.Component):
         """The beat on ``w`` is to be written: its slot is in the sequence and its (slot, group)
         not yet written."""
         p = self.w.payload
-        return (p.slot < self.length) & ~written[p.slot].bit_select(p.group, 1)
+        return (p.slot < self.length) & ~written.bit_select(p.slot * self._cfg.kv_groups
+                                                            + p.group, 1)
 
     def _write_rows(self, m, wr, written, init) -> None:
         """A value beat: the lanes of its group in the row of its slot, in one clock."""
@@ -267,12 +274,13 @@ class RuntimeWeights(wiring.Component):
             wr.en.eq(lanes),
         ]
         with m.If(fresh):
-            m.d.sync += [written[p.slot].bit_select(p.group, 1).eq(1),
+            m.d.sync += [written.bit_select(p.slot * cfg.kv_groups + p.group, 1).eq(1),
                          self.writes.eq(self.writes + P)]
+        prods = [Signal(signed(2 * cfg.code_bits + 2), name=f"mu_code{q}") for q in range(P)]
+        m.d.comb += [prod.eq(self.mu * p.codes[q]) for q, prod in enumerate(prods)]
         for lane, v in enumerate(init):
-            code = p.codes[lane % P]
             with m.If(lanes[lane]):
-                m.d.sync += v.eq(v + self.mu * code)
+                m.d.sync += v.eq(v + prods[lane % P])
 
     def _write_columns(self, m, wr, written, init) -> None:
         """A key beat: its ``kv_pack`` codes into rows ``g*P ..`` of its slot's lane, one row
@@ -285,7 +293,8 @@ class RuntimeWeights(wiring.Component):
                      self.w.ready.eq(self.accept & ~busy)]
         p = self.w.payload
         with m.If(self.w.valid & self.accept & ~busy & self._fresh(written)):
-            m.d.sync += [hold.eq(p), k.eq(P), written[p.slot].bit_select(p.group, 1).eq(1)]
+            m.d.sync += [hold.eq(p), k.eq(P),
+                         written.bit_select(p.slot * cfg.kv_groups + p.group, 1).eq(1)]
         idx = Signal(range(max(P, 2)), name="code_at")
         m.d.comb += idx.eq(P - k)
         code = Signal(signed(bits), name="code")
@@ -295,9 +304,11 @@ class RuntimeWeights(wiring.Component):
                          wr.data.eq(Cat(*([code] * self.lanes))),
                          wr.en.eq(Const(1, self.lanes) << hold.slot)]
             m.d.sync += [k.eq(k - 1), self.writes.eq(self.writes + 1)]
+            prod = Signal(signed(2 * bits + 2), name="mu_code")
+            m.d.comb += prod.eq(self.mu * code)
             for lane, v in enumerate(init):
                 with m.If(hold.slot == lane):
-                    m.d.sync += v.eq(v + self.mu * code)
+                    m.d.sync += v.eq(v + prod)
 
 
 def _mu(m, space, i_max):

@@ -112,8 +112,7 @@ def test_planted_bug_stale_rows_are_caught():
     cfg = AttentionConfig(heads=1, head_dim=4, seq_max=4, T=16)
     path = AttentionPath.random(4, T=16, k=0, seq_len=4, seed=11)
     sequences = [_sequence(cfg, 4, 1), _sequence(cfg, 3, 2)]
-    bad = _mutant_attention("m.d.sync += [*(w.eq(0) for w in written), ",
-                            "m.d.sync += [")
+    bad = _mutant_attention("m.d.sync += [written.eq(0), ", "m.d.sync += [")
     results = bad.simulate_attention(cfg, path, sequences, seed=3)
     found = _mismatches(cfg, path, sequences, results)
     assert found and all(m.startswith("sequence 1") for m in found)
