@@ -285,7 +285,9 @@ class ProbEncoder(wiring.Component):
                 with m.If(emit.free & ~emit.o.valid):
                     m.next = "MARK"
             with m.State("MARK"):
-                m.d.comb += [self.o.valid.eq(1), self.o.payload.last.eq(1)]
+                # a marker carries no event: addr and t 0, as every block's marker
+                m.d.comb += [self.o.valid.eq(1), self.o.payload.addr.eq(0),
+                             self.o.payload.t.eq(0), self.o.payload.last.eq(1)]
                 with m.If(self.o.ready):
                     m.next = "IDLE"
         return m

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from regression import stimulus
-from regression.benches import dense_tile, encoder, fast, router, sram, system, tile
+from regression.benches import attention, dense_tile, encoder, fast, router, sram, system, tile
 from rtl_gen import registry
 
 __all__ = ["ALL_BENCHES", "BENCHES", "BENCH_KINDS", "FAST_BENCHES", "BenchKind", "PlanPoint"]
@@ -110,6 +110,13 @@ BENCH_KINDS = {
                         router.config, router.plan),
     "system": BenchKind("system", "cocotb_tests.tb_system", stimulus.SystemStimulus,
                         system.config, system.plan, params=system.params),
+    # the attention path and its softmax node: golden sequences in the fast harness
+    "attn_softmax": BenchKind("attn_softmax", "cocotb_tests.tb_fast", stimulus.AttentionStimulus,
+                              attention.softmax_config, attention.softmax_plan,
+                              params=attention.params, build=fast.build),
+    "attention": BenchKind("attention", "cocotb_tests.tb_fast", stimulus.AttentionStimulus,
+                           attention.attention_config, attention.attention_plan,
+                           params=attention.params, build=fast.build),
 }
 #: The per-beat benches, in the order the regression runs them (its default set).
 BENCHES = tuple(BENCH_KINDS)
