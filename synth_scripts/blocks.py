@@ -356,6 +356,12 @@ SYNTHESIS = {
     "system": Elsewhere("synthesized whole with its hierarchy kept by `matterhorn synth --system "
                         "RxC` (synth_scripts.system_area): area per instance, no power run"),
     "dense_tile": dense_tile_spec,
+    "attn_softmax": Elsewhere("not synthesized yet: a stand-in bit-exact to the integer softmax "
+                              "(docs/rtl_attention.md), to be replaced by the project's softmax "
+                              "unit, which brings its own synthesis"),
+    "attention": Elsewhere("not synthesized yet (docs/rtl_attention.md): its key and value writes "
+                           "are priced at the SRAM's per-bit E_weight, its reads and accumulates "
+                           "as a tile's"),
 }
 
 
