@@ -274,7 +274,7 @@ def build_manifest(config: RTLConfig, comps: dict[str, wiring.Component],
         }
         block = registry.by_module(name)
         if block.counters is not None:
-            entry["counters"] = _counters(block.counters(config), block.counter_meanings)
+            entry["counters"] = _counters(block.counters(config), block.meanings(config))
         if block.manifest is not None:
             entry.update(block.manifest(config, comp))
         if block.lint_waivers:

@@ -142,7 +142,9 @@ class Block:
     counters : callable, optional
         ``counters(config) -> {name: width}``: its ``cnt_<name>`` ports, listed in the manifest
         with ``counter_meanings``.
-    counter_meanings : mapping
+    counter_meanings : mapping or callable
+        Counter name -> what it counts; or ``counter_meanings(config) -> mapping`` when the
+        counters follow the configuration (:meth:`meanings`).
         Counter name -> what it counts.
     manifest : callable, optional
         ``manifest(config, component) -> dict``: further fields of its manifest entry.
@@ -162,7 +164,7 @@ class Block:
     doc: str
     summary: str
     counters: Callable[[RTLConfig], dict[str, int]] | None = None
-    counter_meanings: Mapping[str, str] = field(default_factory=dict)
+    counter_meanings: Mapping[str, str] | Callable = field(default_factory=dict)
     manifest: Callable | None = None
     lint_waivers: tuple[dict[str, str], ...] = ()
     unit_costs: tuple[str, ...] = ()
@@ -180,6 +182,11 @@ class Block:
     def build(self, config: RTLConfig):
         """The block's component for ``config``."""
         return self.factory(check_config(config))
+
+    def meanings(self, config: RTLConfig) -> Mapping[str, str]:
+        """Counter name -> what it counts, for ``config`` (in the order of ``counters``)."""
+        m = self.counter_meanings
+        return m(check_config(config)) if callable(m) else m
 
 
 # -- what the manifest entries add -------------------------------------------------------------
@@ -213,31 +220,25 @@ def _dense_manifest(config: RTLConfig, comp) -> dict[str, object]:
     }}
 
 
-class _HeadCounterMeanings(Mapping):
+_PARTS = {"qk": ("query x key tile", SCORE_COUNTER_DEFINITIONS),
+          "sm": ("softmax node", SOFTMAX_COUNTER_DEFINITIONS),
+          "pv": ("probability x value tile", CONTEXT_COUNTER_DEFINITIONS)}
+
+
+def _attention_meanings(config: RTLConfig) -> dict[str, str]:
     """What each counter of the attention path counts: ``<part>_<name>_h<h>`` is counter
     ``name`` of head ``h``'s ``qk``, ``sm`` or ``pv`` node; ``flits`` and ``hops`` the mesh's."""
-
-    _PARTS = {"qk": ("query x key tile", SCORE_COUNTER_DEFINITIONS),
-              "sm": ("softmax node", SOFTMAX_COUNTER_DEFINITIONS),
-              "pv": ("probability x value tile", CONTEXT_COUNTER_DEFINITIONS)}
-    _MESH = {"flits": "flits ejected in the window (scores, attn_prob events and a marker each "
-             "way per head)", "hops": "the hops of those flits"}
-
-    def __getitem__(self, key: str) -> str:
-        if key in self._MESH:
-            return self._MESH[key]
-        part, _, rest = key.partition("_")
-        name, _, head = rest.rpartition("_h")
-        if part in self._PARTS and head.isdigit() and name in self._PARTS[part][1]:
-            what, defs = self._PARTS[part]
-            return f"{defs[name]} ({what} of head {head})"
-        raise KeyError(key)
-
-    def __iter__(self):
-        return iter(self._MESH)
-
-    def __len__(self) -> int:
-        return len(self._MESH)
+    out = {}
+    for name in _attention_counters(config):
+        part, _, rest = name.partition("_")
+        if part in _PARTS:
+            counter, _, head = rest.rpartition("_h")
+            what, defs = _PARTS[part]
+            out[name] = f"{defs[counter]} ({what} of head {head})"
+    out["flits"] = ("flits ejected in the window (scores, attn_prob events and a marker each "
+                    "way per head)")
+    out["hops"] = "the hops of those flits"
+    return out
 
 
 def _attention_counters(config: RTLConfig) -> dict[str, int]:
@@ -288,7 +289,7 @@ BLOCKS: tuple[Block, ...] = (
           "docs/rtl_attention.md",
           "attention path of a block on a heads x 3 mesh: run-time key and value tiles, "
           "softmax nodes, attn_out_in events out",
-          counters=_attention_counters, counter_meanings=_HeadCounterMeanings(),
+          counters=_attention_counters, counter_meanings=_attention_meanings,
           manifest=_attention_manifest),
 )
 
