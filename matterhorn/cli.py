@@ -26,7 +26,7 @@ from matterhorn import __version__
 
 #: Subcommands in the order ``--help`` lists them.
 COMMANDS = ("demo", "generate", "regress", "synth", "energy", "stats", "compare", "flow",
-            "prove", "finetune", "layer")
+            "prove", "finetune", "layer", "attention")
 
 
 def _integer(text: str) -> int:

@@ -272,3 +272,88 @@ def attention_figures(case: AttentionCase, cfg) -> dict:
     return {"tokens": tokens, "sequences": writes,
             "events_per_token": {pos: [round(n / max(tokens, 1), 3) for n in v]
                                  for pos, v in per.items()}}
+
+
+def design_params(cfg) -> dict:
+    """The :class:`rtl_gen.params.RTLConfig` arguments whose attention path
+    (:meth:`rtl_gen.attn_params.AttentionConfig.from_rtl`) is the design ``cfg``."""
+    from rtl_gen.attn_params import AttentionConfig
+    from rtl_gen.params import RTLConfig
+
+    params = {"T": cfg.T, "k": 0, "family": "sym", "weight_bits": 1, "n_in": cfg.head_dim,
+              "tile_neurons": cfg.seq_max, "mesh_rows": cfg.heads, "mesh_cols": 1}
+    if AttentionConfig.from_rtl(RTLConfig(**params)) != cfg:
+        raise ValueError(f"the design {cfg} is not one the generator builds from an RTLConfig "
+                         "(its kv_pack, row_max and frac_bits must be the defaults)")
+    return params
+
+
+@dataclass(frozen=True)
+class AttentionRun:
+    """One case on one simulator: the job's result and the figures of the run."""
+
+    result: object
+    figures: dict
+
+    @property
+    def passed(self) -> bool:
+        return self.result.passed
+
+
+def run_attention(cfg, case: AttentionCase, sim_name: str, *, out_dir="build/attention",
+                  seed: int = 0, p_idle: float = 0.0, p_stall: float = 0.0, repeat: int = 1,
+                  name: str = "attention", waves: bool = False) -> AttentionRun:
+    """Run ``case`` through the generated attention path ``cfg`` on ``sim_name`` in the fast
+    harness; every ``o`` event and every counter of every window checked.
+
+    Returns the job result and :func:`run_figures` (cycles per token, tokens per second, the
+    events per token of each position and head, the write counts).
+    """
+    from pathlib import Path
+
+    from regression.benches.attention import _fast
+    from regression.cache import generate_rtl, module_entry
+    from regression.execute import execute_config
+    from regression.jobs import job
+    from rtl_gen.attn_images import check_sequence
+    from rtl_gen.registry import block
+
+    for q, k, v, valid in case.sequences:  # every input, before anything is generated
+        check_sequence(cfg, case.path, q, k, v, valid)
+    params = design_params(cfg)
+    j = job("attention", sim_name, {**params, "source": "case"}, seed, repeat=repeat,
+            p_idle=float(p_idle), p_stall=float(p_stall))
+    root = Path(out_dir).resolve()
+    generated = generate_rtl(params, root)
+
+    def make_config(manifest):
+        entry = module_entry(manifest, block("attention").module)
+        return _fast(j, attention_vectors(cfg, case, entry), cfg.T, "attention")
+
+    res = execute_config(j, params, make_config, root, waves=waves,
+                         run_name=f"{name}-{sim_name}", generated=generated)
+    return AttentionRun(res, run_figures(cfg, case, res.report, repeat))
+
+
+def run_figures(cfg, case: AttentionCase, report: dict, repeat: int = 1) -> dict:
+    """Figures of a run: tokens, cycles per token, tokens per second of simulation, and per
+    position and head the events per token of the design (its counter totals) beside the
+    golden model's (:func:`attention_figures`), and the write counts per sequence."""
+    golden = attention_figures(case, cfg)
+    tokens = golden["tokens"] * repeat
+    totals = report.get("counter_totals_rtl", {})
+    rtl = {pos: [round(totals.get(f"cnt_{part}_{name}_h{h}", 0) / max(tokens, 1), 3)
+                 for h in range(cfg.heads)]
+           for pos, part, name in (("query", "qk", "events_in"), ("attn_prob", "sm", "events_out"),
+                                   ("attn_out_in", "pv", "events_out"))}
+    cycles = int(report.get("cycles", 0))
+    seconds = float(report.get("run_seconds", 0.0) or report.get("sim_seconds", 0.0))
+    return {
+        "tokens": tokens,
+        "cycles": cycles,
+        "cycles_per_token": round(cycles / max(tokens, 1), 1),
+        "tokens_per_second": round(tokens / seconds, 1) if seconds else 0.0,
+        "events_per_token": rtl,
+        "golden_events_per_token": golden["events_per_token"],
+        "sequences": golden["sequences"],
+    }
