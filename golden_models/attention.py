@@ -36,7 +36,8 @@ import torch
 from golden_models.codespace import CodeSpace
 from golden_models.counters import (
     ContextCounters,
-    DenseCounters,
+    DenseContextCounters,
+    DenseScoreCounters,
     ScoreCounters,
     SoftmaxCounters,
 )
@@ -97,17 +98,17 @@ class HeadWindow:
 
 @dataclass(frozen=True)
 class DenseWindow:
-    """One query window of one head in the dense design: the codes and the dense counters of
-    the query x key tile (``codes_in`` = ``d_k`` query codes, ``codes_out`` = ``S`` scores), the
-    softmax (``codes_out`` = ``S`` probability codes) and the probability x value tile."""
+    """One query window of one head in the dense design: the codes and the counters of the
+    query x key tile (``d_k`` query codes in), the softmax (``events_out``: the ``S``
+    probability codes sent, none suppressed) and the probability x value tile."""
 
     scores: torch.Tensor
     prob_codes: torch.Tensor
     ctx: torch.Tensor
     out_codes: torch.Tensor
-    score: DenseCounters
+    score: DenseScoreCounters
     softmax: SoftmaxCounters
-    context: DenseCounters
+    context: DenseContextCounters
 
 
 @dataclass(frozen=True)
@@ -303,14 +304,15 @@ class AttentionPath:
                 row.append(DenseWindow(
                     scores=scores[0], prob_codes=prob_codes[0], ctx=ctx,
                     out_codes=self.ctx_mask.space.c - out_tau,
-                    score=DenseCounters(codes_in=d, weight_row_reads=d, mac_ops=d * S,
-                                        compare_ops=0, threshold_reads=0, codes_out=S),
+                    score=DenseScoreCounters(codes_in=d, weight_row_reads=d, mac_ops=d * S,
+                                             scores_out=S, key_writes=S * d),
                     softmax=SoftmaxCounters(scores_in=S, exp_ops=int(valid.sum()),
                                             divisions=1, compare_ops=p_cmp, events_out=S,
                                             events_suppressed=0),
-                    context=DenseCounters(codes_in=S, weight_row_reads=S, mac_ops=S * d,
-                                          compare_ops=o_cmp, threshold_reads=o_cmp,
-                                          codes_out=d),
+                    context=DenseContextCounters(codes_in=S, weight_row_reads=S,
+                                                 mac_ops=S * d, compare_ops=o_cmp,
+                                                 threshold_reads=o_cmp, codes_out=d,
+                                                 value_writes=S * d),
                 ))
             out.append(row)
         return out

@@ -24,7 +24,11 @@ __all__ = [
     "SOFTMAX_COUNTER_NAMES",
     "ContextCounters",
     "Counters",
+    "DENSE_CONTEXT_COUNTER_NAMES",
+    "DENSE_SCORE_COUNTER_NAMES",
+    "DenseContextCounters",
     "DenseCounters",
+    "DenseScoreCounters",
     "ScoreCounters",
     "SoftmaxCounters",
 ]
@@ -204,3 +208,43 @@ CONTEXT_COUNTER_DEFINITIONS = {
     "events_suppressed": "head dimensions whose attn_out_in code falls in the dead zone",
     "value_writes": "value codes written into the value memory since the sequence started",
 }
+
+
+@dataclass(frozen=True)
+class DenseScoreCounters:
+    """The query x key tile of the dense design, one window: every query code read."""
+
+    codes_in: int = 0
+    weight_row_reads: int = 0
+    mac_ops: int = 0
+    scores_out: int = 0
+    key_writes: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+#: Counter names of the dense query x key tile.
+DENSE_SCORE_COUNTER_NAMES: tuple[str, ...] = tuple(f.name for f in fields(DenseScoreCounters))
+
+
+@dataclass(frozen=True)
+class DenseContextCounters:
+    """The probability x value tile of the dense design, one window: every probability code
+    read, every output code sent (:class:`DenseCounters` and the value codes written)."""
+
+    codes_in: int = 0
+    weight_row_reads: int = 0
+    mac_ops: int = 0
+    compare_ops: int = 0
+    threshold_reads: int = 0
+    codes_out: int = 0
+    value_writes: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+#: Counter names of the dense probability x value tile.
+DENSE_CONTEXT_COUNTER_NAMES: tuple[str, ...] = tuple(
+    f.name for f in fields(DenseContextCounters))

@@ -25,8 +25,19 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal
-from amaranth.lib import stream, wiring
+from amaranth.hdl import (
+    Array,
+    Cat,
+    ClockSignal,
+    Const,
+    Instance,
+    Module,
+    Mux,
+    ResetSignal,
+    Signal,
+    signed,
+)
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl_gen.attn_params import (
@@ -35,14 +46,23 @@ from rtl_gen.attn_params import (
     attn_load_layout,
 )
 from rtl_gen.attn_softmax import SoftmaxNode
-from rtl_gen.kv_tiles import ContextTile, ScoreTile, context_counters, score_counters
+from rtl_gen.kv_tiles import (
+    ContextTile,
+    DenseContextTile,
+    ScoreTile,
+    context_counters,
+    dense_query_layout,
+    score_counters,
+)
 from rtl_gen.layouts import coord_width, event_layout, flit_layout, out_event_layout
 from rtl_gen.params import RTLConfig, check_config, counter_ports
 from rtl_gen.router import Router
 from rtl_gen.system_parts import OutputMerge
 
 __all__ = [
+    "DENSE_HEAD_MODULE",
     "HEAD_MODULE",
+    "HeadOrderMerge",
     "PARTS",
     "AttentionHead",
     "AttentionSystem",
@@ -162,11 +182,49 @@ def _ports_of(component) -> dict:
             for path, _, value in component.signature.flatten(component)}
 
 
-def _part_counters(cfg: AttentionConfig, softmax: dict[str, int] | None = None):
+def _part_counters(cfg: AttentionConfig, softmax: dict[str, int] | None = None,
+                   dense: bool = False):
     from rtl_gen.attn_softmax import softmax_counters
 
-    return {"qk": score_counters(cfg), "sm": softmax or softmax_counters(cfg),
-            "pv": context_counters(cfg)}
+    return {"qk": score_counters(cfg, dense), "sm": softmax or softmax_counters(cfg),
+            "pv": context_counters(cfg, dense)}
+
+
+class HeadOrderMerge(wiring.Component):
+    """The dense design's output: head 0's codes, then head 1's, ...: each head's beats
+    ``{addr = d, t = code}`` leave as ``{addr = h * d_k + d, t}`` until its marker, then the next
+    head's; after the last head's marker, one marker."""
+
+    def __init__(self, cfg: AttentionConfig):
+        self._cfg = cfg
+        head = out_event_layout(cfg.context_tile())
+        super().__init__({
+            "i": In(stream.Signature(head)).array(cfg.heads),
+            "o": Out(stream.Signature(event_layout(cfg.global_dim_width, cfg.time_width))),
+        })
+
+    def elaborate(self, platform):
+        cfg, m = self._cfg, Module()
+        H = cfg.heads
+        cur = Signal(range(max(H, 2)), name="head")
+        p = Array(i.payload for i in self.i)[cur]
+        valid = Array(i.valid for i in self.i)[cur]
+        last = p.last
+        with m.If(valid & ~last):
+            m.d.comb += [self.o.valid.eq(1), self.o.payload.addr.eq(p.addr + cur * cfg.head_dim),
+                         self.o.payload.t.eq(p.t)]
+        with m.Elif(valid & last & (cur == H - 1)):
+            m.d.comb += [self.o.valid.eq(1), self.o.payload.last.eq(1)]
+        take = valid & (last & (cur != H - 1) | self.o.ready)
+        for h, i in enumerate(self.i):
+            m.d.comb += i.ready.eq((cur == h) & take)
+        with m.If(take & last):
+            m.d.sync += cur.eq(Mux(cur == H - 1, 0, cur + 1))
+        return m
+
+
+def _dense_softmax(cfg: AttentionConfig):
+    return SoftmaxNode(cfg, dense=True)
 
 
 class AttentionHead(wiring.Component):
@@ -182,6 +240,8 @@ class AttentionHead(wiring.Component):
     config : AttentionConfig
     softmax : callable, optional
         The softmax node's factory (:class:`AttentionSystem`).
+    dense : bool
+        The dense design's head (:class:`AttentionSystem`).
 
     Members
     -------
@@ -205,20 +265,24 @@ class AttentionHead(wiring.Component):
         Flits ejected in this row since ``clear``, and their hops.
     """
 
-    def __init__(self, config: AttentionConfig, softmax=None):
+    def __init__(self, config: AttentionConfig, softmax=None, *, dense: bool = False):
         if not isinstance(config, AttentionConfig):
             raise TypeError(f"config must be an AttentionConfig, not {config!r}")
         self._cfg = cfg = config
-        self._sm = (SoftmaxNode if softmax is None else softmax)(cfg)
+        self._dense = bool(dense)
+        default = _dense_softmax if dense else SoftmaxNode
+        self._sm = (default if softmax is None else softmax)(cfg)
         sm_counters = {n[4:]: len(v) for n, v in _ports_of(self._sm).items()
                        if n.startswith("cnt_")}
-        self._counters = _part_counters(cfg, sm_counters)
+        self._counters = _part_counters(cfg, sm_counters, dense)
         flit = stream.Signature(flit_layout(cfg.heads, 3, cfg.flit_addr_width,
                                             cfg.flit_value_width))
         members = {
             "y": In(coord_width(cfg.heads)),
             "load": In(stream.Signature(attn_load_layout(cfg))),
-            "i": In(stream.Signature(event_layout(cfg.dim_width, cfg.time_width, time="tau"))),
+            "i": In(stream.Signature(
+                dense_query_layout(cfg) if dense
+                else event_layout(cfg.dim_width, cfg.time_width, time="tau"))),
             "o": Out(stream.Signature(out_event_layout(cfg.context_tile()))),
             "clear": In(1),
             "complete": Out(1),
@@ -241,9 +305,9 @@ class AttentionHead(wiring.Component):
 
     def elaborate(self, platform):
         cfg, m = self._cfg, Module()
-        m.submodules.qk = qk = ScoreTile(cfg)
+        m.submodules.qk = qk = ScoreTile(cfg, dense=self._dense)
         m.submodules.sm = sm = self._sm
-        m.submodules.pv = pv = ContextTile(cfg)
+        m.submodules.pv = pv = DenseContextTile(cfg) if self._dense else ContextTile(cfg)
         m.submodules.load_fork = fork = EagerFork(attn_load_layout(cfg), 3)
         ld = self.load.payload
         broadcast = ((ld.target != ATTN_TARGETS["key"]) & (ld.target != ATTN_TARGETS["value"]))
@@ -305,6 +369,8 @@ class AttentionHead(wiring.Component):
 
 #: Module name of one head in the generated Verilog (:meth:`AttentionSystem.extra_verilog`).
 HEAD_MODULE = "mttfs_attention_head"
+#: The same of the dense design's head.
+DENSE_HEAD_MODULE = "dense_attention_head"
 
 
 class AttentionSystem(wiring.Component):
@@ -344,22 +410,25 @@ class AttentionSystem(wiring.Component):
         Flits ejected and their hops in the last window (markers included).
     """
 
-    def __init__(self, config: AttentionConfig, softmax=None, *, instances: bool = False):
+    def __init__(self, config: AttentionConfig, softmax=None, *, instances: bool = False,
+                 dense: bool = False):
         if not isinstance(config, AttentionConfig):
             raise TypeError(f"config must be an AttentionConfig, not {config!r}")
         self._cfg = cfg = config
-        self._softmax, self._instances = softmax, bool(instances)
-        self._heads = [AttentionHead(cfg, softmax) for _ in range(1 if instances else cfg.heads)]
+        self._softmax, self._instances, self._dense = softmax, bool(instances), bool(dense)
+        self._heads = [AttentionHead(cfg, softmax, dense=self._dense)
+                       for _ in range(1 if instances else cfg.heads)]
         self._counters = self._heads[0].part_counters()
         members = {
             "load": In(stream.Signature(attn_load_layout(cfg))),
-            "i": In(stream.Signature(event_layout(cfg.global_dim_width, cfg.time_width,
-                                                  time="tau"))),
+            "i": In(stream.Signature(
+                data.StructLayout({"code": signed(cfg.time_width), "last": 1}) if dense
+                else event_layout(cfg.global_dim_width, cfg.time_width, time="tau"))),
             "o": Out(stream.Signature(event_layout(cfg.global_dim_width, cfg.time_width))),
             "busy": Out(1),
             "complete": Out(1),
         }
-        members.update(counter_ports(head_counters(cfg, self._counters["sm"])))
+        members.update(counter_ports(head_counters(cfg, self._counters["sm"], self._dense)))
         super().__init__(members)
 
     @property
@@ -370,6 +439,12 @@ class AttentionSystem(wiring.Component):
         """Counter name -> width of each part (``qk``, ``sm``, ``pv``) of a head."""
         return {part: dict(w) for part, w in self._counters.items()}
 
+    @property
+    def head_module(self) -> str:
+        """The Verilog module of one head with ``instances``: :data:`HEAD_MODULE`, or
+        :data:`DENSE_HEAD_MODULE` for the dense design."""
+        return DENSE_HEAD_MODULE if self._dense else HEAD_MODULE
+
     def extra_verilog(self) -> str:
         """The Verilog of the modules this one instantiates by name: :data:`HEAD_MODULE` with
         ``instances`` (``rtl_gen.generate.to_verilog`` appends it), else nothing."""
@@ -377,16 +452,25 @@ class AttentionSystem(wiring.Component):
             return ""
         from rtl_gen.generate import to_verilog
 
-        return to_verilog(self._heads[0], HEAD_MODULE)
+        name = self.head_module
+        text = to_verilog(self._heads[0], name)
+        # one class for all heads in Verilator's model, not a copy per instance (inlined, the
+        # twelve heads of MiniLM made 42 MB of C++); other tools read a comment
+        header = text.index(f"module {name}(")
+        body = text.index(");\n", header) + 3
+        return text[:body] + "  /* verilator no_inline_module */\n" + text[body:]
 
     def elaborate(self, platform):
         cfg, m = self._cfg, Module()
         H = cfg.heads
         m.submodules.load_fork = lfork = EagerFork(attn_load_layout(cfg), H)
         m.submodules.query_fork = qfork = EagerFork(self.i.payload.shape(), H)
-        merge_cfg = RTLConfig(T=cfg.T, k=0, n_in=1, tile_neurons=cfg.head_dim, mesh_rows=H,
-                              mesh_cols=1)
-        m.submodules.merge = merge = OutputMerge(merge_cfg)
+        if self._dense:
+            m.submodules.merge = merge = HeadOrderMerge(cfg)
+        else:
+            merge_cfg = RTLConfig(T=cfg.T, k=0, n_in=1, tile_neurons=cfg.head_dim,
+                                  mesh_rows=H, mesh_cols=1)
+            m.submodules.merge = merge = OutputMerge(merge_cfg)
         heads = [self._place(m, h) for h in range(H)]
         running, complete = Signal(name="running"), Signal(name="complete")
         m.d.comb += [complete.eq(Cat(*(hd["complete"] for hd in heads)).all()),
@@ -423,7 +507,7 @@ class AttentionSystem(wiring.Component):
                 else:
                     ports[name] = sig = Signal(member.shape, name=f"h{h}_{name}")
                     conns[("i_" if member.flow == In else "o_") + name] = sig
-            m.submodules[f"head{h}"] = Instance(HEAD_MODULE, i_clk=ClockSignal(),
+            m.submodules[f"head{h}"] = Instance(self.head_module, i_clk=ClockSignal(),
                                                 i_rst=ResetSignal(), **conns)
         ports["h"] = h
         m.d.comb += ports["y"].eq(h)
@@ -459,14 +543,24 @@ class AttentionSystem(wiring.Component):
         window's first beat."""
         cfg, p = self._cfg, self.i.payload
         d = cfg.head_dim
-        en = [p.last | ((p.addr >= h * d) & (p.addr < (h + 1) * d)) for h in range(cfg.heads)]
+        if self._dense:  # codes in address order: the address is a counter
+            addr = Signal(range(cfg.heads * d + 1), name="query_addr")
+            with m.If(self.i.valid & self.i.ready):
+                m.d.sync += addr.eq(Mux(p.last, 0, addr + 1))
+        else:
+            addr = p.addr
+        en = [p.last | ((addr >= h * d) & (addr < (h + 1) * d)) for h in range(cfg.heads)]
         m.d.comb += [fork.i.valid.eq(self.i.valid & complete), fork.i.payload.eq(p),
                      self.i.ready.eq(fork.i.ready & complete), fork.en.eq(Cat(*en))]
         for o, hd in zip(fork.o, heads, strict=True):
             qi = hd["i"]
             m.d.comb += [qi.valid.eq(o.valid), o.ready.eq(qi.ready),
-                         qi.payload.addr.eq(o.payload.addr - hd["h"] * d),
-                         qi.payload.tau.eq(o.payload.tau), qi.payload.last.eq(o.payload.last)]
+                         qi.payload.last.eq(o.payload.last)]
+            if self._dense:
+                m.d.comb += qi.payload.code.eq(o.payload.code)
+            else:
+                m.d.comb += [qi.payload.addr.eq(o.payload.addr - hd["h"] * d),
+                             qi.payload.tau.eq(o.payload.tau)]
         start = Signal(name="window_start")
         m.d.comb += start.eq(self.i.valid & self.i.ready & ~running)
         with m.If(start):
@@ -474,8 +568,16 @@ class AttentionSystem(wiring.Component):
         return start
 
     def _output(self, m, merge, heads, running) -> None:
-        """The heads' events merged into ``o``; the output marker ends the window."""
+        """The heads' events merged into ``o`` (the dense design: their codes, head after
+        head); the output marker ends the window."""
         cfg = self._cfg
+        if self._dense:
+            for hd in heads:
+                wiring.connect(m, hd["o"], merge.i[hd["h"]])
+            wiring.connect(m, merge.o, wiring.flipped(self.o))
+            with m.If(self.o.valid & self.o.ready & self.o.payload.last):
+                m.d.sync += running.eq(0)
+            return
         done = Signal(cfg.heads, name="done")
         for hd in heads:
             h, o = hd["h"], hd["o"]
@@ -503,15 +605,13 @@ def _ports_of_interface(intf, sig) -> dict:
     return out
 
 
-def head_counters(cfg: AttentionConfig, softmax: dict[str, int] | None = None
-                  ) -> dict[str, int]:
+def head_counters(cfg: AttentionConfig, softmax: dict[str, int] | None = None,
+                  dense: bool = False) -> dict[str, int]:
     """Counter name -> width of the attention path's ports ``cnt_<name>``: each head's
     ``<part>_<counter>_h<h>`` (``softmax``: the softmax node's counters, default
-    :func:`rtl_gen.attn_softmax.softmax_counters`), then ``flits`` and ``hops``."""
-    from rtl_gen.attn_softmax import softmax_counters
-
-    parts = {"qk": score_counters(cfg), "sm": softmax or softmax_counters(cfg),
-             "pv": context_counters(cfg)}
+    :func:`rtl_gen.attn_softmax.softmax_counters`; ``dense``: the dense design's), then
+    ``flits`` and ``hops``."""
+    parts = _part_counters(cfg, softmax, dense)
     out = {f"{part}_{name}_h{h}": w for h in range(cfg.heads)
            for part, widths in parts.items() for name, w in widths.items()}
     return {**out, "flits": TOTAL_WIDTH, "hops": TOTAL_WIDTH}
@@ -563,7 +663,8 @@ class AttentionWindow:
 def simulate_attention(cfg: AttentionConfig, path, sequences, *, o_ready: float = 1.0,
                        i_valid: float = 1.0, seed: int = 0, kv_order: str = "slot",
                        early_query: bool = False, max_cycles: int = 1_000_000,
-                       softmax=None, vcd: str | None = None) -> list[list[AttentionWindow]]:
+                       softmax=None, dense: bool = False,
+                       vcd: str | None = None) -> list[list[AttentionWindow]]:
     """Program an :class:`AttentionSystem` with ``path`` and run ``sequences`` in the Amaranth
     simulator.
 
@@ -582,18 +683,29 @@ def simulate_attention(cfg: AttentionConfig, path, sequences, *, o_ready: float 
         (the design must hold it until they are complete).
     softmax : callable, optional
         The softmax node's factory (:class:`AttentionSystem`).
+    dense : bool
+        The dense design: the query codes in, the output codes ``(h * d_k + d, code)`` out
+        (:func:`rtl_gen.attn_images.dense_reference`).
 
     Returns
     -------
     list of list of AttentionWindow
         Per sequence, per token.
     """
-    from rtl_gen.attn_images import config_beats, kv_beats, query_beats, sequence_beats
+    from rtl_gen.attn_images import (
+        config_beats,
+        dense_query_beats,
+        kv_beats,
+        query_beats,
+        sequence_beats,
+    )
     from rtl_gen.simulation import check_probability, run_simulator, stream_put
 
     check_probability("o_ready", o_ready)
     check_probability("i_valid", i_valid)
-    dut = AttentionSystem(cfg, softmax)
+    dut = AttentionSystem(cfg, softmax, dense=dense)
+    beats_of = dense_query_beats if dense else query_beats
+    sign = 1 << (cfg.time_width - 1)
     rng = random.Random(seed)
     ports = [n for n in _ports_of(dut) if n.startswith("cnt_")]
     results: list[list[AttentionWindow]] = []
@@ -617,7 +729,9 @@ def simulate_attention(cfg: AttentionConfig, path, sequences, *, o_ready: float 
             if valid and ready:
                 if payload.last:
                     break
-                events.append((int(payload.addr), int(payload.t)))
+                t = int(payload.t)
+                # the dense design's codes are two's complement
+                events.append((int(payload.addr), (t ^ sign) - sign if dense else t))
         ctx.set(dut.i.valid, 0)
         ctx.set(dut.o.ready, 0)
         await ctx.tick()
@@ -630,7 +744,7 @@ def simulate_attention(cfg: AttentionConfig, path, sequences, *, o_ready: float 
             for b in sequence_beats(cfg, valid):
                 await stream_put(ctx, dut.load, b)
             writes = kv_beats(cfg, keys, values, kv_order)
-            wins = [query_beats(cfg, path, query[i]) for i in range(query.shape[0])]
+            wins = [beats_of(cfg, path, query[i]) for i in range(query.shape[0])]
             first = 0
             if early_query:
                 # the first query's beat is offered from now on; it must not be taken

@@ -23,8 +23,9 @@ from rtl_gen.attn_params import (
 )
 from rtl_gen.layouts import pack
 
-__all__ = ["attention_reference", "check_path", "check_sequence", "config_beats", "kv_beats",
-           "query_beats", "sequence_beats", "window_counters"]
+__all__ = ["attention_reference", "check_path", "check_sequence", "config_beats",
+           "dense_query_beats", "dense_reference", "kv_beats", "query_beats", "sequence_beats",
+           "window_counters"]
 
 
 def _beat(target: str, data: int, node: int = 0, addr: int = 0) -> dict[str, int]:
@@ -180,6 +181,32 @@ def attention_reference(cfg: AttentionConfig, path: AttentionPath, query, keys, 
         out.append({
             "query": query_beats(cfg, path, query[i]),
             "out": list(zip(run.out_index[i].tolist(), run.out_time[i].tolist(), strict=True)),
+            "counters": window_counters(cfg, row),
+        })
+    return out
+
+
+def dense_query_beats(cfg: AttentionConfig, path: AttentionPath,
+                      query_row: torch.Tensor) -> list[dict[str, int]]:
+    """The dense design's ``i`` beats of a token: every query code (every head, address order),
+    then the marker."""
+    check_codes(query_row, path.query_mask.space, "query")
+    return [*({"code": int(c), "last": 0} for c in query_row.tolist()), {"code": 0, "last": 1}]
+
+
+def dense_reference(cfg: AttentionConfig, path: AttentionPath, query, keys, values,
+                    valid) -> list[dict]:
+    """:func:`attention_reference` of the dense design
+    (:meth:`golden_models.attention.AttentionPath.run_dense`): per token its ``i`` beats, the
+    expected ``o`` codes ``(h * d_k + d, code)`` of every head in address order, the counters."""
+    check_sequence(cfg, path, query, keys, values, valid)
+    d = cfg.head_dim
+    out = []
+    for i, row in enumerate(path.run_dense(query, keys, values, valid)):
+        out.append({
+            "query": dense_query_beats(cfg, path, query[i]),
+            "out": [(h * d + j, int(c)) for h, w in enumerate(row)
+                    for j, c in enumerate(w.out_codes.tolist())],
             "counters": window_counters(cfg, row),
         })
     return out

@@ -218,10 +218,15 @@ class ProbEncoder(wiring.Component):
         The ``attn_prob`` mask.
     busy : Out(1)
     cnt_compare_ops, cnt_events_out, cnt_events_suppressed : Out(width)
+
+    With ``dense``, the dense design's encoder: each slot's code ``c - t`` leaves as it is
+    walked, in slot order, as ``{addr = slot, t = code}`` (``events_out`` counts the codes sent,
+    none is suppressed: no mask).
     """
 
-    def __init__(self, config: AttentionConfig):
+    def __init__(self, config: AttentionConfig, *, dense: bool = False):
         self._cfg = cfg = _check(config)
+        self._dense = bool(dense)
         self._lanes = RTLConfig(T=cfg.T, k=0, n_in=1, tile_neurons=cfg.seq_max, mesh_rows=1,
                                 mesh_cols=1)
         widths = softmax_counters(cfg)
@@ -237,21 +242,25 @@ class ProbEncoder(wiring.Component):
         })
 
     def elaborate(self, platform):
+        if self._dense:
+            return self._elaborate_dense()
         cfg, m = self._cfg, Module()
         S, T = cfg.seq_max, cfg.T
         m.submodules.emit = emit = EventEmitter(self._lanes)
-        taus = Array(Signal(range(T), name=f"tau{j}") for j in range(S))
+        taus = [Signal(range(T), name=f"tau{j}") for j in range(S)]
         present = Signal(S, name="present")
         t = Signal(range(T), name="t")
         count, clear = counters(m, self, ("compare_ops", "events_out", "events_suppressed"))
         p = self.i.payload
-        tau = Signal(range(T), name="tau_in")
-        m.d.comb += tau.eq(T - 1)
-        for step in reversed(range(T - 1)):
-            with m.If(p.u >= self.theta[step]):
-                m.d.comb += tau.eq(step)
+        tau = self._tau(m)
         pend = Signal(S, name="pending")
         m.d.comb += pend.eq(Cat(*(present[j] & (taus[j] == t) for j in range(S))))
+        # the slot of the beat, one-hot: each slot's register is written under its own bit (an
+        # array written at a variable index is a case statement per register)
+        hit = Signal(S, name="slot_hit")
+        m.d.comb += hit.eq(Const(1, S) << p.addr)
+        n_pend = Signal(range(S + 1), name="n_pending")
+        m.d.comb += n_pend.eq(popcount(pend))
         tx = transmitted(t, self.i_max, self.k)
         m.d.comb += [self.o.valid.eq(emit.o.valid), self.o.payload.addr.eq(emit.o.payload.addr),
                      self.o.payload.t.eq(emit.o.payload.t), emit.o.ready.eq(self.o.ready),
@@ -269,15 +278,18 @@ class ProbEncoder(wiring.Component):
                     m.d.sync += t.eq(0)
                     m.next = "WALK"
                 with m.Elif(self.i.valid):
-                    m.d.sync += [taus[p.addr].eq(tau), present.bit_select(p.addr, 1).eq(1)]
+                    m.d.sync += present.eq(present | hit)
+                    for j in range(S):
+                        with m.If(hit[j]):
+                            m.d.sync += taus[j].eq(tau)
                     count("compare_ops", Mux(tau == T - 1, T - 1, tau + 1))
             with m.State("WALK"):
                 with m.If(emit.free):
                     m.d.comb += emit.push.eq(1)
                     with m.If(tx):
-                        count("events_out", popcount(pend))
+                        count("events_out", n_pend)
                     with m.Else():
-                        count("events_suppressed", popcount(pend))
+                        count("events_suppressed", n_pend)
                     m.d.sync += t.eq(t + 1)
                     with m.If(t == T - 1):
                         m.next = "DRAIN"
@@ -290,6 +302,45 @@ class ProbEncoder(wiring.Component):
                              self.o.payload.t.eq(0), self.o.payload.last.eq(1)]
                 with m.If(self.o.ready):
                     m.next = "IDLE"
+        return m
+
+
+    def _tau(self, m):
+        """The walk's time of the ``u`` on ``i``: the first ``t`` with ``u >= theta[t]``."""
+        T = self._cfg.T
+        tau = Signal(range(T), name="tau_in")
+        m.d.comb += tau.eq(T - 1)
+        for step in reversed(range(T - 1)):
+            with m.If(self.i.payload.u >= self.theta[step]):
+                m.d.comb += tau.eq(step)
+        return tau
+
+    def _elaborate_dense(self):
+        cfg, m = self._cfg, Module()
+        T = cfg.T
+        count, clear = counters(m, self, ("compare_ops", "events_out", "events_suppressed"))
+        p = self.i.payload
+        tau = self._tau(m)
+        m.d.comb += self.busy.eq(1)
+        with m.FSM(name="phase"):
+            with m.State("IDLE"):
+                m.d.comb += self.busy.eq(0)
+                with m.If(self.i.valid):
+                    m.d.sync += clear
+                    m.next = "SEND"
+            with m.State("SEND"):
+                with m.If(self.i.valid & p.last):
+                    m.d.comb += [self.o.valid.eq(1), self.o.payload.last.eq(1),
+                                 self.i.ready.eq(self.o.ready)]
+                    with m.If(self.o.ready):
+                        m.next = "IDLE"
+                with m.Else():
+                    m.d.comb += [self.o.valid.eq(self.i.valid), self.i.ready.eq(self.o.ready),
+                                 self.o.payload.addr.eq(p.addr),
+                                 self.o.payload.t.eq(cfg.prob_space.c - tau)]
+                    with m.If(self.i.valid & self.o.ready):
+                        count("compare_ops", Mux(tau == T - 1, T - 1, tau + 1))
+                        count("events_out", 1)
         return m
 
 
@@ -306,10 +357,14 @@ class SoftmaxNode(wiring.Component):
     busy : Out(1)
     cnt_<name> : Out(width)
         :func:`softmax_counters` of the last row.
+
+    With ``dense``, the dense design's node: the probability codes of every slot leave, in slot
+    order, as ``{addr = slot, t = code}`` (:class:`ProbEncoder`).
     """
 
-    def __init__(self, config: AttentionConfig):
+    def __init__(self, config: AttentionConfig, *, dense: bool = False):
         self._cfg = cfg = _check(config)
+        self._dense = bool(dense)
         super().__init__({
             "load": In(stream.Signature(attn_load_layout(cfg))),
             "i": In(stream.Signature(score_layout(cfg))),
@@ -326,7 +381,7 @@ class SoftmaxNode(wiring.Component):
         cfg, m = self._cfg, Module()
         m.submodules.registers = regs = NodeRegisters(cfg, "prob_table", cfg.prob_theta_width)
         m.submodules.softmax = unit = SoftmaxUnit(cfg)
-        m.submodules.encoder = enc = ProbEncoder(cfg)
+        m.submodules.encoder = enc = ProbEncoder(cfg, dense=self._dense)
         idle = ~unit.busy & ~enc.busy & ~unit.o.valid
         wiring.connect(m, wiring.flipped(self.i), unit.i)
         wiring.connect(m, unit.o, enc.i)

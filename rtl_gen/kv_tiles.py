@@ -23,11 +23,16 @@ configuration (masks, the sequence, the table) from the attention path's ``load`
 from __future__ import annotations
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from golden_models.counters import CONTEXT_COUNTER_NAMES, SCORE_COUNTER_NAMES
+from golden_models.counters import (
+    CONTEXT_COUNTER_NAMES,
+    DENSE_CONTEXT_COUNTER_NAMES,
+    DENSE_SCORE_COUNTER_NAMES,
+    SCORE_COUNTER_NAMES,
+)
 from rtl_gen.attn_params import (
     ATTN_TARGETS,
     AttentionConfig,
@@ -45,10 +50,12 @@ from rtl_gen.tile_parts import Comparator, EventEmitter, Membranes, ThresholdWal
 __all__ = [
     "ORIENTATIONS",
     "ContextTile",
+    "DenseContextTile",
     "NodeRegisters",
     "RuntimeWeights",
     "ScoreTile",
     "context_counters",
+    "dense_query_layout",
     "score_counters",
 ]
 
@@ -63,24 +70,30 @@ def _check_attention(cfg: object) -> AttentionConfig:
     return cfg
 
 
-def score_counters(cfg: AttentionConfig) -> dict[str, int]:
-    """Counter name -> width of the query x key tile (:data:`SCORE_COUNTER_NAMES` order)."""
+def score_counters(cfg: AttentionConfig, dense: bool = False) -> dict[str, int]:
+    """Counter name -> width of the query x key tile (:data:`SCORE_COUNTER_NAMES` order; the
+    dense design's :data:`DENSE_SCORE_COUNTER_NAMES`)."""
     e, s = cfg.head_dim, cfg.seq_max
-    widths = {"events_in": bits_for(e), "weight_row_reads": bits_for(e),
-              "accumulate_ops": bits_for(e * s), "scores_out": bits_for(s),
+    widths = {"events_in": bits_for(e), "codes_in": bits_for(e),
+              "weight_row_reads": bits_for(e), "accumulate_ops": bits_for(e * s),
+              "mac_ops": bits_for(e * s), "scores_out": bits_for(s),
               "key_writes": bits_for(s * cfg.head_dim)}
-    return {n: widths[n] for n in SCORE_COUNTER_NAMES}
+    names = DENSE_SCORE_COUNTER_NAMES if dense else SCORE_COUNTER_NAMES
+    return {n: widths[n] for n in names}
 
 
-def context_counters(cfg: AttentionConfig) -> dict[str, int]:
-    """Counter name -> width of the probability x value tile (:data:`CONTEXT_COUNTER_NAMES`)."""
+def context_counters(cfg: AttentionConfig, dense: bool = False) -> dict[str, int]:
+    """Counter name -> width of the probability x value tile (:data:`CONTEXT_COUNTER_NAMES`;
+    the dense design's :data:`DENSE_CONTEXT_COUNTER_NAMES`)."""
     s, d = cfg.seq_max, cfg.head_dim
     compares = bits_for(d * (cfg.T - 1))
-    widths = {"events_in": bits_for(s), "weight_row_reads": bits_for(s),
-              "accumulate_ops": bits_for(s * d), "compare_ops": compares,
-              "threshold_reads": compares, "events_out": bits_for(d),
+    widths = {"events_in": bits_for(s), "codes_in": bits_for(s),
+              "weight_row_reads": bits_for(s), "accumulate_ops": bits_for(s * d),
+              "mac_ops": bits_for(s * d), "compare_ops": compares,
+              "threshold_reads": compares, "events_out": bits_for(d), "codes_out": bits_for(d),
               "events_suppressed": bits_for(d), "value_writes": bits_for(s * d)}
-    return {n: widths[n] for n in CONTEXT_COUNTER_NAMES}
+    names = DENSE_CONTEXT_COUNTER_NAMES if dense else CONTEXT_COUNTER_NAMES
+    return {n: widths[n] for n in names}
 
 
 class NodeRegisters(wiring.Component):
@@ -311,6 +324,11 @@ class RuntimeWeights(wiring.Component):
                     m.d.sync += v.eq(v + prod)
 
 
+def dense_query_layout(cfg: AttentionConfig) -> data.StructLayout:
+    """The dense design's query input: one code (two's complement), ``last`` (a marker)."""
+    return data.StructLayout({"code": signed(cfg.time_width), "last": 1})
+
+
 def _mu(m, space, i_max):
     """``mu = c - I_max`` of a mask register, signed."""
     cfg_mu = Signal(signed(len(i_max) + 2), name="mu")
@@ -342,18 +360,25 @@ class ScoreTile(wiring.Component):
         Every key of the sequence is written.
     cnt_<name> : Out(width)
         :func:`score_counters`; ``key_writes`` counts since the sequence started.
+
+    With ``dense``, the dense design's tile: ``i`` takes the head's ``d_k`` query codes
+    ``{code, last}`` in dimension order (the address is a counter), each multiplies its key row
+    (``mac_ops``), and the membranes start at 0 (no folded offset).
     """
 
-    def __init__(self, config: AttentionConfig):
+    def __init__(self, config: AttentionConfig, *, dense: bool = False):
         self._cfg = cfg = _check_attention(config)
         self._tile = cfg.score_tile()
+        self._dense = bool(dense)
+        layout = (dense_query_layout(cfg) if dense
+                  else event_layout(cfg.dim_width, cfg.time_width, time="tau"))
         super().__init__({
             "load": In(stream.Signature(attn_load_layout(cfg))),
-            "i": In(stream.Signature(event_layout(cfg.dim_width, cfg.time_width, time="tau"))),
+            "i": In(stream.Signature(layout)),
             "o": Out(stream.Signature(score_layout(cfg))),
             "busy": Out(1),
             "complete": Out(1),
-            **counter_ports(score_counters(cfg)),
+            **counter_ports(score_counters(cfg, dense)),
         })
 
     @property
@@ -365,14 +390,17 @@ class ScoreTile(wiring.Component):
         m.submodules.registers = regs = NodeRegisters(cfg)
         m.submodules.weights = kv = RuntimeWeights(cfg, "columns", tile.acc_width)
         m.submodules.membranes = mem = Membranes(tile)
-        count, clear = counters(m, self, [n for n in score_counters(cfg) if n != "key_writes"])
+        dense = self._dense
+        count, clear = counters(m, self, [n for n in score_counters(cfg, dense)
+                                          if n != "key_writes"])
         ld = self.load.payload
         idle = Signal()
         m.d.comb += [
             regs.load.payload.eq(ld), kv.w.payload.eq(ld.data),
             kv.w.valid.eq(self.load.valid & (ld.target == ATTN_TARGETS["key"])),
             kv.accept.eq(idle), kv.start.eq(regs.start), kv.length.eq(regs.seq.length),
-            kv.mu.eq(_mu(m, cfg.query_space, regs.conf.i_max_q)),
+            # the dense design reads every code: no offset to fold
+            kv.mu.eq(0 if dense else _mu(m, cfg.query_space, regs.conf.i_max_q)),
             mem.row.eq(kv.rdata), self.complete.eq(kv.complete),
             self.cnt_key_writes.eq(kv.writes),
         ]
@@ -382,13 +410,14 @@ class ScoreTile(wiring.Component):
             m.d.comb += self.load.ready.eq(idle & ~kv.writing)
         m.d.comb += regs.take.eq(self.load.valid & self.load.ready)
         slot = Signal(range(max(cfg.seq_max, 2)), name="slot")
+        dim = Signal(range(max(cfg.head_dim + 1, 2)), name="dim")  # dense: the code's address
         v = Array(mem.v)
         m.d.comb += self.busy.eq(~idle)
         with m.FSM(name="phase"):
             with m.State("IDLE"):
                 m.d.comb += idle.eq(1)
                 with m.If(self.i.valid & kv.complete & ~kv.writing & ~self.load.valid):
-                    m.d.sync += clear
+                    m.d.sync += [*clear, dim.eq(0)]
                     m.d.comb += [mem.init.load.eq(-1),
                                  *(a.eq(b) for a, b in zip(mem.init.value, kv.init,
                                                            strict=True))]
@@ -401,11 +430,7 @@ class ScoreTile(wiring.Component):
                         m.d.sync += slot.eq(0)
                         m.next = "SEND"
                     with m.Else():
-                        m.d.comb += [kv.addr.eq(ev.addr), kv.ren.eq(1), mem.valid.eq(1),
-                                     mem.operand.eq(regs.conf.i_max_q - ev.tau)]
-                        count("events_in", 1)
-                        count("weight_row_reads", 1)
-                        count("accumulate_ops", regs.seq.length)
+                        self._integrate(m, kv, mem, regs, ev, dim, count)
             with m.State("SEND"):
                 last = slot + 1 >= regs.seq.length
                 m.d.comb += [self.o.valid.eq(1), self.o.payload.addr.eq(slot),
@@ -420,6 +445,23 @@ class ScoreTile(wiring.Component):
                 with m.If(self.o.ready):
                     m.next = "IDLE"
         return m
+
+
+    def _integrate(self, m, kv, mem, regs, ev, dim, count) -> None:
+        """One input beat: its key row read, the membranes updated one clock later."""
+        if self._dense:  # a code: the address is the count of codes so far
+            m.d.comb += [kv.addr.eq(dim), kv.ren.eq(1), mem.valid.eq(1),
+                         mem.operand.eq(ev.code)]
+            m.d.sync += dim.eq(dim + 1)
+            count("codes_in", 1)
+            count("weight_row_reads", 1)
+            count("mac_ops", regs.seq.length)
+        else:  # an event (d, tau): its centred value
+            m.d.comb += [kv.addr.eq(ev.addr), kv.ren.eq(1), mem.valid.eq(1),
+                         mem.operand.eq(regs.conf.i_max_q - ev.tau)]
+            count("events_in", 1)
+            count("weight_row_reads", 1)
+            count("accumulate_ops", regs.seq.length)
 
 
 class ContextTile(wiring.Component):
@@ -544,3 +586,119 @@ class ContextTile(wiring.Component):
             with m.Else():
                 count("events_suppressed", compare.n_cross)
 
+
+
+class DenseContextTile(wiring.Component):
+    """The probability x value tile of the dense design: every probability code in, every
+    output code out, the same run-time value memory.
+
+    A window: membranes at 0 (no folded offset); each beat ``{addr = slot j, tau = code p, last}``
+    reads value row ``j`` and adds ``v[j][d] * p`` (``mac_ops``); at the marker the walk over the
+    shared ``attn_out_in`` table gives every neuron its code ``c - t`` (no mask), and the
+    ``d_k`` codes leave in address order as ``{addr = d, t = code (two's complement), last}``,
+    then a marker.
+
+    Members
+    -------
+    load, i, o, busy, complete : as :class:`ContextTile` (``i.tau`` and ``o.t`` carry codes)
+    cnt_<name> : Out(width)
+        :func:`context_counters` of the dense design.
+    """
+
+    def __init__(self, config: AttentionConfig):
+        self._cfg = cfg = _check_attention(config)
+        self._tile = cfg.context_tile()
+        super().__init__({
+            "load": In(stream.Signature(attn_load_layout(cfg))),
+            "i": In(stream.Signature(event_layout(cfg.slot_width, cfg.time_width,
+                                                  time="tau"))),
+            "o": Out(stream.Signature(out_event_layout(self._tile))),
+            "busy": Out(1),
+            "complete": Out(1),
+            **counter_ports(context_counters(cfg, dense=True)),
+        })
+
+    @property
+    def config(self) -> AttentionConfig:
+        return self._cfg
+
+    def elaborate(self, platform):
+        cfg, tile, m = self._cfg, self._tile, Module()
+        m.submodules.registers = regs = NodeRegisters(cfg, "ctx_table", cfg.ctx_theta_width)
+        m.submodules.weights = kv = RuntimeWeights(cfg, "rows", tile.acc_width)
+        m.submodules.membranes = mem = Membranes(tile)
+        m.submodules.walk = walk = ThresholdWalk(tile)
+        m.submodules.compare = compare = Comparator(tile)
+        count, clear = counters(m, self, [n for n in context_counters(cfg, dense=True)
+                                          if n != "value_writes"])
+        ld, step = self.load.payload, walk.step
+        idle = Signal()
+        m.d.comb += [
+            regs.load.payload.eq(ld), kv.w.payload.eq(ld.data),
+            kv.w.valid.eq(self.load.valid & (ld.target == ATTN_TARGETS["value"])),
+            kv.accept.eq(idle), kv.start.eq(regs.start), kv.length.eq(regs.seq.length),
+            kv.mu.eq(0), mem.row.eq(kv.rdata), self.complete.eq(kv.complete),
+            self.cnt_value_writes.eq(kv.writes), self.busy.eq(~idle),
+            self.load.ready.eq(idle), regs.take.eq(self.load.valid & idle),
+        ]
+        codes = self._quantize(m, walk, compare, regs.theta, mem, count)
+        d = Signal(range(max(cfg.head_dim, 2)), name="dim")
+        with m.FSM(name="phase"):
+            with m.State("IDLE"):
+                m.d.comb += idle.eq(1)
+                with m.If(self.i.valid & kv.complete & ~self.load.valid):
+                    m.d.sync += clear
+                    m.d.comb += [compare.clear.eq(1), mem.init.load.eq(-1)]
+                    m.next = "INTEGRATE"
+            with m.State("INTEGRATE"):
+                m.d.comb += self.i.ready.eq(1)
+                ev = self.i.payload
+                with m.If(self.i.valid & ev.last):
+                    m.d.comb += walk.start.eq(1)
+                    m.next = "QUANTIZE"
+                with m.Elif(self.i.valid):
+                    m.d.comb += [kv.addr.eq(ev.addr), kv.ren.eq(1), mem.valid.eq(1),
+                                 mem.operand.eq(ev.tau)]
+                    count("codes_in", 1)
+                    count("weight_row_reads", 1)
+                    count("mac_ops", cfg.head_dim)
+            with m.State("QUANTIZE"):
+                m.d.comb += walk.advance.eq(1)
+                with m.If(~walk.issuing & ~step.valid):
+                    m.d.sync += d.eq(0)
+                    m.next = "SEND"
+            with m.State("SEND"):
+                m.d.comb += [self.o.valid.eq(1), self.o.payload.addr.eq(d),
+                             self.o.payload.t.eq(Array(codes)[d])]
+                with m.If(self.o.ready):
+                    count("codes_out", 1)
+                    m.d.sync += d.eq(d + 1)
+                    with m.If(d == cfg.head_dim - 1):
+                        m.next = "END"
+            with m.State("END"):
+                m.d.comb += [self.o.valid.eq(1), self.o.payload.last.eq(1)]
+                with m.If(self.o.ready):
+                    m.next = "IDLE"
+        return m
+
+    def _quantize(self, m, walk, compare, theta, mem, count) -> list:
+        """The walk over the shared table; a neuron's code ``c - t`` is latched at the step it
+        crosses. Returns the code registers."""
+        cfg, tile = self._cfg, self._tile
+        step = walk.step
+        row = Signal(tile.theta_row_width, name="theta_row")
+        t_row = Array(theta)[step.t.as_unsigned()] if tile.T > 2 else theta[0]
+        m.d.comb += row.eq(Cat(*([t_row.as_signed()] * tile.lanes)))
+        wiring.connect(m, walk.step, compare.step)
+        m.d.comb += [compare.theta.eq(row), compare.commit.eq(step.valid & walk.advance),
+                     *(c.eq(v) for c, v in zip(compare.v, mem.v, strict=True))]
+        codes = [Signal(cfg.time_width, name=f"q{j}") for j in range(cfg.head_dim)]
+        c = cfg.ctx_space.c
+        with m.If(compare.commit):
+            with m.If(~step.last):
+                count("compare_ops", compare.n_active)
+                count("threshold_reads", compare.n_active)
+            for j, q in enumerate(codes):
+                with m.If(compare.cross[j]):  # one group: lane j is neuron j
+                    m.d.sync += q.eq(c - step.t)
+        return codes

@@ -15,7 +15,13 @@ from formal.harness import module_over, mutant_module
 from golden_models.attention import AttentionPath
 from golden_models.mask import Mask
 from rtl_gen.attention import simulate_attention
-from rtl_gen.attn_images import attention_reference, check_sequence, config_beats, kv_beats
+from rtl_gen.attn_images import (
+    attention_reference,
+    check_sequence,
+    config_beats,
+    dense_reference,
+    kv_beats,
+)
 from rtl_gen.attn_params import AttentionConfig
 
 
@@ -30,10 +36,10 @@ def _sequence(cfg: AttentionConfig, S: int, seed: int, pad=()):
     return q, k, v, valid
 
 
-def _mismatches(cfg, path, sequences, results) -> list[str]:
+def _mismatches(cfg, path, sequences, results, reference=attention_reference) -> list[str]:
     out = []
     for s, ((q, k, v, valid), windows) in enumerate(zip(sequences, results, strict=True)):
-        ref = attention_reference(cfg, path, q, k, v, valid)
+        ref = reference(cfg, path, q, k, v, valid)
         assert len(windows) == len(ref)
         for i, (r, w) in enumerate(zip(ref, windows, strict=True)):
             if r["out"] != w.events:
@@ -89,6 +95,33 @@ def test_no_valid_key():
     sequences = [_sequence(cfg, 3, 8, pad=(0, 1, 2))]
     results = simulate_attention(cfg, path, sequences, seed=2)
     assert _mismatches(cfg, path, sequences, results) == []
+
+
+@pytest.mark.parametrize(("cfg", "seed"), [
+    (AttentionConfig(heads=2, head_dim=4, seq_max=6, T=16, kv_pack=2), 12),
+    (AttentionConfig(heads=1, head_dim=6, seq_max=5, T=8), 13),
+])
+def test_dense_counterpart_bit_exact(cfg, seed):
+    """The dense design on the same memories and softmax: every output code of every head
+    (address order) and every counter equal ``AttentionPath.run_dense``; padding,
+    backpressure, an early query held."""
+    path = AttentionPath.random(cfg.head_dim, T=cfg.T, k=1, seq_len=cfg.seq_max, seed=seed)
+    sequences = [_sequence(cfg, cfg.seq_max, seed, pad=(2,)), _sequence(cfg, 2, seed + 1)]
+    results = simulate_attention(cfg, path, sequences, o_ready=0.7, i_valid=0.8, seed=seed,
+                                 early_query=True, dense=True)
+    assert _mismatches(cfg, path, sequences, results, dense_reference) == []
+    assert all(len(w.events) == cfg.heads * cfg.head_dim for ws in results for w in ws)
+
+
+def test_planted_bug_dense_code_is_caught():
+    """A dense probability x value tile that sends each neuron's code one level off: the
+    comparison reports it."""
+    cfg = AttentionConfig(heads=1, head_dim=4, seq_max=4, T=16)
+    path = AttentionPath.random(4, T=16, k=1, seq_len=4, seed=14)
+    sequences = [_sequence(cfg, 4, 15)]
+    bad = _mutant_attention("m.d.sync += q.eq(c - step.t)", "m.d.sync += q.eq(c - step.t + 1)")
+    results = bad.simulate_attention(cfg, path, sequences, dense=True)
+    assert _mismatches(cfg, path, sequences, results, dense_reference)
 
 
 def _mutant_attention(old: str, new: str):
