@@ -458,6 +458,9 @@ class EnergyReport:
     options: Options
     rows: tuple[RowResult, ...]
     counts: dict[str, int] = field(default_factory=dict)
+    #: The non-linear units' own component (energy_model.nonlinear), in no row's total; None
+    #: when the unit costs have none of their keys.
+    nonlinear: object = None
 
     def row(self, name: str) -> RowResult:
         for r in self.rows:
@@ -467,7 +470,7 @@ class EnergyReport:
 
     def to_dict(self) -> dict:
         return {
-            "schema": "matterhorn-energy-report/1",
+            "schema": "matterhorn.energy_report/1",
             "unit": "J per encoder block",
             "model": self.model.to_json(),
             "counts_per_block": self.counts,
@@ -475,6 +478,8 @@ class EnergyReport:
             "unit_costs": self.unit_costs.to_json(),
             "rates": self.rates.to_json(),
             "rows": [r.to_json() for r in self.rows],
+            **({} if self.nonlinear is None else
+               {"nonlinear_units": self.nonlinear.to_json()}),
         }
 
     def to_json(self) -> str:
@@ -555,10 +560,48 @@ class EnergyReport:
                         w.writerow([r.name, p, comp, key, repr(float(n)), per, repr(joules * 1e3)])
         return out.getvalue()
 
+    def borrowed(self) -> dict[str, list[str]]:
+        """Component (``move``, ``wread``, ``kvwrite``, ``compute``) -> the borrowed unit costs
+        (:attr:`UnitCost.borrowed`: the paper's, not our gates) its figures are priced with,
+        over every row; components priced with none are left out."""
+        used: dict[str, set[str]] = {}
+        for r in self.rows:
+            for per_comp in r.ops.values():
+                for comp in COMPONENTS:
+                    used.setdefault(comp, set()).update(
+                        key for key, n in per_comp[comp].items() if n)
+        return {comp: sorted(k for k in keys if self.unit_costs[k].borrowed)
+                for comp, keys in used.items()
+                if any(self.unit_costs[k].borrowed for k in keys)}
+
+    def borrowed_note(self) -> list[str]:
+        """The lines that say which columns are priced with the paper's unit costs."""
+        borrowed = self.borrowed()
+        if not borrowed:
+            return []
+        keys = sorted({k for ks in borrowed.values() for k in ks})
+
+        def costs(names) -> str:
+            return ", ".join(f"{k} {format_sig(self.unit_costs[k].quantity.pJ)} "
+                             f"{'p' + self.unit_costs[k].quantity.unit}" for k in names)
+
+        if all(c.borrowed for c in self.unit_costs.values()) and "move" in borrowed:
+            return [("* every column: priced with the paper's unit costs (22 nm, borrowed, not "
+                    f"our gates), movement at {costs(borrowed['move'])}")]
+        cols = ", ".join(COMPONENT_LABELS[c] for c in COMPONENTS if c in borrowed)
+        return [(f"* {cols}: priced with the paper's unit costs (22 nm, borrowed, not our "
+                f"gates): {costs(keys)}")]
+
     def table(self) -> str:
-        """The paper's table layout: mJ per block to four significant digits, and Rel."""
-        head = ["Model", "T", "Rate/step", "Move", "W-read", "KV-write", "Compute", "Total",
-                "Rel."]
+        """The paper's table layout: mJ per block to four significant digits, and Rel.
+
+        A column priced with a borrowed unit cost (the paper's, not our gates) is marked
+        ``*`` and the note under the table names the costs."""
+        borrowed = self.borrowed()
+        names = COMPONENT_LABELS
+        head = ["Model", "T", "Rate/step",
+                *(names[c] + ("*" if c in borrowed else "") for c in COMPONENTS),
+                "Total", "Rel."]
         lines = []
         for r in self.rows:
             rate = "n/a" if r.effective_rate is None else f"{r.effective_rate * 100:.2f}%"
@@ -582,7 +625,14 @@ class EnergyReport:
             f"{format_sig(self.unit_costs['E_move_event'].quantity.pJ)} pJ"
         )
         rule = "-" * (sum(widths) + 2 * (len(widths) - 1))
-        return "\n".join([title, fmt.format(*head), rule, *(fmt.format(*x) for x in lines)]) + "\n"
+        out = [title, fmt.format(*head), rule, *(fmt.format(*x) for x in lines)]
+        if self.nonlinear is not None:
+            nl = self.nonlinear
+            wread = "not charged" if nl.wread is None else f"{format_sig(nl.wread.mJ)} mJ"
+            out.append(f"Non-linear units (softmax, residual add + LayerNorm), in no row's "
+                       f"total: compute {format_sig(nl.compute.mJ)} mJ, buffers {wread}")
+        out.extend(self.borrowed_note())
+        return "\n".join(out) + "\n"
 
 
 def _blank(x: object) -> object:
@@ -625,6 +675,8 @@ def compute(
     options: Options | None = None,
     *,
     rows: Sequence[RowSpec] | None = None,
+    softmax_bits_per_key: float | None = None,
+    norm_bits_per_channel: float | None = None,
 ) -> EnergyReport:
     """Energy per encoder block of every row.
 
@@ -641,6 +693,9 @@ def compute(
     rows : sequence of RowSpec, optional
         Explicit rows instead of those derived from ``rates``; a dense QNN row is added if
         missing, since Rel. needs it.
+    softmax_bits_per_key, norm_bits_per_channel : float, optional
+        The non-linear units' buffer bits (``synth_scripts.unit_gates``); with the units' costs
+        in ``unit_costs`` the report has their component (:mod:`energy_model.nonlinear`).
     """
     dims = preset(model) if isinstance(model, str) else model
     if not isinstance(dims, ModelDims):
@@ -690,6 +745,8 @@ def compute(
                 ops=ops,
             )
         )
+    from energy_model.nonlinear import nonlinear_units
+
     return EnergyReport(
         model=dims,
         rates=rates,
@@ -697,4 +754,6 @@ def compute(
         options=options,
         rows=tuple(results),
         counts=block_totals(dims, attention_outputs=options.attention_outputs),
+        nonlinear=nonlinear_units(dims, costs, softmax_bits_per_key=softmax_bits_per_key,
+                                  norm_bits_per_channel=norm_bits_per_channel),
     )

@@ -64,11 +64,14 @@ def write_report(
             p.plot_breakdown(report, tmp / FILES["breakdown_png"])
             written["breakdown_png"] = out_dir / FILES["breakdown_png"]
             if sweep is not None:
-                p.plot_sensitivity(sweep, tmp / FILES["sensitivity_png"])
+                p.plot_sensitivity(sweep, tmp / FILES["sensitivity_png"],
+                                   title=f"{report.model.name}, {p.rates_label(report)}; "
+                                   f"{p.costs_label(report)}")
                 written["sensitivity_png"] = out_dir / FILES["sensitivity_png"]
             if report.rates.histograms:
                 ks = tuple(k for k in report.rates.mttfs if k <= 2) or (0,)
-                p.plot_spike_times(report.rates.histograms, tmp / FILES["spike_times_png"], ks)
+                p.plot_spike_times(report.rates.histograms, tmp / FILES["spike_times_png"], ks,
+                                   source=report.rates.source)
                 written["spike_times_png"] = out_dir / FILES["spike_times_png"]
         for key, dest in written.items():
             os.replace(tmp / FILES[key], dest)

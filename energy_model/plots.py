@@ -17,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from energy_model.histogram import Histogram  # noqa: E402
 from energy_model.model import EnergyReport  # noqa: E402
@@ -30,6 +31,12 @@ _METADATA = {"Software": None}
 _COLORS = {"move": "#4C72B0", "wread": "#DD8452", "kvwrite": "#C44E52", "compute": "#55A868"}
 
 
+def _wrap(text: str, width: int) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
+
+
 def _save(fig, path: str | Path, dpi: int = 120) -> Path:
     path = Path(path)
     fig.savefig(path, dpi=dpi, metadata=_METADATA)
@@ -37,8 +44,28 @@ def _save(fig, path: str | Path, dpi: int = 120) -> Path:
     return path
 
 
+def costs_label(report: EnergyReport) -> str:
+    """Where the report's unit costs come from, in a few words: the paper's, or ours with the
+    components priced with the paper's (borrowed) costs named."""
+    borrowed = report.borrowed()
+    if all(c.borrowed for c in report.unit_costs.values()):
+        return "the paper's unit costs (22 nm)"
+    names = {"move": "Move", "wread": "W-read", "compute": "Compute"}
+    if not borrowed:
+        return "our synthesized unit costs"
+    return ("our synthesized unit costs, " + " and ".join(names[c] for c in borrowed)
+            + " at the paper's (borrowed)")
+
+
+def rates_label(report: EnergyReport) -> str:
+    """The rates, T and the radii of the report's M-TTFS rows."""
+    ks = ", ".join(str(k) for k in report.rates.mttfs)
+    return f"rates: {report.rates.source}, T={report.rates.T}, M-TTFS k={ks}"
+
+
 def plot_breakdown(report: EnergyReport, path: str | Path) -> Path:
-    """Horizontal stacked bars, one per row, in mJ per block, annotated with total and Rel."""
+    """Horizontal stacked bars, one per row, in mJ per block, annotated with total and the
+    energy relative to the dense QNN; the title says which rates, unit costs, T and k."""
     rows = list(report.rows)
     names = [r.name for r in rows]
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.6))
@@ -53,29 +80,34 @@ def plot_breakdown(report: EnergyReport, path: str | Path) -> Path:
         ax.text(
             left[i] + top * 0.01,
             i,
-            f"{format_sig(r.energy.total.mJ)} mJ ({r.rel:.2f}x)",
+            f"{format_sig(r.energy.total.mJ)} mJ ({r.rel:.2f}x dense)",
             va="center",
             fontsize=8,
         )
     dense = next(r for r in rows if r.spec.encoding == "dense")
     ax.axvline(dense.energy.total.mJ, color="k", lw=0.8, ls="--")
-    ax.set_xlim(0, top * 1.25)
+    ax.set_xlim(0, top * 1.35)
     ax.invert_yaxis()
     ax.set_xlabel("Energy per encoder block (mJ)")
     ev = report.unit_costs["E_move_event"].quantity.pJ
     ax.set_title(
-        f"Energy breakdown, {report.model.name} (B={report.model.batch}, "
-        f"S={report.model.seq}), event cost {format_sig(ev, 3)} pJ; dashed: dense QNN",
-        fontsize=9,
+        _wrap(f"Energy per encoder block, {report.model.name} (B={report.model.batch}, "
+              f"S={report.model.seq}, W{report.model.weight_bits}); {rates_label(report)}; "
+              f"{costs_label(report)}; event {format_sig(ev, 3)} pJ per hop; dashed: dense QNN",
+              90),
+        fontsize=10,
     )
-    ax.legend(loc="lower right", fontsize=8)
-    ax.tick_params(axis="y", labelsize=8)
+    ax.legend(loc="lower right", fontsize=9)
+    ax.tick_params(axis="y", labelsize=9)
     fig.tight_layout()
     return _save(fig, path)
 
 
-def plot_sensitivity(sweep: Sweep, path: str | Path, rows: Sequence[str] | None = None) -> Path:
-    """Energy relative to the dense QNN against the event price, crossovers marked.
+def plot_sensitivity(sweep: Sweep, path: str | Path, rows: Sequence[str] | None = None,
+                     title: str = "") -> Path:
+    """Energy relative to the dense QNN against the event price, crossovers marked; the legend
+    gives each row's energy relative to dense at both ends of the range (the axis's
+    convention, not its reciprocal). ``title`` says which rates and costs.
 
     ``rows`` defaults to Matterhorn's own rows (TTFS, M-TTFS, bit-serial); the rate-coded
     baselines are far off the scale of the figure.
@@ -93,7 +125,7 @@ def plot_sensitivity(sweep: Sweep, path: str | Path, rows: Sequence[str] | None 
     cmap = plt.get_cmap("tab10")
     for i, row in enumerate(rows):
         style = "--" if row.startswith("Bit-serial") else "-"
-        label = f"{row}: {sweep.advantage(row, lo):.2f}x .. {sweep.advantage(row, hi):.2f}x"
+        label = f"{row}: {sweep.rel(row, lo):.2f}x .. {sweep.rel(row, hi):.2f}x"
         x = sweep.crossover_pJ(row)
         crosses = x is not None and lo <= x <= hi
         if crosses:
@@ -107,9 +139,10 @@ def plot_sensitivity(sweep: Sweep, path: str | Path, rows: Sequence[str] | None 
     ax.set_xlabel("Sparse-event movement cost E_move_event (pJ per event per hop)")
     ax.set_ylabel("Energy relative to dense QNN")
     ax.set_title(
-        "Event-cost sensitivity; legend: advantage over the dense QNN at "
-        f"{lo:g} .. {hi:g} pJ, dots: crossovers",
-        fontsize=9,
+        _wrap((f"{title}. " if title else "")
+              + f"Energy relative to the dense QNN against the event cost; legend: at {lo:g} "
+              f".. {hi:g} pJ, dots: crossovers", 95),
+        fontsize=10,
     )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
@@ -118,7 +151,8 @@ def plot_sensitivity(sweep: Sweep, path: str | Path, rows: Sequence[str] | None 
 
 
 def plot_spike_times(
-    histograms: Mapping[str, Histogram], path: str | Path, ks: Sequence[int] = (0, 1)
+    histograms: Mapping[str, Histogram], path: str | Path, ks: Sequence[int] = (0, 1),
+    source: str = "",
 ) -> Path:
     """Spike-time distribution ``p(tau)`` per position, ``tau = c - q``, silent sets shaded.
 
@@ -150,6 +184,7 @@ def plot_spike_times(
         ax.axvline(T - 1, color="k", ls=":", lw=1.0, label="TTFS silent")
         ax.set_title(f"{name} ({space.family})", fontsize=9)
         ax.set_xlim(-0.6, T - 0.4)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.tick_params(labelsize=7)
         ax.set_xlabel("spike time t", fontsize=8)
     for ax in list(axes.flat)[len(names) :]:
@@ -157,10 +192,13 @@ def plot_spike_times(
     axes.flat[0].set_ylabel("fraction of values", fontsize=8)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
+    T = next(iter(histograms.values())).space.T if histograms else 0
     fig.suptitle(
-        "Spike-time distributions (t = c - q); shaded: M-TTFS silent sets around "
-        "code 0; dotted: standard TTFS silent step",
-        fontsize=9,
+        (f"Spike-time distributions of {source}, T={T} (t = c - q); " if source else
+         f"Spike-time distributions, T={T} (t = c - q); ")
+        + "shaded: M-TTFS silent sets around code 0 for k = "
+        + ", ".join(str(k) for k in sorted(ks)) + "; dotted: standard TTFS silent step",
+        fontsize=10,
     )
     fig.tight_layout(rect=(0, 0.06, 1, 0.96))
     return _save(fig, path)

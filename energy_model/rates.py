@@ -578,7 +578,7 @@ def _load_stats(path: Path, ks: tuple[int, ...], convention: str) -> Rates:
 
 
 #: Statistics written by :func:`golden_models.statistics.write_stats`.
-GOLDEN_SCHEMA = "matterhorn.golden.stats"
+GOLDEN_SCHEMA = "matterhorn.golden_stats/1"
 #: Statistics of the converted MiniLM (:mod:`networks.stats`).
 MINILM_SCHEMA = "matterhorn.minilm_stats/1"
 #: The per-block rates summary ``rates.json`` that ``matterhorn stats`` writes beside it.

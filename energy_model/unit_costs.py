@@ -41,7 +41,12 @@ REQUIRED: dict[str, str] = {
 #: asked for: ``event_cost="router"``). Accumulators of other widths ``E_ACC<b>`` (rate-coded
 #: rows at other T, events on ``b``-bit weights) and MACs of other weight widths ``E_MAC<b>x4``
 #: (``b``-bit x 4-bit; the paper gives only ``E_MAC4`` = 1x4 and ``E_MAC4x4``) are optional too.
-OPTIONAL: dict[str, str] = {"E_move_event_router": "event/hop"}
+#: The non-linear units' costs, measured in gates (``synth_scripts.unit_gates``) and priced in
+#: a component of their own (:mod:`energy_model.nonlinear`): per softmax row, per score of a
+#: row, per channel of a residual-add + LayerNorm row.
+NONLINEAR_KEYS: dict[str, str] = {"E_softmax_row": "row", "E_softmax_key": "key",
+                                  "E_norm_channel": "channel"}
+OPTIONAL: dict[str, str] = {"E_move_event_router": "event/hop", **NONLINEAR_KEYS}
 #: The section of a file that holds the costs.
 SECTION = "unit_costs_pJ"
 #: The largest unit cost accepted, in pJ per item (1 uJ: a million times the paper's largest).
@@ -49,7 +54,7 @@ SECTION = "unit_costs_pJ"
 #: ``inf`` and its ratios to ``nan``.
 MAX_PJ = 1e6
 #: The ``schema`` of a synthesis report (``synth_scripts.report.SCHEMA``; a test keeps them equal).
-SYNTH_SCHEMA = "matterhorn-synth-report/2"
+SYNTH_SCHEMA = "matterhorn.synth_report/2"
 
 
 def _denominator_of(key: str) -> str | None:
@@ -62,6 +67,11 @@ def _denominator_of(key: str) -> str | None:
     if re.fullmatch(r"E_MAC[1-8]x4", key):
         return "op"
     return None
+
+
+#: The words a synthesis report's provenance uses for a cost it carries from the paper
+#: (``synth_scripts.report``).
+BORROWED_MARK = "carried from the paper"
 
 
 @dataclass(frozen=True)
@@ -88,6 +98,13 @@ class UnitCost:
     @property
     def joules(self) -> float:
         return self.quantity.value
+
+    @property
+    def borrowed(self) -> bool:
+        """Whether the cost is the paper's, not measured on our gates: from its table
+        (provenance ``paper: ...``), or carried from it by a synthesis report where the open
+        flow cannot produce it (``... carried from the paper ...``)."""
+        return self.provenance.startswith("paper") or BORROWED_MARK in self.provenance
 
     def to_json(self) -> dict:
         return {

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from formal.axi import axi_properties
 from formal.harness import mutant_module
 from rtl_gen import registry
 
@@ -117,6 +118,21 @@ def _injector_cfg():
     return RTLConfig(T=4, k=1, n_in=4, tile_neurons=2, mesh_rows=2, mesh_cols=2)
 
 
+def _unit_cfg():
+    from rtl_gen.params import RTLConfig
+
+    return RTLConfig(T=4, seq_len=2, head_dim=1, exp_frac_bits=1, hidden=2, ffn_dim=2,
+                     residual_bits=4, guard_bits=0)
+
+
+def _unit(kind):
+    def build(module=None):
+        from formal import units
+
+        return getattr(units, kind)(_unit_cfg(), module)
+    return build
+
+
 def _router(kind):
     def build(module=None):
         from formal import router
@@ -194,8 +210,8 @@ ROUTER_LOCAL_DUP_MUTANT = Mutant(
 DENSE = "rtl_gen.dense"
 DENSE_STREAM_MUTANT = Mutant(
     "dense_beat_ignores_ready", DENSE,
-    "                with m.If(self.o.ready):\n                    count(\"codes_out\"",
-    "                with m.If(1):\n                    count(\"codes_out\"",
+    "            with m.If(self.o.ready):\n                count(\"codes_out\"",
+    "            with m.If(1):\n                count(\"codes_out\"",
     "the next code beat is put up while the current one is not taken", "o: stream rule")
 PARTS = "rtl_gen.system_parts"
 INJECTOR_STREAM_MUTANT = Mutant(
@@ -225,6 +241,20 @@ def _kv(orientation):
         return KvNoStaleRead(cfg, orientation, module)
     return build
 
+SOFTMAX = "rtl_gen.softmax"
+SOFTMAX_STREAM_MUTANT = Mutant(
+    "softmax_marker_ignores_ready", SOFTMAX,
+    "                with m.If(self.o.ready):\n                    m.next = \"IDLE\"",
+    "                m.next = \"IDLE\"",
+    "the row's marker is dropped after one clock even when not taken", "o: stream rule")
+ADD_NORM = "rtl_gen.add_norm"
+ADD_NORM_STREAM_MUTANT = Mutant(
+    "add_norm_valid_from_load", ADD_NORM, "self.o.valid.eq(o_valid)",
+    "self.o.valid.eq(o_valid | self.load.valid)",
+    "a load beat raises the output's valid, which falls with it, not taken",
+    "o: stream rule")
+UNIT_PARAMS = {"T": 4, "seq_len": 2, "head_dim": 1, "exp_frac_bits": 1, "hidden": 2, "ffn_dim": 2,
+               "residual_bits": 4, "guard_bits": 0}
 
 PROPERTIES: tuple[Property, ...] = (
     Property("encoder_stream_T4", "encoder", {"T": 4, "k": 1, "n_in": 4}, "prove", 10,
@@ -278,7 +308,14 @@ PROPERTIES: tuple[Property, ...] = (
              "bmc", 8, "a value-memory read returns the codes of this sequence and 0 in every "
              "lane not written in it; complete iff every slot is written", _kv("rows"),
              (KV_MASK_MUTANT, KV_START_MUTANT), instance="pv.weights"),
+    Property("softmax_stream", "softmax", UNIT_PARAMS, "prove", 36, "o obeys the stream rule",
+             _unit("SoftmaxStream"), (SOFTMAX_STREAM_MUTANT,)),
+    Property("add_norm_stream", "add_norm", UNIT_PARAMS, "prove", 10,
+             "o obeys the stream rule", _unit("AddNormStream"), (ADD_NORM_STREAM_MUTANT,)),
 )
+
+# the AXI wrapper's proof lives beside its harness (formal/axi.py)
+PROPERTIES += axi_properties()
 
 
 #: Registered blocks without a proof harness, and why.

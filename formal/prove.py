@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from toolkit_base.tables import markdown_table
 
 __all__ = ["JOBS", "SCHEMA", "SUMMARY", "SUMMARY_MD", "prove", "render_markdown"]
 
-SCHEMA = "matterhorn-prove-summary/1"
+SCHEMA = "matterhorn.prove_summary/1"
 SUMMARY = "prove_summary.json"
 SUMMARY_MD = "summary.md"
 JOBS = "jobs"
@@ -36,21 +35,25 @@ def _check(prop: Property, workdir: Path, module=None):
     return run_sby(workdir, harness, mode=prop.mode, depth=prop.depth)
 
 
-def _property_entry(prop: Property, jobs: Path, log) -> dict:
+def _property_entry(prop: Property, jobs: Path, log, bar) -> dict:
     folder = jobs / prop.name
     if folder.exists():
         shutil.rmtree(folder)
     log(f"[prove] {prop.name}: {prop.mode} depth {prop.depth} ...")
+    bar.start(f"{prop.name}: {prop.mode} depth {prop.depth}")
     res = _check(prop, folder / "design")
-    log(f"[prove] {prop.name}: {res.status} in {res.seconds:.1f} s"
-        + (f" ({res.detail})" if res.detail else ""))
+    line = f"{prop.name}: {res.status} in {res.seconds:.1f} s"
+    log(f"[prove] {line}" + (f" ({res.detail})" if res.detail else ""))
+    bar.advance(line)
     mutants = []
     for mutant in prop.mutants:
         mres = _check(prop, folder / mutant.name, mutant.load())
         caught = mres.status == "FAIL"
-        log(f"[prove] {prop.name}: mutant {mutant.name}: "
-            f"{'caught' if caught else 'NOT caught (' + mres.status + ')'} "
-            f"in {mres.seconds:.1f} s")
+        line = (f"{prop.name}: mutant {mutant.name}: "
+                f"{'caught' if caught else 'NOT caught (' + mres.status + ')'} "
+                f"in {mres.seconds:.1f} s")
+        log(f"[prove] {line}")
+        bar.advance(line)
         mutants.append({
             "name": mutant.name,
             "bug": mutant.what,
@@ -133,11 +136,14 @@ def _doc(entries: list[dict], complete: bool, seconds: float) -> dict:
 def prove(out: str, only: list[str] | None = None, *, log=None) -> dict:
     """Check the properties (all, or those named in ``only``) and write the summary in ``out``.
 
-    Returns the summary document. Progress lines go to ``log`` (default: stderr).
+    Returns the summary document. Every proof and mutant is a step of the console's progress
+    (:mod:`toolkit_base.console`); ``log``, when given, gets a line for each as well.
     """
+    from toolkit_base import console
+
     if log is None:
         def log(line):
-            print(line, file=sys.stderr, flush=True)
+            pass
     if not isinstance(out, str | Path) or not str(out).strip():
         raise ValueError("--out must be a folder name, not empty")
     props = select(only)
@@ -149,8 +155,9 @@ def prove(out: str, only: list[str] | None = None, *, log=None) -> dict:
     entries: list[dict] = []
     # a stale summary must not read as a pass while this run is under way
     _write(out_dir, _doc(entries, False, 0.0))
-    for prop in props:
-        entries.append(_property_entry(prop, jobs, log))
+    with console.steps("prove", sum(1 + len(p.mutants) for p in props)) as bar:
+        for prop in props:
+            entries.append(_property_entry(prop, jobs, log, bar))
     doc = _doc(entries, True, time.monotonic() - start)
     _write(out_dir, doc)
     return doc

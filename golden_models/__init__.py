@@ -13,6 +13,7 @@ import importlib
 #: Public name -> the submodule that defines it.
 _HOME = {
     "accumulator_bound": "golden_models.bounds",
+    "score_bits": "golden_models.bounds",
     "signed_width": "golden_models.bounds",
     "weight_range": "golden_models.bounds",
     "HistogramAccumulator": "golden_models.calibration",

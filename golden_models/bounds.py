@@ -10,7 +10,7 @@ from __future__ import annotations
 from golden_models.codespace import CodeSpace
 from toolkit_base.checks import check_integer
 
-__all__ = ["accumulator_bound", "signed_width", "weight_range"]
+__all__ = ["accumulator_bound", "score_bits", "signed_width", "weight_range"]
 
 
 def weight_range(weight_bits: int) -> tuple[int, int]:
@@ -39,3 +39,12 @@ def accumulator_bound(n_in: int, weight_bits: int, space: CodeSpace) -> int:
 def signed_width(bound: int) -> int:
     """Bits of a two's complement register that holds every integer in ``[-bound, bound]``."""
     return max(int(bound).bit_length() + 1, 2)
+
+
+def score_bits(query: CodeSpace, key: CodeSpace, head_dim: int) -> int:
+    """Signed width of a raw attention score ``sum_d q[d] * k[d]`` of ``head_dim`` products of
+    a query code and a key code (docs/integer_contract.md, "The block, tensor by tensor")."""
+    check_integer("head_dim", head_dim)
+    corners = (query.q_min * key.q_min, query.q_max * key.q_max, query.q_min * key.q_max,
+               query.q_max * key.q_min)
+    return signed_width(head_dim * max(abs(c) for c in corners))

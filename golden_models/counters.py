@@ -36,7 +36,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Counters:
-    """Activity of one layer window, as the RTL counts it (DESIGN.md, "Neuron array").
+    """Activity of one layer window, as the RTL counts it (docs/design.md, "The hardware").
 
     ``compare_ops`` and ``threshold_reads`` count (neuron, step) pairs: a neuron is compared at
     steps ``0 .. min(tau_out, T-2)`` and stops once it has fired.

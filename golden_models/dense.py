@@ -1,7 +1,7 @@
 """The dense INT4 baseline of one layer: every input code read, every output code sent.
 
 The dense QNN computes the same layer as the spiking designs without events or masks
-(DESIGN.md, "The numerical contract", with no dead zone):
+(docs/design.md, "The numerical contract", with no dead zone):
 
 - integrate: ``V[j] = D[j] + sum over all inputs i of W[i, j] * q[i]``, with the dense init
   ``D[j] = B[j] - mu_in * sum_i W[i, j]`` (the folded init of :class:`IntegerLayer` without the
@@ -52,12 +52,18 @@ class DenseResult:
     counters: DenseCounters
 
 
-def run_dense(layer: IntegerLayer, q_in: torch.Tensor) -> DenseResult:
-    """The dense baseline of ``layer`` on the input codes ``q_in[N_in]`` (no mask anywhere)."""
+def _integrate(layer: IntegerLayer, q_in: torch.Tensor) -> torch.Tensor:
+    """``V = D + sum_i W[i, :] * q[i]`` of the input codes ``q_in[N_in]``."""
     check_codes(q_in, layer.in_mask.space, "q_in")
     if tuple(q_in.shape) != (layer.n_in,):
         raise ValueError(f"q_in must have shape ({layer.n_in},), not {tuple(q_in.shape)}")
-    v = dense_init(layer) + (layer.weights.to(torch.int64) * q_in.to(torch.int64)[:, None]).sum(0)
+    return dense_init(layer) + (layer.weights.to(torch.int64)
+                                * q_in.to(torch.int64)[:, None]).sum(0)
+
+
+def run_dense(layer: IntegerLayer, q_in: torch.Tensor) -> DenseResult:
+    """The dense baseline of ``layer`` on the input codes ``q_in[N_in]`` (no mask anywhere)."""
+    v = _integrate(layer, q_in)
     T = layer.out_mask.T
     tau = fire(v, layer.theta, T)
     compares = int(torch.clamp(tau + 1, max=T - 1).sum())
@@ -73,4 +79,16 @@ def run_dense(layer: IntegerLayer, q_in: torch.Tensor) -> DenseResult:
     return DenseResult(v=v, codes=layer.out_mask.space.c - tau, counters=counters)
 
 
-__all__ = ["DenseCounters", "DenseResult", "dense_init", "run_dense", "with_masks"]
+def run_dense_sums(layer: IntegerLayer, q_in: torch.Tensor) -> tuple[torch.Tensor, DenseCounters]:
+    """The raw-sum mode of the dense tile: ``V = D + sum_i W[i, :] * q[i]`` for every neuron,
+    sent in neuron order (no quantize). Counters: the integrate phase's as in
+    :func:`run_dense`, no compare or threshold read, ``codes_out`` = the ``N`` sums sent."""
+    v = _integrate(layer, q_in)
+    n = layer.n_in
+    counters = DenseCounters(codes_in=n, weight_row_reads=n, mac_ops=n * layer.n_out,
+                             compare_ops=0, threshold_reads=0, codes_out=layer.n_out)
+    return v, counters
+
+
+__all__ = ["DenseCounters", "DenseResult", "dense_init", "run_dense", "run_dense_sums",
+           "with_masks"]

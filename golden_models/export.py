@@ -27,7 +27,7 @@ from golden_models.mask import Mask
 from toolkit_base.files import write_atomic
 from toolkit_base.schemas import validate
 
-SCHEMA = "matterhorn.golden.layers"
+SCHEMA = "matterhorn.golden_layers/1"
 SCHEMA_VERSION = 1
 FORMATS = ("json", "npz")
 

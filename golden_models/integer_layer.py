@@ -1,6 +1,6 @@
 """The integer form of one spike-encoded layer: integrate, dynamic-firing-threshold fire, counters.
 
-This is what the RTL must equal bit for bit (DESIGN.md, "The numerical contract"):
+This is what the RTL must equal bit for bit (docs/design.md, "The numerical contract"):
 
 - integrate: ``V[j] = B[j] + sum over transmitted input events (i, tau) of W[i, j] * d``,
   ``d = c_in - tau - mu_in``;
@@ -222,6 +222,30 @@ class IntegerLayer:
             events_suppressed=int((~keep).sum()),
         )
         return LayerResult(v, tau, out_index, out_time, counters)
+
+    def run_sums(self, index: torch.Tensor, time: torch.Tensor) -> tuple[torch.Tensor, Counters]:
+        """The raw-sum mode of a tile: integrate the input events and send every membrane.
+
+        For the layers that feed softmax or a residual add (the query x key scores, the
+        attention-output projection, the second FFN layer) the consumer needs the integer sums
+        ``V[j] = B[j] + sum W[i, j] * d`` (Proposition 2: ``sum_i W[i, j] * qbar[i]`` plus the
+        bias part of ``B``), not codes: no fire, no threshold read, no mask. The tile sends
+        ``V[0..N-1]`` in neuron order, then its window's marker. Counters: the integrate
+        phase's as in :meth:`run_events`, no compare or threshold read, ``events_out`` = the
+        ``N`` sums sent, ``events_suppressed`` = 0.
+        """
+        v = self.integrate(index, time)
+        n_ev = int(index.numel())
+        counters = Counters(
+            events_in=n_ev,
+            weight_row_reads=n_ev,
+            accumulate_ops=n_ev * self.n_out,
+            compare_ops=0,
+            threshold_reads=0,
+            events_out=self.n_out,
+            events_suppressed=0,
+        )
+        return v, counters
 
     def run_codes(self, q_in: torch.Tensor) -> LayerResult:
         """Encode the input codes ``q_in[N_in]`` with the input mask, then :meth:`run_events`."""

@@ -1,6 +1,6 @@
 """M-TTFS reference: event-time bijection, temporal mask, dead zone, encode/decode, offset folding.
 
-Integers throughout (DESIGN.md, "The numerical contract"):
+Integers throughout (docs/design.md, "The numerical contract"):
 
 - event time ``tau = c - q`` (paper Eq. q_to_time), a bijection onto ``0..T-1``;
 - silent set ``Omega_k = {t : |t - I_max| <= k}`` clipped to ``0..T-1`` (Eq. dz_set);

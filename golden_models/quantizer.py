@@ -2,7 +2,7 @@
 
 ``q = clip(floor(a/alpha), c-(T-1), c)`` (paper Eq. qnn_code), with a rounding mode: ``"floor"``
 (the paper's) or ``"round"`` (``floor(a/alpha + 1/2)``, for models converted after training
-without quantization-aware training; DESIGN.md, "Rounding").
+without quantization-aware training; docs/design.md, "The numerical contract").
 """
 
 from __future__ import annotations

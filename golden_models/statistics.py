@@ -30,7 +30,7 @@ from toolkit_base.files import write_atomic
 from toolkit_base.schemas import validate
 
 #: Identifier and version of the statistics file format.
-SCHEMA = "matterhorn.golden.stats"
+SCHEMA = "matterhorn.golden_stats/1"
 SCHEMA_VERSION = 1
 #: Dead-zone radii recorded by default.
 DEFAULT_KS = (0, 1, 2, 3, 4)

@@ -38,14 +38,21 @@ from pathlib import Path
 from golden_models.workloads import DESIGNS, Workload, design_layer, random_workload
 from matterhorn.compare_report import markdown, plot
 from rtl_gen.router import mean_hops
-from synth_scripts.gate_compare import MESH, SRAM_BIT, measure_design, sram_bit_pJ
+from synth_scripts.gate_compare import MESH, measure_design
 from synth_scripts.report import sig
+from synth_scripts.scaling import sram_bit_pJ
 from toolkit_base.checks import check_out_dir, check_rtl_T, check_seed, unique
 
 SCHEMA = "matterhorn.compare/1"
 #: Mean hops of a flit on the ``MESH`` (8/3 on 4x4).
 HOPS = mean_hops(*MESH)
-MINILM_SLICE = Path("build/minilm/slice_block0_qproj.json")
+#: The model of the real workload by default: the shipped MiniLM when the models extra is in.
+DEFAULT_MODEL = "minilm"
+#: Output neurons of a model's slice: one tile's worth (``matterhorn stats`` exports the same).
+SLICE_NEURONS = 16
+#: How to get the real workload when the shipped model is not installed.
+MODELS_HINT = ("install the models extra (pip install -e '.[models]'; ./run test does) for "
+               "all-MiniLM-L6-v2, or pass --model FOLDER (a BERT-family model) or --slice FILE")
 
 
 def slice_workload(path: str | os.PathLike) -> Workload:
@@ -72,10 +79,49 @@ def slice_workload(path: str | os.PathLike) -> Workload:
         check_int("n_out", layer.n_out, 1, MAX_TILE_NEURONS)
     except ValueError as exc:
         raise ValueError(f"{name}: {exc} (the slice must fit one tile of the RTL)") from None
-    return Workload("minilm", layer, sl.q_in,
-                    f"{name}: MiniLM block 0 Q projection, {layer.n_in} inputs x "
-                    f"{layer.n_out} neurons, {layer.weight_bits}-bit weights, "
-                    f"{sl.q_in.shape[0]} corpus tokens")
+    model = sl.meta.get("model", "all-MiniLM-L6-v2")
+    return Workload(_workload_name(model), layer, sl.q_in,
+                    f"{name}: {model} {sl.meta.get('layer', 'block 0 Q projection')}, "
+                    f"{layer.n_in} inputs x {layer.n_out} neurons, {layer.weight_bits}-bit "
+                    f"weights, {sl.q_in.shape[0]} corpus tokens")
+
+
+def _workload_name(model: str) -> str:
+    """The workload's name in the report: ``minilm`` for the shipped model, else the model's
+    (folder's) name."""
+    return "minilm" if model == "all-MiniLM-L6-v2" else model
+
+
+def model_workload(model: str | os.PathLike, windows: int) -> Workload:
+    """The workload of a real model (``"minilm"`` or a BERT-family model folder): its block-0
+    Q projection converted post-training and sliced to one tile (:data:`SLICE_NEURONS`
+    neurons, :func:`networks.rtl_slice.model_slice`), on ``windows`` corpus tokens."""
+    from networks.rtl_slice import model_slice
+
+    sl = model_slice(model, n_out=SLICE_NEURONS, k=1, windows=windows)
+    layer, name = sl.layer, sl.meta["model"]
+    return Workload(_workload_name(name), layer, sl.q_in,
+                    f"{name} block 0 Q projection converted post-training in this run, "
+                    f"{layer.n_in} inputs x {layer.n_out} neurons, {layer.weight_bits}-bit "
+                    f"weights, {sl.q_in.shape[0]} corpus tokens")
+
+
+def check_real_workload(slice_path, model) -> str | None:
+    """Check the real workload's input before any work (one line naming what is wrong):
+    the slice file read as a layer that fits a tile, or the model folder's configuration and
+    weights' header. Returns the model that will run (None: the slice, or no real workload)."""
+    from networks.hf_folder import resolve_model, shipped_available
+
+    if slice_path is not None:
+        if model is not None:
+            raise ValueError(f"give --slice or --model, not both (--slice {str(slice_path)!r}, "
+                             f"--model {str(model)!r})")
+        slice_workload(slice_path)
+        return None
+    if model is None or (model == DEFAULT_MODEL and not shipped_available()):
+        return None
+    resolve_model(model)
+    return model
 
 
 def model_energy(design: str, counters: dict, weight_bits: int, costs: dict, flits: float,
@@ -116,8 +162,11 @@ def model_energy(design: str, counters: dict, weight_bits: int, costs: dict, fli
 
 
 def compare_workload(wl: Workload, lib_path: Path, costs: dict, work: Path, *, sim: str,
-                     clock_ns: float, progress: Callable[[str], None]) -> dict:
-    """Every design of ``wl`` on one library: gates, model, their errors and ratios."""
+                     clock_ns: float, progress: Callable[[str], None], bar=None) -> dict:
+    """Every design of ``wl`` on one library: gates, model, their errors and ratios.
+
+    ``progress`` gets a line per design; ``bar`` (:class:`toolkit_base.console.Steps`), when
+    given, a step per design."""
     from synth_scripts import liberty
 
     lib = liberty.prepare(lib_path, work / "lib")
@@ -145,8 +194,11 @@ def compare_workload(wl: Workload, lib_path: Path, costs: dict, work: Path, *, s
             "router_pJ": {"per_hop": sig(g.router["per_hop_pJ"], 5),
                           "idle_per_clock": sig(g.router["idle_per_clock_pJ"], 5)},
         })
-        progress(f"  {wl.name} {design}: {gates['total']:.4g} pJ per window in gates "
-                 f"({time.perf_counter() - t0:.1f} s)")
+        line = (f"{wl.name} {design}: {gates['total']:.4g} pJ per window in gates "
+                f"({time.perf_counter() - t0:.1f} s)")
+        progress(f"  {line}")
+        if bar is not None:
+            bar.advance(line)
     dense = designs[0]["energy_pJ"]
     for d in designs:
         g, m = d["energy_pJ"]["gates"], d["energy_pJ"]["model"]
@@ -209,20 +261,23 @@ def check_liberties(liberties: list) -> list[Path]:
     return list(unique(libs))
 
 
-def workloads_of(T: int, windows: int, seed: int,
-                 slice_path: str | os.PathLike | None) -> tuple[list[Workload], str | None]:
-    """The random workload and, when a slice is given or found, the MiniLM one (its first
-    ``windows`` tokens); the second item says how to make the slice when it is missing."""
+def workloads_of(T: int, windows: int, seed: int, slice_path: str | os.PathLike | None,
+                 model: str | os.PathLike | None = DEFAULT_MODEL,
+                 ) -> tuple[list[Workload], str | None]:
+    """The random workload and the real one: the slice file when given, else ``model``'s
+    block-0 Q projection (the shipped MiniLM by default, when the models extra is installed;
+    None: the random workload only). Each has ``windows`` windows; the second item says how to
+    get the real workload when it is missing."""
     workloads = [random_workload(T, windows=windows, seed=seed)]
-    if slice_path is None and MINILM_SLICE.is_file():
-        slice_path = MINILM_SLICE
     missing = None
+    real = check_real_workload(slice_path, model)
     if slice_path is not None:
         wl = slice_workload(slice_path)
         workloads.append(Workload(wl.name, wl.layer, wl.codes[:windows], wl.source))
-    else:
-        missing = (f"minilm: no slice at {MINILM_SLICE}; run 'matterhorn stats --model minilm "
-                   "--out build/minilm' (needs the models extra) or pass --slice FILE")
+    elif real is not None:
+        workloads.append(model_workload(real, windows))
+    elif model == DEFAULT_MODEL:
+        missing = f"minilm: the shipped model is not installed; {MODELS_HINT}"
     for wl in workloads:
         check_model_costs(wl)
     return workloads, missing
@@ -230,14 +285,25 @@ def workloads_of(T: int, windows: int, seed: int,
 
 def pdk_entry(lib_path: Path, workloads: list[Workload], work: Path, *, T: int, k: int,
               sim: str, clock_ns: float, progress: Callable[[str], None]) -> dict:
-    """One library's entry of ``compare.json``: its synthesized unit costs and workloads."""
+    """One library's entry of ``compare.json``: its synthesized unit costs and workloads (the
+    synthesis and every design a step of the console's progress)."""
     from synth_scripts import liberty
-    from synth_scripts.run import synthesize
+    from toolkit_base import console
 
     lib = liberty.prepare(lib_path, work / "libinfo" / lib_path.name)
+    with console.steps(f"compare {lib.name}", 1 + len(workloads) * len(DESIGNS)) as bar:
+        return _pdk_entry(lib_path, lib, workloads, work, T=T, k=k, sim=sim, clock_ns=clock_ns,
+                          progress=progress, bar=bar)
+
+
+def _pdk_entry(lib_path, lib, workloads, work, *, T, k, sim, clock_ns, progress, bar) -> dict:
+    from synth_scripts.run import synthesize
+
     progress(f"[compare] {lib.name}: unit costs (matterhorn synth, operators)")
+    bar.start("unit costs (matterhorn synth)")
     synth = synthesize(T, k, work / f"synth_{lib_path.name}", liberty_file=lib_path,
                        clock_ns=clock_ns, blocks=True)
+    bar.advance("unit costs synthesized")
     costs = synth["unit_costs_pJ_native"]
     entry = {"pdk": lib.name, "liberty": lib_path.name, "sha256": lib.sha256,
              "technology": synth["scaling"]["technology_label"],
@@ -245,20 +311,22 @@ def pdk_entry(lib_path: Path, workloads: list[Workload], work: Path, *, T: int, 
              "unit_costs_pJ": {key: sig(v["value"], 5) for key, v in costs.items()},
              "unit_cost_source": "synthesized by matterhorn synth on this library "
              "(unit_costs_pJ_native); E_move_event_router for a hop",
-             "sram_bit_source": SRAM_BIT["source"],
+             "sram_bit_source": lib.pdk.sram_bit["source"],
              "workloads": []}
     for wl in workloads:
         progress(f"[compare] {lib.name}: workload {wl.name}")
+        bar.start(f"workload {wl.name}")
         entry["workloads"].append(compare_workload(
             wl, lib_path, costs, work / lib_path.name / wl.name, sim=sim, clock_ns=clock_ns,
-            progress=progress))
+            progress=progress, bar=bar))
     return entry
 
 
 def compare(T: int = 16, k: int = 1, out_dir: str | os.PathLike = "build/compare", *,
             liberties: list | None = None, slice_path: str | os.PathLike | None = None,
-            windows: int = 16, seed: int = 0, sim: str = "icarus", clock_ns: float = 10.0,
-            progress: Callable[[str], None] = print) -> dict:
+            model: str | os.PathLike | None = DEFAULT_MODEL, windows: int = 16, seed: int = 0,
+            sim: str = "icarus", clock_ns: float = 10.0,
+            progress: Callable[[str], None] | None = None) -> dict:
     """Run every design on every workload with every library; write compare.json/.md/.png.
 
     Parameters
@@ -269,8 +337,15 @@ def compare(T: int = 16, k: int = 1, out_dir: str | os.PathLike = "build/compare
     liberties : list of paths, optional
         Default: the NanGate 45 nm library, and sky130 from ``PDK_ROOT`` when set.
     slice_path : path, optional
-        The MiniLM slice (``matterhorn stats --model minilm`` writes it); default
-        ``build/minilm/slice_block0_qproj.json`` when it exists.
+        A slice file (``matterhorn stats`` writes one) as the real workload.
+    model : str or path, optional
+        Without a slice, the real workload is this model's block-0 Q projection, converted in
+        the run: ``"minilm"`` (the default; skipped, with a note in the report saying how to
+        get it, when the models extra is not installed) or a BERT-family model folder. None:
+        the random workload only.
+    progress : callable, optional
+        Called with a line per step; the console shows the steps as progress in any case
+        (:mod:`toolkit_base.console`).
     """
     from golden_models import check_k, check_T
     from regression.sim import ensure_simulator
@@ -289,11 +364,13 @@ def compare(T: int = 16, k: int = 1, out_dir: str | os.PathLike = "build/compare
         raise ValueError(f"sim must be 'icarus' or 'verilator', not {sim!r}")
     check_seed(seed)
     check_out_dir(out_dir)
+    check_real_workload(slice_path, model)  # the slice or the model folder, before any work
     libs = check_liberties(default_liberties() if liberties is None else liberties)
     for tool in ("yosys", "sta"):  # every tool, before anything runs
         toolchain.require(tool)
     ensure_simulator(sim)
-    workloads, missing = workloads_of(T, windows, seed, slice_path)
+    say = progress if progress is not None else (lambda _line: None)
+    workloads, missing = workloads_of(T, windows, seed, slice_path, model)
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
@@ -306,7 +383,7 @@ def compare(T: int = 16, k: int = 1, out_dir: str | os.PathLike = "build/compare
         tmp = Path(tmp)
         for lib_path in libs:
             doc["pdks"].append(pdk_entry(lib_path, workloads, tmp, T=T, k=k, sim=sim,
-                                         clock_ns=clock_ns, progress=progress))
+                                         clock_ns=clock_ns, progress=say))
         doc["missing"] = [missing] if missing else []
         doc["pdk"] = doc["pdks"][0]["pdk"]
         doc["workloads"] = doc["pdks"][0]["workloads"]
@@ -319,20 +396,23 @@ def compare(T: int = 16, k: int = 1, out_dir: str | os.PathLike = "build/compare
         out.mkdir(parents=True, exist_ok=True)
         for name in ("compare.json", "compare.png", "compare.md"):  # the summary last
             os.replace(stage / name, out / name)
-    progress(f"[compare] done in {time.perf_counter() - t_start:.0f} s: {out}/compare.md")
+    say(f"[compare] done in {time.perf_counter() - t_start:.0f} s: {out}/compare.md")
     return doc
 
 
 __all__ = [
     "HOPS",
-    "MINILM_SLICE",
+    "DEFAULT_MODEL",
+    "MODELS_HINT",
     "SCHEMA",
     "check_liberties",
     "check_model_costs",
     "compare",
     "compare_workload",
+    "check_real_workload",
     "default_liberties",
     "model_energy",
+    "model_workload",
     "pdk_entry",
     "workloads_of",
 ]

@@ -21,10 +21,88 @@ def verdict(wl: dict, k: int) -> str:
             f"{r['model']:.3g}x; the paper reports {PAPER_REL_K1}x")
 
 
+#: Column order of the verdict: every design against dense.
+VERDICT_DESIGNS = ("ttfs", "mttfs-k0", "mttfs-k1", "mttfs-k2")
+#: How the verdict names a design.
+DESIGN_LABEL = {"dense": "dense INT4", "ttfs": "TTFS", "mttfs-k0": "M-TTFS k=0",
+                "mttfs-k1": "M-TTFS k=1", "mttfs-k2": "M-TTFS k=2"}
+
+
+def _rel(wl: dict) -> dict[str, dict]:
+    return {d["design"]: d["rel_dense"] for d in wl["designs"]}
+
+
+def _model_error(r: dict) -> float:
+    """The model's ratio against the gates' (model / gates - 1)."""
+    return r["model"] / r["gates"] - 1.0
+
+
+def _shape(wl: dict) -> str:
+    return f"{wl['n_in']} x {wl['n_out']}, {wl['weight_bits']}-bit weights"
+
+
+def verdict_rows(doc: dict) -> list[dict]:
+    """One row per library and workload: each design's energy relative to dense INT4 in our
+    gates, and the model's ratio at the verdict's radius with its error."""
+    k = doc["parameters"]["k"]
+    rows = []
+    for e in doc["pdks"]:
+        for wl in e["workloads"]:
+            rel = _rel(wl)
+            named = rel[f"mttfs-k{k}"]
+            rows.append({"workload": wl["name"], "shape": _shape(wl),
+                         "technology": e["technology"], "k": k,
+                         "gates": {d: rel[d]["gates"] for d in VERDICT_DESIGNS if d in rel},
+                         "model": named["model"], "model_error": _model_error(named)})
+    return rows
+
+
+def verdict_markdown(doc: dict) -> list[str]:
+    """The verdict block (Markdown lines): energy per window relative to dense INT4, in our
+    gates, per workload and library; the model's ratio beside it with its error; the paper's."""
+    k = doc["parameters"]["k"]
+    head = ["workload", "library", *(DESIGN_LABEL[d] for d in VERDICT_DESIGNS),
+            f"model, k={k} (error)"]
+    lines = ["| " + " | ".join(head) + " |", "| --- | --- |" + " ---: |" * (len(head) - 2)]
+    for r in verdict_rows(doc):
+        cells = [f"**{r['gates'][d]:.3g}x**" if d == f"mttfs-k{k}" else f"{r['gates'][d]:.3g}x"
+                 for d in VERDICT_DESIGNS]
+        lines.append(f"| {r['workload']} ({r['shape']}) | {r['technology']} | "
+                     + " | ".join(cells)
+                     + f" | {r['model']:.3g}x ({r['model_error']:+.0%}) |")
+    lines += ["", (f"Energy per window (one token through one layer) relative to the dense INT4 "
+                   f"design, in our gates: below 1 the spiking design is cheaper. The model is "
+                   f"the paper's analytical model on the same counts, priced with unit costs "
+                   f"synthesized on the same library; its error is against the gates. The paper "
+                   f"reports {PAPER_REL_K1}x for M-TTFS k=1 (22 nm, its own costs).")]
+    return lines
+
+
+def verdict_lines(doc: dict) -> list[str]:
+    """The verdict as console lines (no Markdown)."""
+    k = doc["parameters"]["k"]
+    out = [(f"M-TTFS k={k} against dense INT4, energy per window in our gates "
+            "(relative to dense; below 1 is cheaper):")]
+    rows = verdict_rows(doc)
+    width = max((len(f"{r['workload']} ({r['shape']}), {r['technology']}") for r in rows),
+                default=0)
+    for r in rows:
+        where = f"{r['workload']} ({r['shape']}), {r['technology']}"
+        others = ", ".join(f"{DESIGN_LABEL[d]} {v:.3g}x" for d, v in r["gates"].items()
+                           if d != f"mttfs-k{k}")
+        out.append(f"  {where:<{width}}  {r['gates'][f'mttfs-k{k}']:.3g}x  ({others}); model "
+                   f"{r['model']:.3g}x ({r['model_error']:+.0%})")
+    for m in doc.get("missing", []):
+        out.append(f"  not run: {m}")
+    out.append(f"  the paper reports {PAPER_REL_K1}x for M-TTFS k=1")
+    return out
+
+
 def markdown(doc: dict) -> str:
     """``compare.md``: per library and workload, the verdict, the table and the model error."""
     p = doc["parameters"]
     lines = [f"# M-TTFS against a dense INT4 design, in gates (T={p['T']})", ""]
+    lines += verdict_markdown(doc) + [""]
     lines += [("Energy per window (one token through one layer) in pJ, from the liberty-mapped "
                "netlists simulated on the workload; `model` is the analytical model on the "
                "same counts with unit costs synthesized on the same library. SRAM arrays are "
@@ -66,31 +144,46 @@ def markdown(doc: dict) -> str:
 
 
 def plot(doc: dict, path: Path) -> None:
-    """``compare.png``: stacked gate-level bars per design, the model total as a black tick."""
+    """``compare.png``: stacked gate-level bars per design, the model total as a black tick,
+    each design's energy relative to dense INT4 written above its bar; one panel per library
+    and workload."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     panels = [(e, w) for e in doc["pdks"] for w in e["workloads"]]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 5.2), squeeze=False)
     colors = {"sram": "#4c72b0", "compute": "#dd8452", "movement": "#55a868", "idle": "#c7c7c7"}
+    k = doc["parameters"]["k"]
     for ax, (e, w) in zip(axes[0], panels, strict=True):
-        names = [d["design"] for d in w["designs"]]
+        names = [DESIGN_LABEL.get(d["design"], d["design"]) for d in w["designs"]]
+        xs = range(len(names))
         bottom = [0.0] * len(names)
         for comp, color in colors.items():
             vals = [d["energy_pJ"]["gates"][comp] for d in w["designs"]]
-            ax.bar(names, vals, bottom=bottom, color=color, label=comp)
+            ax.bar(xs, vals, bottom=bottom, color=color, label=comp, width=0.7)
             bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
         model = [d["energy_pJ"]["model"]["total"] for d in w["designs"]]
-        ax.plot(names, model, "k_", markersize=18, label="model total")
-        ax.set_title(f"{w['name']}, {e['technology']}", fontsize=9)
-        ax.set_ylabel("pJ per window")
-        ax.tick_params(axis="x", labelrotation=45, labelsize=8)
-    axes[0][0].legend(fontsize=7)
+        ax.plot(xs, model, "k_", markersize=22, markeredgewidth=2, label="model total")
+        top = max(max(bottom), max(model))
+        for x, d, height in zip(xs, w["designs"], bottom, strict=True):
+            bold = d["design"] in ("dense", f"mttfs-k{k}")
+            ax.text(x, max(height, d["energy_pJ"]["model"]["total"]) + 0.02 * top,
+                    f"{d['rel_dense']['gates']:.2f}x", ha="center", va="bottom", fontsize=10,
+                    fontweight="bold" if bold else "normal")
+        ax.set_ylim(0, top * 1.15)
+        ax.set_xticks(list(xs), names, fontsize=10)
+        ax.set_title(f"{w['name']} ({_shape(w)}), {e['technology']}", fontsize=11)
+        ax.set_ylabel("energy per window (pJ), our gates", fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].legend(fontsize=9, loc="upper right")
+    fig.suptitle(f"Energy per window in our gates, T={doc['parameters']['T']}\nlabels: energy "
+                 f"relative to dense INT4 (the paper: {PAPER_REL_K1}x at k=1)", fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    fig.savefig(path, dpi=120, metadata={"Software": None})
     plt.close(fig)
 
 
-__all__ = ["PAPER_REL_K1", "markdown", "plot", "verdict"]
+__all__ = ["DESIGN_LABEL", "PAPER_REL_K1", "markdown", "plot", "verdict", "verdict_lines",
+           "verdict_markdown", "verdict_rows"]

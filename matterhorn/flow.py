@@ -1,18 +1,20 @@
-"""The end-to-end flow: generate, regress, measure, synthesize, estimate energy, report.
+"""The end-to-end flow: generate, regress, measure, synthesize, estimate energy, compare, report.
 
-``run_flow`` runs the stages in order, prints one progress line per stage, and writes one
-report folder::
+``run_flow`` runs the stages in order (each a step of the console's progress,
+:mod:`toolkit_base.console`) and writes one report folder::
 
     OUT/
-      summary.md           the tables and plots a researcher can paste into a paper
+      summary.md           the verdict first, then the tables and plots of the run
       flow.json            every figure of the run, with where it came from
+      logs/<stage>.log     the traceback of a stage that failed (the report links it)
       rtl/                 matterhorn generate: Verilog + manifest.json
       regress/             matterhorn regress: summary.json (+ build dirs)
       stats/               measured spike statistics of the golden QNN block
       synth/               matterhorn synth: synth_report.json / .md
       energy/              matterhorn energy: paper rates x {paper, synthesized} unit costs,
       energy_measured/     and measured rates x the best unit costs available
-      compare/             matterhorn compare: dense INT4 vs TTFS vs M-TTFS in our gates
+      compare/             matterhorn compare: dense INT4 vs TTFS vs M-TTFS in our gates, on
+                           a random layer and a real model's (MiniLM's when installed)
 
 Every stage's figures are measured in this run, except the inputs the summary labels as the
 paper's (its printed rates and its 22 nm unit costs, used as the reference rows).
@@ -22,8 +24,8 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +35,18 @@ from toolkit_base.checks import check_out_dir, check_rtl_T, check_seed, unique
 
 #: Stage names in run order.
 STAGES = ("generate", "regress", "stats", "synth", "energy", "compare")
+#: What each stage does, in a few words (``flow --help``, docs/flow.md, docs/quickstart.md;
+#: tests/test_cli_console.py compares the three with :data:`STAGES`).
+STAGE_SUMMARY = {
+    "generate": "Verilog of every block and manifest.json",
+    "regress": "the cocotb regression against the golden model",
+    "stats": "spike statistics of the golden QNN block",
+    "synth": "Yosys (+ OpenSTA) unit costs and block areas",
+    "energy": "the paper's energy model with paper and synthesized costs",
+    "compare": "dense INT4 vs TTFS vs M-TTFS in our gates, random and real layer",
+}
+#: The folder of the failed stages' tracebacks, inside the report folder.
+LOGS = "logs"
 #: Input windows per workload of the flow's compare stage (``matterhorn compare`` takes 16).
 COMPARE_WINDOWS = 8
 SIMULATORS = ("icarus", "verilator")
@@ -60,6 +74,10 @@ class FlowConfig:
     rates_file : path, optional
         A statistics file (``matterhorn stats`` or golden statistics) whose measured rates
         replace the golden block's in the measured-energy stage.
+    model : str or path, optional
+        The real workload of the compare stage: ``"minilm"`` (the default; left out, with a
+        note saying how to get it, when the models extra is not installed), a BERT-family
+        model folder, or None (the random workload only).
     skip : tuple of str
         Stages not to run (for quick looks; the summary says which were skipped).
     """
@@ -73,6 +91,7 @@ class FlowConfig:
     clock_ns: float = 10.0
     rates_file: Path | None = None
     skip: tuple[str, ...] = ()
+    model: str | Path | None = "minilm"
 
     def __post_init__(self) -> None:
         check_rtl_T(check_T(self.T))
@@ -112,18 +131,6 @@ class FlowResult:
         return all(s.get("status") in ("ok", "skipped") for s in self.stages.values())
 
 
-class Progress:
-    """One line per stage start and end, with wall time, on ``stream``."""
-
-    def __init__(self, stream=None):
-        self.stream = stream if stream is not None else sys.stderr  # the current stderr
-        self.t0 = time.monotonic()
-
-    def __call__(self, message: str) -> None:
-        elapsed = time.monotonic() - self.t0
-        print(f"[flow {elapsed:7.1f}s] {message}", file=self.stream, flush=True)
-
-
 def _relative_paths(text: str, root: Path) -> str:
     """``text`` with the report folder's absolute path written relative to it."""
     for prefix in {str(root.resolve()), str(root.absolute())}:
@@ -153,10 +160,12 @@ def stage_regress(cfg: FlowConfig, out: Path, say: Callable[[str], None]) -> dic
     """A short regression (one parameter set, every bench) on the chosen simulators."""
     from regression import run_regression
 
-    def job_done(r) -> None:
+    def job_done(r) -> str:
         state = "pass" if r.passed else "FAIL"
-        say(f"regress: {r.job.bench} on {r.job.sim} {state} "
-            f"(build {r.build_seconds:.1f}s, run {r.run_seconds:.1f}s)")
+        line = (f"{r.job.bench} on {r.job.sim} {state} (build {r.build_seconds:.1f}s, run "
+                f"{r.run_seconds:.1f}s)")
+        say(f"regress: {line}")
+        return line  # the step's line on the console
 
     summary = run_regression(
         T=cfg.T, k=cfg.k, sims=cfg.sims, seed=cfg.seed, out_dir=out, quick=True,
@@ -224,15 +233,32 @@ def stage_compare(cfg: FlowConfig, out: Path, say: Callable[[str], None]) -> dic
 
     if cfg.k > 2:
         return {"skipped": f"k={cfg.k}: the comparison covers k = 0, 1, 2"}
+    from matterhorn.compare_report import verdict_rows
+
     libs = [cfg.liberty] if cfg.liberty is not None else None
-    doc = compare(cfg.T, cfg.k, out, liberties=libs, windows=COMPARE_WINDOWS, seed=cfg.seed,
-                  clock_ns=cfg.clock_ns, progress=say)
+    doc = compare(cfg.T, cfg.k, out, liberties=libs, model=cfg.model, windows=COMPARE_WINDOWS,
+                  seed=cfg.seed, clock_ns=cfg.clock_ns, progress=say)
     return {
         "report": "compare/compare.md",
         "verdicts": {f"{e['technology']}, {w['name']}": verdict(w, cfg.k)
                      for e in doc["pdks"] for w in e["workloads"]},
+        "verdict": verdict_rows(doc),
+        "movement_error": movement_errors(doc),
         "missing": doc["missing"],
     }
+
+
+def movement_errors(doc: dict) -> dict[str, list[float]]:
+    """Per library, the model's error on movement (model / gates - 1) over the spiking designs
+    and workloads the comparison measured: what the energy tables' borrowed event cost is
+    quoted beside."""
+    out: dict[str, list[float]] = {}
+    for e in doc["pdks"]:
+        errs = [d["error"]["movement"] for w in e["workloads"] for d in w["designs"]
+                if d["design"] != "dense" and d["error"]["movement"] is not None]
+        if errs:
+            out[e["technology"]] = [min(errs), max(errs)]
+    return out
 
 
 def _energy(out: Path, rates, costs, *, label: str) -> dict:
@@ -315,10 +341,18 @@ def check_tools(cfg: FlowConfig) -> None:
 def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> FlowResult:
     """Run every stage of ``cfg``; write ``summary.md`` and ``flow.json`` into ``cfg.out_dir``.
 
-    A stage that fails is recorded with its error and the flow stops there; the report still
-    says what ran.
+    Every stage is a step of the console's progress (:mod:`toolkit_base.console`);
+    ``progress``, when given, gets a line per stage start and end (and per regression job)
+    as well. A stage that fails is recorded with its error (its traceback in
+    ``logs/<stage>.log``) and the flow stops there; the report still says what ran.
     """
-    say = progress or Progress()
+    from toolkit_base import console
+
+    with console.steps("flow", len([s for s in STAGES if s not in cfg.skip])) as bar:
+        return _run_flow(cfg, progress or (lambda _line: None), bar)
+
+
+def _run_flow(cfg: FlowConfig, say: Callable[[str], None], bar) -> FlowResult:
     root = cfg.out_dir
     check_tools(cfg)  # every tool a stage needs, before anything is written
     root.mkdir(parents=True, exist_ok=True)
@@ -338,20 +372,26 @@ def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> 
             say(f"{name}: skipped")
             return True
         say(f"{name}: start")
+        bar.start(f"{name}: start")
         t0 = time.monotonic()
         try:
             figures = fn()
         except Exception as exc:  # recorded in the report; the flow stops at this stage
+            log = write_stage_log(root, name, exc)
             result.stages[name] = {
                 "status": "failed",
-                "error": _relative_paths(f"{type(exc).__name__}: {exc}", root),
+                "error": _relative_paths(" ".join(f"{type(exc).__name__}: {exc}".split()),
+                                         root),
+                "log": log,
                 "wall_s": round(time.monotonic() - t0, 2),
             }
             say(f"{name}: FAILED after {time.monotonic() - t0:.1f}s: {exc}")
+            bar.advance(f"{name}: FAILED (traceback in {log})")
             return False
         wall = time.monotonic() - t0
         result.stages[name] = {**figures, "status": "ok", "wall_s": round(wall, 2)}
         say(f"{name}: done in {wall:.1f}s")
+        bar.advance(f"{name}: done in {wall:.1f} s")
         return True
 
     # Nothing is cleared: every stage replaces only its own files in its folder. The report
@@ -359,6 +399,7 @@ def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> 
     from matterhorn.report import write_running, write_summary
 
     write_running(cfg, root)
+    clear_stage_logs(root)
     stats_file = dirs["stats"] / "golden_stats.json"
     synth_file = dirs["synth"] / "synth_report.json"
     steps = (
@@ -387,3 +428,27 @@ def run_flow(cfg: FlowConfig, progress: Callable[[str], None] | None = None) -> 
     write_summary(result, root)
     say(f"report: {root / 'summary.md'}")
     return result
+
+
+def write_stage_log(root: Path, stage: str, exc: BaseException) -> str:
+    """Write the traceback of a failed stage to ``logs/<stage>.log`` (paths in the report
+    folder relative to it); returns its path relative to ``root``."""
+    from toolkit_base.files import write_atomic
+
+    text = "".join(traceback.format_exception(exc))
+    folder = root / LOGS
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(folder / f"{stage}.log", _relative_paths(text, root))
+    return f"{LOGS}/{stage}.log"
+
+
+def clear_stage_logs(root: Path) -> None:
+    """Remove the stage logs an earlier run wrote (the flow's own files: ``logs/<stage>.log``
+    of its stages; nothing else in ``logs/``), and the folder if that leaves it empty."""
+    folder = root / LOGS
+    if not folder.is_dir():
+        return
+    for stage in STAGES:
+        (folder / f"{stage}.log").unlink(missing_ok=True)
+    if not any(folder.iterdir()):
+        folder.rmdir()

@@ -1,4 +1,5 @@
-"""The flow's report folder: ``summary.md`` (tables and plots) and ``flow.json`` (every figure).
+"""The flow's report folder: ``summary.md`` (the verdict first, then tables and plots) and
+``flow.json`` (every figure).
 
 Deterministic apart from the measured wall times; paths are relative to the report folder.
 """
@@ -27,12 +28,60 @@ def _md_table(header: list[str], rows: list[list]) -> list[str]:
     return markdown_table(header, [[_fmt(c) for c in row] for row in rows])
 
 
+def _one_line(text: str, limit: int = 160) -> str:
+    """``text`` on one line of at most ``limit`` characters, safe in a Markdown table cell."""
+    line = " ".join(str(text).split()).replace("|", "\\|")
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 def _section_stages(result) -> list[str]:
     rows = []
     for name, s in result.stages.items():
-        note = s.get("error", "")
+        note = _one_line(s["error"]) if s.get("error") else ""
+        if s.get("log"):
+            note += f" ([traceback]({s['log']}))"
         rows.append([name, s.get("status"), _fmt(s.get("wall_s")), note])
     return ["## Stages", "", *_md_table(["stage", "status", "wall time (s)", "note"], rows), ""]
+
+
+def verdict_lines(result) -> list[str]:
+    """The answer to the toolkit's question, first in ``summary.md`` and on the console:
+    M-TTFS (and TTFS, k = 0, 2) against dense INT4 in our gates per workload and library, the
+    model's ratio with its error; or why there is none."""
+    cfg = result.config
+    s = result.stages.get("compare", {})
+    if s.get("status") != "ok" or "verdict" not in s:
+        why = {"skipped": "the compare stage was skipped", "not run": "the compare stage did "
+               "not run (an earlier stage failed)", "failed": "the compare stage failed"}
+        reason = s.get("skipped") or why.get(s.get("status"), "the compare stage did not run")
+        return [(f"**No verdict**: {reason}; M-TTFS against dense INT4 in gates is measured by "
+                "`matterhorn compare` (the flow's last stage).")]
+    lines = [(f"**Verdict: M-TTFS k={cfg.k} against dense INT4, energy per window in our "
+             "gates.**"), ""]
+    lines += _verdict_table(s["verdict"], cfg.k)
+    for m in s.get("missing", []):
+        lines += ["", f"Not run: {m}."]
+    return lines
+
+
+def _verdict_table(rows: list[dict], k: int) -> list[str]:
+    from matterhorn.compare_report import DESIGN_LABEL, PAPER_REL_K1, VERDICT_DESIGNS
+
+    head = ["workload", "library", *(DESIGN_LABEL[d] for d in VERDICT_DESIGNS),
+            f"model, k={k} (error)"]
+    out = ["| " + " | ".join(head) + " |", "| --- | --- |" + " ---: |" * (len(head) - 2)]
+    for r in rows:
+        cells = [(f"**{r['gates'][d]:.3g}x**" if d == f"mttfs-k{k}" else f"{r['gates'][d]:.3g}x")
+                 if d in r["gates"] else "n/a" for d in VERDICT_DESIGNS]
+        out.append(f"| {r['workload']} ({r['shape']}) | {r['technology']} | " + " | ".join(cells)
+                   + f" | {r['model']:.3g}x ({r['model_error']:+.0%}) |")
+    out += ["", ("Energy per window (one token through one layer) relative to the dense INT4 "
+                 "design generated from the same parameters, from the toggles of both mapped "
+                 "netlists: below 1 the spiking design is cheaper. The model is the paper's "
+                 "analytical model on the same counts with unit costs synthesized on the same "
+                 f"library; the paper reports {PAPER_REL_K1}x for M-TTFS k=1. Details: "
+                 "`compare/compare.md`.")]
+    return out
 
 
 def _section_generate(s: dict) -> list[str]:
@@ -81,8 +130,9 @@ def _section_stats(s: dict, k: int) -> list[str]:
         "",
         (
             "A seeded random QNN encoder block (small dimensions, peaked random input), measured "
-            "in this run: not BERT. For a real model use `matterhorn stats --model minilm` and "
-            "pass its statistics with `--rates-file`."
+            "in this run: not BERT. For a real model use `matterhorn stats --model minilm` (or "
+            "`--model FOLDER`, a BERT-family model of yours) and pass its statistics with "
+            "`--rates-file`."
         ),
         "",
     ]
@@ -104,8 +154,8 @@ def _section_synth(s: dict) -> list[str]:
     out = ["## Synthesis (`synth/`)", ""]
     out.append(
         f"Liberty: `{lib['library']}` ({lib['file']})." if isinstance(lib, dict)
-        else "No liberty: generic gate counts only (pass `--liberty` or set `PDK_ROOT` for area "
-        "and energy)."
+        else "No liberty: generic gate counts only (the NanGate 45 nm default is not installed; "
+        "pass `--liberty` or set `PDK_ROOT` for area and energy)."
     )
     out.append("The full table with the comparison to the paper is in `synth/synth_report.md`.")
     costs = s.get("unit_costs_pJ") or {}
@@ -114,10 +164,25 @@ def _section_synth(s: dict) -> list[str]:
     return [*out, ""]
 
 
-def _section_energy(s: dict, root: Path) -> list[str]:
+def _movement_quote(compare: dict) -> str:
+    """What the gate-level comparison measured of the model's movement, if it ran."""
+    errs = compare.get("movement_error") if compare.get("status") == "ok" else None
+    if not errs:
+        return ""
+    parts = [f"{lo:+.0%} to {hi:+.0%} in {tech}" for tech, (lo, hi) in errs.items()]
+    return (" The gate-level comparison of this run (`compare/`) measured the model's movement "
+            "against our gates' (router netlist, same flits): " + "; ".join(parts)
+            + " (model / gates - 1, spiking designs).")
+
+
+def _section_energy(s: dict, root: Path, compare: dict | None = None) -> list[str]:
     if s.get("status") != "ok":
         return []
-    out = ["## Energy per BERT-base encoder block", ""]
+    out = ["## Energy per BERT-base encoder block", "",
+           ("Energy relative to the dense QNN in the `Rel.` column, as in the paper (below 1 "
+            "the row is cheaper). A column marked `*` is priced with a unit cost borrowed from "
+            "the paper (22 nm, not our gates); the note under each table names it."
+            + _movement_quote(compare or {})), ""]
     folders = {"paper": "energy_paper", "paper_rates_our_costs": "energy",
                "measured": "energy_measured"}
     for key, run in s.get("runs", {}).items():
@@ -145,19 +210,42 @@ def _section_compare(s: dict) -> list[str]:
 
 
 def _provenance(result) -> list[str]:
+    """Where each figure came from: only the stages that ran in this run."""
     cfg = result.config
+    ran = {name for name, s in result.stages.items() if s.get("status") == "ok"}
     lines = ["## Where each figure came from", ""]
-    lines.append("- RTL, regression, golden statistics, synthesis: measured in this run "
-                 f"(seed {cfg.seed}).")
-    lines.append("- Paper rates: the paper's Table 'Per-step spike rate' (SST-2) and its baseline "
-                 "rates; paper unit costs: its Appendix table (22 nm, Design Compiler).")
-    lines.append("- Synthesized unit costs: `synth/synth_report.json`; each entry carries its "
-                 "provenance. Costs the open flow cannot produce (SRAM per bit, dense "
-                 "movement) stay the paper's and say so.")
-    if cfg.rates_file is not None:
-        lines.append(f"- Measured rates: `{cfg.rates_file.name}` (given with --rates-file).")
-    else:
-        lines.append("- Measured rates: `stats/golden_stats.json` (this run's golden QNN block).")
+    measured = [what for stage, what in (("generate", "RTL"), ("regress", "regression"),
+                                         ("stats", "golden statistics"), ("synth", "synthesis"),
+                                         ("compare", "the comparison in gates"))
+                if stage in ran]
+    if measured:
+        lines.append(f"- Measured in this run (seed {cfg.seed}): {', '.join(measured)}.")
+    not_ran = [name for name in result.stages if name not in ran]
+    if not_ran:
+        lines.append(f"- Not measured in this run (skipped, failed or not run): "
+                     f"{', '.join(not_ran)}; their folders may hold an earlier run's files, "
+                     "which this report does not describe.")
+    energy = result.stages.get("energy", {})
+    if "energy" in ran:
+        runs = energy.get("runs", {})
+        if "paper" in runs or "paper_rates_our_costs" in runs:
+            lines.append("- Paper rates: the paper's Table 'Per-step spike rate' (SST-2) and its "
+                         "baseline rates.")
+        lines.append("- Paper unit costs: its Appendix table (22 nm, Design Compiler); every "
+                     "table marks the columns priced with them (`*`).")
+        if "paper_rates_our_costs" in runs or "synth_report.json" in str(runs):
+            lines.append("- Synthesized unit costs: `synth/synth_report.json`; each entry "
+                         "carries its provenance. Costs the open flow cannot produce (SRAM per "
+                         "bit, dense and event movement) stay the paper's and say so.")
+        if "measured" in runs:
+            lines.append(f"- Measured rates: `{cfg.rates_file.name}` (given with --rates-file)."
+                         if cfg.rates_file is not None else
+                         "- Measured rates: `stats/golden_stats.json` (this run's golden QNN "
+                         "block).")
+    if "compare" in ran:
+        lines.append("- Comparison in gates: `compare/compare.json`; unit costs of its model "
+                     "synthesized on the same library, SRAM arrays priced per bit from a cited "
+                     "figure (docs/compare.md).")
     return [*lines, ""]
 
 
@@ -170,6 +258,7 @@ def _parameters(cfg) -> dict:
         "clock_ns": cfg.clock_ns,
         "liberty": cfg.liberty.name if cfg.liberty else None,
         "rates_file": cfg.rates_file.name if cfg.rates_file else None,
+        "model": None if getattr(cfg, "model", None) is None else Path(str(cfg.model)).name,
     }
 
 
@@ -211,9 +300,14 @@ def write_summary(result, root: Path) -> None:
         },
     }
     write_atomic(root / "flow.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    md = [
-        f"# Matterhorn flow: T={cfg.T}, k={cfg.k}",
-        "",
+    failed = [name for name, s in stages.items() if s.get("status") == "failed"]
+    md = [f"# Matterhorn flow: T={cfg.T}, k={cfg.k}", ""]
+    if failed:
+        md += [(f"**FAILED** at the {failed[0]} stage: "
+               f"{_one_line(stages[failed[0]].get('error', ''))} (traceback: "
+               f"`{stages[failed[0]].get('log', '')}`). Stages after it did not run."), ""]
+    md += verdict_lines(result) + [""]
+    md += [
         (
             f"matterhorn {__version__}; simulators: {', '.join(cfg.sims)}; seed {cfg.seed}; "
             f"clock {cfg.clock_ns} ns."
@@ -225,7 +319,7 @@ def write_summary(result, root: Path) -> None:
     md += _section_regress(stages.get("regress", {}))
     md += _section_stats(stages.get("stats", {}), cfg.k)
     md += _section_synth(stages.get("synth", {}))
-    md += _section_energy(stages.get("energy", {}), root)
+    md += _section_energy(stages.get("energy", {}), root, stages.get("compare"))
     md += _section_compare(stages.get("compare", {}))
     md += _provenance(result)
     write_atomic(root / "summary.md", "\n".join(md))

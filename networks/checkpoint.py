@@ -11,8 +11,9 @@ A checkpoint folder holds
   the integer mode if it was made in it.
 
 The token, position and type embeddings are not stored: fine-tuning keeps them, and they come
-from the shipped model. The folder is written into a staging folder and renamed into place, so
-an interrupted run leaves no folder that looks complete.
+from the float model the checkpoint was made from (the shipped MiniLM, or a model folder:
+``model_key`` names it, ``networks.hf_folder``). The folder is written into a staging folder
+and renamed into place, so an interrupted run leaves no folder that looks complete.
 """
 
 from __future__ import annotations

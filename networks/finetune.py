@@ -256,8 +256,11 @@ def _block_integer(
     unit = IntSoftmax.from_scale(
         aq * ak / math.sqrt(dk), layer.cfg.max_position_embeddings, sbits, spec.exp_frac_bits
     )
-    u = unit(saturate(scores, sbits), valid[:, None, None, :])
-    prob = _ste(torch.softmax(raw / math.sqrt(dk) + bias, dim=-1), u * 2.0**-PROB_BITS)
+    scores = saturate(scores, sbits)
+    # a batch at a time: the unit's int64 intermediates stay small (peak memory)
+    u = torch.cat([unit(scores[i : i + 1], valid[i : i + 1, None, None, :]) for i in range(b)])
+    exact = u.to(raw.dtype) * 2.0**-PROB_BITS
+    prob = _ste(torch.softmax(raw / math.sqrt(dk) + bias, dim=-1), exact)
     prob = _fake_act(prob, pt["attn_prob"], k)
     ctx = (prob @ value).transpose(1, 2).reshape(b, s, h)
     ctx = _fake_act(ctx, pt["attn_out_in"], k)

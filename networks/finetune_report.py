@@ -24,12 +24,13 @@ from pathlib import Path
 import torch
 
 from networks import checkpoint
-from networks.bert import POSITIONS, BertEncoder, Tokenizer, load_minilm
+from networks.bert import POSITIONS, BertEncoder, Tokenizer
 from networks.corpus import check_corpus, load_corpus
 from networks.finetune import FinetuneConfig, train
-from networks.integer import IntegerSpec, integer_mode_
+from networks.integer import IntegerSpec, check_spec_for_model, integer_mode_
 from networks.ptq import PTQConfig, convert, set_masks_
 from networks.stats import Tally, retrieval_agreement
+from toolkit_base import console
 from toolkit_base.checks import check_int, check_out_writable
 from toolkit_base.files import write_atomic
 from toolkit_base.schemas import validate
@@ -119,8 +120,11 @@ def _restore(points, i_max: dict, k: int) -> None:
 
 
 def check_model(model: object) -> str:
-    if model not in MODELS:
-        raise ValueError(f"model must be one of {tuple(MODELS)}, not {model!r}")
+    """``model`` if it names a model the toolkit loads (``minilm`` or a BERT-family model
+    folder, :func:`networks.hf_folder.resolve_model`), else raise."""
+    from networks.hf_folder import resolve_model
+
+    resolve_model(model)
     return model  # type: ignore[return-value]
 
 
@@ -160,9 +164,11 @@ def finetune_minilm(
     the evaluations, the twin and the checkpoints are the integer network's, and
     ``finetune.json`` records the spec as ``integer``. Returns the rebuilt report.
     """
-    check_model(model)
-    if integer is not None and not isinstance(integer, IntegerSpec):
-        raise TypeError(f"integer must be an IntegerSpec or None, not {integer!r}")
+    from networks.hf_folder import load_model, resolve_model
+
+    source = resolve_model(model)
+    if integer is not None:
+        check_spec_for_model(integer, source.config)
     if start not in STARTS:
         raise ValueError(f"start must be one of {STARTS}, not {start!r}")
     chained = start == "k0"
@@ -200,14 +206,14 @@ def finetune_minilm(
     saved = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        float_model, tok = load_minilm()
+        float_model, tok = load_model(source)
         ptq = PTQConfig()
         say(f"converting on {len(cal)} calibration sentences")
         qnn = convert(float_model, tok, cal, ptq)
         if integer is not None:
             integer_mode_(qnn, integer)
         emb_float = float_embeddings(float_model, tok, ev)
-        head = _document(model, main, len(cal), len(ev), ptq, [], integer)
+        head = _document(source, main, len(cal), len(ev), ptq, [], integer)
         corpora = [
             {"name": c.name, "source": c.source, "split": "calibration"} for c in (main, *extras)
         ]
@@ -219,11 +225,12 @@ def finetune_minilm(
             cos = before["cos_float"]["mean"]
             say(f"k={cfg.k}: before cos {cos:.4f}; training {cfg.steps} steps from the {init}")
 
-            def step_log(step: int, loss: float, k: int = cfg.k) -> None:
-                if step % 25 == 0 or step == cfg.steps - 1:
-                    say(f"k={k}: step {step} loss {loss:.4f}")
+            with console.steps(f"finetune k={cfg.k}", cfg.steps, every=25) as bar:
 
-            tuned, log = train(float_model, start_qnn, tok, texts, cfg, progress=step_log)
+                def step_log(step: int, loss: float) -> None:
+                    bar.advance(f"step {step} loss {loss:.4f}")
+
+                tuned, log = train(float_model, start_qnn, tok, texts, cfg, progress=step_log)
             after = evaluate(tuned, tok, ev, cfg.k, emb_float)
             say(f"k={cfg.k}: after cos {after['cos_float']['mean']:.4f}")
             run = {
@@ -283,7 +290,7 @@ def _reuse_k0(
 
 
 def _document(
-    model: str,
+    source,
     main,
     n_cal: int,
     n_ev: int,
@@ -291,10 +298,14 @@ def _document(
     runs: list,
     integer: IntegerSpec | None = None,
 ) -> dict:
+    if isinstance(source, str):  # a model's name or folder (networks.hf_folder)
+        from networks.hf_folder import resolve_model
+
+        source = resolve_model(source)
     doc = {
         "schema": SCHEMA,
-        "model": MODELS[model],
-        "model_key": model,
+        "model": source.name,
+        "model_key": source.key,
         "T": 2**ptq.act_bits,
         "weight_bits": ptq.weight_bits,
         "act_bits": ptq.act_bits,
@@ -310,8 +321,10 @@ def _document(
             "fixed, or learned (LSQ, log domain) when config.scale_lr > 0",
             "ste": "clipped STE at k=0 and at key/value; masked STE (Eq. masked_ste) at k>=1",
             "trained": "linear weights (latent, per-channel grid fixed) and biases, LayerNorms; "
-            "the 60 activation scales when config.scale_lr > 0",
-            "loss": "mean over 6 blocks of token MSE to the float model + (1 - cos) of embeddings",
+            f"the {10 * source.config.num_hidden_layers} activation scales when "
+            "config.scale_lr > 0",
+            "loss": f"mean over {source.config.num_hidden_layers} blocks of token MSE to the "
+            "float model + (1 - cos) of embeddings",
             "optimizer": "AdamW, linear warm-up then cosine decay; learned scales at "
             "config.scale_lr on the same schedule; batches length-pooled (config.pool batches "
             "a pool, 1: plain random batches)",

@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 
-from golden_models.bounds import accumulator_bound, signed_width
+from golden_models.bounds import accumulator_bound, score_bits
 from golden_models.codespace import CodeSpace
 from golden_models.fixed_point import saturate, signed_limits
 from golden_models.gelu import gelu_table
@@ -47,7 +48,7 @@ from golden_models.residual import ResidualAdd
 from toolkit_base.checks import check_int
 
 if TYPE_CHECKING:
-    from networks.bert import BertEncoder, BertLayer
+    from networks.bert import BertConfig, BertEncoder, BertLayer
 
 #: The positions whose codes are a threshold walk over the residual stream.
 STREAM_INPUTS = ("q_proj_in", "k_proj_in", "v_proj_in", "ffn_expand_in")
@@ -144,6 +145,32 @@ def check_integer_ready(qnn: BertEncoder) -> None:
         raise ValueError("the QNN has no integer weights: convert it with networks.ptq")
 
 
+def check_spec(spec: IntegerSpec, hidden_size: int) -> IntegerSpec:
+    """Raise unless the LayerNorm over ``hidden_size`` channels can hold ``spec``'s sums."""
+    top = IntLayerNorm.max_in_bits(hidden_size)
+    if spec.sum_bits > top:
+        raise ValueError(
+            f"residual_bits={spec.residual_bits} with guard_bits={spec.guard_bits} gives "
+            f"{spec.sum_bits}-bit residual sums; a LayerNorm over {hidden_size} channels holds "
+            f"at most {top} (residual_bits <= {top - spec.guard_bits})"
+        )
+    return spec
+
+
+def check_spec_for_model(spec: object, config: Path | BertConfig | None = None) -> IntegerSpec:
+    """Check an :class:`IntegerSpec` against a model's configuration (a ``BertConfig`` or a
+    ``config.json``; default: MiniLM's) before anything is loaded or converted."""
+    from networks.bert import BertConfig, model_dir
+
+    if not isinstance(spec, IntegerSpec):
+        raise TypeError(f"integer must be an IntegerSpec or None, not {spec!r}")
+    if isinstance(config, BertConfig):
+        cfg = config
+    else:
+        cfg = BertConfig.from_json(config if config is not None else model_dir() / "config.json")
+    return check_spec(spec, cfg.hidden_size)
+
+
 def stream_scales(qnn: BertEncoder, spec: IntegerSpec) -> list[float]:
     """Scales of the ``2 L + 1`` streams: the embeddings' LayerNorm, then per block the
     attention and the FFN LayerNorm."""
@@ -170,13 +197,6 @@ def _walk_table(scale: float, alpha: float, space: CodeSpace, rounding: str, lo:
     one = torch.tensor([float(scale)], dtype=torch.float64)
     zero = torch.zeros(1, dtype=torch.float64)
     return threshold_table(one, zero, alpha, space, rounding, (lo, hi))[0]
-
-
-def score_bits(query: CodeSpace, key: CodeSpace, head_dim: int) -> int:
-    """Signed width of a raw attention score ``sum_d q[d] * k[d]``."""
-    corners = (query.q_min * key.q_min, query.q_max * key.q_max, query.q_min * key.q_max,
-               query.q_max * key.q_min)
-    return signed_width(head_dim * max(abs(c) for c in corners))
 
 
 def build_block(
@@ -251,6 +271,7 @@ def integer_mode_(qnn: BertEncoder, spec: IntegerSpec | None = None) -> BertEnco
     if not isinstance(spec, IntegerSpec):
         raise TypeError(f"spec must be an IntegerSpec, not {spec!r}")
     check_integer_ready(qnn)
+    check_spec(spec, qnn.cfg.hidden_size)
     scales = stream_scales(qnn, spec)
     blocks = [
         build_block(layer, spec, (scales[2 * i], scales[2 * i + 1], scales[2 * i + 2]))

@@ -7,7 +7,8 @@ The recipe follows the paper's LLaMA track (training-free, no fine-tuning at any
    ratios of ``max|w| / (2**(b-1)-1)``;
 2. activations: one scale per position and block, chosen by a mean-squared-error search over
    clipping ratios of the calibration split's largest magnitude (observed on the model with
-   integer weights and float activations), rounding ``"round"`` (DESIGN.md, "Rounding");
+   integer weights and float activations), rounding ``"round"`` (docs/design.md, "The
+   numerical contract");
 3. masks: ``I_max`` of each position and block is the mode of its event-time histogram on the
    calibration split (paper Eq. mttfs_imax; ties go to the earlier time), the dead zone of
    radius ``k`` around it.

@@ -14,17 +14,21 @@ from pathlib import Path
 import torch
 
 from golden_models.codespace import CodeSpace, check_integer
-from networks.bert import POSITION_FAMILY, POSITION_LABELS, POSITIONS, load_minilm
+from networks.bert import POSITION_FAMILY, POSITION_LABELS, POSITIONS
 from networks.corpus import load_corpus
-from networks.integer import IntegerSpec, integer_mode_
+from networks.hf_folder import load_model, resolve_model
+from networks.integer import IntegerSpec, check_spec_for_model, integer_mode_
 from networks.ptq import PTQConfig, convert
 from networks.rtl_slice import capture_slice, slice_document
 from networks.stats import check_k_max, collect, dumps, summarise
+from toolkit_base import console
 from toolkit_base.checks import check_out_writable
 from toolkit_base.files import replace_owned, staging_dir
 from toolkit_base.tables import markdown_table
 
 MODELS = ("minilm",)
+#: Output neurons of the exported slice (one tile).
+TILE_NEURONS = 16
 #: The exported RTL slice (:mod:`networks.rtl_slice`) in the report folder.
 SLICE_FILE = "slice_block0_qproj.json"
 #: The QNN histograms in the shared statistics schema (:mod:`golden_models.statistics`).
@@ -48,8 +52,6 @@ PAPER_RATES = {
     "LLaMA-2 7B": {"TTFS": 6.18, "k=0": 5.19, "k=1": 3.57, "k=2": 2.33},
 }
 
-MINILM_DIMS = {"hidden": 384, "ffn": 1536, "heads": 12, "layers": 6, "head_dim": 32}
-
 
 def _check_count(n: object, name: str) -> int | None:
     if n is None:
@@ -71,11 +73,16 @@ def minilm_stats(
     threads: int | None = None,
     checkpoint: Path | str | None = None,
     integer: IntegerSpec | None = None,
+    model: str | Path = "minilm",
 ) -> dict:
-    """Convert MiniLM post-training, measure spike statistics, and write the report.
+    """Convert a BERT-family model post-training, measure spike statistics, write the report.
 
     Parameters
     ----------
+    model : str or path
+        ``"minilm"`` (the shipped all-MiniLM-L6-v2) or a model folder
+        (:func:`networks.hf_folder.resolve_model`); its dimensions flow into the conversion,
+        the statistics, the slice and ``dims``.
     corpus : str
         Corpus name (:data:`networks.corpus.CORPORA`) or a ``.txt`` path.
     sentences, calibration : int, optional
@@ -112,19 +119,18 @@ def minilm_stats(
     if threads is not None:
         torch.set_num_threads(threads)
     try:
-        return _minilm_stats(
-            corpus, sentences, calibration, k_max, out, plot, checkpoint, integer
-        )
+        return _minilm_stats(corpus, sentences, calibration, k_max, out, plot, checkpoint,
+                             model, integer)
     finally:
         torch.set_num_threads(saved)
 
 
-def _minilm_stats(
-    corpus, sentences, calibration, k_max, out, plot, checkpoint, integer
-) -> dict:
+def _minilm_stats(corpus, sentences, calibration, k_max, out, plot, checkpoint,
+                  model="minilm", integer=None) -> dict:
     # every input before the model is loaded and anything is written
-    if integer is not None and not isinstance(integer, IntegerSpec):
-        raise TypeError(f"integer must be an IntegerSpec or None, not {integer!r}")
+    source = resolve_model(model)
+    if integer is not None:
+        check_spec_for_model(integer, source.config)
     sentences = _check_count(sentences, "sentences")
     calibration = _check_count(calibration, "calibration")
     check_k_max(k_max)
@@ -133,21 +139,32 @@ def _minilm_stats(
     if checkpoint is not None:
         from networks import checkpoint as ckpt
 
-        ckpt.check(checkpoint, model="minilm", k_max=k_max)
-    data = load_corpus(corpus)
+        ckpt.check(checkpoint, model=source.key, k_max=k_max)
+    data = load_corpus(corpus)  # a corpus file is read and checked here
+    with console.steps("stats", 4) as phase:
+        return _measure(source, data, sentences, calibration, k_max, out, plot, checkpoint,
+                        integer, phase)
+
+
+def _measure(source, data, sentences, calibration, k_max, out, plot, checkpoint, integer,
+             phase):
+    phase.start(f"loading {source.name}")
     cal = data.calibration[:calibration]
     ev = data.evaluation[:sentences]
-    float_model, tok = load_minilm()
+    float_model, tok = load_model(source)
+    phase.advance(source.describe())
     cfg = PTQConfig()
     finetuned = None
     if checkpoint is None:
+        phase.start(f"converting post-training on {len(cal)} calibration sentences")
         qnn = convert(float_model, tok, cal, cfg)
         if integer is not None:
             integer_mode_(qnn, integer)
     else:
         from networks import checkpoint as ckpt
 
-        qnn, ck = ckpt.load(checkpoint, float_model, model="minilm", integer=integer is not None)
+        qnn, ck = ckpt.load(checkpoint, float_model, model=source.key,
+                            integer=integer is not None)
         run = ck["runs"][0]
         if run["k"] > k_max:
             raise ValueError(
@@ -161,10 +178,13 @@ def _minilm_stats(
             "seed": run["config"]["seed"],
             "corpus": ck["corpus"]["name"],
         }
+    phase.advance("QNN ready")
+    phase.start(f"measuring {len(ev)} evaluation sentences at k = 0..{k_max}")
     run = collect(float_model, qnn, tok, ev, k_max)
+    phase.advance(f"{len(ev)} sentences measured")
     meta = {
-        "model": "all-MiniLM-L6-v2",
-        "dims": MINILM_DIMS,
+        "model": source.name,
+        "dims": source.dims,
         "corpus": {
             "name": data.name,
             "source": data.source,
@@ -184,18 +204,46 @@ def _minilm_stats(
         "integer": None if qnn.integer is None else qnn.integer.as_dict(),
     }
     doc = summarise(qnn, run, meta)
+    # one tile-sized real layer for the RTL: block 0's Q projection, 16 neurons, k = 1
+    phase.start("the RTL slice and the report")
+    sl = capture_slice(qnn, tok, ev, block=0, n_out=min(TILE_NEURONS, source.config.hidden_size),
+                       k=min(1, k_max), max_vectors=8, model=source.name)
+    doc["rtl_tile"] = rtl_tile(sl)
     if out is not None:
-        # one tile-sized real layer for the RTL: block 0's Q projection, 16 neurons, k = 1
-        sl = capture_slice(qnn, tok, ev, block=0, n_out=16, k=min(1, k_max), max_vectors=8)
         extra = {SLICE_FILE: slice_document(sl), GOLDEN_FILE: golden_stats_document(doc)}
         write_report(doc, Path(out), plot=plot, extra=extra)
+    phase.advance("report written" if out is not None else "slice captured")
     doc = dict(doc)
     doc["sentences_per_second"] = run.emb_float.shape[0] / run.seconds
     return doc
 
 
+def rtl_tile(sl) -> dict:
+    """The generated tile that runs the slice ``sl`` (block 0's Q projection at the model's
+    width): its parameters, and the ``matterhorn generate`` line that writes its Verilog."""
+    L = sl.layer
+    tile = {
+        "layer": sl.meta["layer"],
+        "T": L.in_mask.T,
+        "k": L.in_mask.k,
+        "family": L.in_mask.space.family,
+        "i_max_in": L.in_mask.i_max,
+        "i_max_out": L.out_mask.i_max,
+        "weight_bits": L.weight_bits,
+        "n_in": L.n_in,
+        "tile_neurons": L.n_out,
+    }
+    tile["generate"] = (
+        f"matterhorn generate --T {tile['T']} --k {tile['k']} --family {tile['family']} "
+        f"--i-max {tile['i_max_in']} {tile['i_max_out']} --weight-bits {tile['weight_bits']} "
+        f"--n-in {tile['n_in']} --tile-neurons {tile['tile_neurons']}"
+    )
+    return tile
+
+
 def golden_stats_document(doc: dict) -> dict:
-    """The QNN (k = 0) histograms as ``matterhorn.golden.stats``: one record per block and position.
+    """The QNN (k = 0) histograms as ``matterhorn.golden_stats/1``: one record per block and
+    position.
 
     Records are named by the paper's position labels, with the calibrated ``I_max``. Their
     M-TTFS rates are computed from the QNN histogram alone (no downstream effect of the mask);
@@ -267,8 +315,31 @@ def summary_markdown(doc: dict) -> str:
     """A Markdown summary: p(q=0) and modes per position, rates per k, quality per k."""
     ks = [f"k={k}" for k in range(doc["k_max"] + 1)]
     c = doc["corpus"]
+    d = doc["dims"]
+    r, q = doc["rates"], doc["quality"]
+    k1 = "k=1" if "k=1" in r else ks[-1]
     lines = [
         f"# {doc['model']}: spike statistics",
+        "",
+        (
+            f"**Answer.** Spike rate per step of the network: TTFS {100 * r['TTFS']:.2f} %, "
+            + ", ".join(f"M-TTFS {k} {100 * r[k]:.2f} %" for k in ks[:3])
+            + f"; cosine of the sentence embeddings to the float model: QNN "
+            f"{q['qnn']['cos_float']['mean']:.3f}, M-TTFS {k1} {q[k1]['cos_float']['mean']:.3f}"
+            f". Zero is the most frequent code in {doc['block_modes_zero']} of "
+            f"{doc['block_mode_cells']} (block, position) cells."
+        ),
+        *(
+            [
+                "",
+                f"Model: {d['layers']} blocks, hidden {d['hidden']}, FFN {d['ffn']}, "
+                f"{d['heads']} heads of {d['head_dim']}"
+                + (f", {d['max_positions']} positions" if "max_positions" in d else "")
+                + ".",
+            ]
+            if {"layers", "hidden", "ffn", "heads", "head_dim"} <= set(d)
+            else []
+        ),
         "",
         (
             f"Corpus `{c['name']}` ({c['source']}): {c['calibration_sentences']} calibration, "
@@ -349,5 +420,20 @@ def summary_markdown(doc: dict) -> str:
             f"{e['cos_qnn']['mean']:.4f} / {e['cos_qnn']['min']:.4f} | "
             f"{'yes' if e['bit_exact_qnn'] else 'no'} |"
         )
+    tile = doc.get("rtl_tile")
+    if tile:
+        lines += [
+            "",
+            "## One tile of this model in RTL",
+            "",
+            (
+                f"The slice `{SLICE_FILE}` is the {tile['layer']} at this model's width: "
+                f"{tile['n_in']} inputs x {tile['tile_neurons']} neurons, "
+                f"{tile['weight_bits']}-bit weights, calibrated I_max {tile['i_max_in']} in, "
+                f"{tile['i_max_out']} out (k={tile['k']}). Its Verilog:"
+            ),
+            "",
+            f"    {tile['generate']}",
+        ]
     lines.append("")
     return "\n".join(lines)

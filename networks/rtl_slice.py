@@ -71,8 +71,11 @@ def capture_slice(
     out_offset: int = 0,
     k: int = 0,
     max_vectors: int = 8,
+    model: str = "all-MiniLM-L6-v2",
 ) -> LayerSlice:
     """Build the Q-projection slice of ``block`` and capture real vectors through the QNN.
+
+    ``model`` is the name the slice's document gives the network (no path).
 
     Raises
     ------
@@ -137,7 +140,7 @@ def capture_slice(
         if not torch.equal(p_out.space.c - tau, q_out[i]):
             raise RuntimeError(f"the integer slice differs from the QNN at vector {i}")
     meta = {
-        "model": "all-MiniLM-L6-v2",
+        "model": model,
         "layer": f"block {block} Q projection",
         "input_position": "q_proj_in",
         "output_position": "query",
@@ -148,6 +151,60 @@ def capture_slice(
         "k": k,
     }
     return LayerSlice(ilayer, q_in, q_out, meta)
+
+
+#: The corpus the slices of :func:`model_slice` are calibrated and captured on.
+SLICE_CORPUS = "pydoc-topics"
+
+
+def model_slice(
+    model: str | Path = "minilm",
+    *,
+    n_out: int | None = None,
+    k: int = 1,
+    windows: int = 8,
+    calibration: int = 6,
+    block: int = 0,
+    qnn: tuple[BertEncoder, Tokenizer] | None = None,
+) -> LayerSlice:
+    """The Q projection of ``block`` of a real model, with ``windows`` real token windows.
+
+    The model (``"minilm"`` or a model folder, :func:`networks.hf_folder.resolve_model`) is
+    converted post-training (:func:`networks.ptq.convert`) on the first ``calibration``
+    sentences of the ``pydoc-topics`` corpus, unless ``qnn`` is given as ``(qnn, tokenizer)``;
+    its first ``n_out`` output neurons (default: all, the model's hidden size) are sliced at
+    radius ``k`` (:func:`capture_slice`) and captured on the tokens of the corpus's evaluation
+    sentences.
+
+    Raises
+    ------
+    FileNotFoundError
+        The model is not installed or the folder does not exist.
+    ValueError
+        A model outside the family, or fewer tokens than ``windows``.
+    """
+    from networks.corpus import load_corpus
+    from networks.hf_folder import SHIPPED, load_model, resolve_model
+
+    _check_int(windows, "windows", 1, 1 << 20)
+    _check_int(calibration, "calibration", 1, 1 << 16)
+    corpus = load_corpus(SLICE_CORPUS)
+    if qnn is None:
+        from networks.ptq import convert
+
+        source = resolve_model(model)
+        float_model, tok = load_model(source)
+        net, name = convert(float_model, tok, corpus.calibration[:calibration]), source.name
+    else:
+        (net, tok), name = qnn, SHIPPED.get(str(model), Path(model).name)
+    hidden = net.cfg.hidden_size
+    sl = capture_slice(net, tok, corpus.evaluation, block=block,
+                       n_out=hidden if n_out is None else min(n_out, hidden), k=k,
+                       max_vectors=windows, model=name)
+    if sl.q_in.shape[0] < windows:
+        raise ValueError(f"windows must be at most {sl.q_in.shape[0]} (the tokens of the "
+                         f"corpus's evaluation sentences), not {windows}")
+    return sl
 
 
 def slice_document(sl: LayerSlice) -> dict:

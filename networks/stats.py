@@ -32,6 +32,7 @@ from networks.bert import (
     Tokenizer,
 )
 from networks.ptq import set_masks_
+from toolkit_base import console
 
 SCHEMA = "matterhorn.minilm_stats/1"
 
@@ -110,7 +111,7 @@ def collect(
     tokens = 0
     start = time.perf_counter()
     try:
-        with torch.no_grad():
+        with torch.no_grad(), console.steps("stats: sentences", len(sentences)) as bar:
             for s in sentences:
                 ids, mask = tokenizer([s])
                 tokens += int(ids.numel())
@@ -126,6 +127,7 @@ def collect(
                     for p in points:
                         p.recorder = tally.record
                     emb_k[k].append(qnn.embed(ids, mask))
+                bar.advance()
     finally:
         for p in points:
             p.recorder = None

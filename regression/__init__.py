@@ -8,6 +8,7 @@ parameter set on one simulator, with its typed stimulus (seeded, from the golden
 - :mod:`regression.jobs`: :class:`Job` and :class:`JobResult`;
 - :mod:`regression.stimulus`: the stimulus dataclass of each bench, the stall probabilities;
 - :mod:`regression.benches`: per bench, its module, cocotb bench and configuration builder;
+- :mod:`regression.axi`: the AXI wrappers' bench kinds (``axi_tile``, ``axi_system``);
 - :mod:`regression.planner`: the jobs of a regression over ``T`` and ``k``;
 - :mod:`regression.execute`: running jobs, :func:`run_regression`, :func:`run_tile`;
 - :mod:`regression.summary`: the summary JSON and its table;

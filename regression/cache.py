@@ -34,8 +34,10 @@ def _generator_digest() -> str:
     import rtl_gen
 
     h = hashlib.sha256()
-    for path in sorted(Path(rtl_gen.__file__).parent.glob("*.py")):
-        h.update(path.name.encode())
+    root = Path(rtl_gen.__file__).parent
+    # the register map's SystemRDL (rtl_gen/regmap) shapes the AXI wrappers' Verilog too
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".rdl")):
+        h.update(path.relative_to(root).as_posix().encode())
         h.update(path.read_bytes())
     return h.hexdigest()
 

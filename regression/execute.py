@@ -246,7 +246,7 @@ def _run_on(
     ex.map(functools.partial(_generate, root=root), list(params.values()),
            names=[f"generate-{key}" for key in params])
     return ex.map(functools.partial(run_job, root=root, waves=waves), jobs,
-                  names=[j.name for j in jobs], progress=progress)
+                  names=[j.name for j in jobs], progress=progress, what="regress")
 
 
 def _generate(params: Mapping, root: Path) -> None:

@@ -232,41 +232,27 @@ def minilm_T() -> int:
 
 
 def minilm_q_projection(windows: int = 64, *, k: int = 1, calibration: int = 6,
-                        block: int = 0, qnn=None):
-    """The whole Q projection of MiniLM block ``block`` and ``windows`` real token windows.
+                        block: int = 0, qnn=None, model="minilm"):
+    """The whole Q projection of block ``block`` of a model and ``windows`` real token windows.
 
-    MiniLM (all-MiniLM-L6-v2, the ``models`` extra) is converted post-training on the first
+    The model (``"minilm"``, all-MiniLM-L6-v2 of the ``models`` extra, or a BERT-family model
+    folder: :func:`networks.hf_folder.resolve_model`) is converted post-training on the first
     ``calibration`` sentences of the ``pydoc-topics`` corpus (unless ``qnn`` is given as
     ``(qnn, tokenizer)``), its masks set to radius ``k``, and the tokens of the corpus's
     evaluation sentences captured at the layer's input and output
-    (:func:`networks.rtl_slice.capture_slice`, which checks that the integer layer
-    reproduces the QNN's output codes on every window).
+    (:func:`networks.rtl_slice.model_slice`, which checks that the integer layer reproduces
+    the QNN's output codes on every window).
 
     Raises
     ------
     FileNotFoundError
-        MiniLM is not installed.
+        MiniLM is not installed, or the model folder does not exist.
     """
-    from networks.bert import load_minilm
-    from networks.corpus import load_corpus
-    from networks.rtl_slice import capture_slice
+    from networks.rtl_slice import model_slice
 
     check_int("windows", windows, 1, MAX_WINDOWS)
     check_int("calibration", calibration, 1, 1 << 16)
     if qnn is None:  # (a given QNN's own T is checked by capture_slice)
         check_k(k, minilm_T())
-    corpus = load_corpus("pydoc-topics")
-    if qnn is None:
-        from networks.ptq import convert
-
-        model, tok = load_minilm()
-        net = convert(model, tok, corpus.calibration[:calibration])
-    else:
-        net, tok = qnn
-    hidden = net.cfg.hidden_size
-    sl = capture_slice(net, tok, corpus.evaluation, block=block, n_out=hidden, k=k,
-                       max_vectors=windows)
-    if sl.q_in.shape[0] < windows:
-        raise ValueError(f"windows must be at most {sl.q_in.shape[0]} (the tokens of the "
-                         f"corpus's evaluation sentences), not {windows}")
-    return sl
+    return model_slice(model, k=k, windows=windows, calibration=calibration, block=block,
+                       qnn=qnn)

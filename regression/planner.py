@@ -66,8 +66,8 @@ def regression_jobs(
     order) says through its ``plan`` whether it runs there and with what: the encoder and the
     tile on every set (the tile with every ``k`` of ``ks``, loaded at run time), the SRAM,
     router and dense tile on the first, the system once per ``T`` on a 3-layer random QNN on a
-    2x2 mesh (its ``k``, family and distribution vary with ``T``); ``quick`` also shortens
-    the runs.
+    2x2 mesh (its ``k``, family and distribution vary with ``T``), the AXI wrappers once per
+    sweep (at its first ``T`` and ``k``); ``quick`` also shortens the runs.
     """
     ks = tuple(check_k(k, min(check_regress_T(T) for T in Ts)) for k in ks)
     for name in sims:

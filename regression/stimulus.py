@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 __all__ = [
     "AttentionStimulus",
+    "AddNormStimulus",
+    "AXI_CORRUPT_MODES",
+    "AxiStimulus",
     "DenseTileStimulus",
     "P_IDLE",
     "P_STALL",
@@ -19,6 +22,7 @@ __all__ = [
     "FastSystemStimulus",
     "FastTileStimulus",
     "RouterStimulus",
+    "SoftmaxStimulus",
     "SramStimulus",
     "SystemStimulus",
     "TileStimulus",
@@ -32,6 +36,8 @@ P_STALL = 0.35
 SYSTEM_P_IDLE = 0.2
 #: Self-check modes: alter or drop one expected item, so the bench must fail.
 CORRUPT_MODES = (None, "alter", "drop")
+#: Where the rows of the non-linear units' benches come from.
+UNIT_SOURCES = ("random", "minilm")
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,48 @@ class AttentionStimulus:
     sentences: int = 8
     k: int = 1
     repeat: int = 1
+#: Self-check modes of the AXI benches: one expected output word altered or dropped, or
+#: ``"load"``: bit 0 of every ``LOAD_DATA`` word flipped on its way in (wrong images, a fault
+#: the expectation does not know).
+AXI_CORRUPT_MODES = (None, "alter", "drop", "load")
+
+
+@dataclass(frozen=True)
+class AxiStimulus:
+    """``runs`` input vectors (inferences or windows) through an AXI wrapper; every AXI channel
+    pauses with probability ``p_pause`` on a clock; ``bad_tlast``: the system's second vector
+    carries a stray TLAST; ``corrupt``: one of :data:`AXI_CORRUPT_MODES`."""
+
+    runs: int = 4
+    p_pause: float = 0.3
+    bad_tlast: bool = True
+    corrupt: str | None = None
+
+
+@dataclass(frozen=True)
+class SoftmaxStimulus:
+    """``cases`` random softmax units (constants loaded, then ``rows`` rows each, the corner
+    rows first), or with ``source="minilm"`` the rows the integer MiniLM's six softmax units
+    see on ``sentences`` evaluation sentences (``rows`` per block)."""
+
+    cases: int = 2
+    rows: int = 12
+    source: str = "random"
+    sentences: int = 2
+    p_idle: float = P_IDLE
+    p_stall: float = P_STALL
+    corrupt: str | None = None
+
+
+@dataclass(frozen=True)
+class AddNormStimulus:
+    """``cases`` random residual-add + LayerNorm units, ``rows`` rows each, or with
+    ``source="minilm"`` the rows MiniLM's twelve LayerNorms see on ``sentences`` sentences."""
+
+    cases: int = 2
+    rows: int = 4
+    source: str = "random"
+    sentences: int = 2
     p_idle: float = P_IDLE
     p_stall: float = P_STALL
     corrupt: str | None = None

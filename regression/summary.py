@@ -13,7 +13,7 @@ from toolkit_base.files import write_atomic
 __all__ = ["SCHEMA", "SUMMARY_FILE", "format_table", "job_status", "summarize", "write_summary"]
 
 #: Schema identifier of the summary JSON (docs/regress.md).
-SCHEMA = "matterhorn-regress-summary/1"
+SCHEMA = "matterhorn.regress_summary/1"
 #: File name of the summary in the regression's output folder.
 SUMMARY_FILE = "regress_summary.json"
 
@@ -169,7 +169,7 @@ def without_timings(doc):
 
 
 def _coverage(c: Mapping) -> str:
-    if not c["bins"]:  # fast-mode jobs check in the simulation and sample no coverage
+    if not c["bins"]:  # fast-mode and AXI jobs declare no coverage bins
         return "coverage not sampled (0 bins)"
     return f"coverage {c['percent']}% ({c['covered']}/{c['bins']} bins)"
 

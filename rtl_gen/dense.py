@@ -34,12 +34,13 @@ from rtl_gen.layouts import (
     dense_out_layout,
     dense_pack,
     load_layout,
+    sum_out_layout,
     unpack,
 )
 from rtl_gen.params import ConfigComponent, RTLConfig, bits_for, counter_ports
 from rtl_gen.simulation import check_probability
 from rtl_gen.tile import load_beats
-from rtl_gen.tile_parts import counters, tile_core, write_rows
+from rtl_gen.tile_parts import counters, raw_sum_stage, send_sums, tile_core, write_rows
 
 __all__ = [
     "PACK_BITS",
@@ -81,7 +82,8 @@ class DenseTile(ConfigComponent):
     i : In(stream.Signature(dense_in_layout(config)))
         The window's codes in address order, ended by a ``last`` marker beat.
     o : Out(stream.Signature(dense_out_layout(config)))
-        The output codes, packed, then a ``last`` marker beat.
+        The output codes, packed, then a ``last`` marker beat. With ``raw_sums``:
+        ``sum_out_layout(config)``, the ``N`` membranes in neuron order, then the marker.
     busy : Out(1)
     cnt_<name> : Out(width)
         :func:`dense_counters` of the last window.
@@ -91,7 +93,8 @@ class DenseTile(ConfigComponent):
         return {
             "load": In(stream.Signature(load_layout(config))),
             "i": In(stream.Signature(dense_in_layout(config))),
-            "o": Out(stream.Signature(dense_out_layout(config))),
+            "o": Out(stream.Signature(sum_out_layout(config) if config.raw_sums
+                                      else dense_out_layout(config))),
             "busy": Out(1),
             **counter_ports(dense_counters(config)),
         }
@@ -99,14 +102,11 @@ class DenseTile(ConfigComponent):
     def elaborate(self, platform):
         cfg = self._config
         m = Module()
-        N, L, G, tw, P = cfg.tile_neurons, cfg.lanes, cfg.groups, cfg.time_width, dense_pack(cfg)
-        beats = -(-N // P)
+        N = cfg.tile_neurons
         core = tile_core(m, cfg)
-        walk, step, compare = core.walk, core.walk.step, core.compare
-        codes = [Signal(tw, name=f"q{j}") for j in range(N)]
-        codes_pad = codes + [Const(0, tw)] * (beats * P - N)
+        walk, compare = core.walk, core.compare
+        sums = raw_sum_stage(m, cfg, core) if cfg.raw_sums else None
         addr = Signal(range(max(cfg.n_in + 1, 2)))  # the input code's address: a counter
-        beat = Signal(range(max(beats, 2)))
 
         count, clear_counters = counters(m, self, dense_counters(cfg))
 
@@ -130,8 +130,12 @@ class DenseTile(ConfigComponent):
                 m.d.comb += self.i.ready.eq(1)
                 with m.If(self.i.valid):
                     with m.If(self.i.payload.last):
-                        m.d.comb += walk.start.eq(1)
-                        m.next = "QUANTIZE"
+                        if cfg.raw_sums:
+                            m.d.comb += sums.start.eq(1)
+                            m.next = "SUMS"
+                        else:
+                            m.d.comb += walk.start.eq(1)
+                            m.next = "QUANTIZE"
                     with m.Else():
                         code = self.i.payload.code
                         q = code.as_signed() if cfg.family == "sym" else Cat(code, Const(0, 1))
@@ -142,32 +146,11 @@ class DenseTile(ConfigComponent):
                         count("weight_row_reads", 1)
                         count("mac_ops", N)
 
-            with m.State("QUANTIZE"):
-                # a neuron's code is c - t for the step t it crosses at
-                m.d.comb += walk.advance.eq(1)
-                with m.If(step.valid):
-                    for j in range(N):
-                        with m.If((step.g == j // L) & compare.cross[j % L]):
-                            m.d.sync += codes[j].eq(cfg.c - step.t)
-                    with m.If(~step.last):
-                        count("compare_ops", compare.n_active)
-                        count("threshold_reads", compare.n_active)
-                with m.If(~walk.issuing & step.valid & step.last & (step.g == G - 1)):
-                    m.d.sync += beat.eq(0)
-                    m.next = "SEND"
-
-            with m.State("SEND"):
-                m.d.comb += [
-                    self.o.valid.eq(1),
-                    self.o.payload.addr.eq(beat * P),
-                    self.o.payload.codes.eq(Array([Cat(*codes_pad[b * P:(b + 1) * P])
-                                                   for b in range(beats)])[beat]),
-                ]
-                with m.If(self.o.ready):
-                    count("codes_out", Mux(beat == beats - 1, N - (beats - 1) * P, P))
-                    m.d.sync += beat.eq(beat + 1)
-                    with m.If(beat == beats - 1):
-                        m.next = "END"
+            if cfg.raw_sums:
+                with m.State("SUMS"):
+                    send_sums(m, self, sums, lambda: count("codes_out", 1))
+            else:
+                self._quantize_and_send(m, core, count)
 
             with m.State("END"):
                 m.d.comb += [self.o.valid.eq(1), self.o.payload.last.eq(1)]
@@ -175,6 +158,43 @@ class DenseTile(ConfigComponent):
                     m.next = "IDLE"
 
         return m
+
+    def _quantize_and_send(self, m, core, count) -> None:
+        """The codes' phases: the threshold walk gives each neuron its code, then the packed
+        code beats."""
+        cfg = self._config
+        N, L, G, tw, P = cfg.tile_neurons, cfg.lanes, cfg.groups, cfg.time_width, dense_pack(cfg)
+        beats = -(-N // P)
+        walk, step, compare = core.walk, core.walk.step, core.compare
+        codes = [Signal(tw, name=f"q{j}") for j in range(N)]
+        codes_pad = codes + [Const(0, tw)] * (beats * P - N)
+        beat = Signal(range(max(beats, 2)))
+        with m.State("QUANTIZE"):
+            # a neuron's code is c - t for the step t it crosses at
+            m.d.comb += walk.advance.eq(1)
+            with m.If(step.valid):
+                for j in range(N):
+                    with m.If((step.g == j // L) & compare.cross[j % L]):
+                        m.d.sync += codes[j].eq(cfg.c - step.t)
+                with m.If(~step.last):
+                    count("compare_ops", compare.n_active)
+                    count("threshold_reads", compare.n_active)
+            with m.If(~walk.issuing & step.valid & step.last & (step.g == G - 1)):
+                m.d.sync += beat.eq(0)
+                m.next = "SEND"
+
+        with m.State("SEND"):
+            m.d.comb += [
+                self.o.valid.eq(1),
+                self.o.payload.addr.eq(beat * P),
+                self.o.payload.codes.eq(Array([Cat(*codes_pad[b * P:(b + 1) * P])
+                                               for b in range(beats)])[beat]),
+            ]
+            with m.If(self.o.ready):
+                count("codes_out", Mux(beat == beats - 1, N - (beats - 1) * P, P))
+                m.d.sync += beat.eq(beat + 1)
+                with m.If(beat == beats - 1):
+                    m.next = "END"
 
 
 def dense_load_beats(config: RTLConfig, layer: IntegerLayer) -> list[tuple[int, int, int]]:

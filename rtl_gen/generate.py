@@ -53,7 +53,7 @@ __all__ = [
     "to_verilog",
 ]
 
-SCHEMA = "matterhorn-rtl-manifest/1"
+SCHEMA = "matterhorn.rtl_manifest/1"
 MANIFEST = "manifest.json"
 #: Top-level modules in the order they are generated (:data:`rtl_gen.registry.BLOCKS`).
 MODULES = tuple(b.module for b in BLOCKS)
@@ -382,14 +382,19 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike) -> dict[str, object]
     TypeError, ValueError
         Bad arguments, before anything is written.
     """
+    from rtl_gen.axi import companion_files
+    from rtl_gen.fusesoc import core_files, owned_files
+
     check_config(config)
     out = Path(check_out_dir(out_dir))
     texts, manifest = elaborate(config)
     files = {f"{name}.v": text for name, text in texts.items()}
     if config.sram_macro:
         files[f"{MACRO_NAME}.v"] = MACRO_MODEL
+    files.update(companion_files(config))
+    files.update(core_files(config, manifest))
     files[MANIFEST] = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
-    own = {f"{name}.v" for name in MODULES} | {f"{MACRO_NAME}.v", MANIFEST}
+    own = {f"{name}.v" for name in MODULES} | {f"{MACRO_NAME}.v", MANIFEST} | owned_files(MODULES)
 
     with staging_dir(out, prefix=".rtl_gen-") as tmp:
         for fname, text in files.items():
@@ -423,7 +428,8 @@ def lint(out_dir: str | os.PathLike, manifest: dict[str, object] | None = None) 
     report = {}
     for name, entry in manifest["modules"].items():
         flags = [*LINT_FLAGS, *(f"-Wno-{w['warning']}" for w in entry.get("lint_waivers", ()))]
-        cmd = [exe, *flags, "--top-module", name, str(out / entry["file"]), *extra]
+        depends = [str(out / f) for f in entry.get("depends", ())]
+        cmd = [exe, *flags, "--top-module", name, str(out / entry["file"]), *depends, *extra]
         proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                               check=False)
         text = (proc.stdout + proc.stderr).strip()

@@ -19,7 +19,16 @@ Groups:
   and :func:`check_mesh`;
 - system: :func:`system_widths`, :func:`route_layout` (a node's destination range),
   :func:`node_layout` (a node's configuration), :func:`system_load_layout`,
-  :data:`SYSTEM_TARGETS`, :func:`system_out_layout`.
+  :data:`SYSTEM_TARGETS`, :func:`system_out_layout`;
+- raw sums: :func:`sum_out_layout` (a tile's output in raw-sum mode);
+- non-linear units (docs/rtl_units.md): the softmax unit's :func:`score_layout`,
+  :func:`prob_layout`, :func:`softmax_load_layout` (:data:`SOFTMAX_TARGETS`,
+  :func:`softmax_config_layout`), and the residual-add + LayerNorm unit's
+  :func:`residual_layout`, :func:`residual_sum_layout`, :func:`norm_out_layout`,
+  :func:`norm_load_layout` (:data:`NORM_TARGETS`, :func:`norm_channel_layout`,
+  :func:`norm_config_layout`). Their constants' widths come from the golden units
+  (``golden_models.int_softmax``, ``int_layernorm``, ``residual``), imported when a layout
+  is built.
 """
 
 from __future__ import annotations
@@ -32,7 +41,23 @@ from amaranth.lib import data
 from rtl_gen.params import MAX_MESH, RTLConfig, bits_for, check_int, index_width
 
 __all__ = [
+    "NORM_CODES",
+    "NORM_TARGETS",
     "PACK_BITS",
+    "SOFTMAX_TARGETS",
+    "norm_channel_layout",
+    "norm_config_layout",
+    "norm_load_layout",
+    "norm_out_layout",
+    "norm_theta_width",
+    "prob_layout",
+    "prob_theta_width",
+    "residual_layout",
+    "residual_sum_layout",
+    "score_layout",
+    "softmax_config_layout",
+    "softmax_load_layout",
+    "sum_out_layout",
     "dense_codes_layout",
     "dense_in_layout",
     "dense_out_layout",
@@ -349,3 +374,139 @@ def system_load_layout(config: RTLConfig) -> data.StructLayout:
 def system_out_layout(config: RTLConfig) -> data.StructLayout:
     """Payload of the system output: ``addr`` (global neuron of the last layer), ``t``, ``last``."""
     return event_layout(system_widths(config)["out_addr"], config.time_width, time="t")
+
+
+# -- raw sums ------------------------------------------------------------------------------------
+
+
+def sum_out_layout(config: RTLConfig) -> data.StructLayout:
+    """Payload of a tile's output in raw-sum mode: ``addr`` (neuron), ``sum`` (its membrane,
+    ``acc_width`` signed), ``last`` (the window's marker beat carries no sum)."""
+    return data.StructLayout({"addr": config.out_addr_width, "sum": signed(config.acc_width),
+                              "last": 1})
+
+
+# -- the softmax unit ----------------------------------------------------------------------------
+
+#: Values of the softmax unit's ``load.target``.
+SOFTMAX_TARGETS = {"config": 0, "thresholds": 1}
+
+
+def _code_shape(config: RTLConfig, label: str):
+    """The code of position ``label`` (golden_models.positions): signed for "sym"."""
+    from golden_models.positions import POSITION_FAMILY
+
+    family = POSITION_FAMILY[label]
+    return signed(config.time_width) if family == "sym" else unsigned(config.time_width)
+
+
+def score_layout(config: RTLConfig) -> data.StructLayout:
+    """Payload of the softmax unit's input: ``score`` (a raw attention score), ``valid`` (the
+    key takes part: the padding mask), ``last`` (the row's marker beat carries no score)."""
+    return data.StructLayout({"score": signed(config.score_bits), "valid": 1, "last": 1})
+
+
+def prob_layout(config: RTLConfig) -> data.StructLayout:
+    """Payload of the softmax unit's output: ``code`` (an attention-probability code, one per
+    key in the row's order), ``last`` (the row's marker beat carries no code)."""
+    return data.StructLayout({"code": _code_shape(config, "Attn. probability"), "last": 1})
+
+
+def softmax_config_layout(config: RTLConfig) -> data.StructLayout:
+    """The softmax unit's config word: ``mult`` (``M``) and ``shift`` (``S``) of
+    ``t = rshift_round(z * M, S)`` (``golden_models.int_softmax.IntSoftmax``)."""
+    from golden_models.int_softmax import MULT_BITS
+
+    return data.StructLayout({"mult": MULT_BITS,
+                              "shift": bits_for(62 - config.score_bits - MULT_BITS)})
+
+
+def prob_theta_width(config: RTLConfig) -> int:
+    """Bits of a threshold over the probabilities ``u`` (unsigned, clamped to
+    ``0 .. 2**Pu + 1``)."""
+    from golden_models.int_softmax import PROB_BITS
+
+    return bits_for(2**PROB_BITS + 1)
+
+
+def softmax_load_layout(config: RTLConfig) -> data.StructLayout:
+    """Payload of the softmax unit's ``load`` stream: ``target`` (:data:`SOFTMAX_TARGETS`),
+    ``addr`` (the threshold's step ``t``), ``data`` (:func:`softmax_config_layout` or a
+    threshold)."""
+    return data.StructLayout({
+        "target": 1,
+        "addr": index_width(config.T - 1),
+        "data": max(softmax_config_layout(config).size, prob_theta_width(config)),
+    })
+
+
+# -- the residual-add + LayerNorm unit -----------------------------------------------------------
+
+#: Code positions the LayerNorm unit walks its output to (the next block's three projection
+#: inputs after the FFN LayerNorm; the FFN-expand input after the attention one uses the first).
+NORM_CODES = 3
+#: Values of the LayerNorm unit's ``load.target``.
+NORM_TARGETS = {"channels": 0, "thresholds": 1, "config": 2}
+
+
+def residual_layout(config: RTLConfig) -> data.StructLayout:
+    """Payload of the LayerNorm unit's residual input: ``r`` (``residual_bits`` signed)."""
+    return data.StructLayout({"r": signed(config.residual_bits)})
+
+
+def residual_sum_layout(config: RTLConfig) -> data.StructLayout:
+    """Payload of the LayerNorm unit's sum input: ``v``, a tile's raw sum
+    (``residual_sum_width`` signed)."""
+    return data.StructLayout({"v": signed(config.residual_sum_width)})
+
+
+def norm_out_layout(config: RTLConfig) -> data.StructLayout:
+    """Payload of the LayerNorm unit's output: ``r`` (the new residual stream) and ``q`` (its
+    codes at the :data:`NORM_CODES` positions the unit walks to)."""
+    return data.StructLayout({
+        "r": signed(config.residual_bits),
+        "q": data.ArrayLayout(_code_shape(config, "Q-proj. input"), NORM_CODES),
+    })
+
+
+def norm_channel_layout(config: RTLConfig) -> data.StructLayout:
+    """One channel's constants: ``add_mult``, ``add_bias`` (the residual add's ``M[j]``,
+    ``B[j]``), ``gain``, ``bias`` (the LayerNorm's ``G[j]``, ``B[j]``).
+
+    ``add_bias`` is ``sum_bits + 9`` bits (a bias of ``2**(sum_bits-1)`` stream units, with 8
+    fraction bits); the LayerNorm's bias is at most the stream's range, ``residual_bits + 8``.
+    """
+    from golden_models.int_layernorm import BIAS_FRAC_BITS, GAIN_BITS
+    from golden_models.residual import BIAS_FRAC_BITS as ADD_FRAC_BITS
+    from golden_models.residual import MULT_BITS
+
+    return data.StructLayout({
+        "add_mult": MULT_BITS,
+        "add_bias": signed(config.sum_bits + ADD_FRAC_BITS + 1),
+        "gain": signed(GAIN_BITS),
+        "bias": signed(config.residual_bits + BIAS_FRAC_BITS),
+    })
+
+
+def norm_config_layout(config: RTLConfig) -> data.StructLayout:
+    """The LayerNorm unit's config word: ``add_shift`` (the add's ``S``, 8..60) and
+    ``gain_shift`` (the LayerNorm's ``g``, 0..40)."""
+    return data.StructLayout({"add_shift": 6, "gain_shift": 6})
+
+
+def norm_theta_width(config: RTLConfig) -> int:
+    """Bits of a threshold over the stream: signed, clamped to ``lo .. hi + 1`` of the
+    stream."""
+    return config.residual_bits + 1
+
+
+def norm_load_layout(config: RTLConfig) -> data.StructLayout:
+    """Payload of the LayerNorm unit's ``load`` stream: ``target`` (:data:`NORM_TARGETS`),
+    ``addr`` (the channel, or ``p * (T-1) + t`` of position ``p``'s threshold ``t``), ``data``
+    (:func:`norm_channel_layout`, a threshold or :func:`norm_config_layout`)."""
+    return data.StructLayout({
+        "target": 2,
+        "addr": index_width(max(config.hidden, NORM_CODES * (config.T - 1))),
+        "data": max(norm_channel_layout(config).size, norm_theta_width(config),
+                    norm_config_layout(config).size),
+    })

@@ -19,10 +19,13 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
 from golden_models import FAMILIES, CodeSpace, accumulator_bound, signed_width, weight_range
+from golden_models.bounds import score_bits
 from golden_models.counters import COUNTER_NAMES
+from golden_models.positions import POSITION_FAMILY
 from toolkit_base.checks import MAX_RTL_T, check_int
 
 __all__ = [
+    "AXIS_WIDTHS",
     "MAX_MESH",
     "MAX_T",
     "ConfigComponent",
@@ -32,6 +35,7 @@ __all__ = [
     "check_int",
     "counter_ports",
     "index_width",
+    "unit_fields",
 ]
 
 #: The generator supports ``T = 2**n`` with ``n`` in 1..6 (one home: :mod:`toolkit_base.checks`).
@@ -43,6 +47,10 @@ MAX_TILE_NEURONS = 256
 #: and a 38 MB ``mttfs_system.v`` (one Verilog module per instance); both grow with the node
 #: count, so 32x32 would be about 150 MB and 8 GB (docs/rtl_system.md "Scale").
 MAX_MESH = 16
+#: Longest row of the non-linear units (the golden units' ``MAX_ROW``, docs/integer_contract.md).
+MAX_ROW = 4096
+#: TDATA widths of the AXI4-Stream ports of the AXI wrappers (whole bytes, docs/rtl_axi.md).
+AXIS_WIDTHS = (8, 16, 32, 64)
 
 
 def bits_for(n: int) -> int:
@@ -82,6 +90,30 @@ class RTLConfig:
         Mesh size, 1..16 each (MAX_MESH).
     sram_macro : bool
         Emit ``mttfs_sram`` as a wrapper around a black-box macro.
+    raw_sums : bool
+        The tiles emit their integer sums instead of firing (docs/rtl_tile.md, "Raw sums"):
+        for the layers that feed softmax or a residual add.
+    seq_len : int
+        Longest row of the softmax unit (the model's longest sequence), 2..4096.
+    head_dim : int
+        ``d_k``: products in a raw attention score (with ``T``, the scores' width).
+    score_bits : int or None
+        Signed width of the raw scores; ``None`` means the width of the scores' range
+        (:func:`golden_models.bounds.score_bits`); a narrower one is refused.
+    hidden : int
+        Row of the residual-add + LayerNorm unit (the model's hidden size), 2..4096.
+    ffn_dim : int
+        The FFN width: the fan-in of the second FFN layer, whose sums the unit adds.
+    residual_bits, guard_bits : int
+        Signed width of the residual stream (4..24) and the guard bits of its sum (0..12).
+    exp_frac_bits : int
+        Fraction bits of the softmax exponent (its ``EXP2`` table has ``2**exp_frac_bits``
+        entries), 1..12.
+    axil_addr_width : int
+        Address bits of the AXI wrappers' AXI4-Lite slave, 8..32; the register map must fit
+        (checked by :mod:`rtl_gen.axi`, docs/rtl_axi.md).
+    axis_width : int
+        TDATA bits of the AXI wrappers' AXI4-Stream ports: 8, 16, 32 or 64.
 
     Raises
     ------
@@ -101,6 +133,17 @@ class RTLConfig:
     mesh_rows: int = 2
     mesh_cols: int = 2
     sram_macro: bool = False
+    raw_sums: bool = False
+    seq_len: int = 16
+    head_dim: int = 8
+    score_bits: int | None = None
+    hidden: int = 16
+    ffn_dim: int = 64
+    residual_bits: int = 16
+    guard_bits: int = 5
+    exp_frac_bits: int = 6
+    axil_addr_width: int = 16
+    axis_width: int = 32
 
     def __post_init__(self) -> None:
         T = check_int("T", self.T, 2, MAX_T)
@@ -124,8 +167,34 @@ class RTLConfig:
             check_int("lanes", self.lanes, 1, self.tile_neurons)
         check_int("mesh_rows", self.mesh_rows, 1, MAX_MESH)
         check_int("mesh_cols", self.mesh_cols, 1, MAX_MESH)
-        if not isinstance(self.sram_macro, bool):
-            raise TypeError(f"sram_macro must be a bool, not {self.sram_macro!r}")
+        for name in ("sram_macro", "raw_sums"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, not {getattr(self, name)!r}")
+        check_int("axil_addr_width", self.axil_addr_width, 8, 32)
+        check_int("axis_width", self.axis_width, 8, 64)
+        if self.axis_width not in AXIS_WIDTHS:
+            raise ValueError(f"axis_width must be one of {AXIS_WIDTHS}, not {self.axis_width}")
+        self._check_units()
+
+    def _check_units(self) -> None:
+        """The non-linear units' parameters (docs/rtl_units.md); the widths their constants
+        need are checked when a unit is built, against the golden units' bounds."""
+        check_int("seq_len", self.seq_len, 2, MAX_ROW)
+        check_int("head_dim", self.head_dim, 1, MAX_ROW)
+        check_int("hidden", self.hidden, 2, MAX_ROW)
+        check_int("ffn_dim", self.ffn_dim, 1, 4 * MAX_ROW)
+        check_int("residual_bits", self.residual_bits, 4, 24)
+        check_int("guard_bits", self.guard_bits, 0, 12)
+        check_int("exp_frac_bits", self.exp_frac_bits, 1, 12)
+        need = self.score_range_bits
+        if self.score_bits is None:
+            object.__setattr__(self, "score_bits", need)
+        else:
+            check_int("score_bits", self.score_bits, 2, 24)  # the range needs at most 24
+            if self.score_bits < need:
+                raise ValueError(
+                    f"score_bits={self.score_bits} cannot hold the scores of head_dim "
+                    f"{self.head_dim} at T={self.T}; at least {need}")
 
     # -- code space ------------------------------------------------------------------------------
 
@@ -215,6 +284,33 @@ class RTLConfig:
         return max(self.weight_row_width, self.theta_row_width, self.init_row_width,
                    self.config_width)
 
+    # -- non-linear units -------------------------------------------------------------------------
+
+    @property
+    def score_range_bits(self) -> int:
+        """Width of the raw scores' range: ``head_dim`` products of a query and a key code."""
+        space = CodeSpace(self.T, POSITION_FAMILY["Query activation"])
+        return score_bits(space, space, self.head_dim)
+
+    @property
+    def sum_bits(self) -> int:
+        """Width of the residual sum, the LayerNorm's input (``residual_bits + guard_bits``)."""
+        return self.residual_bits + self.guard_bits
+
+    @property
+    def residual_bound(self) -> int:
+        """Largest ``|V|`` of the sums entering a residual add: the attention-output layer's
+        (fan-in ``hidden``) and the second FFN layer's (fan-in ``ffn_dim``) accumulator bounds,
+        each over its input's code space."""
+        attn = CodeSpace(self.T, POSITION_FAMILY["Attn.-out. input"])
+        ffn = CodeSpace(self.T, POSITION_FAMILY["FFN-contract input"])
+        return max(accumulator_bound(self.hidden, self.weight_bits, attn),
+                   accumulator_bound(self.ffn_dim, self.weight_bits, ffn))
+
+    @property
+    def residual_sum_width(self) -> int:
+        return signed_width(self.residual_bound)
+
     # -- counters --------------------------------------------------------------------------------
 
     @property
@@ -267,7 +363,34 @@ class RTLConfig:
             "theta_depth": self.theta_depth,
             "load_addr_width": self.load_addr_width,
             "load_data_width": self.load_data_width,
+            "score_bits": self.score_bits,
+            "sum_bits": self.sum_bits,
+            "residual_bound": self.residual_bound,
+            "residual_sum_width": self.residual_sum_width,
         }
+
+
+def unit_fields(*, hidden: int, heads: int, ffn: int, seq_len: int) -> dict[str, int]:
+    """The :class:`RTLConfig` fields of the non-linear units for a model's dimensions.
+
+    ``hidden``, ``heads`` and ``ffn`` are the model's hidden size, attention heads and FFN
+    width; ``seq_len`` the longest row its softmax takes (for the BERT family the golden
+    softmax is built for ``max_position_embeddings``, docs/integer_contract.md). Returns
+    ``hidden``, ``head_dim``, ``ffn_dim`` and ``seq_len``.
+
+    Raises
+    ------
+    ValueError
+        A dimension out of range, or ``hidden`` not a multiple of ``heads``.
+    """
+    check_int("hidden", hidden, 2, MAX_ROW)
+    check_int("heads", heads, 1, hidden)
+    check_int("ffn", ffn, 1, 4 * MAX_ROW)
+    check_int("seq_len", seq_len, 2, MAX_ROW)
+    if hidden % heads:
+        raise ValueError(f"hidden={hidden} must be a multiple of heads={heads} "
+                         f"(divisors up to 64: {[h for h in range(1, 65) if hidden % h == 0]})")
+    return {"hidden": hidden, "head_dim": hidden // heads, "ffn_dim": ffn, "seq_len": seq_len}
 
 
 # -- components built from one configuration ---------------------------------------------------

@@ -251,6 +251,28 @@ def _attention_manifest(config: RTLConfig, comp) -> dict[str, object]:
     from rtl_gen.attention import attention_manifest
 
     return attention_manifest(comp)
+def _softmax_manifest(config: RTLConfig, comp) -> dict[str, object]:
+    from rtl_gen.softmax import softmax_widths
+
+    w = softmax_widths(config)
+    return {"softmax": {
+        "seq_len": config.seq_len, "score_bits": config.score_bits,
+        "exp_frac_bits": config.exp_frac_bits, "recip_bits": w["recip"], "sum_bits": w["sum"],
+        "input": "i: a row of L <= seq_len beats {score, valid}, then one marker beat {last=1}",
+        "output": "o: L beats {code} (attention-probability codes, the row's order), then one "
+        "marker beat {last=1}",
+        "row_clocks": "3*L + (recip_bits - 15 + 1) + 7 at full rate (rtl_gen.softmax.row_clocks)",
+    }}
+
+
+def _add_norm_manifest(config: RTLConfig, comp) -> dict[str, object]:
+    return {"add_norm": {
+        "hidden": config.hidden, "residual_bits": config.residual_bits,
+        "sum_bits": config.sum_bits, "residual_sum_width": config.residual_sum_width,
+        "input": "r, v: hidden beats each {r}, {v} in channel order, taken in pairs",
+        "output": "o: hidden beats {r, q[0..2]} (the new stream and its codes) in channel order",
+        "row_clocks": "2*hidden + 64 at full rate (rtl_gen.add_norm.row_clocks)",
+    }}
 
 
 #: Every block, in the order ``generate`` writes them and the manifest lists them.
@@ -291,6 +313,20 @@ BLOCKS: tuple[Block, ...] = (
           "softmax nodes, attn_out_in events out",
           counters=_attention_counters, counter_meanings=_attention_meanings,
           manifest=_attention_manifest),
+    Block("softmax", "mttfs_softmax", Ref("rtl_gen.softmax:Softmax"), "docs/rtl_units.md",
+          "softmax unit: a row of raw attention scores in, attention-probability codes out",
+          manifest=_softmax_manifest),
+    Block("add_norm", "mttfs_add_norm", Ref("rtl_gen.add_norm:AddNorm"), "docs/rtl_units.md",
+          "residual-add + LayerNorm unit: stream and sums in, the next stream and its codes out",
+          manifest=_add_norm_manifest),
+    Block("axi_tile", "mttfs_axi_tile", Ref("rtl_gen.axi:axi_tile_from_config"),
+          "docs/rtl_axi.md",
+          "the tile behind AXI4-Stream in and out and an AXI4-Lite register file",
+          manifest=Ref("rtl_gen.axi:block_manifest")),
+    Block("axi_system", "mttfs_axi_system", Ref("rtl_gen.axi:axi_system_from_config"),
+          "docs/rtl_axi.md",
+          "the mesh system behind AXI4-Stream in and out and an AXI4-Lite register file",
+          manifest=Ref("rtl_gen.axi:block_manifest")),
 )
 
 

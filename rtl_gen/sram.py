@@ -1,8 +1,9 @@
 """Synchronous single-port SRAM: the bus signature, a behavioural RAM and a macro wrapper.
 
 The tile keeps weight rows, threshold rows and folded init values in SRAMs of this one
-interface (DESIGN.md, "SRAM interface"), so a memory compiler's macro can replace the
-behavioural model without touching the tile: the wrapper keeps the same bus and read counter.
+interface (docs/design.md, "The hardware"; docs/rtl_sram.md), so a memory compiler's macro can
+replace the behavioural model without touching the tile: the wrapper keeps the same bus and read
+counter.
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ docs/rtl_system.md; each has its own tests in ``tests/test_rtl_system_parts.py``
 
 from __future__ import annotations
 
+import dataclasses
+
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -641,7 +643,7 @@ def node_component(config: RTLConfig, block) -> wiring.Component:
     """
     if block.node is None:
         raise ValueError(f"block {block.name!r} has no mesh node ports")
-    comp = block.build(config)
+    comp = block.build(dataclasses.replace(config, raw_sums=False))  # the mesh carries events
     check_node_ports(comp, config, block)
     if block.node.i == "events" and block.node.o == "events":
         return comp

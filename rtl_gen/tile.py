@@ -1,7 +1,7 @@
 """The M-TTFS neuron tile: integrate one event per clock, then fire with a dynamic threshold.
 
 The tile is the hardware form of :meth:`golden_models.IntegerLayer.run_events` for ``N`` output
-neurons (DESIGN.md, "Hardware shape"; docs/rtl_tile.md):
+neurons (docs/design.md, "The hardware"; docs/rtl_tile.md):
 
 - membranes start at the folded init values ``B`` read from the init SRAM;
 - integrate: each input event ``(addr, tau)`` reads weight row ``addr`` and adds
@@ -33,6 +33,7 @@ from rtl_gen.layouts import (
     load_layout,
     out_event_layout,
     pack,
+    sum_out_layout,
     theta_row_layout,
     tile_config_layout,
     weight_row_layout,
@@ -40,7 +41,14 @@ from rtl_gen.layouts import (
 from rtl_gen.mask import transmitted
 from rtl_gen.params import ConfigComponent, RTLConfig, check_config, counter_ports
 from rtl_gen.simulation import check_probability
-from rtl_gen.tile_parts import EventEmitter, counters, tile_core, write_rows
+from rtl_gen.tile_parts import (
+    EventEmitter,
+    counters,
+    raw_sum_stage,
+    send_sums,
+    tile_core,
+    write_rows,
+)
 
 __all__ = [
     "NeuronTile",
@@ -66,7 +74,9 @@ class NeuronTile(ConfigComponent):
     i : In(stream.Signature(in_event_layout(config)))
         Input events of a window, ended by a ``last`` marker beat.
     o : Out(stream.Signature(out_event_layout(config)))
-        Output events in time order, then a ``last`` marker beat.
+        Output events in time order, then a ``last`` marker beat. With ``raw_sums``:
+        ``sum_out_layout(config)``, the ``N`` membranes after integration in neuron order
+        (:class:`rtl_gen.tile_parts.SumEmitter`), then the marker.
     busy : Out(1)
         A window is in progress.
     cnt_<name> : Out(width)
@@ -82,7 +92,8 @@ class NeuronTile(ConfigComponent):
         return {
             "load": In(stream.Signature(load_layout(config))),
             "i": In(stream.Signature(in_event_layout(config))),
-            "o": Out(stream.Signature(out_event_layout(config))),
+            "o": Out(stream.Signature(sum_out_layout(config) if config.raw_sums
+                                      else out_event_layout(config))),
             "busy": Out(1),
             **counter_ports(config.tile_counters),
         }
@@ -93,6 +104,7 @@ class NeuronTile(ConfigComponent):
         core = tile_core(m, cfg)
         walk, step, compare = core.walk, core.walk.step, core.compare
         m.submodules.emit = emit = EventEmitter(cfg)
+        sums = raw_sum_stage(m, cfg, core) if cfg.raw_sums else None
         # the config word: reset to the elaboration values, rewritable through `load`
         conf = Signal(tile_config_layout(cfg), name="config",
                       init={"i_max_in": cfg.i_max_in, "i_max_out": cfg.i_max_out, "k": cfg.k})
@@ -140,8 +152,12 @@ class NeuronTile(ConfigComponent):
                 ev = self.i.payload
                 with m.If(self.i.valid):
                     with m.If(ev.last):
-                        m.d.comb += walk.start.eq(1)
-                        m.next = "FIRE"
+                        if cfg.raw_sums:
+                            m.d.comb += sums.start.eq(1)
+                            m.next = "SUMS"
+                        else:
+                            m.d.comb += walk.start.eq(1)
+                            m.next = "FIRE"
                     with m.Else():
                         m.d.comb += [core.weights.bus.addr.eq(ev.addr), core.weights.bus.ren.eq(1),
                                      core.membranes.valid.eq(1),
@@ -152,9 +168,11 @@ class NeuronTile(ConfigComponent):
 
             with m.State("FIRE"):
                 # C emits; B moves on unless C still holds more than the event leaving now
-                m.d.comb += [self.o.valid.eq(emit.o.valid), self.o.payload.eq(emit.o.payload),
-                             emit.o.ready.eq(self.o.ready),
-                             walk.advance.eq(~step.valid | emit.free)]
+                if not cfg.raw_sums:
+                    m.d.comb += [self.o.valid.eq(emit.o.valid),
+                                 self.o.payload.eq(emit.o.payload),
+                                 emit.o.ready.eq(self.o.ready)]
+                m.d.comb += walk.advance.eq(~step.valid | emit.free)
                 with m.If(~walk.issuing & ~step.valid & emit.free):
                     m.next = "END"
 
@@ -165,6 +183,10 @@ class NeuronTile(ConfigComponent):
                 ]
                 with m.If(self.o.ready):
                     m.next = "IDLE"
+
+            if cfg.raw_sums:
+                with m.State("SUMS"):
+                    send_sums(m, self, sums, lambda: count("events_out", 1))
 
         return m
 

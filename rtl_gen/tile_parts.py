@@ -12,7 +12,9 @@ read an input beat and what they send (docs/rtl_tile.md, docs/rtl_dense.md); the
 - :class:`Comparator`: stage B's compare of group ``g``'s membranes with that row, and the
   fired flags (a neuron is compared until it crosses);
 - :class:`EventEmitter` (the spiking tile's stage C): the crossing lanes of one step, sent as
-  events lowest address first.
+  events lowest address first;
+- :class:`SumEmitter`: the raw-sum mode's output stage (both tiles, ``RTLConfig.raw_sums``):
+  every membrane sent in neuron order, then the window's marker.
 
 :func:`tile_core` adds the three SRAMs and the first four parts to a tile, wired to each
 other; :func:`write_rows` is the load path into the SRAMs. Each part has its own tests
@@ -31,6 +33,7 @@ from rtl_gen.layouts import (
     TARGETS,
     init_row_layout,
     out_event_layout,
+    sum_out_layout,
     theta_row_layout,
     weight_row_layout,
 )
@@ -42,11 +45,14 @@ __all__ = [
     "EventEmitter",
     "InitLoader",
     "Membranes",
+    "SumEmitter",
     "ThresholdWalk",
     "TileCore",
     "counters",
     "init_signature",
     "popcount",
+    "raw_sum_stage",
+    "send_sums",
     "step_signature",
     "tile_core",
     "tile_srams",
@@ -409,6 +415,65 @@ class EventEmitter(ConfigComponent):
         return m
 
 
+class SumEmitter(ConfigComponent):
+    """The raw-sum output stage: the ``N`` membranes, one beat each in neuron order, then the
+    window's marker (``golden_models.IntegerLayer.run_sums``, ``golden_models.dense
+    .run_dense_sums``).
+
+    The membranes hold still while the stage sends (no input is taken), so each beat's payload
+    is the membrane itself, selected by the beat's address.
+
+    Parameters
+    ----------
+    config : RTLConfig
+        Uses ``tile_neurons`` and the accumulator width.
+
+    Members
+    -------
+    start : In(1)
+        Start sending (the window's last input beat was taken).
+    v : In(signed(config.acc_width)).array(N)
+    o : Out(stream.Signature(sum_out_layout(config)))
+        ``{addr: j, sum: v[j]}`` for ``j = 0..N-1``, then ``{last: 1}``.
+    sent : Out(1)
+        A sum (not the marker) is taken at this clock edge.
+    done : Out(1)
+        The marker is taken at this clock edge.
+    """
+
+    def _members(self, config: RTLConfig) -> dict[str, object]:
+        return {
+            "start": In(1),
+            "v": In(signed(config.acc_width)).array(config.tile_neurons),
+            "o": Out(stream.Signature(sum_out_layout(config))),
+            "sent": Out(1),
+            "done": Out(1),
+        }
+
+    def elaborate(self, platform):
+        cfg = self._config
+        m = Module()
+        N = cfg.tile_neurons
+        active = Signal(name="active")
+        idx = Signal(range(N + 1), name="idx")
+        take = self.o.valid & self.o.ready
+        m.d.comb += [
+            self.o.valid.eq(active),
+            self.o.payload.addr.eq(idx),
+            self.o.payload.sum.eq(Array(self.v)[idx]),
+            self.o.payload.last.eq(idx == N),
+            self.sent.eq(take & (idx != N)),
+            self.done.eq(take & (idx == N)),
+        ]
+        with m.If(self.start):
+            m.d.sync += [active.eq(1), idx.eq(0)]
+        with m.Elif(take):
+            m.d.sync += idx.eq(idx + 1)
+            with m.If(idx == N):
+                m.d.sync += active.eq(0)
+        return m
+
+
 # -- the datapath both tiles share ---------------------------------------------------------------
 
 
@@ -495,3 +560,21 @@ def write_rows(m: Module, load, core: TileCore) -> None:
             bus.wdata.eq(ld.data),
             bus.wen.eq(ld.target == TARGETS[target]),
         ]
+
+
+def raw_sum_stage(m: Module, cfg: RTLConfig, core: TileCore) -> SumEmitter:
+    """The :class:`SumEmitter` of a tile in raw-sum mode, as submodule ``sums`` of ``m``, fed
+    by the core's membranes."""
+    m.submodules.sums = sums = SumEmitter(cfg)
+    m.d.comb += [sums.v[j].eq(core.membranes.v[j]) for j in range(cfg.tile_neurons)]
+    return sums
+
+
+def send_sums(m: Module, tile, sums: SumEmitter, count_sent) -> None:
+    """The raw-sum phase of a tile's FSM (inside its ``SUMS`` state): ``sums`` drives the
+    tile's ``o``; ``count_sent()`` counts a sum sent; the marker taken ends the window."""
+    wiring.connect(m, sums.o, wiring.flipped(tile.o))
+    with m.If(sums.sent):
+        count_sent()
+    with m.If(sums.done):
+        m.next = "IDLE"

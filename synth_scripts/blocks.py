@@ -355,6 +355,10 @@ SYNTHESIS = {
     "router": router_spec,
     "system": Elsewhere("synthesized whole with its hierarchy kept by `matterhorn synth --system "
                         "RxC` (synth_scripts.system_area): area per instance, no power run"),
+    "axi_tile": Elsewhere("the AXI shell alone is priced under the report's 'wrappers' "
+                          "(synth_scripts.axi_cost), never among the blocks' unit costs"),
+    "axi_system": Elsewhere("the AXI shell alone is priced under the report's 'wrappers' "
+                            "(synth_scripts.axi_cost), never among the blocks' unit costs"),
     "dense_tile": dense_tile_spec,
     "attn_softmax": Elsewhere("not synthesized yet: a stand-in bit-exact to the integer softmax "
                               "(docs/rtl_attention.md), to be replaced by the project's softmax "
@@ -362,6 +366,11 @@ SYNTHESIS = {
     "attention": Elsewhere("not synthesized yet (docs/rtl_attention.md): its key and value writes "
                            "are priced at the SRAM's per-bit E_weight, its reads and accumulates "
                            "as a tile's"),
+    "softmax": Elsewhere("measured by synth_scripts.unit_gates at a model's sizes (area, energy "
+                         "per row from a gate-level replay of recorded MiniLM rows, cycles per "
+                         "row; `./run bench units`): a sequential unit whose energy is per row, "
+                         "not per clock of one operand stream"),
+    "add_norm": Elsewhere("measured by synth_scripts.unit_gates, as the softmax unit"),
 }
 
 

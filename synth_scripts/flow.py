@@ -28,7 +28,31 @@ def template(name: str) -> str:
 ToolError = toolchain.ToolError
 
 
-def _run(cmd: list[str], cwd: Path, log: Path, what: str) -> str:
+#: The one mapping onto a cell library (:func:`mapping`).
+MAP_SCRIPT = "map_liberty.ys"
+
+
+def mapping(lib: Liberty, workdir: Path) -> str:
+    """The Yosys commands that map a design synthesized to generic cells onto ``lib``, for a
+    script run in ``workdir`` (the liberty named by a relative path): ``map_liberty.ys``, the
+    one mapping script of synthesis, the whole system and the gate-level netlists."""
+    return template(MAP_SCRIPT).format(liberty=relative(lib.path, workdir))
+
+
+def relative(path: Path, workdir: Path) -> str:
+    """``path`` relative to ``workdir``, with ``/``: how scripts run there name a file."""
+    return Path(os.path.relpath(path, workdir)).as_posix()
+
+
+def run_tool(cmd: list[str], cwd: Path, log: Path, what: str) -> str:
+    """Run ``cmd`` in ``cwd`` (no standard input), write its output to ``log`` and return it.
+
+    Raises
+    ------
+    ToolError
+        It exited with a non-zero status: one line naming ``what``, the status (and signal)
+        and its last line.
+    """
     proc = subprocess.run(
         cmd, cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False
     )
@@ -61,10 +85,10 @@ def synthesize(
     workdir.mkdir(parents=True, exist_ok=True)
     script = "\n".join(read_commands) + "\n" + template("synth_generic.ys").format(top=top)
     if lib is not None:
-        rel = Path(os.path.relpath(lib.path, workdir)).as_posix()
-        script += template("synth_liberty.ys").format(liberty=rel)
+        script += mapping(lib, workdir)
+        script += template("synth_liberty.ys").format(liberty=relative(lib.path, workdir))
     (workdir / "synth.ys").write_text(script, encoding="utf-8")
-    _run([yosys, "-q", "-s", "synth.ys"], workdir, workdir / "yosys.log", f"yosys on {top}")
+    run_tool([yosys, "-q", "-s", "synth.ys"], workdir, workdir / "yosys.log", f"yosys on {top}")
     generic = parse.stat_json(
         _read(workdir / "generic_stat.json"), top, "yosys stat -json -tech cmos"
     )
@@ -145,9 +169,9 @@ def power(
     """
     sta = toolchain.require("sta")
     workdir.mkdir(parents=True, exist_ok=True)
-    script = f"read_liberty {Path(os.path.relpath(lib.path, workdir)).as_posix()}\n"
+    script = f"read_liberty {relative(lib.path, workdir)}\n"
     script += template("power.tcl").format(
-        netlist=Path(os.path.relpath(netlist, workdir)).as_posix(),
+        netlist=relative(netlist, workdir),
         top=top,
         period=f"{period:g}",
         clock_ports="[get_ports clk]" if clocked else "",
@@ -157,7 +181,7 @@ def power(
         ),
     )
     (workdir / "power.tcl").write_text(script + "exit\n", encoding="utf-8")
-    text = _run(
+    text = run_tool(
         [sta, "-no_init", "-no_splash", "-exit", "power.tcl"],
         workdir,
         workdir / "sta.log",

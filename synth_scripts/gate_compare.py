@@ -14,8 +14,9 @@ workload's input windows (:data:`golden_models.workloads.DESIGNS`): ``dense`` by
    subtracted, free-running and clock-gated.
 3. :func:`router_energy`: the generated router's netlist moving the design's own input flits
    one hop each, and idling.
-4. SRAM: the bits read from the arrays times a cited per-bit read energy (:data:`SRAM_BIT`,
-   scaled to the library by :func:`sram_bit_pJ`): not our gates, the macros are not synthesized.
+4. SRAM: the bits read from the arrays times a cited per-bit read energy (the PDK table's
+   ``sram_bit``, scaled to the library by :func:`synth_scripts.scaling.sram_bit_pJ`): not our
+   gates, the macros are not synthesized.
 """
 
 from __future__ import annotations
@@ -29,14 +30,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MESH",
-    "SRAM_BIT",
     "DesignGates",
     "TileRun",
     "design_config",
     "measure_design",
     "router_energy",
     "run_tile",
-    "sram_bit_pJ",
     "tile_energy",
 ]
 
@@ -44,26 +43,6 @@ __all__ = [
 #: figure's mean hop count is :func:`rtl_gen.router.mean_hops` of it.
 MESH = (4, 4)
 #: Per-bit SRAM read energy, the cited source, and the node and supply it holds for.
-SRAM_BIT = {
-    "pJ_per_bit": 10.0 / 64,
-    "node": "HP45",
-    "vdd_V": 0.9,
-    "source": "M. Horowitz, 'Computing's energy problem (and what we can do about it)', ISSCC "
-    "2014, 45 nm at 0.9 V: an 8 KB SRAM reads a 64-bit word for 10 pJ (0.156 pJ/bit); scaled "
-    "to the liberty's node and supply with Stillmaker & Baas",
-}
-
-
-def sram_bit_pJ(lib) -> float:
-    """:data:`SRAM_BIT` scaled to the library's node and nominal supply (Stillmaker & Baas)."""
-    from synth_scripts import scaling
-
-    tech = scaling.technology_of(lib.name)
-    return SRAM_BIT["pJ_per_bit"] * (
-        scaling.energy_factor(tech.node, lib.nom_voltage)
-        / scaling.energy_factor(SRAM_BIT["node"], SRAM_BIT["vdd_V"]))
-
-
 def design_config(layer, *, macro: bool, mesh: tuple[int, int] = MESH):
     """The tile configuration that runs ``layer`` (its masks, widths and sizes) on ``mesh``."""
     from rtl_gen.params import RTLConfig
@@ -332,7 +311,8 @@ def measure_design(layer, design: str, codes: torch.Tensor, *, lib_path: Path, w
     """Run ``design`` (its golden ``layer``) on ``codes`` at RTL and in gates.
 
     ``hops`` is the mean hop count of a flit, ``sram_bit`` the per-bit SRAM read energy in
-    pJ (:func:`sram_bit_pJ`); ``cache`` keeps mapped netlists across the designs of a library.
+    pJ (:func:`synth_scripts.scaling.sram_bit_pJ`); ``cache`` keeps mapped netlists across the
+    designs of a library.
     """
     from rtl_gen.dense import dense_pack
 

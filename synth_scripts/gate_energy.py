@@ -16,315 +16,28 @@ The clock net toggles twice a cycle: its switching and the flip-flops' clock-pin
 energy are charged every cycle (the ``clock`` component). Leakage is the sum of the cells'
 ``cell_leakage_power`` over the trace's duration. Liberty energy tables are in
 ``capacitive_load_unit x voltage_unit^2`` (NanGate: fJ; sky130: pJ); everything is converted
-to joules inside and reported in pJ.
+to joules inside and reported in pJ. The liberty is read by :func:`synth_scripts.liberty.read`.
 
 Clock gating: with a per-cycle ``enable``, the flip-flops' clock (pins and net) is charged only
-on enabled cycles; the integrated clock-gating cell (the liberty's smallest ``latch_posedge``
-ICG) adds its clock-pin energy and root clock-net load every cycle, its gated-clock output on
-enabled cycles, the enable net's toggles and its leakage. An edge at which a flip-flop output
-changes must be enabled, or the gated block would compute something else: that is an error.
+on enabled cycles; the integrated clock-gating cell (the PDK table's, :mod:`synth_scripts.pdk`;
+for a library without a table its smallest plain ``latch_posedge`` ICG) adds its clock-pin
+energy and root clock-net load every cycle, its gated-clock output on enabled cycles, the
+enable net's toggles and its leakage. An edge at which a flip-flop output changes must be
+enabled, or the gated block would compute something else: that is an error.
 """
 
 from __future__ import annotations
 
-import bisect
-import dataclasses
-import functools
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from synth_scripts import liberty as liberty_mod
 
-__all__ = ["NOMINAL_SLEW_NS", "CellLibrary", "Energy", "energy", "read_cells"]
+__all__ = ["COMPONENTS", "NOMINAL_SLEW_NS", "Energy", "energy", "opensta_reference",
+           "sta_groups"]
 
 #: Input transition (ns) at which the power tables are read, for every pin of every net.
 NOMINAL_SLEW_NS = 0.04
-
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[(){};:,]|[^\s(){};:,"]+')
-
-
-@dataclass
-class Group:
-    kind: str
-    args: list[str]
-    attrs: dict[str, str] = field(default_factory=dict)
-    complex: dict[str, list[str]] = field(default_factory=dict)
-    groups: list[Group] = field(default_factory=list)
-
-    def find(self, kind: str) -> list[Group]:
-        return [g for g in self.groups if g.kind == kind]
-
-
-def _unquote(s: str) -> str:
-    return s[1:-1] if len(s) >= 2 and s[0] == '"' == s[-1] else s
-
-
-def parse_groups(text: str) -> list[Group]:
-    """Liberty statements of ``text`` as groups (attributes, complex attributes, subgroups)."""
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S).replace("\\\n", " ")
-    toks = _TOKEN.findall(text)
-    root = Group("root", [])
-    stack = [root]
-    i = 0
-    while i < len(toks):
-        t = toks[i]
-        if t == "}":
-            stack.pop()
-            i += 1
-            continue
-        if t == ";":
-            i += 1
-            continue
-        nxt = toks[i + 1] if i + 1 < len(toks) else ";"
-        if nxt == ":":
-            j = i + 2
-            vals = []
-            while j < len(toks) and toks[j] not in (";", "}"):
-                vals.append(_unquote(toks[j]))
-                j += 1
-            # an attribute may end at a line break without ';' (sky130 has a few)
-            stack[-1].attrs[t] = " ".join(vals)
-            i = j + (1 if j < len(toks) and toks[j] == ";" else 0)
-        elif nxt == "(":
-            j = i + 2
-            args = []
-            while toks[j] != ")":
-                if toks[j] != ",":
-                    args.append(_unquote(toks[j]))
-                j += 1
-            j += 1
-            if j < len(toks) and toks[j] == "{":
-                g = Group(t, args)
-                stack[-1].groups.append(g)
-                stack.append(g)
-                i = j + 1
-            else:
-                stack[-1].complex[t] = args
-                i = j
-        else:
-            i += 1
-    return root.groups
-
-
-def _floats(args: list[str]) -> list[float]:
-    return [float(x) for a in args for x in a.replace(",", " ").split()]
-
-
-@dataclass
-class Table:
-    """A power table: ``slew`` and ``load`` axes (either may be absent) and values."""
-
-    slew: list[float] | None
-    load: list[float] | None
-    values: list[list[float]]  # [slew index][load index]
-
-    def at(self, slew: float, load: float) -> float:
-        rows = [_interp(self.load, row, load) if self.load else row[0] for row in self.values]
-        return _interp(self.slew, rows, slew) if self.slew else rows[0]
-
-
-def _interp(axis: list[float], vals: list[float], x: float) -> float:
-    if len(axis) == 1:
-        return vals[0]
-    k = min(max(bisect.bisect_right(axis, x) - 1, 0), len(axis) - 2)
-    x0, x1 = axis[k], axis[k + 1]
-    return vals[k] + (vals[k + 1] - vals[k]) * (x - x0) / (x1 - x0)
-
-
-@dataclass
-class Pin:
-    direction: str
-    cap: float  # library capacitance units
-    clock: bool
-    rise: list[Table]  # internal_power rise tables (all groups)
-    fall: list[Table]
-    gate_role: str = ""  # "clock", "enable", "test" or "out" on a clock-gating cell
-
-    def energy(self, slew: float, load: float) -> tuple[float, float]:
-        """Mean internal energy (library units) of one rise and one fall."""
-        r = sum(t.at(slew, load) for t in self.rise) / len(self.rise) if self.rise else 0.0
-        f = sum(t.at(slew, load) for t in self.fall) / len(self.fall) if self.fall else 0.0
-        return r, f
-
-
-@dataclass
-class CellInfo:
-    name: str
-    area: float
-    leakage: float  # library leakage units
-    pins: dict[str, Pin]
-    sequential: bool
-    clock_pin: str | None  # clocked_on pin of a flip-flop
-    icg: str | None  # clock_gating_integrated_cell value
-
-
-@dataclass
-class CellLibrary:
-    """What the energy needs from a liberty: units, wire load and the cells read so far."""
-
-    name: str
-    source_name: str
-    voltage: float
-    cap_f: float  # farad per capacitance unit
-    time_s: float  # second per time unit
-    leak_w: float  # watt per leakage unit
-    wire: tuple[float, float, list[tuple[int, float]]] | None  # cap/length, slope, fanout_length
-    cells: dict[str, CellInfo]
-    flops: list[str]
-    icgs: list[str]
-
-    @property
-    def energy_j(self) -> float:
-        """Joule per unit of an internal-power table (capacitance x voltage^2 units)."""
-        return self.cap_f
-
-    def wire_cap(self, fanout: int) -> float:
-        if self.wire is None or fanout == 0:
-            return 0.0
-        cap, slope, table = self.wire
-        for f, length in table:
-            if f == fanout:
-                return cap * length
-        last_f, last_len = table[-1]
-        if fanout > last_f:
-            return cap * (last_len + slope * (fanout - last_f))
-        below = [(f, ln) for f, ln in table if f < fanout]
-        above = [(f, ln) for f, ln in table if f > fanout]
-        (f0, l0), (f1, l1) = below[-1], above[0]
-        return cap * (l0 + (l1 - l0) * (fanout - f0) / (f1 - f0))
-
-
-_UNIT = {"f": 1e-15, "p": 1e-12, "n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0}
-
-
-def _unit(text: str, base: str) -> float:
-    m = re.fullmatch(rf"\s*([\d.eE+-]*)\s*([fpnum]?){base}\s*", text, re.I)
-    if m is None:
-        raise ValueError(f"liberty unit {text!r} is not a multiple of {base}")
-    return float(m.group(1) or 1) * _UNIT[m.group(2).lower()]
-
-
-def _tables(g: Group, templates: dict[str, list[str]], kind: str) -> list[Table]:
-    out = []
-    for t in g.find(kind):
-        variables = templates.get(t.args[0] if t.args else "", [])
-        axes = {1: _floats(t.complex["index_1"]) if "index_1" in t.complex else None,
-                2: _floats(t.complex["index_2"]) if "index_2" in t.complex else None}
-        vals = [_floats([v]) for v in t.complex.get("values", [])]
-        slew = load = None
-        for n, var in enumerate(variables, start=1):
-            if "transition" in var:
-                slew = axes[n]
-            elif "capacitance" in var:
-                load = axes[n]
-        if variables and "capacitance" in variables[0]:  # load-major table: transpose
-            vals = [list(c) for c in zip(*vals, strict=True)] if load and slew else vals
-        if slew is None and load is None and axes[1] is not None:
-            slew = axes[1]
-        if slew and not load and len(vals) == 1:
-            vals = [[v] for v in vals[0]]
-        out.append(Table(slew, load, vals))
-    return out
-
-
-def _cell(g: Group, templates) -> CellInfo:
-    pins = {}
-    for p in g.find("pin"):
-        direction = p.attrs.get("direction", "")
-        if direction not in ("input", "output", "inout"):
-            continue
-        if "capacitance" in p.attrs:
-            cap = float(p.attrs["capacitance"])
-        else:
-            rc = [float(p.attrs[k]) for k in ("rise_capacitance", "fall_capacitance")
-                  if k in p.attrs]
-            cap = sum(rc) / len(rc) if rc else 0.0
-        rise, fall = [], []
-        for ip in p.find("internal_power"):
-            rise += _tables(ip, templates, "rise_power")
-            fall += _tables(ip, templates, "fall_power")
-        role = next((r for r in ("clock", "enable", "test", "out")
-                     if p.attrs.get(f"clock_gate_{r}_pin") == "true"), "")
-        for name in p.args:
-            pins[name] = Pin(direction, cap, p.attrs.get("clock") == "true", rise, fall, role)
-    if "cell_leakage_power" in g.attrs:
-        leak = float(g.attrs["cell_leakage_power"])
-    else:
-        lp = [float(x.attrs["value"]) for x in g.find("leakage_power") if "value" in x.attrs]
-        leak = sum(lp) / len(lp) if lp else 0.0
-    ff = g.find("ff")
-    clock = None
-    if ff:
-        m = re.match(r"\s*\(?\s*(\w+)", ff[0].attrs.get("clocked_on", ""))
-        clock = m.group(1) if m else None
-    return CellInfo(g.args[0], float(g.attrs.get("area", 0)), leak, pins, bool(ff), clock,
-                    g.attrs.get("clock_gating_integrated_cell"))
-
-
-@functools.lru_cache(maxsize=4)
-def _read(path: str, mtime: float, wanted: frozenset[str]) -> CellLibrary:
-    text = liberty_mod.read_text(Path(path))
-    starts = [(m.start(), m.group(1)) for m in liberty_mod._CELL.finditer(text)]
-    if not starts:
-        raise ValueError(f"liberty {Path(path).name!r} defines no cells")
-    head = parse_groups(text[: starts[0][0]] + "}")[0]
-    templates = {g.args[0]: [v for k, v in sorted(g.attrs.items()) if k.startswith("variable_")]
-                 for g in head.groups if g.kind == "power_lut_template"}
-    end = text.rstrip().rfind("}")
-    bodies = {}
-    flops, icgs = [], []
-    for i, (pos, cell) in enumerate(starts):
-        stop = starts[i + 1][0] if i + 1 < len(starts) else end
-        body = text[pos:stop]
-        if re.search(r"\bff\s*\(", body) and "statetable" not in body:
-            flops.append(cell)
-        m = re.search(r'clock_gating_integrated_cell\s*:\s*"?(\w+)', body)
-        if m and m.group(1) == "latch_posedge":
-            icgs.append(cell)
-        if cell in wanted or (m and m.group(1) == "latch_posedge"):
-            bodies[cell] = body
-    cells = {}
-    for cell, body in bodies.items():
-        cells[cell] = _cell(parse_groups(body)[0], templates)
-    wire = None
-    default = head.attrs.get("default_wire_load")
-    if default:
-        for g in head.find("wire_load"):
-            if g.args and g.args[0] == default:
-                fl = []
-                for k, v in g.complex.items():
-                    if k == "fanout_length":
-                        fl.append((int(float(v[0])), float(v[1])))
-                # fanout_length repeats: complex attrs keep the last one, so read them raw
-                raw = re.search(rf'wire_load\s*\(\s*"?{re.escape(default)}"?\s*\)\s*\{{(.*?)\}}',
-                                text, re.S)
-                fl = [(int(a), float(b)) for a, b in
-                      re.findall(r"fanout_length\s*\(\s*([\d.]+)\s*,\s*([\d.eE+-]+)\s*\)",
-                                 raw.group(1))] if raw else fl
-                wire = (float(g.attrs["capacitance"]), float(g.attrs.get("slope", 0)),
-                        sorted(fl))
-    cap_unit = head.complex.get("capacitive_load_unit")
-    if cap_unit is None:
-        raise ValueError(f"liberty {Path(path).name!r} has no capacitive_load_unit")
-    return CellLibrary(
-        name=head.args[0],
-        source_name=Path(path).name,
-        voltage=float(head.attrs["nom_voltage"]),
-        cap_f=float(cap_unit[0]) * _UNIT[cap_unit[1].lower()[0]],
-        time_s=_unit(head.attrs["time_unit"], "s"),
-        leak_w=_unit(head.attrs["leakage_power_unit"], "W"),
-        wire=wire,
-        cells=cells,
-        flops=sorted(flops),
-        icgs=sorted(icgs),
-    )
-
-
-def read_cells(lib: liberty_mod.Liberty, cells) -> CellLibrary:
-    """The library data of ``lib`` (a prepared liberty) for ``cells`` and every ICG cell."""
-    data = _read(str(lib.path), Path(lib.path).stat().st_mtime, frozenset(cells))
-    return dataclasses.replace(data, source_name=lib.source_name)
 
 
 # -- energy ------------------------------------------------------------------------------------
@@ -398,15 +111,20 @@ def sta_groups(e: Energy) -> dict[str, float]:
             "leakage": f["leakage"], "total": float(f"{seq + comb:.6g}")}
 
 
-def _icg(lib: CellLibrary) -> str:
-    """The smallest clock-gating cell with clock, enable and output pins and no test pin."""
-    plain = [n for n in lib.icgs
-             if {x.gate_role for x in lib.cells[n].pins.values()} >= {"clock", "enable", "out"}
-             and not any(x.gate_role == "test" for x in lib.cells[n].pins.values())]
-    if not plain:
-        raise ValueError(f"liberty {lib.source_name!r} has no clock-gating cell without a test "
-                         f"pin (it has {lib.icgs})")
-    return min(plain, key=lambda name: (lib.cells[name].area, name))
+def _icg(prepared: liberty_mod.Liberty) -> str:
+    """The clock-gating cell of the liberty's PDK table (a library without one: its smallest
+    plain ``latch_posedge`` integrated clock-gating cell), or ``ValueError``."""
+    lib, cell = prepared.library, prepared.pdk.clock_gating_cell
+    if cell is not None:
+        return cell
+    if not lib.icgs:
+        raise ValueError(f"liberty {prepared.source_name!r} has no integrated clock-gating cell "
+                         "(clock_gating_integrated_cell : latch_posedge)")
+    if prepared.pdk.generic:
+        raise ValueError(f"liberty {prepared.source_name!r} has no clock-gating cell without a "
+                         f"test pin (it has {lib.icgs})")
+    raise ValueError(f"liberty {prepared.source_name!r} lacks {prepared.pdk.missing[-1]}, the "
+                     f"clock-gating cell of its PDK table {prepared.pdk.source}")
 
 
 def energy(net, toggles, *, clock_ns: float = 10.0, enable=None,
@@ -435,12 +153,8 @@ def energy(net, toggles, *, clock_ns: float = 10.0, enable=None,
     if slew_ns <= 0:
         raise ValueError(f"slew_ns must be positive, not {slew_ns!r}")
     types = {c.type for c in net.cells}
-    lib = read_cells(net.lib, types)
-    if not lib.flops:
-        raise ValueError(f"liberty {lib.source_name!r} has no flip-flop cell")
-    if not lib.icgs:
-        raise ValueError(f"liberty {lib.source_name!r} has no integrated clock-gating cell "
-                         "(clock_gating_integrated_cell : latch_posedge)")
+    lib = net.lib.library
+    icg = _icg(net.lib)
     slew = slew_ns * 1e-9 / lib.time_s
     v2 = lib.voltage ** 2
     ej, cf = lib.energy_j, lib.cap_f
@@ -526,7 +240,6 @@ def energy(net, toggles, *, clock_ns: float = 10.0, enable=None,
                 f"enable is low at cycle {c} but {changed} flip-flop outputs change at its "
                 "edge: gating that clock would change what the block computes")
     on = sum(bits)
-    icg = _icg(lib)
     info = lib.cells[icg]
     ck, en, gck = (next(p for p, x in info.pins.items() if x.gate_role == role)
                    for role in ("clock", "enable", "out"))

@@ -254,7 +254,7 @@ def replay(net, trace, workdir, *, sim: str = "verilator") -> Toggles:
     sources = ["tb.v", os.path.relpath(net.path, workdir), os.path.relpath(net.cells_v, workdir)]
     if sim == "verilator":
         exe = toolchain.require("verilator")
-        flow._run(
+        flow.run_tool(
             [exe, "--binary", "--timing", "--output-split", "0", "-CFLAGS", "-fcoroutines",
              "-Wno-fatal", "-Wno-lint", "-Wno-style", "--build-jobs", "1", "--top-module", "tb",
              "-Mdir", "obj", *sources],
@@ -262,7 +262,7 @@ def replay(net, trace, workdir, *, sim: str = "verilator") -> Toggles:
         )
         run_cmd = ["obj/Vtb"]
     else:
-        flow._run(
+        flow.run_tool(
             [toolchain.require("iverilog"), "-g2012", "-s", "tb", "-o", "tb.vvp", *sources],
             workdir, workdir / "build.log", f"iverilog build of {net.top}",
         )

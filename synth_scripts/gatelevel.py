@@ -2,8 +2,9 @@
 
 1. :func:`record` runs an Amaranth testbench on a component and keeps, for every clock edge,
    the value of each input and output port the flip-flops see at that edge (a :class:`Trace`).
-2. :func:`map_netlist` maps the component's Verilog to a liberty with Yosys (flattened,
-   ``splitnets``, tie cells by ``hilomap``), optionally cutting SRAM macros out: their read data
+2. :func:`map_netlist` maps the component's Verilog to a liberty with Yosys (flattened, the
+   one mapping script of :func:`synth_scripts.flow.mapping`, ``splitnets``, the PDK's tie
+   cells by ``hilomap``), optionally cutting SRAM macros out: their read data
    becomes an input port of the netlist, which the trace drives from ``extra_inputs``.
 3. :func:`replay` simulates that netlist with the liberty's own cell models (Verilator or
    Icarus), applies the trace's inputs cycle by cycle, checks every output against the RTL
@@ -20,7 +21,6 @@ this machine.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -43,13 +43,6 @@ __all__ = [
     "replay",
     "save",
 ]
-
-#: Tie cells per library family (cell, pin): ``hilomap`` needs them for constant nets.
-TIE_CELLS = {
-    "NangateOpenCellLibrary": (("LOGIC1_X1", "Z"), ("LOGIC0_X1", "Z")),
-    "sky130_fd_sc_hd": (("sky130_fd_sc_hd__conb_1", "HI"), ("sky130_fd_sc_hd__conb_1", "LO")),
-}
-
 
 # -- trace ------------------------------------------------------------------------------------
 
@@ -264,10 +257,9 @@ def parse_netlist(text: str) -> tuple[dict, dict, list[tuple[str, str, dict]], d
 
 def _cell_models(lib: liberty.Liberty, workdir: Path) -> Path:
     out = workdir / "cells.v"
-    rel = Path(os.path.relpath(lib.path, workdir)).as_posix()
-    flow._run(
-        [toolchain.require("yosys"), "-q", "-p",
-         f"read_liberty -ignore_miss_func {rel}; write_verilog -noattr cells.v"],
+    read = f"read_liberty -ignore_miss_func {flow.relative(lib.path, workdir)}"
+    flow.run_tool(
+        [toolchain.require("yosys"), "-q", "-p", f"{read}; write_verilog -noattr cells.v"],
         workdir, workdir / "cells.log", "yosys read_liberty (cell models)",
     )
     return out
@@ -291,19 +283,19 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
     Raises
     ------
     ValueError
-        The liberty's library has no known tie cells, or has no flip-flop or clock-gating cell
-        (checked when the energy is computed).
+        The liberty has no tie cells (those of its PDK table, :mod:`synth_scripts.pdk`, or for
+        a library without a table, cells whose output is a constant 1 and 0), or no flip-flop
+        (or, checked when the energy is computed, no clock-gating) cell.
     """
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     lib = liberty.prepare(Path(liberty_path), workdir / "lib")
-    family = next((k for k in TIE_CELLS if lib.name.startswith(k)), None)
-    if family is None:
-        raise ValueError(
-            f"liberty {lib.source_name!r} (library {lib.name!r}) has no known tie cells; "
-            f"known libraries: {', '.join(TIE_CELLS)}"
-        )
-    (hi, hpin), (lo, lpin) = TIE_CELLS[family]
+    if lib.pdk.tie_high is None or lib.pdk.tie_low is None:
+        why = (f"it lacks {', '.join(lib.pdk.missing)} of its PDK table {lib.pdk.source}"
+               if not lib.pdk.generic else "no cell without inputs drives a constant 1 and 0")
+        raise ValueError(f"liberty {lib.source_name!r} (library {lib.name!r}) has no tie cells "
+                         f"for constant nets: {why}")
+    (hi, hpin), (lo, lpin) = lib.pdk.tie_high, lib.pdk.tie_low
     cut_macros = dict(cut_macros or {})
     (workdir / f"{top}.v").write_text(verilog_text, encoding="utf-8")
     cmds = []
@@ -321,12 +313,8 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
             "expose -input @rdata",
             f"delete t:{macro}",
         ]
-    rel = Path(os.path.relpath(lib.path, workdir)).as_posix()
+    cmds += [f"synth -flatten -top {top}", flow.mapping(lib, workdir).rstrip("\n")]
     cmds += [
-        f"synth -flatten -top {top}",
-        f"dfflibmap -liberty {rel}",
-        f"abc -liberty {rel}",
-        "opt_clean",
         "setundef -zero",
         "splitnets",
         f"hilomap -hicell {hi} {hpin} -locell {lo} {lpin}",
@@ -334,8 +322,8 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
         "write_verilog -noattr -noexpr netlist.v",
     ]
     (workdir / "map.ys").write_text("\n".join(cmds) + "\n", encoding="utf-8")
-    flow._run([toolchain.require("yosys"), "-q", "-s", "map.ys"], workdir,
-              workdir / "map.log", f"yosys mapping {top}")
+    flow.run_tool([toolchain.require("yosys"), "-q", "-s", "map.ys"], workdir,
+                  workdir / "map.log", f"yosys mapping {top}")
     text = (workdir / "netlist.v").read_text(encoding="utf-8")
     inputs, outputs, cells, alias = parse_netlist(text)
     known = set(lib.outputs)

@@ -7,12 +7,12 @@ import math
 from pathlib import Path
 
 from energy_model.unit_costs import paper_table
-from synth_scripts import activity, liberty, scaling
+from synth_scripts import activity, scaling
 from toolkit_base import toolchain
 from toolkit_base.schemas import validate
 from toolkit_base.tables import markdown_table
 
-SCHEMA = "matterhorn-synth-report/2"
+SCHEMA = "matterhorn.synth_report/2"
 #: Operator keys in the paper's table order.
 OPERATOR_KEYS = (
     "E_MAC4",
@@ -154,7 +154,7 @@ def build(*, T, k, clock_ns, lib, ops, block_specs, synth, acts, power, streams)
             "library": lib.name,
             "nom_voltage_V": lib.nom_voltage,
             "time_unit": lib.time_unit,
-            "dont_use_patterns": list(liberty.DONT_USE),
+            "dont_use_patterns": list(lib.pdk.dont_use),
             "dont_use_removed": len(lib.removed),
             "cells_kept": lib.cells,
         }
@@ -404,6 +404,9 @@ def markdown(doc: dict) -> str:
             map(block_row, doc["blocks"]),
             align="llrrrrrlr",
         )
+    from synth_scripts.axi_cost import markdown as wrappers_markdown
+
+    lines += wrappers_markdown(doc)
     if "comparison" in doc:
         lines += ["", comparison_text(doc)]
     return "\n".join(lines) + "\n"

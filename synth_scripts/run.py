@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from golden_models import check_k, check_T
-from synth_scripts import activity, flow, liberty, operators, report
+from synth_scripts import activity, flow, liberty, operators, report, scaling
 from toolkit_base import toolchain
 from toolkit_base.checks import check_int, check_out_dir, check_rtl_T
 from toolkit_base.files import replace_owned
@@ -54,14 +54,24 @@ def _operator_reads(op: operators.Operator, core: bool = False) -> list[str]:
     ]
 
 
-def _pmap(fn: Callable, items: Sequence, jobs: int) -> list:
-    """``[fn(x) for x in items]``, ``jobs`` at a time; on an error or an interrupt the runs not
+def _pmap(fn: Callable, items: Sequence, jobs: int, what: str = "synth") -> list:
+    """``[fn(x) for x in items]``, ``jobs`` at a time, each a step of the console's progress
+    (``what``; an item's name is its first element); on an error or an interrupt the runs not
     started yet are cancelled (the running ones finish; their folders are removed after)."""
+    from toolkit_base import console
+
     pool = ThreadPoolExecutor(max_workers=jobs)
-    try:
-        return list(pool.map(fn, items))
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    with console.steps(what, len(items)) as bar:
+
+        def step(x):
+            result = fn(x)
+            bar.advance(str(x[0]))
+            return result
+
+        try:
+            return list(pool.map(step, items))
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _put_netlists(stage: Path, out: Path, tops: Sequence[str]) -> None:
@@ -116,7 +126,8 @@ def synthesize(
     toolkit_base.toolchain.ToolNotFoundError
         Yosys (always) or OpenSTA (with a liberty) is not installed.
     FileNotFoundError, ValueError, TypeError
-        Bad parameters, a missing liberty, a malformed tool report.
+        Bad parameters, a missing liberty, a liberty that no PDK table describes
+        (:mod:`synth_scripts.pdk`), a malformed tool report.
     """
     lib_path = check_options(T, k, out_dir, liberty_file=liberty_file, clock_ns=clock_ns,
                              blocks=blocks, jobs=jobs, environ=environ,
@@ -151,6 +162,9 @@ def check_options(
     check_out_dir(out_dir)
     check_int("jobs", jobs, 1, MAX_JOBS)
     lib_path = liberty.resolve(liberty_file, environ, default=default_liberty)
+    if lib_path is not None:
+        # the report's 22 nm figures need the library's node: a PDK table (synth_scripts/pdk.py)
+        scaling.technology_of(liberty.library_name(lib_path))
     toolchain.require("yosys")
     if lib_path is not None:
         toolchain.require("sta")
@@ -188,16 +202,19 @@ def synthesize_into(
             d.mkdir()
             (d / "operators.v").write_text(src, encoding="utf-8")
             designs.append((d.name, _operator_reads(op, core), d))
-    block_specs = []
+    block_specs, wrapper_specs = [], []
     if blocks:
+        from synth_scripts import axi_cost
         from synth_scripts import blocks as block_flow
 
         block_specs = block_flow.prepare(T, k, work / "rtl")
-        for spec in block_specs:
+        wrapper_specs = axi_cost.prepare(T, k)  # reported apart (docs/synth.md)
+        for spec in (*block_specs, *wrapper_specs):
             d = work / spec.top
             d.mkdir()
             designs.append((spec.top, spec.read_commands(d), d))
-    results = _pmap(lambda x: flow.synthesize(x[0], x[1], x[2], lib), designs, jobs)
+    results = _pmap(lambda x: flow.synthesize(x[0], x[1], x[2], lib), designs, jobs,
+                    "synth: yosys")
     synth = {r.top: r for r in results}
     streams = activity.operand_streams(T, k, operators.LINEAR_FAN_IN)
     acts: dict[str, dict] = {}
@@ -220,7 +237,7 @@ def synthesize_into(
             sta_designs.append(
                 (op.core_top, synth[op.core_top].netlist, flow.activity_commands(core), "")
             )
-        for spec in block_specs:
+        for spec in (*block_specs, *wrapper_specs):
             inputs = flow.netlist_inputs(synth[spec.top].netlist.read_text())
             for label, ports in spec.activities(inputs).items():
                 sta_designs.append(
@@ -238,6 +255,7 @@ def synthesize_into(
             ),
             sta_designs,
             jobs,
+            "synth: opensta",
         )
         power = {}
         for x, g in zip(sta_designs, got, strict=True):
@@ -261,6 +279,9 @@ def synthesize_into(
         power=power,
         streams=streams,
     )
+    if wrapper_specs:
+        doc["wrappers"] = [s.report_entry(synth[s.top], power.get(s.top, {}), clock_ns)
+                           for s in wrapper_specs]
     report.write(doc, stage / REPORT_JSON, stage / REPORT_MD)
     tops = [r.top for r in results if not r.top.startswith("mh_core_")]
     return doc, tops

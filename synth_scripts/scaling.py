@@ -10,10 +10,11 @@ in the published corrigendum's worked example, e.g. 65 nm: 3.755, -4.398, 1.975;
 
 The rule used here (stated in the report):
 
-- source: the liberty's node (:data:`TECHNOLOGIES`, found by the library's name) at the liberty's
-  nominal voltage: sky130 as their 130 nm node (1.8 V for the HD typical corner; the polynomial is
-  fitted up to the 130 nm nominal 1.3 V, so 1.8 V extrapolates it), NanGate 45 nm (FreePDK45) as
-  their 45 nm high-performance node (1.1 V; their 45 nm nominal is 1.0 V). The report also gives
+- source: the liberty's node (its PDK table's ``scaling`` entry, :mod:`synth_scripts.pdk`,
+  found by the library's name) at the liberty's nominal voltage. The tables say: sky130 HD is
+  their 130 nm node (1.8 V for the typical corner; the polynomial is fitted up to the 130 nm
+  nominal 1.3 V, so 1.8 V extrapolates it), NanGate 45 nm (FreePDK45) their 45 nm
+  high-performance node (1.1 V; their 45 nm nominal is 1.0 V). The report also gives
   the factor with the voltage part taken as CV^2 from the fitted nominal point, and the other
   model of the same node;
 - destination: the paper's commercial 22 nm at 0.8 V. 22 nm is not a node of their tables; the
@@ -24,6 +25,8 @@ The rule used here (stated in the report):
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from synth_scripts import pdk
 
 #: Energy-factor polynomial coefficients (a, b, c) of Stillmaker & Baas, Table 5.
 ENERGY_COEFFS = {
@@ -43,32 +46,56 @@ NOMINAL_130 = 1.3
 
 @dataclass(frozen=True)
 class Technology:
-    """A cell library's node in Stillmaker & Baas' terms."""
+    """A cell library's node in Stillmaker & Baas' terms (from its PDK table)."""
 
-    key: str  # short name used in reports ("sky130", "nangate45")
+    key: str  # the PDK table's name, used in reports ("sky130hd", "nangate45")
     label: str  # for tables
-    match: str  # prefix of the liberty's library name
     node: str  # their model (ENERGY_COEFFS key)
     feature_nm: int
     fit_nominal_V: float  # their nominal supply of that node
     other_model: str  # the alternative model of the node (LP/HP), reported beside
+    source: str  # why this model: the table's scaling.source
 
 
-#: The cell libraries the toolkit scales, matched by library name.
-TECHNOLOGIES = (
-    Technology("sky130", "sky130 HD", "sky130", "130", 130, NOMINAL_130, "130"),
-    Technology("nangate45", "NanGate 45 nm", "NangateOpenCellLibrary", "HP45", 45, 1.0, "LP45"),
-)
+def technology(table: pdk.Pdk) -> Technology:
+    """The :class:`Technology` of a PDK table, or ``ValueError`` if it has no scaling."""
+    if table.scaling is None or table.node_nm is None:
+        known = ", ".join(f"{t.name} ({'|'.join(t.patterns)})" for t in pdk.tables().values())
+        raise ValueError(
+            f"no technology scaling is known for {table.label} ({table.source}); known PDK "
+            f"tables: {known}; add one (docs/synth.md, 'Adding a PDK')")
+    sc = table.scaling
+    return Technology(table.name, table.label, sc["model"], table.node_nm, sc["fit_nominal_V"],
+                      sc["other_model"], sc["source"])
 
 
 def technology_of(library_name: str) -> Technology:
     """The :class:`Technology` of a liberty's library name, or ``ValueError`` naming it."""
-    for tech in TECHNOLOGIES:
-        if str(library_name).startswith(tech.match):
-            return tech
-    known = ", ".join(f"{t.match}* ({t.label})" for t in TECHNOLOGIES)
-    raise ValueError(
-        f"no technology scaling is known for liberty library {library_name!r}; known: {known}")
+    table = pdk.match(str(library_name))
+    if table.generic:
+        known = ", ".join(f"{t.name} ({'|'.join(t.patterns)})" for t in pdk.tables().values())
+        raise ValueError(
+            f"no technology scaling is known for liberty library {library_name!r}: no PDK "
+            f"table matches it (known: {known}); add one (docs/synth.md, 'Adding a PDK')")
+    return technology(table)
+
+
+def sram_bit_pJ(lib) -> float:
+    """The per-bit SRAM read energy of ``lib``'s PDK table (a prepared
+    :class:`synth_scripts.liberty.Liberty`), scaled from the figure's node and supply to the
+    liberty's node and nominal supply (Stillmaker & Baas).
+
+    Raises
+    ------
+    ValueError
+        The library has no PDK table, or its table no scaling.
+    """
+    tech = technology_of(lib.name)
+    bit = lib.pdk.sram_bit
+    return bit["pJ_per_bit"] * (energy_factor(tech.node, lib.nom_voltage)
+                                / energy_factor(bit["node"], bit["vdd_V"]))
+
+
 CITATION = (
     "A. Stillmaker and B. Baas, 'Scaling equations for the accurate prediction of CMOS device "
     "performance from 180 nm to 7 nm', Integration, the VLSI Journal 58 (2017) 74-81, "
@@ -88,7 +115,7 @@ def energy_factor(node: str, vdd: float) -> float:
     return a * vdd * vdd + b * vdd + c
 
 
-def scaling_rule(source_vdd: float, tech: Technology = TECHNOLOGIES[0]) -> dict:
+def scaling_rule(source_vdd: float, tech: Technology) -> dict:
     """The factor that divides an energy of ``tech`` at ``source_vdd`` into a 22 nm / 0.8 V one,
     with alternatives."""
     src = energy_factor(tech.node, source_vdd)

@@ -29,7 +29,7 @@ from toolkit_base.tables import markdown_table
 __all__ = ["SCHEMA", "SWEEP_JSON", "SWEEP_MD", "Point", "PointResult", "run_point",
            "synthesize_sweep"]
 
-SCHEMA = "matterhorn-synth-sweep/1"
+SCHEMA = "matterhorn.synth_sweep/1"
 SWEEP_JSON = "synth_sweep.json"
 SWEEP_MD = "synth_sweep.md"
 
@@ -185,7 +185,7 @@ def synthesize_sweep(
         for name in (SWEEP_JSON, SWEEP_MD):  # an interrupted or failed sweep leaves no summary
             (out / name).unlink(missing_ok=True)
         results = ex.map(run_point, points, names=[f"synth-{p.name}" for p in points],
-                         progress=done)
+                         progress=done, what="synth sweep")
     summary = summarize(results, {
         "T": list(Ts), "k": list(ks), "clock_ns": clock_ns, "blocks": blocks,
         "liberty": (results[0].doc["liberty"] or {}).get("library"),

@@ -3,13 +3,14 @@ hierarchy kept, so the area of every tile and router instance is reported beside
 
 The system is elaborated with SRAM macros (``sram_macro=True``): each macro is a black box of
 no area, so what is counted is logic and registers. Yosys synthesizes without flattening (the
-generated Verilog has one module per instance), maps onto the liberty when there is one, and
+generated Verilog has one module per instance), maps onto the liberty when there is one (the
+one mapping script, :func:`synth_scripts.flow.mapping`), and
 ``stat`` gives every module's own cells and area; an instance's figure is the sum over its
 module and the modules below it. Instances are grouped by kind: ``tile``, ``router``,
 ``injector``, ``encoder``, ``config``, ``sequencer``, ``fork``, ``merge`` and ``glue`` (the
 top module and the mesh's own wiring).
 
-:func:`synthesize_system` writes ``system_area.json`` (schema ``matterhorn.system-area/1``) and
+:func:`synthesize_system` writes ``system_area.json`` (schema ``matterhorn.system_area/1``) and
 ``system_area.md``.
 """
 
@@ -33,7 +34,7 @@ __all__ = ["KINDS", "SYSTEM_JSON", "SYSTEM_MD", "SYSTEM_N_IN", "group", "synthes
 
 SYSTEM_JSON = "system_area.json"
 SYSTEM_MD = "system_area.md"
-SCHEMA = "matterhorn.system-area/1"
+SCHEMA = "matterhorn.system_area/1"
 #: Vector length of the synthesized system (the encoder's logic grows with it).
 SYSTEM_N_IN = 64
 #: Instance kinds, in report order, by the first component of the instance path: a node's
@@ -52,11 +53,6 @@ dfflegalize -cell $_DFF_P_ 01
 techmap
 opt_clean
 tee -q -o generic_stat.txt stat
-"""
-_MAPPED = """dfflibmap -liberty {liberty}
-abc -liberty {liberty}
-opt_clean -purge
-tee -q -o liberty_stat.txt stat -liberty {liberty}
 """
 
 
@@ -163,10 +159,12 @@ def synthesize_system(
         (work / "sram_macro_stub.v").write_text(MACRO_STUB, encoding="utf-8")
         script = _SCRIPT
         if lib is not None:
-            script += _MAPPED.format(liberty=Path(os.path.relpath(lib.path, work)).as_posix())
+            script += flow.mapping(lib, work)
+            script += ("opt_clean -purge\ntee -q -o liberty_stat.txt stat -liberty "
+                       f"{flow.relative(lib.path, work)}\n")
         (work / "synth.ys").write_text(script, encoding="utf-8")
-        flow._run([yosys, "-q", "-s", "synth.ys"], work, work / "yosys.log",
-                  "yosys on mttfs_system")
+        flow.run_tool([yosys, "-q", "-s", "synth.ys"], work, work / "yosys.log",
+                      "yosys on mttfs_system")
         generic = _summarize(_own_cells(_read(work / "generic_stat.txt")), None)
         mapped = None
         total_area = None

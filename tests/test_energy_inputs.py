@@ -450,7 +450,7 @@ def test_statistics_of_the_golden_encoder_block_agree_with_its_own_rates(tmp_pat
 
 
 def test_golden_model_statistics_file_errors(tmp_path):
-    doc = {"schema": "matterhorn.golden.stats", "version": 1, "positions": [{"name": "x"}]}
+    doc = {"schema": "matterhorn.golden_stats/1", "version": 1, "positions": [{"name": "x"}]}
     check_error(
         ValueError,
         "s.json: positions[0]: position record lacks the field 'T'",

@@ -140,15 +140,15 @@ def test_cli_weight_bits_and_event_accumulate(capsys, tmp_path):
     argv = ["energy", "--preset", "llama2-7b", "--no-plots"]
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     out4 = capsys.readouterr().out
-    assert ("Matterhorn QNN (dense)   n/a        n/a  1675   656.2   0.02643    141.4   2473  "
+    assert ("Matterhorn QNN (dense)   n/a        n/a   1675    656.2    0.02643     141.4   2473  "
             "1.00x") in out4
     assert main([*argv, "--weight-bits", "1", "--out", str(tmp_path / "b")]) == 0
     out1 = capsys.readouterr().out
-    assert ("Matterhorn QNN (dense)   n/a        n/a  1675   166.6   0.02643    110.8   1952  "
+    assert ("Matterhorn QNN (dense)   n/a        n/a   1675    166.6    0.02643     110.8   1952  "
             "1.00x") in out1
     assert main([*argv, "--event-accumulate", "one-bit", "--out", str(tmp_path / "c")]) == 0
     out = capsys.readouterr().out
-    assert "Matterhorn M-TTFS (k=1)   16      3.57%  2856   377.5   0.02643    79.00" in out
+    assert "Matterhorn M-TTFS (k=1)   16      3.57%   2856    377.5    0.02643     79.00" in out
 
 
 def test_cli_minilm_preset_needs_rates(capsys, tmp_path):
@@ -243,10 +243,10 @@ def test_synth_schema_matches_the_writer():
     "fields, message",
     [
         (
-            {"schema": "matterhorn-synth-report/0"},
+            {"schema": "matterhorn.synth_report/0"},
             (
-                "synthesis report synth_report.json has schema 'matterhorn-synth-report/0', "
-                "expected 'matterhorn-synth-report/2'"
+                "synthesis report synth_report.json has schema 'matterhorn.synth_report/0', "
+                "expected 'matterhorn.synth_report/2'"
             ),
         ),
         (
@@ -271,7 +271,7 @@ def test_synth_report_without_schema(tmp_path):
     check_error(
         ValueError,
         "synthesis report synth_report.json has no 'schema' field, expected "
-        "'matterhorn-synth-report/2'",
+        "'matterhorn.synth_report/2'",
         em.load_synth_report,
         path,
     )

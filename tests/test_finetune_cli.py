@@ -128,7 +128,8 @@ def test_start_conversion(tmp_path):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--model", "gpt", "--k", "0"], "--model must be one of ('minilm',), not 'gpt'"),
+        (["--model", "gpt", "--k", "0"],
+         "--model 'gpt' is neither the shipped model 'minilm' nor an existing model folder"),
         (["--model", "minilm", "--k", "16"], "k must be in 0..15, not 16"),
         (["--model", "minilm", "--k", "0", "--steps", "0"], "steps must be in 1..1000000, not 0"),
         (

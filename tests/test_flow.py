@@ -64,9 +64,18 @@ def test_flow_report(tmp_path):
     rows = {r["name"]: r for r in runs["paper"]["table"]["rows"]}
     assert rows["Matterhorn M-TTFS (k=1)"]["total_J"] * 1e3 == pytest.approx(48.27, rel=2e-3)
     summary = (root / "summary.md").read_text()
-    assert "# Matterhorn flow: T=16, k=1" in summary
+    # the answer first: here there is none, and the summary says why
+    assert summary.startswith("# Matterhorn flow: T=16, k=1\n\n**No verdict**: the compare "
+                              "stage was skipped;")
     assert "Where each figure came from" in summary
     assert "golden_stats.json" in summary
+    # provenance of what ran, and only of that
+    assert "- Measured in this run (seed 1): RTL, golden statistics.\n" in summary
+    assert ("- Not measured in this run (skipped, failed or not run): regress, synth, "
+            "compare;") in summary
+    assert "Synthesized unit costs" not in summary and "Comparison in gates" not in summary
+    # every energy table marks the columns priced with the paper's (borrowed) costs
+    assert "* every column: priced with the paper's unit costs (22 nm, borrowed" in summary
     assert str(tmp_path) not in summary and str(tmp_path) not in (root / "flow.json").read_text()
     assert any("energy: done" in line for line in lines)
     # the images the summary links exist
@@ -82,14 +91,78 @@ def test_failed_stage_is_reported(tmp_path):
     assert not result.ok
     assert result.stages["energy"]["status"] == "failed"
     assert "missing.json" in result.stages["energy"]["error"]
+    assert result.stages["energy"]["log"] == "logs/energy.log"
     # paths inside the report folder are written relative to it
     assert str(tmp_path) not in (cfg.out_dir / "flow.json").read_text()
-    assert "failed" in (cfg.out_dir / "summary.md").read_text()
+    summary = (cfg.out_dir / "summary.md").read_text()
+    assert summary.startswith("# Matterhorn flow: T=16, k=1\n\n**FAILED** at the energy stage: "
+                              "FileNotFoundError: ")
+    # before: the traceback's lines broke the stage table; now one row, the traceback linked
+    row = next(line for line in summary.splitlines() if line.startswith("| energy |"))
+    assert row.startswith("| energy | failed |") and row.endswith(
+        "([traceback](logs/energy.log)) |")
+    table = summary.split("## Stages\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert len(table) == 2 + len(result.stages)
+    log = (cfg.out_dir / "logs" / "energy.log").read_text()
+    assert log.startswith("Traceback (most recent call last)") and "missing.json" in log
+    assert str(tmp_path / "flow") not in log
+    # before: "measured in this run" listed every stage, the failed one too
+    assert "- Measured in this run (seed 1): RTL, golden statistics.\n" in summary
+    assert "Measured rates" not in summary
+    # the next run that passes removes the earlier run's traceback
+    cfg.rates_file = None
+    assert run_flow(cfg, progress=lambda _: None).ok
+    assert not (cfg.out_dir / "logs").exists()
 
 
+def test_console_prints_the_verdict_and_the_path(tmp_path, capsys):
+    """The flow's standard output is the answer and the report's path (one screen), not the
+    summary; ``--verbose`` prints the summary, ``--quiet`` nothing."""
+    skip = ["--skip", "regress", "--skip", "synth", "--skip", "compare"]
+    out = tmp_path / "flow"
+    assert main(["flow", *skip, "--out", str(out)]) == 0
+    got = capsys.readouterr()
+    lines = got.out.splitlines()
+    assert lines[0].startswith("No verdict: the compare stage was skipped;")
+    assert lines[-1] == f"report: {out / 'summary.md'}"
+    assert len(lines) <= 25
+    assert "[flow 1/3" in got.err and "generate: done in" in got.err  # progress on stderr
+    assert main(["flow", *skip, "--verbose", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.startswith("# Matterhorn flow: T=16, k=1\n")
+    assert main(["flow", *skip, "--quiet", "--out", str(out)]) == 0
+    assert capsys.readouterr() == ("", "")
+
+
+def test_verdict_block_of_a_compare_stage(tmp_path):
+    """The verdict reads the compare stage's rows: each design against dense, the model and
+    its error, a workload that did not run; the energy tables quote the measured movement
+    error beside the borrowed event cost."""
+    from types import SimpleNamespace
+
+    from matterhorn.report import _section_energy, verdict_lines
+
+    row = {"workload": "random", "shape": "64 x 8, 1-bit weights", "technology": "NanGate 45 nm",
+           "k": 1, "gates": {"ttfs": 1.13, "mttfs-k0": 0.805, "mttfs-k1": 0.534,
+                             "mttfs-k2": 0.457}, "model": 0.554, "model_error": 0.0375}
+    compare = {"status": "ok", "verdict": [row], "missing": ["minilm: not installed"],
+               "movement_error": {"NanGate 45 nm": [0.2, 1.6]}}
+    result = SimpleNamespace(config=SimpleNamespace(k=1), stages={"compare": compare})
+    lines = verdict_lines(result)
+    assert lines[0] == ("**Verdict: M-TTFS k=1 against dense INT4, energy per window in our "
+                        "gates.**")
+    assert ("| random (64 x 8, 1-bit weights) | NanGate 45 nm | 1.13x | 0.805x | **0.534x** | "
+            "0.457x | 0.554x (+4%) |") in lines
+    assert "Not run: minilm: not installed." in lines
+    energy = _section_energy({"status": "ok", "runs": {}}, tmp_path, compare)
+    assert ("measured the model's movement against our gates' (router netlist, same flits): "
+            "+20% to +160% in NanGate 45 nm") in energy[2]
+
+
+@pytest.mark.slow
 def test_full_flow_on_defaults(tmp_path, nangate_lib):
     """Every stage, as ``./run flow`` runs it: Icarus, synthesis on the default NanGate 45 nm
-    library, synthesized unit costs in the energy section, and the comparison in gates."""
+    library, synthesized unit costs in the energy section, and the comparison in gates on the
+    random layer and, with the models extra, MiniLM's (about 12 minutes on 2 busy cores)."""
     cfg = FlowConfig(out_dir=tmp_path / "flow")
     result = run_flow(cfg, progress=lambda _: None)
     assert result.ok, {k: v.get("error") for k, v in result.stages.items()}
@@ -108,3 +181,12 @@ def test_full_flow_on_defaults(tmp_path, nangate_lib):
     assert list(verdicts)[0] == "NanGate 45 nm, random"
     assert "in our gates, M-TTFS k=1 costs" in summary
     assert (cfg.out_dir / "compare" / "compare.json").is_file()
+    # the answer first: the verdict table, a row per workload
+    assert summary.startswith("# Matterhorn flow: T=16, k=1\n\n**Verdict: M-TTFS k=1 against "
+                              "dense INT4, energy per window in our gates.**\n\n| workload |")
+    from networks.hf_folder import shipped_available
+
+    names = [r["workload"] for r in result.stages["compare"]["verdict"]]
+    assert names == (["random", "minilm"] if shipped_available() else ["random"])
+    assert "| minilm (384 x 16, 4-bit weights) | NanGate 45 nm |" in summary or not (
+        shipped_available())

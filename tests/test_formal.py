@@ -44,6 +44,7 @@ def test_property_holds(summary, prop):
     entry = next(e for e in doc["properties"] if e["property"] == prop.name)
     assert entry["result"] == "PASS", entry["detail"]
     assert (entry["mode"], entry["depth"]) == (prop.mode, prop.depth)
+    assert entry["block"] == prop.target  # the module (and instance), not the registry key
 
 
 @pytest.mark.parametrize(
@@ -156,7 +157,10 @@ def test_cli_list_and_unknown_property(capsys):
     assert main(["prove", "--list"]) == 0
     out = capsys.readouterr().out
     for prop in PROPERTIES:
-        assert prop.name in out
+        assert f"{prop.name}: {prop.target}, {prop.mode} depth {prop.depth}: " in out
+    # a property is named by its block's module (and the instance inside it)
+    assert "axi_stream_rule: mttfs_axi_system (shell), prove" in out
+    assert "axi_tile_stream_rule: mttfs_axi_tile (shell), prove" in out
     assert main(["prove", "--only", "nope", "--out", "unused"]) == 2
     assert "unknown property 'nope'" in capsys.readouterr().err
 
@@ -165,7 +169,7 @@ def test_cli_refuses_empty_out(capsys):
     from matterhorn.cli import main
 
     assert main(["prove", "--out", "", "--only", "router_flow"]) == 2
-    assert "--out" in capsys.readouterr().err
+    assert "output folder must be a non-empty path, not ''" in capsys.readouterr().err
 
 
 def test_summary_schema_rejects_malformed():

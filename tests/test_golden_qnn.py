@@ -192,7 +192,7 @@ def test_export_bad_input(tmp_path, block):
     doc["schema"] = "other"
     path.write_text(json.dumps(doc))
     with pytest.raises(ValueError, match=exact(
-            "x.json: field 'schema': 'matterhorn.golden.layers' was expected")):
+            "x.json: field 'schema': 'matterhorn.golden_layers/1' was expected")):
         read_layers(path)
 
 

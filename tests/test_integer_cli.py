@@ -73,6 +73,14 @@ def test_stats_on_an_integer_checkpoint(int_run, tmp_path, capsys):
         ),
         ("stats", ["--residual-bits", "12"], "--residual-bits 12 needs --integer"),
         (
+            "finetune",
+            ["--k", "0", "--integer", "--residual-bits", "20"],
+            (
+                "residual_bits=20 with guard_bits=5 gives 25-bit residual sums; a LayerNorm "
+                "over 384 channels holds at most 23 (residual_bits <= 18)"
+            ),
+        ),
+        (
             "stats",
             ["--integer", "--residual-bits", "12", "--checkpoint", "x"],
             "--residual-bits applies to a conversion; a --checkpoint has its own",

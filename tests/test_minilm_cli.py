@@ -30,7 +30,8 @@ def test_stats_writes_report(tmp_path, capsys):
     ]
     assert main(argv) == 0
     text = capsys.readouterr().out
-    assert "sentences/s" in text and "k=1" in text
+    assert "spike rate per step: TTFS" in text and "k=1" in text
+    assert "all-MiniLM-L6-v2: 6 blocks, hidden 384, FFN 1536, 12 heads of 32" in text
     doc = json.loads((out / "stats.json").read_text())
     assert doc["sentences"] == 2 and doc["corpus"]["calibration_sentences"] == 4
     assert set(doc["rates"]) == {"TTFS", "k=0", "k=1"}
@@ -56,7 +57,9 @@ def test_stats_writes_report(tmp_path, capsys):
     sl = json.loads((out / "slice_block0_qproj.json").read_text())
     assert (sl["n_in"], sl["n_out"], sl["in_mask"]["k"]) == (384, 16, 1)
     # energy per block at MiniLM's dimensions, from the measured histograms
-    assert "all-MiniLM-L6-v2, B=64, S=128" in text and "Matterhorn M-TTFS (k=1)" in text
+    assert "energy per block, unit costs paper: M-TTFS k=1 " in text  # the table: --verbose
+    table = (out / "energy_paper" / "energy_table.txt").read_text()
+    assert "all-MiniLM-L6-v2, B=64, S=128" in table and "Matterhorn M-TTFS (k=1)" in table
     energy = json.loads((out / "energy_paper" / "energy_report.json").read_text())
     assert energy["model"]["weight_bits"] == doc["quantization"]["weight_bits"] == 4  # W4A4
 
@@ -64,7 +67,8 @@ def test_stats_writes_report(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--model", "gpt"], "--model must be one of ('minilm',), not 'gpt'"),
+        (["--model", "gpt"],
+         "--model 'gpt' is neither the shipped model 'minilm' nor an existing model folder"),
         (["--model", "minilm", "--corpus", "nope"], "corpus must be one of"),
         (["--model", "minilm", "--k-max", "16"], "k_max must be in 0..15, not 16"),
         (["--model", "minilm", "--sentences", "0"], "sentences must be at least 1, not 0"),

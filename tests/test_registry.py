@@ -101,6 +101,15 @@ def test_every_bench_kind_has_its_cocotb_module():
         assert kind.top == registry.block(kind.block).module
 
 
+def test_every_bench_kind_can_be_named_on_the_command_line():
+    from matterhorn.cli import build_parser
+    from regression.benches import ALL_BENCHES
+
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    bench = next(a for a in commands["regress"]._actions if a.dest == "bench")
+    assert tuple(bench.choices) == ALL_BENCHES
+
+
 def test_synthesis_entries_build_their_block():
     specs = {s.top: s for s in prepare(4, 1, ROOT)}
     want = {b.module for b in BLOCKS if not isinstance(SYNTHESIS[b.name], Elsewhere)}

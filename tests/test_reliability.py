@@ -79,8 +79,9 @@ CASES = [
     ("synth --clock-ns 0", "clock_ns must be in 0.1..1000 ns, not 0.0"),
     ("synth --clock-ns nan", "clock_ns must be in 0.1..1000 ns, not nan"),
     ("synth --clock-ns 5000", "clock_ns must be in 0.1..1000 ns, not 5000.0"),
-    ("synth --jobs 0", "jobs must be in 1..64, not 0"),
-    ("synth --jobs 100", "jobs must be in 1..64, not 100"),
+    ("synth --jobs 0", "workers must be in 1..64, not 0"),
+    ("synth --tool-runs 0", "--tool-runs must be in 1..64, not 0"),
+    ("synth --tool-runs 100", "--tool-runs must be in 1..64, not 100"),
     ("synth --workers 0", "workers must be in 1..64, not 0"),
     ("synth --liberty missing.lib", "liberty file 'missing.lib' does not exist"),
     ("synth --out s --liberty file.txt",
@@ -119,7 +120,10 @@ CASES = [
     ("compare --liberty missing.lib", "liberty file 'missing.lib' does not exist"),
     ("stats --model minilm --out ''", f"{_EMPTY} ''"),
     ("finetune --model minilm --k 1 --out ''", f"{_EMPTY} ''"),
-    ("finetune --model bert --k 1 --out out", "--model must be one of ('minilm',), not 'bert'"),
+    ("finetune --model bert --k 1 --out out",
+     "--model 'bert' is neither the shipped model 'minilm' nor an existing model folder"),
+    ("stats --model file.txt --out out",
+     "--model 'file.txt' is a file; give the folder that holds config.json"),
     ("finetune --model minilm --k 16 --out out", "k must be in 0..15, not 16"),
     ("finetune --model minilm --k -1 --out out", "k must be in 0..15, not -1"),
     (
@@ -194,12 +198,13 @@ TOOL_ROWS = [
      "mttfs_encoder failed (exit status 1): ...` (the first error line of `build.log`)"), 1,
      "test_reliability.py::test_build_failure_is_not_a_mismatch"),
     ("regress", "`--workers 2`, SIGINT to the whole process group",
-     "`interrupted; the run is incomplete`, the only line on stderr", 130,
+     ("`interrupted; the run is incomplete`, the last line on stderr after the jobs' progress "
+     "lines, no worker's traceback"), 130,
      "test_reliability_runs.py::test_workers_interrupted_quietly"),
     ("layer", "SIGTERM while the Verilog is generated",
      "`interrupted; the run is incomplete`, no `UnusedElaboratable` warning after it", 143,
      "test_reliability_runs.py::test_generation_terminated_quietly"),
-    ("every command", "a bad file, folder, number or name (55 cases, 11 commands)",
+    ("every command", "a bad file, folder, number or name (59 cases, 11 commands)",
      "one line naming it, before any expensive step, nothing in the folder changed", 2,
      "test_reliability_inputs.py::test_validation_before_work"),
     ("`./run`", "two started at once on a fresh `MATTERHORN_VENV`",
@@ -338,7 +343,7 @@ def test_crashing_yosys(tmp_path, monkeypatch, capsys, body, status):
     toolchain.version.cache_clear()
     out = tmp_path / "synth"
     try:
-        code = main(["synth", "--T", "4", "--no-liberty", "--no-blocks", "--jobs", "1",
+        code = main(["synth", "--T", "4", "--no-liberty", "--no-blocks", "--tool-runs", "1",
                      "--out", str(out)])
     finally:
         toolchain.version.cache_clear()

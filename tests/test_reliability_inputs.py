@@ -36,19 +36,19 @@ from matterhorn.commands import mesh_arg
 FILE_OPTIONS = {
     "synth": {"liberty"},
     "energy": {"rates_file", "unit_costs", "synth"},
-    "stats": {"corpus", "synth", "checkpoint"},
-    "compare": {"liberty", "slice"},
-    "flow": {"liberty", "rates_file"},
-    "finetune": {"corpus", "extra"},
+    "stats": {"corpus", "synth", "checkpoint", "model"},
+    "compare": {"liberty", "slice", "model"},
+    "flow": {"liberty", "rates_file", "model"},
+    "finetune": {"corpus", "extra", "model"},
+    "layer": {"model"},
 }
 #: Free-form options that name something (a model, a preset, an address): each needs a case.
 NAME_OPTIONS = {
     "regress": {"scheduler"},
     "synth": {"scheduler", "system"},
     "energy": {"preset", "task", "event_cost"},
-    "stats": {"model"},
     "prove": {"only"},
-    "finetune": {"model", "start"},
+    "finetune": {"start"},
     "layer": {"layer"},
 }
 
@@ -89,9 +89,15 @@ def _both(*setups) -> Callable[[Path], None]:
     return setup
 
 
-MALFORMED_SYNTH = json.dumps({"schema": "matterhorn-synth-report/2",
+MALFORMED_SYNTH = json.dumps({"schema": "matterhorn.synth_report/2",
                               "unit_costs_pJ": {"E_ACC4": {"value": "x", "unit": "pJ/op"}}})
 NAN_RATES = '{"T": 16, "spike_rate_percent": {"M-TTFS k=1": NaN}}'
+#: A model folder of a decoder (outside the BERT family the toolkit converts).
+DECODER = json.dumps({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]})
+#: A BERT configuration with another activation.
+RELU = json.dumps({"model_type": "bert", "hidden_act": "relu", "hidden_size": 8,
+                   "num_attention_heads": 2, "num_hidden_layers": 1, "intermediate_size": 8,
+                   "vocab_size": 8})
 RO = "ro"  # an earlier output folder, made read-only by the test
 
 CASES = [
@@ -149,7 +155,10 @@ CASES = [
          _both(_write("ckpt/finetune.json", "{not json"),
                _write("ckpt/checkpoint.safetensors", b"\0" * 16))),
     Case("stats --model minilm --threads 0 --out o", "number", "threads must be at least 1"),
-    Case("stats --model gpt --out o", "name:model", "--model must be one of ('minilm',)"),
+    Case("stats --model gpt --out o", "file:model",
+         "--model 'gpt' is neither the shipped model 'minilm' nor an existing model folder"),
+    Case("stats --model gpt2 --out o", "file:model", "model folder 'gpt2' is a decoder",
+         _write("gpt2/config.json", DECODER)),
     Case(f"compare --out {RO}", "out", f"output folder '{RO}' cannot be written"),
     Case(f"compare --out {RO}/new", "out", f"output folder '{RO}/new' cannot be written: no "
          f"entry can be made in '{RO}'"),
@@ -159,6 +168,8 @@ CASES = [
     Case("compare --slice slice.json --out o", "file:slice",
          "slice.json: field 'n_in' is missing",
          _write("slice.json", '{"schema": "matterhorn.layer_slice/1"}')),
+    Case("compare --model relu --out o", "file:model",
+         "model folder 'relu' has hidden_act 'relu', not 'gelu'", _write("relu/config.json", RELU)),
     Case(f"flow --T 4 --out {RO}", "out", f"output folder '{RO}' cannot be written"),
     Case("flow --T 4 --out o", "out", "output folder 'o' holds a file 'synth' where",
          _write("o/synth", "a file of the user's")),
@@ -167,6 +178,8 @@ CASES = [
          "'bad.lib' is not a Liberty file", _write("bad.lib", "not a liberty\n")),
     Case("flow --T 4 --rates-file nan.json --out o", "file:rates_file",
          "statistics file nan.json is not valid JSON", _write("nan.json", NAN_RATES)),
+    Case("flow --T 4 --model relu --out o", "file:model",
+         "model folder 'relu' has hidden_act 'relu', not 'gelu'", _write("relu/config.json", RELU)),
     Case(f"prove --out {RO}", "out", f"output folder '{RO}' cannot be written"),
     Case("prove --out file.txt", "out", "output folder 'file.txt' exists and is not a directory"),
     Case("prove --out o", "out", "output folder 'o' holds a file 'jobs' where",
@@ -184,7 +197,8 @@ CASES = [
          _write("latin1.txt", "Caf\xe9 is a word of French origin here.\n".encode("latin-1"))),
     Case("finetune --model minilm --k 1 --batch 0 --out o", "number",
          "batch must be in 1..4096, not 0"),
-    Case("finetune --model gpt --k 1 --out o", "name:model", "--model must be one of"),
+    Case("finetune --model gpt2 --k 1 --out o", "file:model", "model folder 'gpt2' is a decoder",
+         _write("gpt2/config.json", DECODER)),
     Case("finetune --model minilm --k 1 --start k1 --out o", "name:start",
          "--start must be one of ('k0', 'conversion'), not 'k1'"),
     Case(f"layer --out {RO}", "out", f"output folder '{RO}' cannot be written"),
@@ -192,6 +206,8 @@ CASES = [
          _write("o/runs", "a file of the user's")),
     Case("layer --windows 1.5 --out o", "number", "--windows must be an integer, not '1.5'"),
     Case("layer --layer nope --out o", "name:layer", "--layer must be one of ('minilm-q',)"),
+    Case("layer --model gpt2 --out o", "file:model", "model folder 'gpt2' is a decoder",
+         _write("gpt2/config.json", DECODER)),
 ]
 
 
@@ -240,6 +256,7 @@ def _tripwires(monkeypatch) -> None:
     import networks.bert
     import networks.corpus
     import networks.finetune_report
+    import networks.hf_folder
     import networks.report
     import rtl_gen.generate
     from golden_models import demo
@@ -259,7 +276,10 @@ def _tripwires(monkeypatch) -> None:
 
     monkeypatch.setattr(subprocess.Popen, "__init__", wire("a tool process"))
     for module in (networks.bert, networks.report, networks.finetune_report):
-        monkeypatch.setattr(module, "load_minilm", wire("loading MiniLM"))
+        if hasattr(module, "load_minilm"):
+            monkeypatch.setattr(module, "load_minilm", wire("loading MiniLM"))
+    for module in (networks.hf_folder, networks.report):
+        monkeypatch.setattr(module, "load_model", wire("loading a model"))
     monkeypatch.setattr(networks.corpus, "_stdlib_docstrings", wire("building a corpus"))
     monkeypatch.setattr(rtl_gen.generate, "elaborate", wire("elaborating Verilog"))
     monkeypatch.setattr(cluster, "executor", wire("opening the executor of the jobs"))

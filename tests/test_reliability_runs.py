@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -105,7 +106,7 @@ def test_synth_terminated(tmp_path):
     out = tmp_path / "s"
     out.mkdir()
     (out / "synth_report.json").write_text("earlier")
-    proc = _start(["synth", "--T", "4", "--no-liberty", "--jobs", "1", "--out", "s"], tmp_path)
+    proc = _start(["synth", "--T", "4", "--no-liberty", "--tool-runs", "1", "--out", "s"], tmp_path)
 
     def staging() -> list[str]:
         return [p.name for p in tmp_path.iterdir() if p.name.startswith(".synth-")]
@@ -165,8 +166,8 @@ def test_workers_interrupted_quietly(tmp_path):
     lines: list[str] = []
     first = threading.Event()
 
-    def reader() -> None:
-        for line in proc.stdout:
+    def reader() -> None:  # stderr: the jobs' progress lines, then the interrupted line
+        for line in proc.stderr:
             lines.append(line.rstrip("\n"))
             if "PASS" in line or "FAIL" in line:
                 first.set()
@@ -179,10 +180,15 @@ def test_workers_interrupted_quietly(tmp_path):
         lines)
     os.killpg(proc.pid, signal.SIGINT)  # the whole group: the workers get it too
     code = proc.wait(timeout=300)
-    err = proc.stderr.read()
     t.join(10)
+    err = "\n".join(lines)
     assert code == 130, err
-    assert err == f"matterhorn regress: {INTERRUPTED}\n"
+    # nothing but the progress of the jobs that ended (this process's own lines), and the
+    # interrupted line last: no worker's traceback or warning
+    assert lines[-1] == f"matterhorn regress: {INTERRUPTED}", err
+    progress = re.compile(r"\[regress \d+/\d+, \d+ s\] (PASS|FAIL|NONE) \S+")
+    assert all(progress.fullmatch(line) for line in lines[:-1]), err
+    assert proc.stdout.read() == ""  # no result: the run is incomplete
     assert not (tmp_path / "r" / "regress_summary.json").exists()
 
 

@@ -104,7 +104,15 @@ def test_generate_writes_every_module(generated):
     on_disk = json.loads((out / gen.MANIFEST).read_text())
     assert on_disk == manifest
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [f"{n}.v" for n in gen.MODULES] + [gen.MANIFEST])
+        [f"{n}.v" for n in gen.MODULES] + [gen.MANIFEST] + _companions(manifest))
+
+
+def _companions(manifest) -> list[str]:
+    """The FuseSoC cores, the AXI wrappers' C headers and register tables (docs/fusesoc.md)."""
+    from rtl_gen.axi import companion_files
+    from rtl_gen.fusesoc import core_files
+
+    return [*core_files(SMALL, manifest), *companion_files(SMALL)]
 
 
 def test_manifest_ports_match_verilog(generated):

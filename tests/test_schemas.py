@@ -46,6 +46,15 @@ def test_schema_files_are_schemas(name):
     Draft202012Validator.check_schema(schema(name))
 
 
+@pytest.mark.parametrize("name", SCHEMAS)
+def test_schema_ids_follow_one_style(name):
+    """Every document names its schema ``matterhorn.<schema file>/<version>`` (docs/design.md)."""
+    doc = schema(name)
+    prefix, _, version = doc["$id"].partition("/")
+    assert prefix == f"matterhorn.{name}" and version.isdigit(), doc["$id"]
+    assert doc["properties"]["schema"] == {"const": doc["$id"]}
+
+
 def test_field_path():
     assert field_path(["jobs", 0, "sim"]) == "jobs[0].sim"
     assert field_path([]) == "(document)"
@@ -60,7 +69,7 @@ def test_unknown_schema():
 def test_manifest(tmp_path):
     generate(RTLConfig(T=4, k=1, n_in=4, tile_neurons=2, mesh_rows=1, mesh_cols=2), tmp_path)
     path = tmp_path / "manifest.json"
-    assert read_manifest(path)["schema"] == "matterhorn-rtl-manifest/1"
+    assert read_manifest(path)["schema"] == "matterhorn.rtl_manifest/1"
     check_rejected(
         path,
         lambda d: d["parameters"].update(family="odd"),
@@ -184,5 +193,5 @@ def test_synth_report_reader(tmp_path):
         path,
         lambda d: d.update(schema="other"),
         report.load,
-        "synth_report.json: field 'schema': 'matterhorn-synth-report/2' was expected",
+        "synth_report.json: field 'schema': 'matterhorn.synth_report/2' was expected",
     )

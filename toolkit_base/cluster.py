@@ -22,7 +22,7 @@ import re
 import socket
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from toolkit_base.checks import check_int
 
@@ -122,23 +122,41 @@ class Executor:
         *,
         names: Sequence[str] | None = None,
         progress: Callable[[object], object] | None = None,
+        what: str | None = None,
     ) -> list:
         """``[fn(x) for x in items]``, results in item order; ``progress`` is called on the
         client with each result as it finishes. An exception raised by ``fn`` is raised here;
         on an error or an interrupt the items not started yet are cancelled (one already
-        running on a cluster's worker finishes there)."""
+        running on a cluster's worker finishes there).
+
+        With ``what`` (``"regress"``), the items are the steps of a progress display on the
+        console (:func:`toolkit_base.console.steps`); a step is named by the string
+        ``progress`` returns for its result, else by its name."""
+        from toolkit_base import console
+
         items = list(items)
         names = [f"item{i}" for i in range(len(items))] if names is None else list(names)
         if len(names) != len(items):
             raise ValueError(f"names must give one name per item ({len(items)}), not "
                              f"{len(names)}")
-        if self.client is None:
-            out = []
-            for x in items:
-                out.append(fn(x))
-                if progress is not None:
-                    progress(out[-1])
-            return out
+        shown = console.steps(what, len(items)) if what is not None else nullcontext()
+        with shown as bar:
+
+            def done(result, name: str) -> None:
+                said = progress(result) if progress is not None else None
+                if what is not None:
+                    bar.advance(said if isinstance(said, str) else name)
+
+            if self.client is None:
+                out = []
+                for x, name in zip(items, names, strict=True):
+                    out.append(fn(x))
+                    done(out[-1], name)
+                return out
+            return self._map_on_cluster(fn, items, names, done)
+
+    def _map_on_cluster(self, fn: Callable, items: list, names: list,
+                        done: Callable[[object, str], None]) -> list:
         from distributed import as_completed
 
         run = uuid.uuid4().hex[:8]
@@ -151,9 +169,9 @@ class Executor:
         out: list = [None] * len(futures)
         try:
             for fut in as_completed(futures, loop=self.client.loop):
-                out[where[fut.key]] = result = fut.result()  # fetched once
-                if progress is not None:
-                    progress(result)
+                i = where[fut.key]
+                out[i] = result = fut.result()  # fetched once
+                done(result, names[i])
             return out
         finally:  # on an error or an interrupt, what has not started yet does not start
             self.client.cancel([f for f in futures if not f.done()])

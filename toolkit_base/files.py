@@ -20,6 +20,7 @@ __all__ = [
     "copy_atomic",
     "locked",
     "owned_files",
+    "public",
     "replace_dir",
     "replace_owned",
     "staging_dir",
@@ -29,6 +30,28 @@ __all__ = [
 #: In a folder a command writes files into: the names of the files it wrote there (the only
 #: ones it replaces or removes later; every other file in the folder is the user's).
 OWNER_FILE = ".matterhorn-owned.json"
+
+
+def _umask() -> int:
+    """The process's umask: from ``/proc/self/status`` where there is one (reading it so
+    changes nothing), else by setting it and putting it back."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def public(path: str | os.PathLike, *, folder: bool = False) -> None:
+    """Give a file made by ``tempfile`` (mode 0600, a folder 0700) the mode of one made by
+    ``open`` (0666, a folder 0777) less the umask: 0644 and 0755 with the usual umask 022, so
+    a colleague on a shared machine can read the results."""
+    os.chmod(path, (0o777 if folder else 0o666) & ~_umask())
 
 
 def write_atomic(path: str | os.PathLike, data: bytes | str, *, prefix: str = ".tmp-") -> None:
@@ -53,6 +76,7 @@ def write_atomic(path: str | os.PathLike, data: bytes | str, *, prefix: str = ".
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        public(tmp)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
@@ -66,6 +90,7 @@ def copy_atomic(src: str | os.PathLike, path: str | os.PathLike, *, prefix: str 
     os.close(fd)
     try:
         shutil.copyfile(src, tmp)
+        public(tmp)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
@@ -82,6 +107,7 @@ def staging_dir(parent: str | os.PathLike, *, prefix: str = ".tmp-") -> Iterator
     parent = Path(parent)
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    public(tmp, folder=True)  # it may become a result folder (replace_dir)
     try:
         yield tmp
     finally:

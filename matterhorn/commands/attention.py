@@ -12,20 +12,20 @@ HELP = ("run real sentences through the attention path of MiniLM's block 0 on th
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sentences", type=int, default=8,
-                        help="calibration sentences, lengths spread over the split [8]")
+                        help="calibration sentences, lengths spread over the split")
     parser.add_argument("--longest", type=int, default=64,
-                        help="longest sentence to pick, in tokens [64]")
-    parser.add_argument("--k", type=int, default=1, help="dead-zone radius [1]")
+                        help="longest sentence to pick, in tokens")
+    parser.add_argument("--k", type=int, default=1, help="dead-zone radius")
     parser.add_argument("--heads", type=int, default=None,
                         help="heads of the generated design (the model's: 12)")
     parser.add_argument("--head-dim", type=int, default=None,
                         help="head dimension of the generated design (the model's: 32)")
     parser.add_argument("--seq-max", type=int, default=64,
-                        help="longest sequence of the generated design (key slots) [64]")
+                        help="longest sequence of the generated design (key slots)")
     parser.add_argument("--sim", action="append", choices=("icarus", "verilator"),
-                        help="simulator (repeatable) [icarus and verilator]")
+                        help="simulator, repeatable (default: icarus and verilator)")
     parser.add_argument("--out", default="build/attention",
-                        help="folder of the generated Verilog, builds and runs [build/attention]")
+                        help="folder of the generated Verilog, builds and runs")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--preset",
         default="bert-base",
-        help="bert-base (default, W1), llama2-7b, llama2-13b, llama2-70b or minilm-l6 (W4)",
+        help="bert-base (W1), llama2-7b, llama2-13b, llama2-70b or minilm-l6 (W4)",
     )
     for name, what in (
         ("hidden", "width C"),
@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ("weight-bits", "weight width 1..8 (paper: BERT 1, LLaMA-2 4)"),
     ):
         g.add_argument(f"--{name}", type=int, help=f"override the preset's {what} (custom model)")
-    g.add_argument("--batch", type=int, help="batch B (default 64)")
-    g.add_argument("--seq", type=int, help="sequence length S (default 128)")
+    g.add_argument("--batch", type=int, help="batch B (default: 64)")
+    g.add_argument("--seq", type=int, help="sequence length S (default: 128)")
 
     g = parser.add_argument_group("activity")
     g.add_argument(
@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="time steps of the TTFS/M-TTFS rows (needs --rate or --rates-file unless 16)",
     )
     g.add_argument(
-        "--k", type=int, help="dead-zone radius of the --rate row (default 1; only with --rate)"
+        "--k", type=int, help="dead-zone radius of the --rate row, only with --rate (default: 1)"
     )
     src = g.add_mutually_exclusive_group()
     src.add_argument(
@@ -52,14 +52,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--task",
         default="SST-2",
-        help="the paper's task whose printed rates to use (default SST-2; 'avg')",
+        help="the paper's task whose printed rates to use, or 'avg'",
     )
     g.add_argument(
         "--bit-convention",
         default="signed",
         choices=("signed", "magnitude"),
         help="bit-serial bit-events from histograms: one-bits of the two's-complement "
-        "code (default, what the paper's rows fit) or of the magnitude",
+        "code (signed, what the paper's rows fit) or of the magnitude",
     )
 
     g = parser.add_argument_group("unit costs")
@@ -67,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--unit-costs",
         default="paper",
         metavar="paper|FILE",
-        help="complete unit-cost table: the paper's (default) or a JSON file",
+        help="complete unit-cost table: the paper's or a JSON file",
     )
     g.add_argument(
         "--synth",
@@ -95,7 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=1,
         metavar="N",
-        help="bits the bit-serial QNN reads per attention delivery (default 1)",
+        help="bits the bit-serial QNN reads per attention delivery",
     )
     g.add_argument(
         "--pooler", action="store_true", help="add the QNN pooler transfer amortized over L blocks"
@@ -111,19 +111,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--event-accumulate",
         default="weight-width",
         choices=("weight-width", "one-bit"),
-        help="operator an event pays on wider-than-1-bit weights: the weight's width (default: "
-        "E_MAC4x4 / E_ACC4 at 4 bits) or the paper's 1-bit E_MAC4 / E_ACC1",
+        help="operator an event pays on wider-than-1-bit weights: the weight's width "
+        "(E_MAC4x4 / E_ACC4 at 4 bits) or the paper's 1-bit E_MAC4 / E_ACC1",
     )
     g.add_argument(
         "--activation-bits",
         type=int,
         metavar="N",
-        help="dense activation and K/V width a (default log2 T: 4 at T=16)",
+        help="dense activation and K/V width a (default: log2 T, 4 at T=16)",
     )
 
     g = parser.add_argument_group("output")
     g.add_argument(
-        "--out", default="build/energy", metavar="DIR", help="report folder (default build/energy)"
+        "--out", default="build/energy", metavar="DIR", help="report folder"
     )
     g.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
@@ -212,6 +212,7 @@ def _event_cost(text: str | None) -> float | str | None:
 def run(args: argparse.Namespace) -> int:
     import energy_model as em
     from energy_model.output import write_report
+    from toolkit_base import console
     from toolkit_base.checks import check_out_writable
 
     check_out_writable(args.out)  # staged in .energy-* inside it
@@ -234,25 +235,25 @@ def run(args: argparse.Namespace) -> int:
     sweep = em.sensitivity(dims, rates, costs, options)
     written = write_report(report, args.out, sweep=sweep, plots=not args.no_plots)
 
-    print(report.table(), end="")
-    print(f"rates: {rates.source}")
+    console.out(report.table().rstrip("\n"))
+    console.out(f"rates: {rates.source}")
     sources = sorted({c.provenance.split(":")[0] for c in costs.values()})
-    print(f"unit costs: {', '.join(sources)}")
+    console.out(f"unit costs: {', '.join(sources)}")
     groups: dict[str, list[str]] = {}
     for key, cost in costs.items():
         groups.setdefault(cost.provenance, []).append(key)
     for provenance, keys in groups.items():
         if not provenance.startswith("paper"):
-            print(f"  {', '.join(keys)}: {provenance}")
+            console.out(f"  {', '.join(keys)}: {provenance}")
     for row, x in sweep.crossovers_in_range().items():
-        print(f"crossover with dense QNN: {row} at {x:.4f} pJ/event")
+        console.out(f"crossover with dense QNN: {row} at {x:.4f} pJ/event")
     for row in sweep.coefficients:
         if row.startswith("Matterhorn M-TTFS"):
             lo, hi = min(sweep.event_costs_pJ), max(sweep.event_costs_pJ)
-            print(
-                f"advantage over dense QNN: {row}: {sweep.advantage(row, lo):.3f}x at "
-                f"{lo:g} pJ, {sweep.advantage(row, hi):.3f}x at {hi:g} pJ"
+            console.out(
+                f"energy relative to the dense QNN: {row}: {sweep.rel(row, lo):.3f}x at "
+                f"{lo:g} pJ/event, {sweep.rel(row, hi):.3f}x at {hi:g} pJ/event"
             )
     out = Path(args.out)
-    print(f"wrote {', '.join(str(out / p.name) for p in written.values())}")
+    console.out(f"wrote {', '.join(str(out / p.name) for p in written.values())}")
     return 0

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-HELP = "dead-zone quantization-aware fine-tuning of the W4A4 MiniLM QNN (masked STE, distillation)"
+HELP = ("dead-zone quantization-aware fine-tuning of a BERT-family model's W4A4 QNN (MiniLM "
+        "or a model folder; masked STE, distillation)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="model name (minilm)")
+    parser.add_argument("--model", default="minilm", metavar="minilm|FOLDER",
+                        help="the shipped all-MiniLM-L6-v2, or a local Hugging Face folder of a "
+                        "BERT-family encoder")
     parser.add_argument(
         "--k", type=int, nargs="+", required=True, help="dead-zone radius (several: one run each)"
     )
@@ -45,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--start",
         default="k0",
         help="where a radius k >= 1 starts: k0, the fine-tuned k = 0 QNN (trained first unless "
-        "DIR/k0 holds one of the same settings; the default), or conversion",
+        "DIR/k0 holds one of the same settings), or conversion",
     )
     parser.add_argument(
         "--lr", type=float, default=None, help="peak learning rate (default: the recipe's)"
@@ -82,17 +84,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="width of the integer residual stream (with --integer; default 16)",
     )
     parser.add_argument("--no-plots", action="store_true", help="write no plot")
-    parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--out", default="build/finetune", metavar="DIR", help="output folder")
 
 
 def run(args: argparse.Namespace) -> int:
     from networks.finetune_report import (
         EXTRA_CORPORA,
-        MODELS,
         STARTS,
         finetune_minilm,
     )
+    from networks.hf_folder import resolve_model
     from networks.integer import integer_spec
+    from toolkit_base import console
     from toolkit_base.checks import check_out_dir
 
     if args.start not in STARTS:
@@ -101,8 +104,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--k-steps needs --start k0 (from the conversion every k trains --steps)")
     integer = integer_spec(args.integer, args.residual_bits)
     out = Path(check_out_dir(args.out))
-    if args.model not in MODELS:
-        raise ValueError(f"--model must be one of {tuple(MODELS)}, not {args.model!r}")
+    resolve_model(args.model)  # the family and the files, before anything else
     ks = list(dict.fromkeys(args.k))  # a repeated radius runs once
     doc = finetune_minilm(
         ks,
@@ -123,18 +125,18 @@ def run(args: argparse.Namespace) -> int:
         start=args.start,
         integer=integer,
         plot=None if args.no_plots else _plot(),
-        progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+        progress=console.note,
     )
     for r in doc["runs"]:
         b, a = r["before"], r["after"]
-        print(
+        console.out(
             f"k={r['k']}: cosine to float {b['cos_float']['mean']:.4f} -> "
             f"{a['cos_float']['mean']:.4f}, retrieval agreement {b['retrieval_agreement']:.3f} "
             f"-> {a['retrieval_agreement']:.3f}, spike rate {100 * b['rates']['network']:.2f}% "
             f"-> {100 * a['rates']['network']:.2f}%"
         )
     names = ", ".join(f"k{r['k']}" for r in doc["runs"])
-    print(f"wrote {out}/finetune.json (checkpoints {names})")
+    console.out(f"wrote {out}/finetune.json, summary.md (checkpoints {names})")
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from matterhorn.commands import mesh_arg
 
@@ -10,31 +11,36 @@ HELP = "elaborate the Amaranth RTL to Verilog (one file per top-level block) + m
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--T", type=int, default=16, help="time steps 2**n, n in 1..6 [16]")
-    parser.add_argument("--k", type=int, default=1, help="dead-zone radius 0..T-1 [1]")
+    parser.add_argument("--T", type=int, default=16, help="time steps 2**n, n in 1..6")
+    parser.add_argument("--k", type=int, default=1, help="dead-zone radius 0..T-1")
     parser.add_argument("--family", choices=("sym", "asym"), default="sym",
-                        help="code family of the layer input [sym]")
+                        help="code family of the layer input")
     parser.add_argument("--i-max", type=int, nargs="+", metavar=("IN", "OUT"), default=None,
                         help="silent centres: one value for input and output, or IN OUT "
-                        "[c, code 0 silent]")
+                        "(default: c, code 0 silent)")
     parser.add_argument("--weight-bits", type=int, default=1,
-                        help="1 (+-1 weights) or signed 2..8 [1]")
-    parser.add_argument("--n-in", type=int, default=16, help="input addresses of a tile [16]")
-    parser.add_argument("--tile-neurons", type=int, default=8, help="neurons per tile [8]")
+                        help="1 (+-1 weights) or signed 2..8")
+    parser.add_argument("--n-in", type=int, default=16, help="input addresses of a tile")
+    parser.add_argument("--tile-neurons", type=int, default=8, help="neurons per tile")
     parser.add_argument("--lanes", type=int, default=None,
-                        help="comparator lanes of the fire phase [tile neurons]")
+                        help="comparator lanes of the fire phase (default: --tile-neurons)")
     parser.add_argument("--mesh", type=mesh_arg, default=(2, 2), metavar="RxC",
-                        help="mesh rows x cols [2x2]")
+                        help="mesh rows x cols (default: 2x2)")
     parser.add_argument("--sram-macro", action="store_true",
                         help="emit mttfs_sram as a wrapper of a black-box macro")
+    parser.add_argument("--axil-addr-width", type=int, default=16, metavar="BITS",
+                        help="address bits of the AXI wrappers' AXI4-Lite slave")
+    parser.add_argument("--axis-width", type=int, default=32, metavar="BITS",
+                        help="TDATA bits of the AXI wrappers' AXI4-Stream ports: 8, 16, 32, 64")
     parser.add_argument("--lint", action="store_true",
                         help="run verilator --lint-only -Wall (with the listed waivers) after")
-    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--out", default="build/rtl", metavar="DIR", help="output folder")
 
 
 def run(args: argparse.Namespace) -> int:
     from rtl_gen.generate import generate, lint
     from rtl_gen.params import RTLConfig
+    from toolkit_base import console
     from toolkit_base.checks import check_out_writable
     from toolkit_base.toolchain import require
 
@@ -50,20 +56,22 @@ def run(args: argparse.Namespace) -> int:
         T=args.T, k=args.k, family=args.family, i_max_in=i_max_in, i_max_out=i_max_out,
         weight_bits=args.weight_bits, n_in=args.n_in, tile_neurons=args.tile_neurons,
         lanes=args.lanes, mesh_rows=args.mesh[0], mesh_cols=args.mesh[1],
-        sram_macro=args.sram_macro,
+        sram_macro=args.sram_macro, axil_addr_width=args.axil_addr_width,
+        axis_width=args.axis_width,
     )
     check_out_writable(args.out)  # staged in .rtl_gen-* inside it
     manifest = generate(config, args.out)
     derived = manifest["derived"]
     for name, entry in manifest["modules"].items():
-        print(f"{name}: {args.out}/{entry['file']} sha256 {entry['sha256'][:16]}")
-    print(f"accumulator: {derived['acc_width']} bits, |V| <= {derived['acc_bound']} "
+        console.detail(f"{name}: {args.out}/{entry['file']} sha256 {entry['sha256'][:16]}")
+    console.out(f"wrote {len(manifest['modules'])} modules and manifest.json to {args.out}")
+    console.out(f"accumulator: {derived['acc_width']} bits, |V| <= {derived['acc_bound']} "
           f"({derived['acc_bound_formula'].split(' (golden')[0]})")
     if args.lint:
         try:
             lint(args.out, manifest)
         except RuntimeError as exc:
-            print(f"matterhorn generate: {exc}")
+            print(f"matterhorn generate: {exc}", file=sys.stderr)
             return 1
-        print("verilator lint: clean (waivers listed in manifest.json)")
+        console.out("verilator lint: clean (waivers listed in manifest.json)")
     return 0

@@ -8,9 +8,9 @@ HELP = "prove the RTL's invariants with SymbiYosys (each with a planted bug it m
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", default="build/prove",
+    parser.add_argument("--out", default="build/prove", metavar="DIR",
                         help="output folder: prove_summary.json, summary.md and the "
-                        "SymbiYosys work folders under jobs/ [build/prove]")
+                        "SymbiYosys work folders under jobs/")
     parser.add_argument("--only", nargs="+", metavar="NAME", default=None,
                         help="check only these properties (names as in docs/formal.md)")
     parser.add_argument("--list", action="store_true",
@@ -19,13 +19,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from formal.properties import select
+    from toolkit_base import console
 
     if args.list:
         for prop in select(args.only):
-            print(f"{prop.name}: {prop.target}, {prop.mode} depth {prop.depth}: "
-                  f"{prop.statement}")
+            console.out(f"{prop.name}: {prop.target}, {prop.mode} depth {prop.depth}: "
+                        f"{prop.statement}")
             for mutant in prop.mutants:
-                print(f"    mutant {mutant.name}: {mutant.what}")
+                console.out(f"    mutant {mutant.name}: {mutant.what}")
         return 0
     from formal.prove import JOBS, SUMMARY, SUMMARY_MD, prove
     from toolkit_base.checks import check_out_writable
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     check_out_writable(args.out, subdirs=(JOBS,))
     doc = prove(args.out, args.only)
     t = doc["totals"]
-    print(f"{t['proven']} of {t['properties']} properties hold, {t['mutants_caught']} of "
-          f"{t['mutants']} mutants caught, {t['seconds']:.1f} s")
-    print(f"summary: {args.out}/{SUMMARY}, {args.out}/{SUMMARY_MD}")
+    console.out(f"{t['proven']} of {t['properties']} properties hold, {t['mutants_caught']} of "
+                f"{t['mutants']} mutants caught, {t['seconds']:.1f} s")
+    console.out(f"summary: {args.out}/{SUMMARY}, {args.out}/{SUMMARY_MD}")
     return 0 if doc["passed"] else 1

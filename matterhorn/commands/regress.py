@@ -16,35 +16,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         nargs="+",
         default=[16],
-        help="time steps, powers of two in 2..64 (one or more) [16]",
+        help="time steps, powers of two in 2..64 (one or more)",
     )
     parser.add_argument(
-        "--k", type=int, nargs="+", default=[1], help="dead-zone radius (one or more) [1]"
+        "--k", type=int, nargs="+", default=[1], help="dead-zone radius (one or more)"
     )
     parser.add_argument(
         "--sim",
         choices=("icarus", "verilator"),
         action="append",
-        help="simulator; repeat for both [icarus]",
+        help="simulator; repeat for both (default: icarus)",
     )
     parser.add_argument(
         "-j", "--jobs", "--workers", dest="jobs", type=int, default=1, metavar="N",
         help=f"jobs run at a time, 1..{MAX_WORKERS}: 1 in this process, more on a local Dask "
-        "cluster of N worker processes [1]",
+        "cluster of N worker processes",
     )
     parser.add_argument(
         "--scheduler", default=None, metavar="tcp://HOST:PORT",
         help="run the jobs on the workers of an existing Dask cluster (docs/cluster.md)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="stimulus seed, 0..2**31-1 [0]")
+    parser.add_argument("--seed", type=int, default=0, help="stimulus seed, 0..2**31-1")
     parser.add_argument("--waves", action="store_true", help="dump waveforms (slow, large)")
     parser.add_argument(
         "--bench",
-        choices=("encoder", "sram", "tile", "router", "system", "tile-fast", "system-fast"),
+        # regression.benches.ALL_BENCHES, written out: importing the regression here would slow
+        # every command down (tests/test_registry.py checks the two agree)
+        choices=("encoder", "sram", "tile", "dense_tile", "router", "system", "attn_softmax",
+                 "attention", "softmax", "add_norm", "axi_tile", "axi_system", "tile-fast",
+                 "system-fast"),
         action="append",
-        help="run only these benches; repeatable; tile-fast and system-fast run the tile's and "
-        "the system's vectors in the fast harness (docs/regress.md, \"Fast mode\") "
-        "[all per-beat benches]",
+        help="run only these benches; repeatable; softmax and add_norm run the non-linear units "
+        "(docs/rtl_units.md); attention and attn_softmax run the attention path and its softmax "
+        "node (docs/rtl_attention.md); axi_tile and axi_system run the AXI wrappers "
+        "(docs/rtl_axi.md); tile-fast and system-fast run the tile's and the system's vectors "
+        "in the fast harness (docs/regress.md, \"Fast mode\") (default: all per-beat benches)",
     )
     parser.add_argument(
         "--quick", action="store_true", help="short run: one parameter set per T, fewer vectors"
@@ -52,7 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out",
         default="build/regress",
-        help="directory of builds, runs and regress_summary.json [build/regress]",
+        metavar="DIR",
+        help="folder of builds, runs and regress_summary.json",
     )
     parser.add_argument("--json", action="store_true", help="print the summary JSON, no table")
 
@@ -60,11 +67,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from regression import BENCHES, format_table, run_regression
     from regression.summary import job_status
+    from toolkit_base import console
 
-    def progress(result) -> None:
-        if not args.json:
-            state = {"pass": "PASS", "fail": "FAIL", "vacuous": "NONE"}[job_status(result)]
-            print(f"  {state} {result.job.name}", flush=True)
+    def progress(result) -> str:
+        """The step's line (console progress): the job's state and name."""
+        state = {"pass": "PASS", "fail": "FAIL", "vacuous": "NONE"}[job_status(result)]
+        return f"{state} {result.job.name}"
 
     summary = run_regression(
         T=args.T,
@@ -80,8 +88,8 @@ def run(args: argparse.Namespace) -> int:
         scheduler=args.scheduler,
     )
     if args.json:
-        print(json.dumps(summary, indent=1, sort_keys=True))
+        console.out(json.dumps(summary, indent=1, sort_keys=True))
     else:
-        print(format_table(summary))
-        print(f"summary: {args.out}/regress_summary.json")
+        console.out(format_table(summary))
+        console.out(f"summary: {args.out}/regress_summary.json")
     return 0 if summary["status"] == "passed" else 1

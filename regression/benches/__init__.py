@@ -13,9 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
-from regression import stimulus
-from regression.benches import attention, dense_tile, encoder, fast, router, sram, system, tile
+from regression import axi, stimulus
+from regression.benches import (
+    attention,
+    dense_tile,
+    encoder,
+    fast,
+    router,
+    sram,
+    system,
+    tile,
+    units,
+)
 from rtl_gen import registry
 
 __all__ = ["ALL_BENCHES", "BENCHES", "BENCH_KINDS", "FAST_BENCHES", "BenchKind", "PlanPoint"]
@@ -117,6 +128,17 @@ BENCH_KINDS = {
     "attention": BenchKind("attention", "cocotb_tests.tb_fast", stimulus.AttentionStimulus,
                            attention.attention_config, attention.attention_plan,
                            params=attention.params, build=fast.build),
+    "softmax": BenchKind("softmax", "cocotb_tests.tb_softmax", stimulus.SoftmaxStimulus,
+                         units.softmax_config, units.plan),
+    "add_norm": BenchKind("add_norm", "cocotb_tests.tb_add_norm", stimulus.AddNormStimulus,
+                          units.add_norm_config, units.plan),
+    # the AXI wrappers (regression/axi.py): one bench, a random network per job
+    "axi_tile": BenchKind("axi_tile", axi.BENCH, stimulus.AxiStimulus,
+                          partial(axi.job_config, "tile"), axi.plan,
+                          params=partial(axi.job_params, "tile")),
+    "axi_system": BenchKind("axi_system", axi.BENCH, stimulus.AxiStimulus,
+                            partial(axi.job_config, "system"), axi.plan,
+                            params=partial(axi.job_params, "system")),
 }
 #: The per-beat benches, in the order the regression runs them (its default set).
 BENCHES = tuple(BENCH_KINDS)

@@ -13,6 +13,7 @@ Each ``<name>.json`` beside this file is a JSON Schema (draft 2020-12) of one do
 - ``energy_report``: ``energy_report.json`` of ``matterhorn energy``;
 - ``prove_summary``: ``prove_summary.json`` of ``matterhorn prove``.
 - ``finetune``: ``finetune.json`` of ``matterhorn finetune`` (and of each checkpoint folder).
+- ``pdk``: a PDK table, ``synth_scripts/pdks/<name>.json``.
 
 Readers call :func:`validate`; a malformed document raises ``ValueError`` with one line that
 names the document and the failing field, e.g.
@@ -37,6 +38,7 @@ SCHEMAS = (
     "golden_layers",
     "golden_stats",
     "layer_slice",
+    "pdk",
     "prove_summary",
     "regress_summary",
     "rtl_manifest",
