@@ -156,6 +156,11 @@ class AttentionStimulus:
     sentences: int = 8
     k: int = 1
     repeat: int = 1
+    p_idle: float = P_IDLE
+    p_stall: float = P_STALL
+    corrupt: str | None = None
+
+
 #: Self-check modes of the AXI benches: one expected output word altered or dropped, or
 #: ``"load"``: bit 0 of every ``LOAD_DATA`` word flipped on its way in (wrong images, a fault
 #: the expectation does not know).
