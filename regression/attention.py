@@ -205,8 +205,8 @@ def attention_vectors(cfg, case: AttentionCase, manifest_entry: Mapping,
 def softmax_vectors(cfg, case: AttentionCase, manifest_entry: Mapping,
                     corrupt: str | None = None) -> FastVectors:
     """The fast-harness memories of the softmax node alone: the configuration, per sequence
-    its start, then every row of raw scores of head 0 (slots in a shuffled order), the
-    expected ``attn_prob`` events and counters of each."""
+    its start, then every row of raw scores of head 0 (in slot order, as the query x key tile
+    sends them), the expected ``attn_prob`` events and counters of each."""
     from rtl_gen.attn_images import config_beats, sequence_beats
     from rtl_gen.attn_params import attn_load_layout, score_layout
     from rtl_gen.layouts import event_layout, pack
@@ -222,7 +222,6 @@ def softmax_vectors(cfg, case: AttentionCase, manifest_entry: Mapping,
     beats_load = len(seq)
     outs, cnt, totals = [], [], dict.fromkeys(ports, 0)
     events = beats_in = 0
-    rng = random.Random(case.source)
     d = cfg.head_dim
     for q, k, v, valid in case.sequences:
         load = sequence_beats(cfg, valid)
@@ -230,7 +229,6 @@ def softmax_vectors(cfg, case: AttentionCase, manifest_entry: Mapping,
         beats_load += len(load)
         for w in case.path.run_head(q[:, :d], k[:, :d], v[:, :d], valid):
             rows = [{"addr": j, "score": int(s)} for j, s in enumerate(w.scores.tolist())]
-            rng.shuffle(rows)
             beats = [*rows, {"last": 1}]
             seq += [_seq_word(pack(lin, b), 1, start=j == 0, barrier=j == 0)
                     for j, b in enumerate(beats)]

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from amaranth.hdl import signed, unsigned
+from amaranth.hdl import signed
 from amaranth.lib import data
 
 from golden_models.bounds import accumulator_bound, signed_width
 from golden_models.codespace import CodeSpace
-from golden_models.int_softmax import EXP_BITS, MULT_BITS, PROB_BITS, recip_bits
+from golden_models.int_softmax import MULT_BITS, PROB_BITS, recip_bits
 from rtl_gen.params import (
     MAX_MESH,
     MAX_T,
@@ -48,7 +48,6 @@ __all__ = [
     "kv_write_layout",
     "score_layout",
     "sequence_layout",
-    "u_layout",
 ]
 
 #: Largest head dimension and sequence the generator builds.
@@ -214,6 +213,13 @@ class AttentionConfig:
 
     # -- the softmax unit --------------------------------------------------------------------------
 
+    def softmax_unit(self) -> RTLConfig:
+        """The configuration of the softmax unit (:class:`rtl_gen.softmax.Softmax`) each head's
+        softmax node holds: its reciprocal sized for ``row_max`` (the golden ``IntSoftmax``'s
+        ``Pd``; the row buffer as deep), this design's score width and ``Ft``."""
+        return RTLConfig(T=self.T, seq_len=self.row_max, score_bits=self.score_bits,
+                         exp_frac_bits=self.frac_bits, head_dim=self.head_dim)
+
     @property
     def recip_bits(self) -> int:
         """``Pd`` of the softmax contract (:func:`golden_models.int_softmax.recip_bits`)."""
@@ -223,25 +229,6 @@ class AttentionConfig:
     def shift_bits(self) -> int:
         """Bits of the multiplier's shift ``S`` (``0 .. 62 - score_bits - 16``)."""
         return bits_for(62 - self.score_bits - MULT_BITS)
-
-    @property
-    def exp_width(self) -> int:
-        """An exponential ``e <= 2**E``."""
-        return EXP_BITS + 1
-
-    @property
-    def sum_width(self) -> int:
-        return (self.seq_max * 2**EXP_BITS).bit_length()
-
-    @property
-    def recip_width(self) -> int:
-        """``rcp = 2**Pd // sum <= 2**(Pd - E)`` (a row with a valid key has ``sum >= 2**E``)."""
-        return (2 ** (self.recip_bits - EXP_BITS)).bit_length()
-
-    @property
-    def u_width(self) -> int:
-        """``u <= 2**Pu``."""
-        return PROB_BITS + 1
 
     @property
     def prob_theta_width(self) -> int:
@@ -279,8 +266,7 @@ class AttentionConfig:
             "score_acc_width": self.score_tile().acc_width,
             "ctx_acc_bound": self.ctx_acc_bound, "ctx_acc_width": self.context_tile().acc_width,
             "ctx_theta_width": self.ctx_theta_width, "recip_bits": self.recip_bits,
-            "recip_width": self.recip_width, "sum_width": self.sum_width,
-            "u_width": self.u_width, "prob_theta_width": self.prob_theta_width,
+            "prob_theta_width": self.prob_theta_width,
             "kv_groups": self.kv_groups, "flit_value_width": self.flit_value_width,
         }
 
@@ -292,11 +278,6 @@ def score_layout(cfg: AttentionConfig) -> data.StructLayout:
     """A raw score on its way to the softmax unit: key slot, score, ``last`` (a marker)."""
     return data.StructLayout({"addr": cfg.slot_width, "score": signed(cfg.score_bits),
                               "last": 1})
-
-
-def u_layout(cfg: AttentionConfig) -> data.StructLayout:
-    """A probability ``u`` (times ``2**Pu``) of a key slot, ``last`` (a marker)."""
-    return data.StructLayout({"addr": cfg.slot_width, "u": unsigned(cfg.u_width), "last": 1})
 
 
 def kv_write_layout(cfg: AttentionConfig) -> data.StructLayout:

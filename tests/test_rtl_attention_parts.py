@@ -1,6 +1,7 @@
 # amaranth: UnusedElaboratable=no
-"""The parts of the attention path on their own, in the Amaranth simulator: the softmax unit
-against golden_models.int_softmax.IntSoftmax on random and extreme rows; the run-time weight
+"""The parts of the attention path on their own, in the Amaranth simulator: the softmax node
+(the project's softmax unit and the attn_prob encoder) against the golden path on random and
+extreme rows; the run-time weight
 memory's write rules (slots beyond the sequence and repeated writes ignored, the write count,
 the written bits cleared by a sequence); the eager fork."""
 
@@ -11,27 +12,30 @@ import random
 import pytest
 import torch
 
-from golden_models.int_softmax import IntSoftmax
+from golden_models.attention import AttentionPath
+from golden_models.mttfs import encode_events
+from rtl_gen.attn_images import config_beats, sequence_beats
 from rtl_gen.attn_params import AttentionConfig
-from rtl_gen.attn_softmax import SoftmaxUnit
+from rtl_gen.attn_softmax import SoftmaxNode, softmax_counters
 from rtl_gen.kv_tiles import RuntimeWeights
 from rtl_gen.simulation import run_simulator, stream_put
 
 
-def _softmax_rows(cfg, sm, rows, unit=SoftmaxUnit):
-    """``u`` of each ``(scores, valid)`` row from the unit (slots in a shuffled order)."""
-    dut = unit(cfg)
+def _node_rows(cfg, path, rows, node=SoftmaxNode):
+    """The ``attn_prob`` events ``(slot, t)`` and the counters of each ``(scores, valid)`` row
+    from a softmax node loaded with ``path`` (the scores in slot order, as the query x key tile
+    sends them)."""
+    dut = node(cfg)
+    names = list(softmax_counters(cfg))
     out = []
 
     async def bench(ctx):
-        ctx.set(dut.mult, sm.mult)
-        ctx.set(dut.shift, sm.shift)
-        rng = random.Random(0)
+        for b in config_beats(cfg, path):
+            await stream_put(ctx, dut.load, b)
         for scores, valid in rows:
-            ctx.set(dut.length, len(scores))
-            ctx.set(dut.valid, sum(1 << j for j, v in enumerate(valid) if v))
+            for b in sequence_beats(cfg, torch.tensor(valid)):
+                await stream_put(ctx, dut.load, b)
             beats = [{"addr": j, "score": s, "last": 0} for j, s in enumerate(scores)]
-            rng.shuffle(beats)
             for b in [*beats, {"addr": 0, "score": 0, "last": 1}]:
                 await stream_put(ctx, dut.i, b)
             got = []
@@ -41,49 +45,66 @@ def _softmax_rows(cfg, sm, rows, unit=SoftmaxUnit):
                 if valid_o:
                     if p.last:
                         break
-                    got.append((int(p.addr), int(p.u)))
+                    got.append((int(p.addr), int(p.t)))
             ctx.set(dut.o.ready, 0)
-            out.append(got)
+            await ctx.tick()
+            out.append((got, {n: ctx.get(getattr(dut, f"cnt_{n}")) for n in names}))
 
     run_simulator(dut, bench)
     return out
 
 
-@pytest.mark.parametrize("head_dim", [8, 32])
-def test_softmax_unit_equals_int_softmax(head_dim):
-    cfg = AttentionConfig(heads=1, head_dim=head_dim, seq_max=12, T=16)
-    bound = cfg.score_bound
-    sm = IntSoftmax.from_scale(3.0 / head_dim, 512, cfg.score_bits, 6)
-    rng = random.Random(head_dim)
-    rows = [
-        ([rng.randint(-bound, bound) for _ in range(12)], [True] * 12),  # full range
+def _golden_rows(path, rows):
+    out = []
+    for scores, valid in rows:
+        v = torch.tensor(valid)
+        u, codes, tau = path._probabilities(torch.tensor([scores]), v)
+        idx, tm = encode_events(codes[0], path.prob_mask)
+        T = path.prob_mask.T
+        compares = sum(T - 1 if t == T - 1 else t + 1 for t in tau[0].tolist())
+        out.append((list(zip(idx.tolist(), tm.tolist(), strict=True)),
+                    {"scores_in": len(scores), "exp_ops": sum(valid), "divisions": 1,
+                     "compare_ops": compares, "events_out": int(idx.numel()),
+                     "events_suppressed": len(scores) - int(idx.numel())}))
+    return out
+
+
+def _rows(cfg, rng):
+    bound, S = cfg.score_bound, cfg.seq_max
+    return [
+        ([rng.randint(-bound, bound) for _ in range(S)], [True] * S),  # full range
         ([rng.randint(-40, 40) for _ in range(7)], [rng.random() < 0.7 for _ in range(7)]),
         ([5] * 9, [True] * 9),  # a constant row: equal probabilities
         ([bound, -bound, 0], [True, True, True]),  # the widest spread
-        ([3, 1, 2, 9], [False] * 4),  # no valid key: every u is 0
-        ([17], [True]),  # one key: u = 2**16
+        ([3, 1, 2, 9], [False] * 4),  # no valid key: every probability is 0
+        ([17], [True]),  # one key: probability 1
     ]
-    got = _softmax_rows(cfg, sm, rows)
-    for (scores, valid), row in zip(rows, got, strict=True):
-        want = sm(torch.tensor(scores), torch.tensor(valid))
-        assert row == list(enumerate(want.tolist())), (scores, valid)
 
 
-def test_softmax_unit_mutant_is_caught():
-    """The exponent's product truncated instead of rounded half up (the planted bug) gives
-    other probabilities on the same rows."""
+@pytest.mark.parametrize(("head_dim", "k"), [(8, 1), (32, 0)])
+def test_softmax_node_equals_golden(head_dim, k):
+    """The node (the project's softmax unit, then the attn_prob encoder) on random and extreme
+    rows: every event and counter equal the golden path's (IntSoftmax, the walk, the mask)."""
+    cfg = AttentionConfig(heads=1, head_dim=head_dim, seq_max=12, T=16)
+    path = AttentionPath.random(head_dim, T=16, k=k, seq_len=12, seed=head_dim)
+    rows = _rows(cfg, random.Random(head_dim))
+    assert _node_rows(cfg, path, rows) == _golden_rows(path, rows)
+
+
+def test_softmax_node_mutant_is_caught():
+    """A node that gives the unit every key as valid (the padding mask lost: the planted bug)
+    gives other events on a padded row."""
     from formal.harness import mutant_module
 
     mutant = mutant_module("rtl_gen.attn_softmax",
-                           "t.eq(rshift_round(z * self.mult, self.shift, sb + MULT_BITS))",
-                           "t.eq((z * self.mult) >> self.shift)")
+                           "u.valid.eq(regs.seq.valid.bit_select(p.addr, 1))", "u.valid.eq(1)")
     cfg = AttentionConfig(heads=1, head_dim=8, seq_max=12, T=16)
-    sm = IntSoftmax.from_scale(0.02, 512, cfg.score_bits, 6)
+    path = AttentionPath.random(8, T=16, k=1, seq_len=12, seed=5)
     rng = random.Random(5)
-    rows = [([rng.randint(-200, 200) for _ in range(12)], [True] * 12) for _ in range(3)]
-    want = [list(enumerate(sm(torch.tensor(r), torch.tensor(v)).tolist())) for r, v in rows]
-    assert _softmax_rows(cfg, sm, rows) == want
-    assert _softmax_rows(cfg, sm, rows, mutant.SoftmaxUnit) != want
+    rows = [([rng.randint(-200, 200) for _ in range(12)], [j % 3 != 0 for j in range(12)])]
+    want = _golden_rows(path, rows)
+    assert _node_rows(cfg, path, rows) == want
+    assert _node_rows(cfg, path, rows, mutant.SoftmaxNode) != want
 
 
 @pytest.mark.parametrize("orientation", ["columns", "rows"])
