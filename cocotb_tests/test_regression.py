@@ -1,9 +1,10 @@
 """The default regression: every bench on both simulators, bit-exact against the golden model.
 
 Each job generates Verilog with ``rtl_gen.generate.generate`` (cached per parameter set under
-``build/cocotb``), builds it once per simulator and runs its cocotb bench. ``T = 32`` is marked
-``slow``: the default run includes it, ``-m "not slow"`` leaves it out. Self-checks prove the
-benches fail when one expected event is altered or dropped.
+``build/cocotb``), builds it once per simulator and runs its cocotb bench. ``T = 32``, the
+attention path on MiniLM's sentences and the attention benches' Verilator jobs below ``T = 16``
+are marked ``slow``: ``-m slow`` runs them. Self-checks prove the benches fail when one expected
+event is altered or dropped.
 """
 
 from __future__ import annotations
@@ -22,16 +23,32 @@ from regression.benches import tile
 ROOT = Path(__file__).resolve().parents[1] / "build" / "cocotb"
 
 
+def _minilm(j: regression.Job) -> bool:
+    return j.bench == "attention" and dict(j.params).get("source") == "minilm"
+
+
+def _attention_slow(j: regression.Job) -> bool:
+    """The attention path on MiniLM's sentences, and the attention benches' Verilator builds
+    below T = 16 (about 45 s each on a busy 2-core machine; T = 16 keeps both simulators)."""
+    attention = j.bench in ("attention", "attn_softmax")
+    return _minilm(j) or (attention and j.sim == "verilator" and dict(j.params)["T"] != 16)
+
+
 def _in_default_set(j: regression.Job) -> bool:
     """The system's AXI wrapper on Verilator (its build alone is about 2 minutes on a busy
     2-core machine, three times the rest of the wrappers' jobs) runs in the slow set only,
-    where the T = 32 sweep plans it; on Icarus it runs in both."""
-    return not (j.bench == "axi_system" and j.sim == "verilator")
+    where the T = 32 sweep plans it; on Icarus it runs in both. The attention path on MiniLM's
+    sentences (block 0's twelve heads: the sentences captured from the integer model and the
+    design generated take minutes before a simulator starts, Icarus then runs for tens of
+    minutes) and the attention benches' Verilator jobs below T = 16 run in the slow set only
+    (:func:`_attention_slow`)."""
+    return not (j.bench == "axi_system" and j.sim == "verilator") and not _attention_slow(j)
 
 
-DEFAULT_JOBS = [j for j in regression.regression_jobs((4, 8, 16), (0, 1, 2), sim.SIMULATORS,
-                                                      seed=0) if _in_default_set(j)]
-SLOW_JOBS = regression.regression_jobs((32,), (0, 1, 2), sim.SIMULATORS, seed=0)
+_SWEEP = regression.regression_jobs((4, 8, 16), (0, 1, 2), sim.SIMULATORS, seed=0)
+DEFAULT_JOBS = [j for j in _SWEEP if _in_default_set(j)]
+SLOW_JOBS = [*regression.regression_jobs((32,), (0, 1, 2), sim.SIMULATORS, seed=0),
+             *(j for j in _SWEEP if _attention_slow(j))]
 _results: dict[regression.Job, regression.JobResult] = {}
 
 

@@ -7,20 +7,27 @@ K/V elements written there, per-step rate ``r``, ``s = T*r`` events per value pe
 
 Dense QNN (``a`` activation bits)
     Move ``D*a*E_move_dense`` (+ the same again on attention positions: the K/V operand moves too)
-    W-read ``(D*w | D*a on attention) * E_weight + KV*a*E_weight`` (K/V write)
+    W-read ``(D*w | D*a on attention) * E_weight``; KV-write ``KV*a*E_weight``
     Compute ``D*(MAC(w) | E_MAC4x4 on attention) + 2*N*E_clamp4``; ``MAC(1) = E_MAC4``,
     ``MAC(4) = E_MAC4x4``, other ``w``: ``E_MAC<w>x4`` from the table (:func:`mac_key`)
 TTFS family (Otters T=15, Matterhorn TTFS and M-TTFS; ``s <= 1``: one spike per value at most)
     Move ``s*D*E_move_event``
-    W-read ``(s*D*(w | v) + T*N*threshold_bits + KV*v) * E_weight``, ``v = ceil(log2 T)``
+    W-read ``(s*D*(w | v) + T*N*threshold_bits) * E_weight``, ``v = ceil(log2 T)``;
+    KV-write ``KV*v*E_weight``
     Compute ``s*D*(EV + E_enc) + T*N*E_CMP``, ``EV = MAC(w)`` (attention path at E_MAC4)
 Rate-coded (``b = log2 T``; ``s`` up to ``T``)
     Move ``s*D*E_move_event``
-    W-read ``(s*D*(w | b) + KV*b) * E_weight``
+    W-read ``s*D*(w | b) * E_weight``; KV-write ``KV*b*E_weight``
     Compute ``s*D*(E_ACC<w> | E_ACC<b>) + T*N*E_CMP + s*N*E_SUB`` (a reset per output spike)
 Bit-serial QNN (``e`` routed bit-events per delivery)
     Move ``e*D*E_move_event``; W-read ``e*D*(w | attention read bits)*E_weight``;
+    KV-write ``KV*a*E_weight`` only with :attr:`Options.bitserial_kv_write`;
     Compute ``e*D*(E_ACC<w> | E_ACC1 on attention) + 2*N*E_clamp4``
+
+The K/V write (the key and value codes written into the attention tiles' memories as run-time
+weights, at the K- and V-projection positions) is the component ``kvwrite`` of its own: the
+paper folds it into its W-read column, which is ``wread + kvwrite`` here
+(:mod:`energy_model.reproduction` compares them so).
 
 At ``w = 1`` these are the paper's formulas. The event operators at ``w > 1`` (``MAC(w)``,
 ``E_ACC<w>``) are our choice, :attr:`Options.event_accumulate`; ``"one-bit"`` keeps ``E_MAC4``
@@ -43,8 +50,9 @@ from energy_model.rates import BitEvents, Rate, Rates, check_ttfs_events
 from energy_model.unit_costs import UnitCosts, paper_unit_costs
 
 #: Energy components, in the paper's column order.
-COMPONENTS = ("move", "wread", "compute")
-COMPONENT_LABELS = {"move": "Move", "wread": "W-read", "compute": "Compute", "total": "Total"}
+COMPONENTS = ("move", "wread", "kvwrite", "compute")
+COMPONENT_LABELS = {"move": "Move", "wread": "W-read", "kvwrite": "KV-write",
+                    "compute": "Compute", "total": "Total"}
 ENCODINGS = ("rate", "ttfs", "dense", "bit-serial")
 #: Values of :attr:`Options.event_accumulate`.
 EVENT_ACCUMULATES = ("weight-width", "one-bit")
@@ -262,7 +270,8 @@ def position_ops(
 ) -> dict[str, dict[str, float]]:
     """Operation counts of row ``spec`` at one position, per component and unit cost.
 
-    Returns ``{"move": {key: n}, "wread": {key: n}, "compute": {key: n}}`` where ``n`` is in the
+    Returns ``{"move": {key: n}, "wread": {key: n}, "kvwrite": {key: n}, "compute": {key: n}}``
+    where ``n`` is in the
     unit cost's own denominator (ops, bits, events, bit-hops); energy is ``sum(n * E[key])``.
     ``weight_bits`` is the linear layers' weight width ``w`` (:attr:`ModelDims.weight_bits`):
     every row reads ``w`` bits per weight access on a linear layer (the paper: ``E_weight`` is
@@ -280,14 +289,15 @@ def position_ops(
         move = {"E_move_dense": D * a * (2 if att and options.qnn_kv_operand_move else 1)}
         core = layer_ops("dense", deliveries=D, outputs=N, read_bits=a if att else w,
                          op="E_MAC4x4" if att else mac_key(w))
-        wread = {"E_weight": core["wread"]["E_weight"] + KV * a}
+        wread = {"E_weight": core["wread"]["E_weight"]}
+        kvwrite = {"E_weight": KV * a}
         compute = core["compute"]
     elif spec.encoding == "bit-serial":
         ev = spec.bit_events.at(c.position) * D
         read_bits = options.bitserial_attention_read_bits if att else w
-        kv_write = KV * a if options.bitserial_kv_write else 0
         move = {"E_move_event": ev}
-        wread = {"E_weight": ev * read_bits + kv_write}
+        wread = {"E_weight": ev * read_bits}
+        kvwrite = {"E_weight": KV * a if options.bitserial_kv_write else 0}
         compute = {
             "E_ACC1" if att else event_op("bit-serial", w, options): ev,
             "E_clamp4": 2 * N,
@@ -303,18 +313,20 @@ def position_ops(
                          op="E_MAC4" if att else event_op("ttfs", w, options),
                          compares=T * N, threshold_reads=T * N,
                          threshold_bits=options.threshold_bits, encodes=s * D)
-        wread = {"E_weight": core["wread"]["E_weight"] + KV * kv}
+        wread = {"E_weight": core["wread"]["E_weight"]}
+        kvwrite = {"E_weight": KV * kv}
         compute = core["compute"]
     else:  # rate-coded
         T = spec.T
         b = _bits_of_T(T, spec.name)
         s = T * spec.rate.at(c.position)
         move = {"E_move_event": s * D}
-        wread = {"E_weight": s * D * (b if att else w) + KV * b}
+        wread = {"E_weight": s * D * (b if att else w)}
+        kvwrite = {"E_weight": KV * b}
         compute = {f"E_ACC{b}" if att else event_op("rate", w, options): s * D, "E_CMP": T * N}
         if options.rate_reset_per_spike:
             compute["E_SUB"] = s * N
-    return {"move": move, "wread": wread, "compute": compute}
+    return {"move": move, "wread": wread, "kvwrite": kvwrite, "compute": compute}
 
 
 def price(
@@ -325,34 +337,36 @@ def price(
 
 
 def energy_of(ops: dict[str, dict[str, float]], costs: UnitCosts) -> dict[str, float]:
-    """Move, W-read and Compute in joules of the op counts ``ops`` (see :func:`position_ops`)."""
+    """Move, W-read, KV-write and Compute in joules of the op counts ``ops``
+    (:func:`position_ops`)."""
     return price({comp: ops[comp] for comp in COMPONENTS}, costs.joules)
 
 
 def position_energy(
     spec: RowSpec, c: PositionCounts, costs: UnitCosts, options: Options, *, weight_bits: int = 1
 ) -> dict[str, float]:
-    """Move, W-read and Compute in joules of row ``spec`` at one position."""
+    """Move, W-read, KV-write and Compute in joules of row ``spec`` at one position."""
     return energy_of(position_ops(spec, c, options, weight_bits=weight_bits), costs)
 
 
 def _pooler_ops(dims: ModelDims, options: Options) -> dict[str, dict[str, float]]:
     deliveries = dims.batch * dims.hidden * dims.hidden
     bits = deliveries * options.activation_bits / dims.layers
-    return {"move": {"E_move_dense": bits}, "wread": {}, "compute": {}}
+    return {"move": {"E_move_dense": bits}, "wread": {}, "kvwrite": {}, "compute": {}}
 
 
 @dataclass(frozen=True)
 class Breakdown:
-    """Move, W-read and Compute of one row (or one position of a row), in joules."""
+    """Move, W-read, KV-write and Compute of one row (or one position of a row), in joules."""
 
     move: Quantity
     wread: Quantity
+    kvwrite: Quantity
     compute: Quantity
 
     @property
     def total(self) -> Quantity:
-        return self.move + self.wread + self.compute
+        return self.move + self.wread + self.kvwrite + self.compute
 
     @classmethod
     def of(cls, parts: dict[str, float]) -> Breakdown:
@@ -362,6 +376,7 @@ class Breakdown:
         return {
             "move_J": self.move.value,
             "wread_J": self.wread.value,
+            "kvwrite_J": self.kvwrite.value,
             "compute_J": self.compute.value,
             "total_J": self.total.value,
         }
@@ -472,7 +487,7 @@ class EnergyReport:
         return json.dumps(self.to_dict(), indent=1) + "\n"
 
     def to_csv(self) -> str:
-        """One line per row: Move, W-read, Compute, Total in mJ per block, and Rel."""
+        """One line per row: Move, W-read, KV-write, Compute, Total in mJ per block, and Rel."""
         out = io.StringIO()
         w = csv.writer(out, lineterminator="\n")
         w.writerow(
@@ -485,6 +500,7 @@ class EnergyReport:
                 "events_per_delivery",
                 "move_mJ",
                 "wread_mJ",
+                "kvwrite_mJ",
                 "compute_mJ",
                 "total_mJ",
                 "rel_to_dense_qnn",
@@ -501,6 +517,7 @@ class EnergyReport:
                     _blank(None if r.events_per_delivery is None else repr(r.events_per_delivery)),
                     repr(r.energy.move.mJ),
                     repr(r.energy.wread.mJ),
+                    repr(r.energy.kvwrite.mJ),
                     repr(r.energy.compute.mJ),
                     repr(r.energy.total.mJ),
                     repr(r.rel),
@@ -512,7 +529,8 @@ class EnergyReport:
         """One line per (row, position): the per-position breakdown in mJ per block."""
         out = io.StringIO()
         w = csv.writer(out, lineterminator="\n")
-        w.writerow(["row", "position", "move_mJ", "wread_mJ", "compute_mJ", "total_mJ"])
+        w.writerow(["row", "position", "move_mJ", "wread_mJ", "kvwrite_mJ", "compute_mJ",
+                    "total_mJ"])
         for r in self.rows:
             for p, b in r.positions.items():
                 w.writerow(
@@ -521,6 +539,7 @@ class EnergyReport:
                         p,
                         repr(b.move.mJ),
                         repr(b.wread.mJ),
+                        repr(b.kvwrite.mJ),
                         repr(b.compute.mJ),
                         repr(b.total.mJ),
                     ]
@@ -542,7 +561,7 @@ class EnergyReport:
         return out.getvalue()
 
     def borrowed(self) -> dict[str, list[str]]:
-        """Component (``move``, ``wread``, ``compute``) -> the borrowed unit costs
+        """Component (``move``, ``wread``, ``kvwrite``, ``compute``) -> the borrowed unit costs
         (:attr:`UnitCost.borrowed`: the paper's, not our gates) its figures are priced with,
         over every row; components priced with none are left out."""
         used: dict[str, set[str]] = {}
@@ -569,8 +588,7 @@ class EnergyReport:
         if all(c.borrowed for c in self.unit_costs.values()) and "move" in borrowed:
             return [("* every column: priced with the paper's unit costs (22 nm, borrowed, not "
                     f"our gates), movement at {costs(borrowed['move'])}")]
-        names = {"move": "Move", "wread": "W-read", "compute": "Compute"}
-        cols = ", ".join(names[c] for c in COMPONENTS if c in borrowed)
+        cols = ", ".join(COMPONENT_LABELS[c] for c in COMPONENTS if c in borrowed)
         return [(f"* {cols}: priced with the paper's unit costs (22 nm, borrowed, not our "
                 f"gates): {costs(keys)}")]
 
@@ -580,7 +598,7 @@ class EnergyReport:
         A column priced with a borrowed unit cost (the paper's, not our gates) is marked
         ``*`` and the note under the table names the costs."""
         borrowed = self.borrowed()
-        names = {"move": "Move", "wread": "W-read", "compute": "Compute"}
+        names = COMPONENT_LABELS
         head = ["Model", "T", "Rate/step",
                 *(names[c] + ("*" if c in borrowed else "") for c in COMPONENTS),
                 "Total", "Rel."]

@@ -28,7 +28,7 @@ from golden_models.positions import LABEL_OF_KEY, POSITION_KEYS  # noqa: E402
 
 #: PNG metadata without version or date, so the same figure gives the same bytes.
 _METADATA = {"Software": None}
-_COLORS = {"move": "#4C72B0", "wread": "#DD8452", "compute": "#55A868"}
+_COLORS = {"move": "#4C72B0", "wread": "#DD8452", "kvwrite": "#C44E52", "compute": "#55A868"}
 
 
 def _wrap(text: str, width: int) -> str:
@@ -70,8 +70,8 @@ def plot_breakdown(report: EnergyReport, path: str | Path) -> Path:
     names = [r.name for r in rows]
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.6))
     left = [0.0] * len(rows)
-    labels = {"move": "Move", "wread": "W-read", "compute": "Compute"}
-    for comp in ("move", "wread", "compute"):
+    labels = {"move": "Move", "wread": "W-read", "kvwrite": "KV-write", "compute": "Compute"}
+    for comp in ("move", "wread", "kvwrite", "compute"):
         values = [getattr(r.energy, comp).mJ for r in rows]
         ax.barh(names, values, left=left, color=_COLORS[comp], label=labels[comp])
         left = [a + b for a, b in zip(left, values, strict=True)]

@@ -58,7 +58,8 @@ def window_ops(
     Returns
     -------
     dict
-        ``{"move": {HOP_KEY: n}, "wread": {"E_weight": bits}, "compute": {key: n}}``; price it
+        ``{"move": {HOP_KEY: n}, "wread": {"E_weight": bits}, "kvwrite": {}, "compute": {key:
+        n}}`` (a tile's weights are loaded, not written at run time); price it
         with :func:`energy_model.model.price`.
     """
     options = Options() if options is None else options
@@ -77,4 +78,5 @@ def window_ops(
         )
     else:
         raise ValueError(f"encoding must be one of {WINDOW_ENCODINGS}, not {encoding!r}")
-    return {"move": {HOP_KEY: flit_hops}, **core}
+    return {"move": {HOP_KEY: flit_hops}, "wread": core["wread"], "kvwrite": {},
+            "compute": core["compute"]}

@@ -221,6 +221,26 @@ INJECTOR_STREAM_MUTANT = Mutant(
     "                with m.If(1):\n                    with m.If(idx == self.n_dst - 1):",
     "the walk moves to the next destination while the flit is not taken", "o: stream rule")
 
+KV = "rtl_gen.kv_tiles"
+KV_MASK_MUTANT = Mutant(
+    "kv_read_unmasked", KV, "Mux(k, rd.data[lane * bits:(lane + 1) * bits], 0)",
+    "rd.data[lane * bits:(lane + 1) * bits]",
+    "a row read returns every lane as the memory holds it, written in this sequence or not",
+    "not written in this sequence")
+KV_START_MUTANT = Mutant(
+    "kv_written_kept_across_sequences", KV, "m.d.sync += [written.eq(0), ", "m.d.sync += [",
+    "a sequence's start keeps the written bits of the previous one", "this sequence")
+
+
+def _kv(orientation):
+    def build(module=None):
+        from formal.attention import KvNoStaleRead
+        from rtl_gen.attn_params import AttentionConfig
+
+        cfg = AttentionConfig(heads=1, head_dim=2, seq_max=2, T=4, kv_pack=1)
+        return KvNoStaleRead(cfg, orientation, module)
+    return build
+
 SOFTMAX = "rtl_gen.softmax"
 SOFTMAX_STREAM_MUTANT = Mutant(
     "softmax_marker_ignores_ready", SOFTMAX,
@@ -278,6 +298,16 @@ PROPERTIES: tuple[Property, ...] = (
              "XY port; any flit leaves exactly once, while busy is high, with dst and t "
              "unchanged and hops + 1 per hop", _router("RouterFlow"),
              (ROUTER_XY_MUTANT, ROUTER_HOPS_MUTANT, ROUTER_DUP_MUTANT, ROUTER_LOCAL_DUP_MUTANT)),
+    Property("kv_no_stale_read_keys", "attention",
+             {"T": 4, "head_dim": 2, "seq_max": 2, "kv_pack": 1, "orientation": "columns"},
+             "bmc", 8, "a key-memory read returns the codes of this sequence and 0 in every "
+             "lane not written in it; complete iff every slot is written", _kv("columns"),
+             (KV_MASK_MUTANT, KV_START_MUTANT), instance="qk.weights"),
+    Property("kv_no_stale_read_values", "attention",
+             {"T": 4, "head_dim": 2, "seq_max": 2, "kv_pack": 1, "orientation": "rows"},
+             "bmc", 8, "a value-memory read returns the codes of this sequence and 0 in every "
+             "lane not written in it; complete iff every slot is written", _kv("rows"),
+             (KV_MASK_MUTANT, KV_START_MUTANT), instance="pv.weights"),
     Property("softmax_stream", "softmax", UNIT_PARAMS, "prove", 36, "o obeys the stream rule",
              _unit("SoftmaxStream"), (SOFTMAX_STREAM_MUTANT,)),
     Property("add_norm_stream", "add_norm", UNIT_PARAMS, "prove", 10,
@@ -290,6 +320,10 @@ PROPERTIES += axi_properties()
 
 #: Registered blocks without a proof harness, and why.
 UNPROVEN = {
+    "attn_softmax": "arithmetic (a maximum, a product and shift, a table, a division and a walk "
+    "per row) checked bit-exact against golden_models.int_softmax.IntSoftmax on random rows "
+    "in the Amaranth simulator (tests/test_rtl_attention_parts.py) and by its fast bench on "
+    "both simulators (docs/rtl_attention.md)",
     "sram": "a behavioural memory behind the project's SRAM bus (or a macro wrapper that passes "
     "the bus through); the SRAM bench checks every row read after its write and the read "
     "counter on every clock (docs/regress.md)",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "AttentionStimulus",
     "AddNormStimulus",
     "AXI_CORRUPT_MODES",
     "AxiStimulus",
@@ -138,6 +139,24 @@ class FastSystemStimulus:
     inferences: int = 8
     repeat: int = 1
     p_idle: float = SYSTEM_P_IDLE
+    p_stall: float = P_STALL
+    corrupt: str | None = None
+
+
+@dataclass(frozen=True)
+class AttentionStimulus:
+    """The attention benches' sequences (``attention``, ``attn_softmax``), run by the fast
+    harness: ``sequences`` random ones, or ``sentences`` of MiniLM's calibration split when the
+    job's parameters say ``source = "minilm"``; masks at radius ``k``; played ``repeat`` times
+    over. ``corrupt``: ``"alter"``, ``"drop"`` (one expected event), ``"key-drop"``,
+    ``"key-alter"``, ``"key-stale"`` (a key write lost, changed, or of the previous sequence:
+    ``regression.attention``), so the run must fail."""
+
+    sequences: int = 3
+    sentences: int = 8
+    k: int = 1
+    repeat: int = 1
+    p_idle: float = P_IDLE
     p_stall: float = P_STALL
     corrupt: str | None = None
 

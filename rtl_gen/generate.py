@@ -274,7 +274,7 @@ def build_manifest(config: RTLConfig, comps: dict[str, wiring.Component],
         }
         block = registry.by_module(name)
         if block.counters is not None:
-            entry["counters"] = _counters(block.counters(config), block.counter_meanings)
+            entry["counters"] = _counters(block.counters(config), block.meanings(config))
         if block.manifest is not None:
             entry.update(block.manifest(config, comp))
         if block.lint_waivers:
@@ -348,8 +348,11 @@ def collapse_zero_init(text: str) -> str:
 
 
 def to_verilog(component: wiring.Component, name: str) -> str:
-    """Verilog of ``component`` as module ``name``: no source paths, zero memories as loops."""
-    return collapse_zero_init(verilog.convert(component, name=name, emit_src=False))
+    """Verilog of ``component`` as module ``name``: no source paths, zero memories as loops;
+    then the modules it instantiates by name (its ``extra_verilog()``, if it has one)."""
+    text = collapse_zero_init(verilog.convert(component, name=name, emit_src=False))
+    extra = getattr(component, "extra_verilog", None)
+    return text + extra() if extra is not None else text
 
 
 def elaborate(config: RTLConfig) -> tuple[dict[str, str], dict[str, object]]:

@@ -24,9 +24,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from golden_models.counters import (
+    CONTEXT_COUNTER_DEFINITIONS,
     COUNTER_DEFINITIONS,
     DENSE_COUNTER_DEFINITIONS,
     ENCODER_COUNTER_DEFINITIONS,
+    SCORE_COUNTER_DEFINITIONS,
+    SOFTMAX_COUNTER_DEFINITIONS,
 )
 from rtl_gen.params import RTLConfig, check_config
 
@@ -139,7 +142,9 @@ class Block:
     counters : callable, optional
         ``counters(config) -> {name: width}``: its ``cnt_<name>`` ports, listed in the manifest
         with ``counter_meanings``.
-    counter_meanings : mapping
+    counter_meanings : mapping or callable
+        Counter name -> what it counts; or ``counter_meanings(config) -> mapping`` when the
+        counters follow the configuration (:meth:`meanings`).
         Counter name -> what it counts.
     manifest : callable, optional
         ``manifest(config, component) -> dict``: further fields of its manifest entry.
@@ -159,7 +164,7 @@ class Block:
     doc: str
     summary: str
     counters: Callable[[RTLConfig], dict[str, int]] | None = None
-    counter_meanings: Mapping[str, str] = field(default_factory=dict)
+    counter_meanings: Mapping[str, str] | Callable = field(default_factory=dict)
     manifest: Callable | None = None
     lint_waivers: tuple[dict[str, str], ...] = ()
     unit_costs: tuple[str, ...] = ()
@@ -177,6 +182,11 @@ class Block:
     def build(self, config: RTLConfig):
         """The block's component for ``config``."""
         return self.factory(check_config(config))
+
+    def meanings(self, config: RTLConfig) -> Mapping[str, str]:
+        """Counter name -> what it counts, for ``config`` (in the order of ``counters``)."""
+        m = self.counter_meanings
+        return m(check_config(config)) if callable(m) else m
 
 
 # -- what the manifest entries add -------------------------------------------------------------
@@ -210,6 +220,37 @@ def _dense_manifest(config: RTLConfig, comp) -> dict[str, object]:
     }}
 
 
+_PARTS = {"qk": ("query x key tile", SCORE_COUNTER_DEFINITIONS),
+          "sm": ("softmax node", SOFTMAX_COUNTER_DEFINITIONS),
+          "pv": ("probability x value tile", CONTEXT_COUNTER_DEFINITIONS)}
+
+
+def _attention_meanings(config: RTLConfig) -> dict[str, str]:
+    """What each counter of the attention path counts: ``<part>_<name>_h<h>`` is counter
+    ``name`` of head ``h``'s ``qk``, ``sm`` or ``pv`` node; ``flits`` and ``hops`` the mesh's."""
+    out = {}
+    for name in _attention_counters(config):
+        part, _, rest = name.partition("_")
+        if part in _PARTS:
+            counter, _, head = rest.rpartition("_h")
+            what, defs = _PARTS[part]
+            out[name] = f"{defs[counter]} ({what} of head {head})"
+    out["flits"] = ("flits ejected in the window (scores, attn_prob events and a marker each "
+                    "way per head)")
+    out["hops"] = "the hops of those flits"
+    return out
+
+
+def _attention_counters(config: RTLConfig) -> dict[str, int]:
+    from rtl_gen.attention import attention_counters
+
+    return attention_counters(config)
+
+
+def _attention_manifest(config: RTLConfig, comp) -> dict[str, object]:
+    from rtl_gen.attention import attention_manifest
+
+    return attention_manifest(comp)
 def _softmax_manifest(config: RTLConfig, comp) -> dict[str, object]:
     from rtl_gen.softmax import softmax_widths
 
@@ -261,6 +302,17 @@ BLOCKS: tuple[Block, ...] = (
           node=Node(i="codes", o="codes", image=Ref("rtl_gen.dense:dense_load_beats"),
                     run=Ref("rtl_gen.mapper:run_dense_node")),
           design="dense"),
+    Block("attn_softmax", "mttfs_attn_softmax", Ref("rtl_gen.attn_softmax:softmax_from_config"),
+          "docs/rtl_attention.md",
+          "softmax node of an attention head: raw scores in, attn_prob events out",
+          counters=Ref("rtl_gen.attn_softmax:softmax_counters_of"),
+          counter_meanings=SOFTMAX_COUNTER_DEFINITIONS),
+    Block("attention", "mttfs_attention", Ref("rtl_gen.attention:attention_from_config"),
+          "docs/rtl_attention.md",
+          "attention path of a block on a heads x 3 mesh: run-time key and value tiles, "
+          "softmax nodes, attn_out_in events out",
+          counters=_attention_counters, counter_meanings=_attention_meanings,
+          manifest=_attention_manifest),
     Block("softmax", "mttfs_softmax", Ref("rtl_gen.softmax:Softmax"), "docs/rtl_units.md",
           "softmax unit: a row of raw attention scores in, attention-probability codes out",
           manifest=_softmax_manifest),

@@ -345,6 +345,12 @@ SYNTHESIS = {
     "axi_system": Elsewhere("the AXI shell alone is priced under the report's 'wrappers' "
                             "(synth_scripts.axi_cost), never among the blocks' unit costs"),
     "dense_tile": dense_tile_spec,
+    "attn_softmax": Elsewhere("its softmax unit is the block 'softmax', measured by "
+                              "synth_scripts.unit_gates; the node's attn_prob encoder and "
+                              "registers are not synthesized yet (docs/rtl_attention.md)"),
+    "attention": Elsewhere("not synthesized yet (docs/rtl_attention.md): its key and value writes "
+                           "are priced at the SRAM's per-bit E_weight, its reads and accumulates "
+                           "as a tile's"),
     "softmax": Elsewhere("measured by synth_scripts.unit_gates at a model's sizes (area, energy "
                          "per row from a gate-level replay of recorded MiniLM rows, cycles per "
                          "row; `./run bench units`): a sequential unit whose energy is per row, "

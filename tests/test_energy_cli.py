@@ -36,9 +36,11 @@ def write_synth(tmp_path, key, value, unit, provenance=None):
 def test_default_run_reproduces_the_paper_and_writes_everything(capsys, tmp_path):
     status, out, _ = run(capsys, "--out", str(tmp_path / "a"))
     assert status == 0
-    assert "Matterhorn M-TTFS (k=1)        16         1.57%  44.91    2.114     1.303  48.33" in out
+    # the paper's W-read (2.114) is W-read + KV-write here
+    assert ("Matterhorn M-TTFS (k=1)        16         1.57%  44.91    2.109   0.004955     1.303  "
+            "48.33") in out
     # every column priced with the paper's (borrowed) unit costs, and the table says so
-    assert "Move*  W-read*  Compute*" in out
+    assert "Move*  W-read*  KV-write*  Compute*" in out
     assert "* every column: priced with the paper's unit costs (22 nm, borrowed, not our gates)" \
            in out
     assert "Matterhorn QNN (dense)" in out and "71.54   1.00x" in out
@@ -244,7 +246,8 @@ def test_other_T_scales_the_source_qnn_width(capsys, tmp_path):
     )
     assert status == 0
     assert re.search(r"\nMatterhorn QNN \(dense\) +n/a +n/a +76\.50 ", out)
-    assert re.search(r"\nOtters +15 +5\.14% +137\.8 +5\.378 ", out)  # Otters keeps 4-bit K/V
+    # Otters keeps 4-bit K/V: the KV-write of the paper's T=16 rows
+    assert re.search(r"\nOtters +15 +5\.14% +137\.8 +5\.373 +0\.004955 ", out)
     assert re.search(r"\nMatterhorn M-TTFS \(k=2\) +32 +1\.00% ", out)
 
 
@@ -267,7 +270,7 @@ def test_borrowed_costs_are_the_papers_and_the_carried_ones(tmp_path):
     assert set(report.borrowed()["move"]) >= {"E_move_event"}
     last = report.table().splitlines()[-1]
     # only E_MAC4 was synthesized here: the other operators stay the paper's, E_MAC4 is ours
-    assert last.startswith("* Move, W-read, Compute: priced with the paper's unit costs (22 nm, "
-                           "borrowed, not our gates): ")
+    assert last.startswith("* Move, W-read, KV-write, Compute: priced with the paper's unit "
+                           "costs (22 nm, borrowed, not our gates): ")
     assert "E_move_event 3.000 pJ/event/hop" in last
     assert "E_MAC4 " not in last and "E_ACC1 " in last

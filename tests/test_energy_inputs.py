@@ -549,7 +549,8 @@ def test_option_bitserial_kv_write_and_read_bits():
     name = "Bit-serial QNN (k=1 pattern)"
     base = totals(em.Options())[name]
     write_on = totals(em.Options(bitserial_kv_write=True))[name]
-    assert write_on.wread.value - base.wread.value == pytest.approx(COUNTS["KV"] * 4 * EW)
+    assert write_on.kvwrite.value - base.kvwrite.value == pytest.approx(COUNTS["KV"] * 4 * EW)
+    assert write_on.wread == base.wread
     read4 = totals(em.Options(bitserial_attention_read_bits=4))[name]
     assert read4.wread.value - base.wread.value == pytest.approx(0.64 * COUNTS["ATT"] * 3 * EW)
 

@@ -72,7 +72,8 @@ def dense_ops(D, N, KV, attention, w, a=4):
     mac = "E_MAC4x4" if attention or w == 4 else "E_MAC4"
     return {
         "move": {"E_move_dense": D * a * (2 if attention else 1)},
-        "wread": {"E_weight": D * (a if attention else w) + KV * a},
+        "wread": {"E_weight": D * (a if attention else w)},
+        "kvwrite": {"E_weight": KV * a},
         "compute": {mac: D, "E_clamp4": 2 * N},
     }
 
@@ -83,7 +84,8 @@ def ttfs_ops(D, N, KV, attention, w, s, T=16):
     mac = "E_MAC4" if attention or w == 1 else "E_MAC4x4"
     return {
         "move": {"E_move_event": s * D},
-        "wread": {"E_weight": s * D * (4 if attention else w) + T * N * 4 + KV * 4},
+        "wread": {"E_weight": s * D * (4 if attention else w) + T * N * 4},
+        "kvwrite": {"E_weight": KV * 4},
         "compute": {mac: s * D, "E_enc": s * D, "E_CMP": T * N},
     }
 
@@ -92,7 +94,7 @@ def check_row(report, row, expected):
     got = report.row(row).ops
     assert list(got) == list(POSITIONS)
     for position in POSITIONS:
-        for comp in ("move", "wread", "compute"):
+        for comp in ("move", "wread", "kvwrite", "compute"):
             assert set(got[position][comp]) == set(expected[position][comp]), (position, comp)
             for key, n in expected[position][comp].items():
                 assert got[position][comp][key] == pytest.approx(n, rel=1e-12), (position, key)
@@ -131,7 +133,8 @@ def test_bert_baselines_and_bit_serial_op_counts():
         {
             p: {
                 "move": {"E_move_event": s * D},
-                "wread": {"E_weight": s * D * (4 if p in ATTENTION else 1) + KV * 4},
+                "wread": {"E_weight": s * D * (4 if p in ATTENTION else 1)},
+                "kvwrite": {"E_weight": KV * 4},
                 "compute": {
                     "E_ACC4" if p in ATTENTION else "E_ACC1": s * D,
                     "E_CMP": 16 * N,
@@ -150,6 +153,7 @@ def test_bert_baselines_and_bit_serial_op_counts():
             p: {
                 "move": {"E_move_event": e * D},
                 "wread": {"E_weight": e * D},
+                "kvwrite": {"E_weight": 0},
                 "compute": {"E_ACC1": e * D, "E_clamp4": 2 * N},
             }
             for p, (D, N, _) in BERT.items()
@@ -162,7 +166,7 @@ def test_op_counts_times_unit_costs_are_the_energies():
     costs = report.unit_costs
     for row in report.rows:
         for position, per_comp in row.ops.items():
-            for comp in ("move", "wread", "compute"):
+            for comp in ("move", "wread", "kvwrite", "compute"):
                 joules = sum(n * costs.joules(k) for k, n in per_comp[comp].items())
                 assert joules == pytest.approx(
                     getattr(row.positions[position], comp).value, rel=1e-12

@@ -140,13 +140,15 @@ def test_cli_weight_bits_and_event_accumulate(capsys, tmp_path):
     argv = ["energy", "--preset", "llama2-7b", "--no-plots"]
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     out4 = capsys.readouterr().out
-    assert "Matterhorn QNN (dense)   n/a        n/a   1675    656.3     141.4   2473  1.00x" in out4
+    assert ("Matterhorn QNN (dense)   n/a        n/a   1675    656.2    0.02643     141.4   2473  "
+            "1.00x") in out4
     assert main([*argv, "--weight-bits", "1", "--out", str(tmp_path / "b")]) == 0
     out1 = capsys.readouterr().out
-    assert "Matterhorn QNN (dense)   n/a        n/a   1675    166.6     110.8   1952  1.00x" in out1
+    assert ("Matterhorn QNN (dense)   n/a        n/a   1675    166.6    0.02643     110.8   1952  "
+            "1.00x") in out1
     assert main([*argv, "--event-accumulate", "one-bit", "--out", str(tmp_path / "c")]) == 0
     out = capsys.readouterr().out
-    assert "Matterhorn M-TTFS (k=1)   16      3.57%   2856    377.5     79.00" in out
+    assert "Matterhorn M-TTFS (k=1)   16      3.57%   2856    377.5    0.02643     79.00" in out
 
 
 def test_cli_minilm_preset_needs_rates(capsys, tmp_path):

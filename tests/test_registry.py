@@ -89,7 +89,7 @@ def test_names_modules_and_factories():
         assert registry.block(b.name) is b and registry.by_module(b.module) is b
         if b.counters is not None:
             widths = b.counters(CFG)
-            assert list(widths) == list(b.counter_meanings), b.name
+            assert list(widths) == list(b.meanings(CFG)), b.name
             ports = {"__".join(map(str, p)) for p, _ in comps[b.module].signature.members
                      .flatten()}
             assert {f"cnt_{n}" for n in widths} <= ports, b.name

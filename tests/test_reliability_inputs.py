@@ -208,6 +208,13 @@ CASES = [
     Case("layer --layer nope --out o", "name:layer", "--layer must be one of ('minilm-q',)"),
     Case("layer --model gpt2 --out o", "file:model", "model folder 'gpt2' is a decoder",
          _write("gpt2/config.json", DECODER)),
+    Case(f"attention --out {RO}", "out", f"output folder '{RO}' cannot be written"),
+    Case("attention --sentences 0 --out o", "number", "sentences must be in 1..4096, not 0"),
+    Case("attention --longest 65 --out o", "number",
+         "--longest 65 exceeds --seq-max 64: a sequence longer than the design's seq_max=64"),
+    Case("attention --heads 8 --out o", "number", "--heads 8 does not match MiniLM's 12 heads"),
+    Case("attention --head-dim 64 --out o", "number",
+         "--head-dim 64 does not match MiniLM's head dimension 32"),
 ]
 
 
@@ -373,4 +380,4 @@ def test_every_input_is_covered():
 
 def test_commands_covered_count():
     # the figure docs/reliability.md gives
-    assert len({c.command for c in CASES}) == len(COMMANDS) == 11
+    assert len({c.command for c in CASES}) == len(COMMANDS) == 12

@@ -42,11 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--bench",
         # regression.benches.ALL_BENCHES, written out: importing the regression here would slow
         # every command down (tests/test_registry.py checks the two agree)
-        choices=("encoder", "sram", "tile", "dense_tile", "router", "system", "softmax",
-                 "add_norm", "axi_tile", "axi_system", "tile-fast", "system-fast"),
+        choices=("encoder", "sram", "tile", "dense_tile", "router", "system", "attn_softmax",
+                 "attention", "softmax", "add_norm", "axi_tile", "axi_system", "tile-fast",
+                 "system-fast"),
         action="append",
         help="run only these benches; repeatable; softmax and add_norm run the non-linear units "
-        "(docs/rtl_units.md); axi_tile and axi_system run the AXI wrappers "
+        "(docs/rtl_units.md); attention and attn_softmax run the attention path and its softmax "
+        "node (docs/rtl_attention.md); axi_tile and axi_system run the AXI wrappers "
         "(docs/rtl_axi.md); tile-fast and system-fast run the tile's and the system's vectors "
         "in the fast harness (docs/regress.md, \"Fast mode\") (default: all per-beat benches)",
     )

@@ -16,7 +16,17 @@ from dataclasses import dataclass
 from functools import partial
 
 from regression import axi, stimulus
-from regression.benches import dense_tile, encoder, fast, router, sram, system, tile, units
+from regression.benches import (
+    attention,
+    dense_tile,
+    encoder,
+    fast,
+    router,
+    sram,
+    system,
+    tile,
+    units,
+)
 from rtl_gen import registry
 
 __all__ = ["ALL_BENCHES", "BENCHES", "BENCH_KINDS", "FAST_BENCHES", "BenchKind", "PlanPoint"]
@@ -111,6 +121,13 @@ BENCH_KINDS = {
                         router.config, router.plan),
     "system": BenchKind("system", "cocotb_tests.tb_system", stimulus.SystemStimulus,
                         system.config, system.plan, params=system.params),
+    # the attention path and its softmax node: golden sequences in the fast harness
+    "attn_softmax": BenchKind("attn_softmax", "cocotb_tests.tb_fast", stimulus.AttentionStimulus,
+                              attention.softmax_config, attention.softmax_plan,
+                              params=attention.params, build=fast.build),
+    "attention": BenchKind("attention", "cocotb_tests.tb_fast", stimulus.AttentionStimulus,
+                           attention.attention_config, attention.attention_plan,
+                           params=attention.params, build=fast.build),
     "softmax": BenchKind("softmax", "cocotb_tests.tb_softmax", stimulus.SoftmaxStimulus,
                          units.softmax_config, units.plan),
     "add_norm": BenchKind("add_norm", "cocotb_tests.tb_add_norm", stimulus.AddNormStimulus,
