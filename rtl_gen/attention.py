@@ -660,11 +660,11 @@ class AttentionWindow:
     cycles: int
 
 
-def simulate_attention(cfg: AttentionConfig, path, sequences, *, o_ready: float = 1.0,
-                       i_valid: float = 1.0, seed: int = 0, kv_order: str = "slot",
-                       early_query: bool = False, max_cycles: int = 1_000_000,
-                       softmax=None, dense: bool = False,
-                       vcd: str | None = None) -> list[list[AttentionWindow]]:
+def simulate_attention(  # noqa: C901, PLR0915 -- the bench of a sequence, its two coroutines inline
+    cfg: AttentionConfig, path, sequences, *, o_ready: float = 1.0, i_valid: float = 1.0,
+    seed: int = 0, kv_order: str = "slot", early_query: bool = False,
+    max_cycles: int = 1_000_000, softmax=None, dense: bool = False, vcd: str | None = None,
+) -> list[list[AttentionWindow]]:
     """Program an :class:`AttentionSystem` with ``path`` and run ``sequences`` in the Amaranth
     simulator.
 
