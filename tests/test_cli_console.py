@@ -250,6 +250,19 @@ def test_no_progress_with_quiet(capsys, monkeypatch):
         assert _steps_output(capsys, console.QUIET, terminal, monkeypatch) == ("", "")
 
 
+def test_nested_steps_print_a_tenth_off_a_terminal(capsys, monkeypatch):
+    # before: a flow's synthesis printed a line per tool run (53) and stats a line per sentence
+    monkeypatch.setattr(console, "is_terminal", lambda: False)
+    with console.steps("flow", 1) as flow:
+        with console.steps("synth", 53) as synth:
+            for i in range(53):
+                synth.advance(f"run {i + 1}")
+        flow.advance("synth done")
+    lines = [re.sub(r", \d+ s\]", "]", x) for x in capsys.readouterr().err.splitlines()]
+    assert lines == [f"[synth {i}/53] run {i}" for i in range(6, 53, 6)] + [
+        "[synth 53/53] run 53", "[flow 1/1] synth done"]
+
+
 def test_every_steps_prints_every_nth(capsys, monkeypatch):
     monkeypatch.setattr(console, "is_terminal", lambda: False)
     with console.steps("train", 60, every=25) as bar:

@@ -15,6 +15,7 @@ what reaches the console is decided here, once.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 
@@ -93,12 +94,17 @@ def _write_err(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
+#: Most progress lines of a nested piece of work off a terminal (and its last one).
+NESTED_LINES = 10
+
+
 class Steps:
     """Progress of ``total`` steps of one piece of work, on standard error.
 
     On a terminal: a ``tqdm`` bar (``what``, steps done of ``total``, the time left), removed
     when the work ends. Otherwise: one line per step (per ``every`` steps, and the last),
-    ``[what i/total, 12 s] message``, for the two outermost levels of nested steps.
+    ``[what i/total, 12 s] message``, for the two outermost levels of nested steps (the
+    inner of the two: at most :data:`NESTED_LINES` lines and its last).
     With ``--quiet``: nothing. Use as a context manager; :meth:`advance` after each step,
     :meth:`say` for a line that is not a step (a failure worth reading at once).
     """
@@ -119,6 +125,11 @@ class Steps:
         # off a terminal, the lines of the two outermost levels (a flow's stages and a stage's
         # steps); deeper ones (the tool runs of a synthesis inside a stage) stay quiet
         self._silent = _LEVEL < NORMAL or _in_worker() or (not terminal and len(_OPEN) >= 2)
+        if not terminal and _OPEN and self.total:
+            # a stage's own steps, off a terminal: a line per tenth of them at most, so a
+            # whole flow's log stays about a screen (a synthesis' 53 tool runs, a corpus' 632
+            # sentences)
+            self.every = max(self.every, math.ceil(self.total / NESTED_LINES))
         if not self._silent and terminal:
             from tqdm import tqdm
 
