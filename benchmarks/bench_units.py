@@ -1,7 +1,7 @@
 """The non-linear units' costs in gates at MiniLM's sizes: area, energy per row, clocks per row.
 
 Run: ``./run bench units [--liberty FILE] [--sim verilator|icarus] [--block B] [--rows N]
-[--out DIR]``.
+[--unit softmax|add_norm|both] [--out DIR]``.
 
 The units are generated for the integer MiniLM QNN (``regression.units.minilm_config``: rows of
 up to 512 keys, 384 channels, a 16-bit residual stream) and measured by
@@ -45,6 +45,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sim", choices=gatelevel.SIMULATORS, default="verilator")
     ap.add_argument("--block", type=int, default=0, help="whose constants (0..5; default 0)")
     ap.add_argument("--rows", type=int, default=8, help="rows per group (default 8)")
+    ap.add_argument("--unit", choices=("softmax", "add_norm", "both"), default="both",
+                    help="measure one unit only (its figures, no unit-cost section)")
     ap.add_argument("--out", type=Path, default=Path("build/units"))
     args = ap.parse_args(argv)
     if not 1 <= args.rows <= 64:
@@ -85,12 +87,7 @@ def main(argv=None) -> int:
                                        nc.rows, nc.expected())
     t_rtl = time.perf_counter() - t0
     work = args.out / "work"
-    t0 = time.perf_counter()
-    soft = unit_gates.measure(soft_run, cfg, lib, work / "softmax", sim=args.sim)
-    norm = unit_gates.measure(norm_run, cfg, lib, work / "add_norm", sim=args.sim)
-    t_gates = time.perf_counter() - t0
-    section = unit_gates.unit_costs(soft, norm, where=f"{soft['library']} at "
-                                    f"{soft['clock_ns']:g} ns, not scaled")
+    args.out.mkdir(parents=True, exist_ok=True)
     report = {
         "what": "the non-linear units at MiniLM's sizes (benchmarks/bench_units.py)",
         "config": {k: v for k, v in dataclasses.asdict(cfg).items()
@@ -98,24 +95,34 @@ def main(argv=None) -> int:
                             "ffn_dim", "residual_bits", "guard_bits", "exp_frac_bits")},
         "block": b,
         "sentence_tokens": [_tokens(tok, short), _tokens(tok, long)],
-        "softmax": soft,
-        "add_norm": norm,
-        "unit_costs_pJ": section,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "units.json").write_text(json.dumps(report, indent=1) + "\n")
+    t0 = time.perf_counter()
+    for name, run in (("softmax", soft_run), ("add_norm", norm_run)):
+        if args.unit in (name, "both"):
+            report[name] = unit_gates.measure(run, cfg, lib, work / name, sim=args.sim)
+            # each unit's figures as soon as they are measured
+            (args.out / "units.json").write_text(json.dumps(report, indent=1) + "\n")
+    t_gates = time.perf_counter() - t0
+    if args.unit == "both":
+        soft, norm = report["softmax"], report["add_norm"]
+        report["unit_costs_pJ"] = unit_gates.unit_costs(
+            soft, norm, where=f"{soft['library']} at {soft['clock_ns']:g} ns, not scaled")
+        (args.out / "units.json").write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report, indent=1))
-    costs = paper_unit_costs().overlay(parse_unit_costs(report, origin="units.json",
-                                                        complete=False))
-    minilm = dataclasses.replace(preset("bert-base"), name="minilm", hidden=384, ffn=1536,
-                                 heads=12, layers=6, source="all-MiniLM-L6-v2 config; B=64, "
-                                 "S=128")
-    for dims in (minilm, preset("bert-base")):
-        nl = nonlinear_units(dims, costs, softmax_bits_per_key=soft["buffer_bits_per_entry"],
-                             norm_bits_per_channel=norm["buffer_bits_per_entry"])
-        print(f"{dims.name}: non-linear units per block (B={dims.batch}, S={dims.seq}): "
-              f"compute {nl.compute.value * 1e6:.3f} uJ, buffers {nl.wread.value * 1e6:.3f} "
-              f"uJ at E_weight, total {nl.total.value * 1e6:.3f} uJ (in no row's total)")
+    if args.unit == "both":
+        costs = paper_unit_costs().overlay(parse_unit_costs(report, origin="units.json",
+                                                            complete=False))
+        minilm = dataclasses.replace(preset("bert-base"), name="minilm", hidden=384, ffn=1536,
+                                     heads=12, layers=6, source="all-MiniLM-L6-v2 config; "
+                                     "B=64, S=128")
+        for dims in (minilm, preset("bert-base")):
+            nl = nonlinear_units(dims, costs,
+                                 softmax_bits_per_key=soft["buffer_bits_per_entry"],
+                                 norm_bits_per_channel=norm["buffer_bits_per_entry"])
+            print(f"{dims.name}: non-linear units per block (B={dims.batch}, S={dims.seq}): "
+                  f"compute {nl.compute.value * 1e6:.3f} uJ, buffers "
+                  f"{nl.wread.value * 1e6:.3f} uJ at E_weight, total "
+                  f"{nl.total.value * 1e6:.3f} uJ (in no row's total)")
     print(f"seconds: RTL runs {t_rtl:.0f}, map and replay {t_gates:.0f}")
     return 0
 
