@@ -98,7 +98,10 @@ def _testbench(net, ins: list[tuple[str, int]], outs: list[tuple[str, int]],
     bits = [f"dut.{r}" for r in reversed(counted)]
     # read once per sample, in procedural code: a continuous assignment of thousands of nets
     # would be re-evaluated on every net event
-    snap = ("{" + (f"{pad}'b0, " if pad else "") + ", ".join(bits) + "}") if bits else "64'b0"
+    # 32 nets a line: Verilator refuses a line of more than 40 000 preprocessor tokens
+    rows = [", ".join(bits[i:i + 32]) for i in range(0, len(bits), 32)]
+    snap = ("{" + (f"{pad}'b0, " if pad else "") + ",\n        ".join(rows) + "}") if bits \
+        else "64'b0"
     apply = []
     off = 0
     for name, w in reversed(ins):

@@ -122,8 +122,8 @@ def measure(run: UnitRun, config, lib_path, work, *, sim: str = "verilator",
     comp = b.build(replace(config, sram_macro=True))
     net = gatelevel.map_netlist(verilog.convert(comp, name=b.module, emit_src=False), b.module,
                                 lib_path, work / "netlist", cut_macros={MACRO_NAME: "RDATA"})
-    cells = gate_energy.read_cells(net.lib, {c.type for c in net.cells})
-    area = sum(cells.cells[c.type].area for c in net.cells)
+    cells = net.lib.library.cells
+    area = sum(cells[c.type].area for c in net.cells)
     inputs = ("i__valid", "load__valid") if run.unit == "softmax" else (
         "r__valid", "v__valid", "load__valid")
 

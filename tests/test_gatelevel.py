@@ -165,6 +165,21 @@ def test_simulators_agree(counter):
     assert a.nets == b.nets and a.flop_changes == b.flop_changes
 
 
+def test_testbench_lines_stay_short_for_a_large_netlist():
+    """Verilator refuses a line of more than 40 000 preprocessor tokens: the snapshot of a
+    large netlist's nets is spread over lines, every net kept, in order."""
+    from types import SimpleNamespace
+
+    from synth_scripts.gate_replay import _testbench
+
+    net = SimpleNamespace(top="big", clock="clk", reset="rst")
+    counted = [f"_{i}_" for i in range(30000)]
+    tb = _testbench(net, [("a", 1)], [("y", 1)], counted, [], 4)
+    assert max(len(line) for line in tb.splitlines()) < 1000
+    snap = tb[tb.index("snap = {"):tb.index("};", tb.index("snap = {"))]
+    assert re.findall(r"dut\.(_\d+_)", snap) == counted[::-1]
+
+
 def _net_of(net, ref):
     _, _, _, alias = gl.parse_netlist(net.path.read_text())
     return alias[ref]
