@@ -486,6 +486,9 @@ class ContextTile(wiring.Component):
         :func:`context_counters`; ``value_writes`` counts since the sequence started.
     """
 
+    #: The dense design's counters (:class:`DenseContextTile`).
+    DENSE = False
+
     def __init__(self, config: AttentionConfig):
         self._cfg = cfg = _check_attention(config)
         self._tile = cfg.context_tile()
@@ -496,7 +499,7 @@ class ContextTile(wiring.Component):
             "o": Out(stream.Signature(out_event_layout(self._tile))),
             "busy": Out(1),
             "complete": Out(1),
-            **counter_ports(context_counters(cfg)),
+            **counter_ports(context_counters(cfg, dense=self.DENSE)),
         })
 
     @property
@@ -588,7 +591,7 @@ class ContextTile(wiring.Component):
 
 
 
-class DenseContextTile(wiring.Component):
+class DenseContextTile(ContextTile):
     """The probability x value tile of the dense design: every probability code in, every
     output code out, the same run-time value memory.
 
@@ -600,27 +603,13 @@ class DenseContextTile(wiring.Component):
 
     Members
     -------
-    load, i, o, busy, complete : as :class:`ContextTile` (``i.tau`` and ``o.t`` carry codes)
+    load, i, o, busy, complete : as :class:`ContextTile`, whose constructor it shares (``i.tau``
+        and ``o.t`` carry codes)
     cnt_<name> : Out(width)
         :func:`context_counters` of the dense design.
     """
 
-    def __init__(self, config: AttentionConfig):
-        self._cfg = cfg = _check_attention(config)
-        self._tile = cfg.context_tile()
-        super().__init__({
-            "load": In(stream.Signature(attn_load_layout(cfg))),
-            "i": In(stream.Signature(event_layout(cfg.slot_width, cfg.time_width,
-                                                  time="tau"))),
-            "o": Out(stream.Signature(out_event_layout(self._tile))),
-            "busy": Out(1),
-            "complete": Out(1),
-            **counter_ports(context_counters(cfg, dense=True)),
-        })
-
-    @property
-    def config(self) -> AttentionConfig:
-        return self._cfg
+    DENSE = True
 
     def elaborate(self, platform):
         cfg, tile, m = self._cfg, self._tile, Module()
