@@ -204,7 +204,7 @@ TOOL_ROWS = [
     ("layer", "SIGTERM while the Verilog is generated",
      "`interrupted; the run is incomplete`, no `UnusedElaboratable` warning after it", 143,
      "test_reliability_runs.py::test_generation_terminated_quietly"),
-    ("every command", "a bad file, folder, number or name (59 cases, 11 commands)",
+    ("every command", "a bad file, folder, number or name (64 cases, 12 commands)",
      "one line naming it, before any expensive step, nothing in the folder changed", 2,
      "test_reliability_inputs.py::test_validation_before_work"),
     ("`./run`", "two started at once on a fresh `MATTERHORN_VENV`",

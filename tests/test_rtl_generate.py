@@ -252,13 +252,15 @@ def test_collapse_zero_init(body, collapsed):
 
 
 def test_generate_at_the_largest_n_in_is_under_a_megabyte(tmp_path):
-    """Every memory's zero contents are one loop: the modules at ``n_in = 4096`` stay under
-    1.2 MB (1.11 MB with the units and the AXI wrappers; the linear blocks alone, 0.80 MB, were
-    1.66 MB with a row per word), and they lint clean."""
+    """Every memory's zero contents are one loop: the modules ``n_in`` sizes (the linear blocks
+    and their AXI wrappers) stay under 1 MB at ``n_in = 4096`` (0.91 MB; the linear blocks were
+    1.66 MB with a row per word), and everything lints clean."""
     manifest = gen.generate(RTLConfig(n_in=4096), tmp_path)
-    size = sum((tmp_path / e["file"]).stat().st_size for e in manifest["modules"].values()
-               if "file" in e)
-    assert size < 1_200_000, size
+    # the units and the attention path are sized by their own parameters, not by n_in
+    own_sizes = {"mttfs_softmax", "mttfs_add_norm", "mttfs_attn_softmax", "mttfs_attention"}
+    size = sum((tmp_path / e["file"]).stat().st_size for name, e in manifest["modules"].items()
+               if "file" in e and name not in own_sizes)
+    assert size < 1_000_000, size
     assert "zero_init_" in (tmp_path / "mttfs_encoder.v").read_text()
     assert list(gen.lint(tmp_path, manifest)) == list(gen.MODULES)
 
