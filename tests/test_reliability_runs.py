@@ -257,3 +257,19 @@ def test_generation_terminated_quietly(tmp_path):
     assert code == 143, err
     assert err == f"matterhorn regress: {INTERRUPTED}\n"
     assert not any(p.name.startswith(".gen-") for p in rtl.iterdir())
+
+
+def test_attention_interrupted(tmp_path):
+    # the attention command (MiniLM block 0 through the attention path): SIGINT while it
+    # converts MiniLM and captures the sentences, before any simulation
+    proc = _start(["attention", "--sentences", "1", "--longest", "16", "--sim", "icarus",
+                   "--out", "a"], tmp_path)
+    time.sleep(8)  # past the checks, into the conversion
+    assert proc.poll() is None, proc.stdout.read()
+    proc.send_signal(signal.SIGINT)
+    code = proc.wait(timeout=300)
+    lines = proc.stdout.read().splitlines()
+    assert code == 130, lines
+    assert lines[-1] == f"matterhorn attention: {INTERRUPTED}"
+    out = tmp_path / "a"  # nothing that reads as a pass: the command writes no summary
+    assert not out.exists() or not list(out.rglob("*summary*"))
