@@ -139,21 +139,25 @@ def _fake_linear(x: torch.Tensor, lin: QLinear) -> torch.Tensor:
     return nn.functional.linear(x, w + (wq - w).detach(), lin.bias)
 
 
+def _qkv(layer: BertLayer, x: torch.Tensor, k: int) -> tuple[torch.Tensor, ...]:
+    """The twin's query, key and value ``[B, heads, S, d_k]`` of the block input ``x``: the
+    three projections of their fake-quantized inputs, fake-quantized at their points."""
+    b, s, _ = x.shape
+    nh, dk = layer.cfg.num_attention_heads, layer.cfg.head_dim
+    pt = layer.points
+    out = []
+    for p_in, lin, p_out in (("q_proj_in", layer.query, "query"), ("k_proj_in", layer.key, "key"),
+                             ("v_proj_in", layer.value, "value")):
+        y = _fake_linear(_fake_act(x, pt[p_in], k), lin).view(b, s, nh, dk).transpose(1, 2)
+        out.append(_fake_act(y, pt[p_out], k))
+    return tuple(out)
+
+
 def _block(layer: BertLayer, x: torch.Tensor, bias: torch.Tensor, k: int) -> torch.Tensor:
     """:meth:`BertLayer.forward` of the fake-quant twin (same data flow, trainable)."""
     b, s, h = x.shape
-    nh, dk = layer.cfg.num_attention_heads, layer.cfg.head_dim
-    pt = layer.points
-
-    def heads(t: torch.Tensor) -> torch.Tensor:
-        return t.view(b, s, nh, dk).transpose(1, 2)
-
-    xq = _fake_act(x, pt["q_proj_in"], k)
-    xk = _fake_act(x, pt["k_proj_in"], k)
-    xv = _fake_act(x, pt["v_proj_in"], k)
-    query = _fake_act(heads(_fake_linear(xq, layer.query)), pt["query"], k)
-    key = _fake_act(heads(_fake_linear(xk, layer.key)), pt["key"], k)
-    value = _fake_act(heads(_fake_linear(xv, layer.value)), pt["value"], k)
+    dk, pt = layer.cfg.head_dim, layer.points
+    query, key, value = _qkv(layer, x, k)
     scores = query @ key.transpose(-1, -2) / math.sqrt(dk) + bias
     prob = _fake_act(torch.softmax(scores, dim=-1), pt["attn_prob"], k)
     ctx = (prob @ value).transpose(1, 2).reshape(b, s, h)
@@ -237,18 +241,8 @@ def _block_integer(
     forward, the float functions' gradients backward (straight through). ``x`` is on the
     stream ``s_in``; returns the block's output stream and its scale."""
     b, s, h = x.shape
-    nh, dk = layer.cfg.num_attention_heads, layer.cfg.head_dim
-    pt = layer.points
-
-    def heads(t: torch.Tensor) -> torch.Tensor:
-        return t.view(b, s, nh, dk).transpose(1, 2)
-
-    xq = _fake_act(x, pt["q_proj_in"], k)
-    xk = _fake_act(x, pt["k_proj_in"], k)
-    xv = _fake_act(x, pt["v_proj_in"], k)
-    query = _fake_act(heads(_fake_linear(xq, layer.query)), pt["query"], k)
-    key = _fake_act(heads(_fake_linear(xk, layer.key)), pt["key"], k)
-    value = _fake_act(heads(_fake_linear(xv, layer.value)), pt["value"], k)
+    dk, pt = layer.cfg.head_dim, layer.points
+    query, key, value = _qkv(layer, x, k)
     raw = query @ key.transpose(-1, -2)
     aq, ak = _alpha(pt["query"]), _alpha(pt["key"])
     sbits = score_bits(pt["query"].space, pt["key"].space, dk)
