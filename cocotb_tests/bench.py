@@ -250,6 +250,12 @@ class Bench:
         self.p_idle = float(self.cfg["p_idle"])
         self.p_stall = float(self.cfg["p_stall"])
 
+    @property
+    def slack(self) -> float:
+        """Clocks a beat may take under the random idle and stall (``1 / (1 - p)`` for the
+        larger probability, at most 20): the factor of every timeout of a bench."""
+        return 1.0 / max(0.05, 1.0 - max(self.p_idle, self.p_stall))
+
     def layout(self, port: str) -> PayloadLayout:
         """Payload layout of stream ``port`` from the manifest."""
         return PayloadLayout.of(self.cfg["module"]["streams"][port]["fields"])

@@ -74,8 +74,7 @@ async def test_add_norm(dut):
     cfg = tb.cfg
     await tb.start()
     corrupt = cfg.get("corrupt")
-    p = max(float(cfg["p_idle"]), float(cfg["p_stall"]))
-    slack = 1.0 / max(0.05, 1.0 - p)
+    slack = tb.slack
     per_row = int(slack * 4 * (2 * tb.hidden + 80))
     rows = 0
     for case in cfg["cases"]:

@@ -79,8 +79,7 @@ async def test_dense_tile(dut):
     cfg = tb.cfg
     await tb.start()
     geo = cfg["geometry"]
-    p = max(float(cfg["p_idle"]), float(cfg["p_stall"]))
-    slack = 1.0 / max(0.05, 1.0 - p)
+    slack = tb.slack
     per_window = int(slack * 4 * (geo["n_in"] + geo["T"] * geo["groups"] + geo["neurons"] + 8))
     corrupt = cfg.get("corrupt")
     windows = codes = 0

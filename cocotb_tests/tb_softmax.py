@@ -74,8 +74,7 @@ async def test_softmax(dut):
     cfg = tb.cfg
     await tb.start()
     corrupt = cfg.get("corrupt")
-    p = max(float(cfg["p_idle"]), float(cfg["p_stall"]))
-    slack = 1.0 / max(0.05, 1.0 - p)
+    slack = tb.slack
     rows = codes = 0
     overflow = 0
     for case in cfg["cases"]:

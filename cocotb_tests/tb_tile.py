@@ -157,8 +157,7 @@ async def test_tile(dut):
     blocks = cfg["blocks"]
     resets = {(b, w): phase for b, w, phase in cfg.get("resets", [])}
     corrupt = cfg.get("corrupt")
-    p = max(float(cfg["p_idle"]), float(cfg["p_stall"]))
-    slack = 1.0 / max(0.05, 1.0 - p)
+    slack = tb.slack
     geo = cfg["geometry"]
     per_window = int(slack * 4 * (geo["n_in"] + geo["T"] * geo["groups"] + geo["neurons"] + 8))
     for b, block in enumerate(blocks):
