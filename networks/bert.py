@@ -227,6 +227,9 @@ class BertLayer(nn.Module):
         self.points = nn.ModuleDict(points)
         #: The integer constants in integer mode (:func:`networks.integer.integer_mode_`).
         self.int_block: IntegerBlock | None = None
+        #: ``tap(name, tensor)`` sees the integer mode's stream tensors of this block
+        #: (:data:`networks.integer.TAPPED`), as the recorders see the codes.
+        self.tap: Callable | None = None
 
     def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         b, s, h = x.shape

@@ -52,6 +52,11 @@ if TYPE_CHECKING:
 
 #: The positions whose codes are a threshold walk over the residual stream.
 STREAM_INPUTS = ("q_proj_in", "k_proj_in", "v_proj_in", "ffn_expand_in")
+#: The integer tensors of a block that :func:`block_forward` hands to ``layer.tap``, in order:
+#: the input stream, the attention scores ``[B, heads, S, S]`` and probabilities ``u``, the
+#: attention-output tile's sums, the first residual sum and stream, the FFN-contract tile's
+#: sums, the second residual sum and the output stream (``[B, S, width]`` unless said).
+TAPPED = ("r_in", "scores", "u", "attn_sum", "h1", "r1", "ffn_sum", "h2", "r_out")
 
 
 @dataclass(frozen=True)
@@ -299,7 +304,8 @@ def walk(v: torch.Tensor, theta: torch.Tensor, space: CodeSpace) -> torch.Tensor
 def block_forward(layer: BertLayer, r: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     """One block in integer mode: stream rows ``r [B, S, H]`` (int64) and the valid keys
     ``valid [B, S]`` (bool) in, the next stream out. The codes of every position go through its
-    quant point's mask and recorder (:meth:`networks.bert.QuantPoint.emit`)."""
+    quant point's mask and recorder (:meth:`networks.bert.QuantPoint.emit`); the integer
+    tensors of :data:`TAPPED` past ``layer.tap`` when it is set."""
     blk: IntegerBlock = layer.int_block
     pt, tab = layer.points, blk.tables
     b, s, h = r.shape
@@ -311,6 +317,12 @@ def block_forward(layer: BertLayer, r: torch.Tensor, valid: torch.Tensor) -> tor
     def codes(name: str, v: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
         return pt[name].emit(walk(v, theta, pt[name].space))
 
+    def tapped(name: str, t: torch.Tensor) -> torch.Tensor:
+        if layer.tap is not None:
+            layer.tap(name, t)
+        return t
+
+    tapped("r_in", r)
     cq = codes("q_proj_in", r, blk.encoders["q_proj_in"])
     ck = codes("k_proj_in", r, blk.encoders["k_proj_in"])
     cv = codes("v_proj_in", r, blk.encoders["v_proj_in"])
@@ -320,17 +332,17 @@ def block_forward(layer: BertLayer, r: torch.Tensor, valid: torch.Tensor) -> tor
         return pt[name].emit(heads(walk(v, tab[name], pt[name].space)))
 
     query, key, value = projection("query", cq), projection("key", ck), projection("value", cv)
-    scores = _int_matmul(query, key.transpose(-1, -2))
-    u = blk.softmax(scores, valid[:, None, None, :])
+    scores = tapped("scores", _int_matmul(query, key.transpose(-1, -2)))
+    u = tapped("u", blk.softmax(scores, valid[:, None, None, :]))
     prob = codes("attn_prob", u, tab["attn_prob"])
     ctx = _int_matmul(prob, value).transpose(1, 2).reshape(b, s, h)
     cc = codes("attn_out_in", ctx, tab["attn_out_in"])
-    h1 = blk.add_attn(r, layer.attn_out.integer_sum(cc))
-    r1 = blk.norm_attn(h1)
+    h1 = tapped("h1", blk.add_attn(r, tapped("attn_sum", layer.attn_out.integer_sum(cc))))
+    r1 = tapped("r1", blk.norm_attn(h1))
     cf = codes("ffn_expand_in", r1, blk.encoders["ffn_expand_in"])
     cm = codes("ffn_contract_in", layer.ffn_expand.integer_sum(cf), tab["ffn_contract_in"])
-    h2 = blk.add_ffn(r1, layer.ffn_contract.integer_sum(cm))
-    return blk.norm_ffn(h2)
+    h2 = tapped("h2", blk.add_ffn(r1, tapped("ffn_sum", layer.ffn_contract.integer_sum(cm))))
+    return tapped("r_out", blk.norm_ffn(h2))
 
 
 def _int_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

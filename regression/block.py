@@ -1,0 +1,234 @@
+"""A whole encoder block through the generated hardware, piece by piece, bit-exact.
+
+:func:`run_block_pieces` takes sentences captured at one block of an integer-mode QNN
+(:func:`networks.block.capture_block`) and runs them through the block's hardware in the
+Amaranth simulator, one piece after the other, each fed with what the piece before it
+produced (never with the golden values):
+
+==============  =====================================================  ======================
+piece           hardware                                               checked against
+==============  =====================================================  ======================
+query/key/value  a neuron tile per projection (dense: a dense tile)    the projection's codes
+attention        the attention path (``rtl_gen.attention``): keys and  ``attn_out_in`` codes
+                 values written at run time, the softmax unit
+attn_out         a tile in raw-sum mode                                the residual add's sums
+norm_attn        the residual-add + LayerNorm unit                     stream ``r1``, the
+                                                                       ``ffn_expand_in`` codes
+ffn_expand       a tile, GELU folded into its table                    ``ffn_contract_in``
+ffn_contract     a tile in raw-sum mode                                the residual add's sums
+norm_ffn         the residual-add + LayerNorm unit                     the output stream, the
+                                                                       next block's codes
+==============  =====================================================  ======================
+
+The spiking designs send events through each position's mask (the tiles' and the attention
+path's own); the dense design sends every code. Each piece's every output is compared; a piece's
+counters and clocks are summed over the sentences. The pieces run one after the other here,
+each on its own generated component; the placement of all of them on one mesh is
+:mod:`rtl_gen.block_map`'s (docs/rtl_block.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass, field
+
+import torch
+
+from golden_models import decode_events, encode_events
+
+__all__ = ["PIECES", "PieceRun", "run_block_pieces"]
+
+#: The pieces of a block, in data-flow order.
+PIECES = ("query", "key", "value", "attention", "attn_out", "norm_attn", "ffn_expand",
+          "ffn_contract", "norm_ffn")
+
+
+@dataclass
+class PieceRun:
+    """One piece over every sentence: values compared, mismatches, summed counters, clocks."""
+
+    piece: str
+    checked: int = 0
+    mismatches: int = 0
+    counters: Counter = field(default_factory=Counter)
+    cycles: int = 0
+    first_mismatch: str | None = None
+
+    def compare(self, what: str, got, want) -> None:
+        got, want = list(got), list(want)
+        self.checked += max(len(got), len(want))
+        bad = sum(1 for a, b in zip(got, want, strict=False) if a != b) + abs(len(got) - len(want))
+        if bad and self.first_mismatch is None:
+            self.first_mismatch = f"{what}: got {got[:8]}..., want {want[:8]}..."
+        self.mismatches += bad
+
+
+def _tile_config(layer, *, raw_sums: bool):
+    from rtl_gen.mapper import config_for_chain
+
+    cfg = config_for_chain([layer], tile_neurons=layer.n_out, mesh_rows=1, mesh_cols=1)
+    return dataclasses.replace(cfg, raw_sums=raw_sums)
+
+
+def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, dense: bool,
+            raw_sums: bool) -> torch.Tensor:
+    """Tokens ``inputs [S, n_in]`` (codes the layer consumes) through one tile; returns the
+    tile's outputs ``[S, n_out]``: codes (their projection through the output mask for the
+    spiking tile, the codes themselves for the dense one) or raw sums. ``want``: the golden
+    codes before the mask, or the golden sums."""
+    from rtl_gen import registry
+    from rtl_gen.dense import dense_counters, dense_load_beats
+    from rtl_gen.driver import TileDriver, Window
+    from rtl_gen.tile import load_beats
+
+    cfg = _tile_config(layer, raw_sums=raw_sums)
+    block = registry.block("dense_tile" if dense else "tile")
+    tmask = (1 << cfg.time_width) - 1
+    windows = []
+    for n, q in enumerate(inputs):
+        if dense:
+            beats = [{"code": int(c) & tmask, "last": 0} for c in q.tolist()]
+            beats.append({"code": 0, "last": 1})
+            image = dense_load_beats(cfg, layer)
+        else:
+            index, time = encode_events(q, layer.in_mask)
+            beats = [{"addr": int(a), "tau": int(t), "last": 0}
+                     for a, t in zip(index.tolist(), time.tolist(), strict=True)]
+            beats.append({"addr": 0, "tau": 0, "last": 1})
+            image = load_beats(cfg, layer)
+        windows.append(Window(image if n == 0 else None, beats))
+    names = dense_counters(cfg) if dense else cfg.tile_counters
+    runs = TileDriver(block.build(cfg), windows, names).run()
+    out = []
+    for i, r in enumerate(runs):
+        beats = r.output[:-1]
+        run.counters.update(r.counters)
+        run.cycles += r.cycles["last_out"] - r.cycles["first_in"] + 1
+        if raw_sums:
+            got = [0] * layer.n_out
+            for b in beats:
+                got[b["addr"]] = b["sum"]
+            run.compare(f"{run.piece} token {i} sums", got, want[i].tolist())
+        elif dense:
+            got = _dense_codes(cfg, beats, layer)
+            run.compare(f"{run.piece} token {i} codes", got, want[i].tolist())
+        else:
+            ev = [(b["addr"], b["t"]) for b in beats]
+            gi, gt = encode_events(want[i], layer.out_mask)
+            run.compare(f"{run.piece} token {i} events", ev,
+                        list(zip(gi.tolist(), gt.tolist(), strict=True)))
+            got = decode_events(torch.tensor([a for a, _ in ev], dtype=torch.int64),
+                                torch.tensor([t for _, t in ev], dtype=torch.int64),
+                                (layer.n_out,), layer.out_mask).tolist()
+        out.append(got)
+    return torch.tensor(out, dtype=torch.int64)
+
+
+def _dense_codes(cfg, beats, layer) -> list[int]:
+    """The codes of a dense tile's output beats in the layer's output code space: the beat
+    carries ``c - tau`` in the tile's (input) family, so ``tau`` and then the code follow."""
+    from golden_models import CodeSpace
+    from rtl_gen.dense import unpack_codes
+
+    c_tile, c_out = CodeSpace(cfg.T, cfg.family).c, layer.out_mask.space.c
+    codes = [0] * layer.n_out
+    for b in beats:
+        for j, q in unpack_codes(cfg, b["addr"], b["codes"], layer.n_out):
+            codes[j] = c_out - (c_tile - q)
+    return codes
+
+
+def _attention(run: PieceRun, qnn, block: int, query, keys, values, valid, want, *,
+               dense: bool) -> torch.Tensor:
+    """One sequence through the attention path; returns its ``attn_out_in`` codes (projected
+    through the mask on the spiking path)."""
+    from networks.attention import attention_path
+    from rtl_gen.attention import simulate_attention
+    from rtl_gen.attn_params import AttentionConfig
+
+    layer = qnn.layers[block]
+    path = attention_path(layer)
+    cfg = AttentionConfig(heads=layer.cfg.num_attention_heads, head_dim=layer.cfg.head_dim,
+                          seq_max=layer.cfg.max_position_embeddings,
+                          T=layer.points["attn_prob"].space.T,
+                          frac_bits=qnn.integer.exp_frac_bits,
+                          row_max=layer.cfg.max_position_embeddings)
+    [windows] = simulate_attention(cfg, path, [(query, keys, values, valid)], dense=dense)
+    out = []
+    width = query.shape[1]
+    for i, w in enumerate(windows):
+        # the write counters count a sequence (they clear when it starts), the others a window
+        run.counters.update({n: v for n, v in w.counters.items() if "_writes" not in n})
+        run.cycles += w.cycles
+        if dense:
+            got = [0] * width
+            for a, c in w.events:
+                got[a] = c
+            run.compare(f"attention token {i} codes", got, want[i].tolist())
+        else:
+            gi, gt = encode_events(want[i], path.ctx_mask)
+            run.compare(f"attention token {i} events", w.events,
+                        list(zip(gi.tolist(), gt.tolist(), strict=True)))
+            got = decode_events(torch.tensor([a for a, _ in w.events], dtype=torch.int64),
+                                torch.tensor([t for _, t in w.events], dtype=torch.int64),
+                                (width,), path.ctx_mask).tolist()
+        out.append(got)
+    run.counters.update({n: v for n, v in windows[-1].counters.items() if "_writes" in n})
+    return torch.tensor(out, dtype=torch.int64)
+
+
+def _norm(run: PieceRun, cfg, add, norm, thetas, r, sums, want_r, want_codes):
+    """Rows ``(r, sums)`` through the residual-add + LayerNorm unit; checks the new stream and
+    the codes it walks (``want_codes``: one ``[S, hidden]`` per table) and returns the stream
+    ``[S, hidden]`` and those codes."""
+    from rtl_gen.add_norm import load_beats, simulate_add_norm
+
+    rows = [(r[i].tolist(), sums[i].tolist()) for i in range(r.shape[0])]
+    out = simulate_add_norm(cfg, rows, load_beats(cfg, add, norm, thetas))
+    for i, row in enumerate(out):
+        run.cycles += row.clocks
+        run.compare(f"{run.piece} token {i} stream", row.r, want_r[i].tolist())
+        for p, codes in enumerate(want_codes):
+            run.compare(f"{run.piece} token {i} codes {p}", row.codes[p], codes[i].tolist())
+    run.counters.update({"rows": len(out), "channels": len(out) * r.shape[1]})
+    codes = [torch.tensor([row.codes[p] for row in out], dtype=torch.int64)
+             for p in range(len(want_codes))]
+    return torch.tensor([row.r for row in out], dtype=torch.int64), codes
+
+
+def run_block_pieces(qnn, sequences, *, block: int = 0, dense: bool = False) -> list[PieceRun]:
+    """Run captured sequences (:class:`networks.block.BlockSequence`, captured with the masks
+    the design uses: radius ``k``, TTFS, or ``k = 0`` for the dense design) through the
+    block's hardware pieces; one :class:`PieceRun` per piece of :data:`PIECES`."""
+    from networks.block import block_layers
+    from regression.units import minilm_config
+
+    layer = qnn.layers[block]
+    blk, layers = layer.int_block, block_layers(layer)
+    nxt = qnn.layers[block + 1].int_block if block + 1 < len(qnn.layers) else None
+    unit_cfg = minilm_config(qnn)
+    runs = {p: PieceRun(p) for p in PIECES}
+    for seq in sequences:
+        c, t = seq.codes, seq.tensors
+        proj = {name: _linear(runs[name], layers[name], c[p_in], c[name], dense=dense,
+                              raw_sums=False)
+                for name, p_in in (("query", "q_proj_in"), ("key", "k_proj_in"),
+                                   ("value", "v_proj_in"))}
+        # keys and values are written as codes, every code whatever the design
+        ctx = _attention(runs["attention"], qnn, block, proj["query"], proj["key"],
+                         proj["value"], seq.valid, c["attn_out_in"], dense=dense)
+        s1 = _linear(runs["attn_out"], layers["attn_out"], ctx, t["attn_sum"], dense=dense,
+                     raw_sums=True)
+        r1, [cf] = _norm(runs["norm_attn"], unit_cfg, blk.add_attn, blk.norm_attn,
+                         [blk.encoders["ffn_expand_in"]], t["r_in"], s1, t["r1"],
+                         [c["ffn_expand_in"]])
+        mid = _linear(runs["ffn_expand"], layers["ffn_expand"], cf, c["ffn_contract_in"],
+                      dense=dense, raw_sums=False)
+        s2 = _linear(runs["ffn_contract"], layers["ffn_contract"], mid, t["ffn_sum"],
+                     dense=dense, raw_sums=True)
+        feeds = ("q_proj_in", "k_proj_in", "v_proj_in")
+        _norm(runs["norm_ffn"], unit_cfg, blk.add_ffn, blk.norm_ffn,
+              [nxt.encoders[p] for p in feeds] if nxt else [], r1, s2, t["r_out"],
+              [seq.next_codes[p] for p in feeds] if nxt else [])
+    return [runs[p] for p in PIECES]
