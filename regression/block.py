@@ -29,6 +29,7 @@ each on its own generated component; the placement of all of them on one mesh is
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
@@ -37,7 +38,8 @@ import torch
 
 from golden_models import decode_events, encode_events
 
-__all__ = ["PIECES", "PieceRun", "run_block_pieces"]
+__all__ = ["DESIGNS", "PIECES", "BlockRun", "PieceRun", "check_design", "design_masks",
+           "model_energy", "run_block", "run_block_pieces"]
 
 #: The pieces of a block, in data-flow order.
 PIECES = ("query", "key", "value", "attention", "attn_out", "norm_attn", "ffn_expand",
@@ -232,3 +234,131 @@ def run_block_pieces(qnn, sequences, *, block: int = 0, dense: bool = False) -> 
               [nxt.encoders[p] for p in feeds] if nxt else [], r1, s2, t["r_out"],
               [seq.next_codes[p] for p in feeds] if nxt else [])
     return [runs[p] for p in PIECES]
+
+
+# -- a design over sentences ---------------------------------------------------------------------
+
+#: The designs a block runs as: the dense INT4 design, standard TTFS, M-TTFS at k = 0, 1, 2.
+DESIGNS = ("dense", "ttfs", "mttfs-k0", "mttfs-k1", "mttfs-k2")
+#: Where each position's deliveries are counted: the piece that consumes it and its counter
+#: (per head for the attention path's, summed).
+_CONSUMER = {
+    "q_proj_in": ("query", "in"), "k_proj_in": ("key", "in"), "v_proj_in": ("value", "in"),
+    "query": ("attention", "qk"), "attn_prob": ("attention", "pv"),
+    "attn_out_in": ("attn_out", "in"), "ffn_expand_in": ("ffn_expand", "in"),
+    "ffn_contract_in": ("ffn_contract", "in"),
+}
+
+
+def check_design(design: object) -> str:
+    if design not in DESIGNS:
+        raise ValueError(f"design must be one of {', '.join(DESIGNS)}, not {design!r}")
+    return design
+
+
+@contextlib.contextmanager
+def design_masks(qnn, design: str):
+    """Set every spike-encoded position's mask for ``design`` (the calibrated silent centre at
+    radius ``k`` for M-TTFS and for the dense design's ``k = 0`` values; the lowest level for
+    TTFS), and put the calibrated masks back after."""
+    from golden_models import Mask
+    from golden_models.mask import ttfs_mask
+
+    check_design(design)
+    points = qnn.spike_points()
+    saved = [p.mask for p in points]
+    if any(m is None for m in saved):
+        raise ValueError("masks are not calibrated; convert the model with networks.ptq")
+    try:
+        for p, m in zip(points, saved, strict=True):
+            if design == "ttfs":
+                p.mask = ttfs_mask(p.space)
+            else:
+                k = 0 if design == "dense" else int(design.rsplit("k", 1)[1])
+                p.mask = Mask(p.space, m.i_max, k)
+        yield qnn
+    finally:
+        for p, m in zip(points, saved, strict=True):
+            p.mask = m
+
+
+@dataclass
+class BlockRun:
+    """One design over sentences: its pieces, the deliveries counted per position (events;
+    codes for the dense design), the values each position holds, the tokens."""
+
+    design: str
+    pieces: list[PieceRun]
+    deliveries: dict[str, int]
+    values: dict[str, int]
+    tokens: int
+    T: int
+
+    @property
+    def mismatches(self) -> int:
+        return sum(p.mismatches for p in self.pieces)
+
+    @property
+    def cycles(self) -> int:
+        return sum(p.cycles for p in self.pieces)
+
+    def rates(self) -> dict[str, float]:
+        """Deliveries per value per time step at each position (the paper's spike rate)."""
+        return {p: self.deliveries[p] / (self.values[p] * self.T) for p in self.deliveries}
+
+
+def _deliveries(pieces: dict[str, PieceRun], dense: bool) -> dict[str, int]:
+    name = "codes_in" if dense else "events_in"
+    out = {}
+    for position, (piece, where) in _CONSUMER.items():
+        counters = pieces[piece].counters
+        if where == "in":
+            out[position] = counters[name]
+        else:
+            prefix = f"cnt_{where}_{name}_h"
+            out[position] = sum(v for n, v in counters.items() if n.startswith(prefix))
+    return out
+
+
+def run_block(qnn, tokenizer, sentences, design: str, *, block: int = 0) -> BlockRun:
+    """``sentences`` through block ``block``'s hardware pieces as ``design``
+    (:data:`DESIGNS`), each sentence alone."""
+    from networks.block import capture_block
+
+    with design_masks(qnn, design):
+        seqs = capture_block(qnn, tokenizer, sentences, block=block)
+        pieces = run_block_pieces(qnn, seqs, block=block, dense=design == "dense")
+    values = Counter()
+    for s in seqs:
+        values.update({p: int(s.codes[p].numel()) for p in _CONSUMER})
+    layer = qnn.layers[block]
+    return BlockRun(design, pieces, _deliveries({p.piece: p for p in pieces}, design == "dense"),
+                    dict(values), sum(s.length for s in seqs),
+                    layer.points["attn_prob"].space.T)
+
+
+def model_energy(runs: list[BlockRun], dims) -> dict[str, dict[str, float]]:
+    """The paper's model (``energy_model.compute``) per block at ``dims`` (its B and S), at
+    the spike rates the runs measured: joules per component and total, per design."""
+    from energy_model.model import compute
+    from energy_model.rates import Rate, Rates
+
+    by = {r.design: r for r in runs}
+    T = runs[0].T
+    source = f"measured on the block's hardware pieces ({runs[0].tokens} tokens)"
+    rates = Rates(
+        T=T,
+        ttfs=Rate(by["ttfs"].rates(), source, "TTFS") if "ttfs" in by else None,
+        mttfs={int(d.rsplit("k", 1)[1]): Rate(by[d].rates(), source, d)
+               for d in DESIGNS if d.startswith("mttfs") and d in by},
+        source=source,
+    )
+    report = compute(dims, rates)
+    out = {}
+    for row in report.rows:
+        spec = row.spec
+        design = ("dense" if spec.encoding == "dense" else
+                  "ttfs" if spec.k is None else f"mttfs-k{spec.k}")
+        if design in by:
+            out[design] = row.energy.to_json()
+    return out
