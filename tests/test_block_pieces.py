@@ -1,0 +1,144 @@
+# amaranth: UnusedElaboratable=no
+"""A whole encoder block through its hardware pieces (regression.block), in the Amaranth
+simulator: the small random block, each piece fed by the one before it, bit-exact against the
+integer QNN at every position for every design; planted faults are caught; the tap of the
+integer block sees what the block computes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from golden_models import encode_events
+from networks.block import BlockSequence, block_layers, capture_block, random_block_model
+from networks.integer import TAPPED, block_forward
+from regression.block import (
+    DESIGNS,
+    PIECES,
+    check_design,
+    design_masks,
+    model_energy,
+    run_block,
+    run_block_pieces,
+)
+
+#: A short sentence: 8 tokens with [CLS] and [SEP] (the pieces run in the Python simulator).
+SENTENCE = "A short sentence of six words."
+
+
+@pytest.fixture(scope="module")
+def model():
+    return random_block_model(seq=12)
+
+
+@pytest.fixture(scope="module")
+def runs(model):
+    qnn, tok = model
+    return {d: run_block(qnn, tok, [SENTENCE], d) for d in DESIGNS}
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+def test_every_piece_is_bit_exact(runs, design):
+    run = runs[design]
+    assert [p.piece for p in run.pieces] == list(PIECES)
+    for p in run.pieces:
+        assert p.checked > 0, p.piece
+        assert p.mismatches == 0, (p.piece, p.first_mismatch)
+    assert run.tokens == 8 and run.cycles > 0
+
+
+def test_deliveries_follow_the_designs(runs):
+    """Dense delivers every code; TTFS, then M-TTFS at growing k, deliver fewer events."""
+    dense = runs["dense"]
+    assert dense.deliveries == dense.values
+    for p in dense.values:
+        counts = [runs[d].deliveries[p] for d in ("dense", "mttfs-k0", "mttfs-k1", "mttfs-k2")]
+        assert counts == sorted(counts, reverse=True), p
+        assert runs["ttfs"].deliveries[p] <= dense.values[p]
+
+
+def test_model_energy_at_the_measured_rates(runs):
+    from energy_model.dims import ModelDims
+
+    dims = ModelDims("random block", hidden=32, ffn=64, heads=2, layers=1, weight_bits=4)
+    energy = model_energy(list(runs.values()), dims)
+    assert set(energy) == set(DESIGNS)
+    totals = {d: e["total_J"] for d, e in energy.items()}
+    assert totals["mttfs-k2"] < totals["mttfs-k1"] < totals["mttfs-k0"]
+
+
+def _captured(model, design):
+    qnn, tok = model
+    with design_masks(qnn, design):
+        return capture_block(qnn, tok, [SENTENCE])
+
+
+@pytest.mark.parametrize("fault", ["sum", "stream", "code", "key"])
+def test_a_planted_fault_is_caught(model, fault):
+    """The expectation of one piece corrupted by one LSB: that piece, and only its checks,
+    report it (what a hardware bug at that piece would look like)."""
+    qnn, _ = model
+    [seq] = _captured(model, "mttfs-k1")
+    codes, tensors = dict(seq.codes), dict(seq.tensors)
+    if fault == "sum":
+        tensors["attn_sum"] = tensors["attn_sum"].clone()
+        tensors["attn_sum"][3, 5] += 1
+        bad = "attn_out"
+    elif fault == "stream":
+        tensors["r_out"] = tensors["r_out"].clone()
+        tensors["r_out"][0, 0] += 1
+        bad = "norm_ffn"
+    elif fault == "code":
+        # an event of the FFN-expand tile silenced (a code inside the dead zone would be an
+        # equivalent mutant: the mask hides it)
+        q = codes["ffn_contract_in"] = codes["ffn_contract_in"].clone()
+        token = 2
+        with design_masks(qnn, "mttfs-k1") as net:
+            mask = net.layers[0].points["ffn_contract_in"].mask
+            index, _ = encode_events(q[token], mask)
+        q[token, int(index[0])] = mask.mu
+        bad = "ffn_expand"
+    else:
+        codes["key"] = codes["key"].clone()
+        codes["key"][1, 0] -= 1
+        bad = "key"
+    planted = dataclasses.replace(seq, codes=codes, tensors=tensors)
+    with design_masks(qnn, "mttfs-k1"):
+        pieces = run_block_pieces(qnn, [planted])
+    assert [p.piece for p in pieces if p.mismatches] == [bad]
+
+
+def test_the_tap_sees_what_the_block_computes(model):
+    qnn, tok = model
+    [seq] = _captured(model, "mttfs-k1")
+    assert set(seq.tensors) == set(TAPPED)
+    layer = qnn.layers[0]
+    with design_masks(qnn, "mttfs-k1"):
+        out = block_forward(layer, seq.tensors["r_in"][None], seq.valid[None])
+    assert torch.equal(out[0], seq.tensors["r_out"])
+    assert layer.tap is None  # capture_block leaves no tap behind
+
+
+def test_block_layers_reproduce_the_qnn(model):
+    [seq] = _captured(model, "mttfs-k1")
+    qnn, _ = model
+    with design_masks(qnn, "mttfs-k1"):
+        layers = block_layers(qnn.layers[0])
+    for name, p_in, p_out in (("query", "q_proj_in", "query"), ("key", "k_proj_in", "key"),
+                              ("ffn_expand", "ffn_expand_in", "ffn_contract_in")):
+        for i in range(seq.length):
+            r = layers[name].run_codes(seq.codes[p_in][i])
+            assert torch.equal(layers[name].out_mask.space.c - r.tau, seq.codes[p_out][i])
+
+
+def test_bad_input(model):
+    qnn, tok = model
+    with pytest.raises(ValueError, match="design must be one of dense, ttfs"):
+        check_design("mttfs-k9")
+    with pytest.raises(ValueError, match="block must be in 0..0, not 1"):
+        capture_block(qnn, tok, [SENTENCE], block=1)
+    with pytest.raises(ValueError, match="at least one sentence"):
+        capture_block(qnn, tok, [])
+    assert isinstance(_captured(model, "ttfs")[0], BlockSequence)
