@@ -87,19 +87,13 @@ def minilm_sentences(count: int = 8, *, longest: int = 64) -> list[str]:
     ``longest`` tokens, their lengths spread over the split's range (evenly spaced ranks of
     the sorted lengths)."""
     from networks.bert import load_minilm
-    from networks.corpus import load_corpus
+    from networks.corpus import load_corpus, spread_by_length
     from toolkit_base.checks import check_int
 
     check_int("count", count, 1, 1 << 12)
     _, tok = load_minilm()
-    corpus = load_corpus("pydoc-topics")
-    sized = sorted((int(tok([s])[1].sum()), i, s) for i, s in enumerate(corpus.calibration))
-    sized = [x for x in sized if x[0] <= longest]
-    if len(sized) < count:
-        raise ValueError(f"count must be at most {len(sized)} (calibration sentences of at most "
-                         f"{longest} tokens), not {count}")
-    picks = [sized[round(i * (len(sized) - 1) / max(count - 1, 1))] for i in range(count)]
-    return [s for _, _, s in picks]
+    return spread_by_length(load_corpus("pydoc-topics").calibration, tok, count,
+                            longest=longest, what="calibration sentences")
 
 
 @functools.lru_cache(maxsize=4)

@@ -41,6 +41,8 @@ from golden_models import decode_events, encode_events
 __all__ = ["DESIGNS", "PIECES", "BlockRun", "PieceRun", "check_design", "design_masks",
            "model_energy", "run_block", "run_block_pieces"]
 
+#: Output neurons of one tile (the mesh's node size: docs/rtl_block.md).
+TILE_NEURONS = 64
 #: The pieces of a block, in data-flow order.
 PIECES = ("query", "key", "value", "attention", "attn_out", "norm_attn", "ffn_expand",
           "ffn_contract", "norm_ffn")
@@ -73,12 +75,34 @@ def _tile_config(layer, *, raw_sums: bool):
     return dataclasses.replace(cfg, raw_sums=raw_sums)
 
 
+def tile_slices(layer, tile_neurons: int) -> list[tuple[int, int, object]]:
+    """``layer``'s output neurons in tiles of at most ``tile_neurons``: ``(lo, hi, layer of
+    neurons lo..hi-1)`` (the mapper's partition, without the padding a mesh node needs)."""
+    from golden_models import IntegerLayer
+
+    out = []
+    for lo in range(0, layer.n_out, tile_neurons):
+        hi = min(lo + tile_neurons, layer.n_out)
+        out.append((lo, hi, IntegerLayer(layer.weights[:, lo:hi].contiguous(), layer.weight_bits,
+                                         layer.init[lo:hi].clone(), layer.theta[lo:hi].clone(),
+                                         layer.in_mask, layer.out_mask)))
+    return out
+
+
 def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, dense: bool,
-            raw_sums: bool) -> torch.Tensor:
-    """Tokens ``inputs [S, n_in]`` (codes the layer consumes) through one tile; returns the
-    tile's outputs ``[S, n_out]``: codes (their projection through the output mask for the
-    spiking tile, the codes themselves for the dense one) or raw sums. ``want``: the golden
-    codes before the mask, or the golden sums."""
+            raw_sums: bool, tile_neurons: int) -> torch.Tensor:
+    """Tokens ``inputs [S, n_in]`` (codes the layer consumes) through the layer's tiles of at
+    most ``tile_neurons`` neurons; returns their outputs ``[S, n_out]``: codes (their
+    projection through the output mask for the spiking tile, the codes themselves for the
+    dense one) or raw sums. ``want``: the golden codes before the mask, or the golden sums."""
+    parts = [_tile(run, part, inputs, want[:, lo:hi], dense=dense, raw_sums=raw_sums)
+             for lo, hi, part in tile_slices(layer, tile_neurons)]
+    return torch.cat(parts, dim=1)
+
+
+def _tile(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, dense: bool,
+          raw_sums: bool) -> torch.Tensor:
+    """One tile's share of :func:`_linear`."""
     from rtl_gen import registry
     from rtl_gen.dense import dense_counters, dense_load_beats
     from rtl_gen.driver import TileDriver, Window
@@ -199,10 +223,12 @@ def _norm(run: PieceRun, cfg, add, norm, thetas, r, sums, want_r, want_codes):
     return torch.tensor([row.r for row in out], dtype=torch.int64), codes
 
 
-def run_block_pieces(qnn, sequences, *, block: int = 0, dense: bool = False) -> list[PieceRun]:
+def run_block_pieces(qnn, sequences, *, block: int = 0, dense: bool = False,
+                     tile_neurons: int = TILE_NEURONS) -> list[PieceRun]:
     """Run captured sequences (:class:`networks.block.BlockSequence`, captured with the masks
     the design uses: radius ``k``, TTFS, or ``k = 0`` for the dense design) through the
-    block's hardware pieces; one :class:`PieceRun` per piece of :data:`PIECES`."""
+    block's hardware pieces, each linear layer in tiles of at most ``tile_neurons`` neurons;
+    one :class:`PieceRun` per piece of :data:`PIECES`."""
     from networks.block import block_layers
     from regression.units import minilm_config
 
@@ -214,21 +240,21 @@ def run_block_pieces(qnn, sequences, *, block: int = 0, dense: bool = False) -> 
     for seq in sequences:
         c, t = seq.codes, seq.tensors
         proj = {name: _linear(runs[name], layers[name], c[p_in], c[name], dense=dense,
-                              raw_sums=False)
+                              raw_sums=False, tile_neurons=tile_neurons)
                 for name, p_in in (("query", "q_proj_in"), ("key", "k_proj_in"),
                                    ("value", "v_proj_in"))}
         # keys and values are written as codes, every code whatever the design
         ctx = _attention(runs["attention"], qnn, block, proj["query"], proj["key"],
                          proj["value"], seq.valid, c["attn_out_in"], dense=dense)
         s1 = _linear(runs["attn_out"], layers["attn_out"], ctx, t["attn_sum"], dense=dense,
-                     raw_sums=True)
+                     raw_sums=True, tile_neurons=tile_neurons)
         r1, [cf] = _norm(runs["norm_attn"], unit_cfg, blk.add_attn, blk.norm_attn,
                          [blk.encoders["ffn_expand_in"]], t["r_in"], s1, t["r1"],
                          [c["ffn_expand_in"]])
         mid = _linear(runs["ffn_expand"], layers["ffn_expand"], cf, c["ffn_contract_in"],
-                      dense=dense, raw_sums=False)
+                      dense=dense, raw_sums=False, tile_neurons=tile_neurons)
         s2 = _linear(runs["ffn_contract"], layers["ffn_contract"], mid, t["ffn_sum"],
-                     dense=dense, raw_sums=True)
+                     dense=dense, raw_sums=True, tile_neurons=tile_neurons)
         feeds = ("q_proj_in", "k_proj_in", "v_proj_in")
         _norm(runs["norm_ffn"], unit_cfg, blk.add_ffn, blk.norm_ffn,
               [nxt.encoders[p] for p in feeds] if nxt else [], r1, s2, t["r_out"],
@@ -320,14 +346,16 @@ def _deliveries(pieces: dict[str, PieceRun], dense: bool) -> dict[str, int]:
     return out
 
 
-def run_block(qnn, tokenizer, sentences, design: str, *, block: int = 0) -> BlockRun:
+def run_block(qnn, tokenizer, sentences, design: str, *, block: int = 0,
+              tile_neurons: int = TILE_NEURONS) -> BlockRun:
     """``sentences`` through block ``block``'s hardware pieces as ``design``
-    (:data:`DESIGNS`), each sentence alone."""
+    (:data:`DESIGNS`), each sentence alone, in tiles of at most ``tile_neurons`` neurons."""
     from networks.block import capture_block
 
     with design_masks(qnn, design):
         seqs = capture_block(qnn, tokenizer, sentences, block=block)
-        pieces = run_block_pieces(qnn, seqs, block=block, dense=design == "dense")
+        pieces = run_block_pieces(qnn, seqs, block=block, dense=design == "dense",
+                                  tile_neurons=tile_neurons)
     values = Counter()
     for s in seqs:
         values.update({p: int(s.codes[p].numel()) for p in _CONSUMER})

@@ -1,0 +1,273 @@
+"""``matterhorn block``: a whole encoder block through its hardware pieces on real sentences,
+every design, bit-exact, and its energy per block (docs/rtl_block.md).
+
+:func:`run` loads and converts the model (the small random block, MiniLM or a model folder),
+picks sentences of the evaluation split with their lengths spread, runs them through the
+block's hardware pieces as each design (:func:`regression.block.run_block`: every position,
+every key and value code, the raw sums, both LayerNorms' streams and codes checked), prices
+each design with the paper's model at the rates it measured (``energy_model``), and writes
+``block.json`` (schema ``matterhorn.block/1``), ``block.md`` and ``block.png`` into ``--out``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from regression.block import DESIGNS, PIECES
+
+__all__ = ["BlockSetup", "block_document", "check_designs", "markdown", "plot", "ratio", "run",
+           "setup", "verdict", "write"]
+
+#: The model's workload the energy per block is priced at: the paper's B and S.
+BATCH, SEQ = 64, 128
+#: The paper's per-block ratio of M-TTFS k = 1 to the dense QNN (BERT-base, its energy table:
+#: 48.27 / 71.54 mJ).
+PAPER_RATIO = 48.27 / 71.54
+#: Calibration sentences of a real model's conversion (as ``matterhorn layer``).
+CALIBRATION = 6
+#: Model components of a design's energy (``energy_model``'s, joules in its report).
+MODEL_COMPONENTS = ("move", "wread", "kvwrite", "compute")
+
+
+@dataclass(frozen=True)
+class BlockSetup:
+    """What a run is about: the network, its tokenizer, its name and the sentences."""
+
+    qnn: object
+    tokenizer: object
+    name: str
+    sentences: list[str]
+    seq_max: int
+
+
+def check_designs(designs, ks) -> list[str]:
+    """The designs of ``--design dense|ttfs|mttfs`` and ``--k``: M-TTFS once per radius."""
+    from golden_models.codespace import check_k
+
+    out = []
+    for d in designs:
+        if d not in ("dense", "ttfs", "mttfs"):
+            raise ValueError(f"--design must be one of dense, ttfs, mttfs, not {d!r}")
+        if d == "mttfs":
+            for k in ks:
+                check_k(k, 16)
+                if k > 2:
+                    raise ValueError(f"--k must be 0, 1 or 2 (the compared radii), not {k}")
+                out.append(f"mttfs-k{k}")
+        else:
+            out.append(d)
+    return [d for d in DESIGNS if d in out]
+
+
+def setup(model: str, sentences: int, *, block: int = 0, seed: int = 0) -> BlockSetup:
+    """Load and convert ``model`` (``random``, ``minilm`` or a model folder) in integer mode,
+    and pick ``sentences`` sentences of the ``pydoc-topics`` evaluation split that fit the
+    model's positions, lengths spread."""
+    from networks.corpus import load_corpus, spread_by_length
+    from networks.integer import integer_mode_
+
+    corpus = load_corpus("pydoc-topics")
+    if model == "random":
+        from networks.block import random_block_model
+
+        qnn, tok = random_block_model(seed=seed)
+        name = "random block"
+    else:
+        from networks.hf_folder import load_model, resolve_model
+        from networks.ptq import convert
+
+        source = resolve_model(model)
+        float_model, tok = load_model(source)
+        qnn = integer_mode_(convert(float_model, tok, corpus.calibration[:CALIBRATION]))
+        name = source.name
+    if not 0 <= block < len(qnn.layers):
+        raise ValueError(f"--block must be in 0..{len(qnn.layers) - 1}, not {block}")
+    seq_max = qnn.cfg.max_position_embeddings
+    picked = spread_by_length(corpus.evaluation, tok, sentences, longest=seq_max,
+                              what="evaluation sentences")
+    return BlockSetup(qnn, tok, name, picked, seq_max)
+
+
+def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = 64,
+        steps=None) -> dict:
+    """Every design of ``designs`` over the sentences; the ``block.json`` document.
+    ``steps``: a :class:`toolkit_base.console.Steps` told of each design."""
+    from regression.block import model_energy, run_block
+
+    runs = []
+    for d in designs:
+        if steps is not None:
+            steps.start(f"{d}: {len(st.sentences)} sentences through the block's pieces")
+        runs.append(run_block(st.qnn, st.tokenizer, st.sentences, d, block=block,
+                              tile_neurons=tile_neurons))
+        if steps is not None:
+            steps.advance(f"{d}: {runs[-1].mismatches} mismatches")
+    return block_document(st, runs, model_energy(runs, _dims(st)), block=block,
+                          tile_neurons=tile_neurons)
+
+
+def _dims(st: BlockSetup):
+    from energy_model.dims import ModelDims
+
+    cfg = st.qnn.cfg
+    return ModelDims(st.name, hidden=cfg.hidden_size, ffn=cfg.intermediate_size,
+                     heads=cfg.num_attention_heads, layers=cfg.num_hidden_layers,
+                     batch=BATCH, seq=SEQ, weight_bits=st.qnn.layers[0].query.weight_bits,
+                     source="the model's configuration")
+
+
+def block_document(st: BlockSetup, runs, model: dict, *, block: int,
+                   tile_neurons: int) -> dict:
+    """``block.json``: the run's parameters, and per design its checks, deliveries, clocks
+    and energy (the paper's model at the measured rates; the gates column is ``null`` until
+    the block's gate-level pricing exists)."""
+    cfg = st.qnn.cfg
+    designs = []
+    for r in runs:
+        m = model[r.design]
+        designs.append({
+            "design": r.design,
+            "mismatches": r.mismatches,
+            "checked": sum(p.checked for p in r.pieces),
+            "events": dict(r.deliveries),
+            "rates_percent": {p: round(100 * v, 4) for p, v in r.rates().items()},
+            "cycles": r.cycles,
+            "pieces": [{"piece": p.piece, "checked": p.checked, "mismatches": p.mismatches,
+                        "cycles": p.cycles, "first_mismatch": p.first_mismatch}
+                       for p in r.pieces],
+            "energy_pJ": {
+                "gates": None,
+                "model": {c: m[f"{c}_J"] * 1e12 for c in (*MODEL_COMPONENTS, "total")},
+            },
+        })
+    return {
+        "schema": "matterhorn.block/1",
+        "model": st.name,
+        "block": block,
+        "dims": {"hidden": cfg.hidden_size, "heads": cfg.num_attention_heads,
+                 "head_dim": cfg.head_dim, "ffn": cfg.intermediate_size,
+                 "seq_max": st.seq_max},
+        "k": sorted(int(r.design[-1]) for r in runs if r.design.startswith("mttfs")),
+        "pdk": None,
+        "sentences": len(st.sentences),
+        "tokens": runs[0].tokens,
+        "tile_neurons": tile_neurons,
+        "mesh": None,
+        "workload": {"batch": BATCH, "seq": SEQ,
+                     "what": "energy per block at the paper's workload (B x S tokens), the "
+                     "paper's model (energy_model) at the spike rates measured here, its "
+                     "unit costs the paper's table"},
+        "designs": designs,
+    }
+
+
+def ratio(doc: dict, design: str = "mttfs-k1", source: str = "model") -> float | None:
+    """``design``'s total over the dense design's (``source``: ``model`` or ``gates``)."""
+    by = {d["design"]: d["energy_pJ"][source] for d in doc["designs"]}
+    if design not in by or "dense" not in by or by[design] is None or by["dense"] is None:
+        return None
+    return by[design]["total"] / by["dense"]["total"]
+
+
+def verdict(doc: dict) -> list[str]:
+    """The answer, first: the checks, then the ratio against the paper's."""
+    bad = sum(d["mismatches"] for d in doc["designs"])
+    checked = sum(d["checked"] for d in doc["designs"])
+    names = ", ".join(d["design"] for d in doc["designs"])
+    lines = [f"{doc['model']} block {doc['block']}, {doc['sentences']} sentences "
+             f"({doc['tokens']} tokens): "
+             + (f"0 mismatches in {checked} values checked ({names})" if bad == 0 else
+                f"FAIL: {bad} mismatches in {checked} values checked ({names})")]
+    r = ratio(doc)
+    if r is not None:
+        lines.append(f"An M-TTFS k=1 block costs {r:.3f}x the dense INT4 block in the paper's "
+                     f"model at the rates measured here (the paper: {PAPER_RATIO:.3f}x); in "
+                     "our gates: not measured yet.")
+    return lines
+
+
+def _pj(x: float) -> str:
+    return f"{x / 1e6:.4g}" if x >= 1e3 else f"{x:.3g} pJ"
+
+
+def markdown(doc: dict) -> str:
+    """``block.md``: the verdict, the designs' energy per block by component, the deliveries
+    per position, the pieces' checks and clocks."""
+    from golden_models.positions import POSITION_KEYS
+    from toolkit_base.tables import markdown_table
+
+    lines = ["# A whole encoder block through its hardware pieces", ""]
+    lines += [f"**{line}**" for line in verdict(doc)] + [""]
+    w = doc["workload"]
+    lines += [f"## Energy per block (µJ), B = {w['batch']}, S = {w['seq']}", "",
+              f"{w['what']}.", ""]
+    rows = []
+    dense = next((d for d in doc["designs"] if d["design"] == "dense"), None)
+    for d in doc["designs"]:
+        m = d["energy_pJ"]["model"]
+        rel = (f"{m['total'] / dense['energy_pJ']['model']['total']:.3f}"
+               if dense is not None else "")
+        rows.append([d["design"], *(f"{m[c] / 1e6:.4g}" for c in (*MODEL_COMPONENTS, "total")),
+                     rel])
+    lines += markdown_table(["design", *MODEL_COMPONENTS, "total", "vs dense"], rows) + [""]
+    lines += ["## Deliveries per position (events; codes for the dense design)", ""]
+    lines += markdown_table(
+        ["design", *POSITION_KEYS],
+        [[d["design"], *(str(d["events"][p]) for p in POSITION_KEYS)] for d in doc["designs"]]
+    ) + [""]
+    lines += ["## The pieces: values checked, mismatches, clocks", ""]
+    lines += markdown_table(
+        ["piece", *(d["design"] for d in doc["designs"])],
+        [[piece, *(f"{p['checked']} / {p['mismatches']} / {p['cycles']}"
+                   for d in doc["designs"] for p in d["pieces"] if p["piece"] == piece)]
+         for piece in PIECES]) + [""]
+    return "\n".join(lines)
+
+
+def plot(doc: dict, path: Path) -> None:
+    """``block.png``: one stacked bar per design, the model's components per block."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [d["design"] for d in doc["designs"]]
+    fig, ax = plt.subplots(figsize=(1.2 * len(names) + 2.5, 3.6))
+    bottom = [0.0] * len(names)
+    for comp in MODEL_COMPONENTS:
+        vals = [d["energy_pJ"]["model"][comp] / 1e6 for d in doc["designs"]]
+        ax.bar(names, vals, bottom=bottom, label=comp)
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+    ax.set_ylabel("µJ per block (model, measured rates)")
+    ax.set_title(f"{doc['model']}: energy per block, B={doc['workload']['batch']}, "
+                 f"S={doc['workload']['seq']}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)
+
+
+def write(doc: dict, out: Path) -> list[Path]:
+    """``block.json``, ``block.md`` and ``block.png`` into ``out``: staged beside it, then
+    moved in, the summary (``block.md``) last; nothing is written for an invalid document."""
+    import os
+
+    from toolkit_base.files import staging_dir
+    from toolkit_base.schemas import validate
+
+    if not all(math.isfinite(d["energy_pJ"]["model"]["total"]) for d in doc["designs"]):
+        raise ValueError("an energy figure of block.json is not finite")
+    validate(doc, "block", "block.json")
+    out = Path(out)
+    names = ("block.json", "block.png", "block.md")
+    with staging_dir(out.parent, prefix=".block-") as stage:
+        (stage / "block.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        plot(doc, stage / "block.png")
+        (stage / "block.md").write_text(markdown(doc), encoding="utf-8")
+        out.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            os.replace(stage / name, out / name)
+    return [out / n for n in names]

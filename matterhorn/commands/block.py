@@ -1,0 +1,61 @@
+"""``matterhorn block``: a whole encoder block through its hardware pieces on real sentences,
+every design, bit-exact; its energy per block (docs/rtl_block.md)."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = ("run real sentences through a whole encoder block's hardware pieces (projections, "
+        "attention with run-time keys and values, softmax, add + LayerNorm, FFN) as dense, TTFS "
+        "and M-TTFS, every value against the integer QNN -> block.json/.md/.png")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default="random", metavar="random|minilm|FOLDER",
+                        help="the small random block (hidden 32, 2 heads, FFN 64, 16 "
+                        "positions), the shipped all-MiniLM-L6-v2, or a local Hugging Face "
+                        "folder of a BERT-family encoder")
+    parser.add_argument("--design", action="append", choices=("dense", "ttfs", "mttfs"),
+                        help="design, repeatable (default: all three)")
+    parser.add_argument("--k", type=int, action="append",
+                        help="M-TTFS dead-zone radius 0..2, repeatable (default: 0, 1 and 2)")
+    parser.add_argument("--sentences", type=int, default=8,
+                        help="sentences of the evaluation split, lengths spread up to the "
+                        "model's positions")
+    parser.add_argument("--block", type=int, default=0, help="the encoder block")
+    parser.add_argument("--tile-neurons", type=int, default=64,
+                        help="output neurons per tile, 1..256")
+    parser.add_argument("--out", default="build/block", metavar="DIR",
+                        help="output folder (block.json, block.md, block.png)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from matterhorn import block
+    from toolkit_base import console
+    from toolkit_base.checks import check_int, check_out_writable
+
+    # everything that can be checked before the model is loaded
+    designs = block.check_designs(args.design or ("dense", "ttfs", "mttfs"),
+                                  args.k if args.k is not None else (0, 1, 2))
+    check_int("sentences", args.sentences, 1, 4096)
+    check_int("block", args.block, 0, 63)
+    check_int("tile_neurons", args.tile_neurons, 1, 256)
+    if args.model not in ("random", "minilm"):
+        from networks.hf_folder import resolve_model
+
+        resolve_model(args.model)
+    check_out_writable(args.out, beside=True)  # staged in .block-* beside it
+    import torch
+
+    torch.set_num_threads(1)
+    st = block.setup(args.model, args.sentences, block=args.block)
+    with console.steps("block", len(designs)) as bar:
+        doc = block.run(st, designs, block=args.block, tile_neurons=args.tile_neurons,
+                        steps=bar)
+    block.write(doc, args.out)
+    for line in block.verdict(doc):
+        console.out(line)
+    console.detail(block.markdown(doc))
+    console.out(f"report: {args.out}/block.md")
+    bad = sum(d["mismatches"] for d in doc["designs"])
+    return 0 if bad == 0 else 1
