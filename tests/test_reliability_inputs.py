@@ -41,6 +41,7 @@ FILE_OPTIONS = {
     "flow": {"liberty", "rates_file", "model"},
     "finetune": {"corpus", "extra", "model"},
     "layer": {"model"},
+    "block": {"model"},
 }
 #: Free-form options that name something (a model, a preset, an address): each needs a case.
 NAME_OPTIONS = {
@@ -215,6 +216,12 @@ CASES = [
     Case("attention --heads 8 --out o", "number", "--heads 8 does not match MiniLM's 12 heads"),
     Case("attention --head-dim 64 --out o", "number",
          "--head-dim 64 does not match MiniLM's head dimension 32"),
+    Case(f"block --out {RO}", "out", f"output folder '{RO}' cannot be written"),
+    Case("block --sentences 0 --out o", "number", "sentences must be in 1..4096, not 0"),
+    Case("block --k 3 --out o", "number", "--k must be 0, 1 or 2 (the compared radii), not 3"),
+    Case("block --tile-neurons 300 --out o", "number", "tile_neurons must be in 1..256, not 300"),
+    Case("block --model gpt2 --out o", "file:model", "model folder 'gpt2' is a decoder",
+         _write("gpt2/config.json", DECODER)),
 ]
 
 
@@ -380,4 +387,4 @@ def test_every_input_is_covered():
 
 def test_commands_covered_count():
     # the figure docs/reliability.md gives
-    assert len({c.command for c in CASES}) == len(COMMANDS) == 12
+    assert len({c.command for c in CASES}) == len(COMMANDS) == 13

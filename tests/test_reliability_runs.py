@@ -273,3 +273,19 @@ def test_attention_interrupted(tmp_path):
     assert lines[-1] == f"matterhorn attention: {INTERRUPTED}"
     out = tmp_path / "a"  # nothing that reads as a pass: the command writes no summary
     assert not out.exists() or not list(out.rglob("*summary*"))
+
+
+def test_block_interrupted(tmp_path):
+    # the block command (the random block through its hardware pieces): SIGINT while the
+    # pieces run; nothing that reads as a pass is left (block.md is written last, staged)
+    proc = _start(["block", "--sentences", "1", "--design", "dense", "--out", "b"], tmp_path)
+    time.sleep(12)  # past the conversion, into the simulation
+    assert proc.poll() is None, proc.stdout.read()
+    proc.send_signal(signal.SIGINT)
+    code = proc.wait(timeout=300)
+    lines = proc.stdout.read().splitlines()
+    assert code == 130, lines
+    assert lines[-1] == f"matterhorn block: {INTERRUPTED}"
+    assert not (tmp_path / "b" / "block.md").exists()
+    assert not list(tmp_path.glob(".block-*"))
+
