@@ -55,6 +55,7 @@ __all__ = [
     "config_for_chain",
     "map_chain",
     "map_graph",
+    "partition",
     "run_dense_node",
     "run_tile_node",
     "system_reference",
@@ -498,11 +499,19 @@ def _check_fits(config: RTLConfig, graph: Graph, label: str) -> None:
                              f"rows (n_in)")
 
 
+def partition(n_out: int, N: int) -> tuple[tuple[int, int], ...]:
+    """The neuron ranges ``(lo, hi)`` of a stage of ``n_out`` neurons on nodes of ``N``:
+    ``ceil(n_out / N)`` nodes, node ``p`` holding neurons ``p*N .. min((p+1)*N, n_out) - 1``
+    (the last one padded when ``N`` does not divide ``n_out``)."""
+    return tuple((lo, min(lo + N, n_out)) for lo in range(0, n_out, N))
+
+
 def _map(config: RTLConfig, graph: Graph, label: str, what: str, per: str) -> SystemMap:
     levels = _levels(graph)
     _check_fits(config, graph, label)
     stages, N, cols = graph.stages, config.tile_neurons, config.mesh_cols
-    counts = [-(-st.layer.n_out // N) for st in stages]
+    parts = [partition(st.layer.n_out, N) for st in stages]
+    counts = [len(p) for p in parts]
     nodes = config.mesh_rows * cols
     if sum(counts) > nodes:
         raise ValueError(
@@ -523,8 +532,7 @@ def _map(config: RTLConfig, graph: Graph, label: str, what: str, per: str) -> Sy
         dests = () if edge is None else tuple(
             (n, n % cols, n // cols) for n in range(first[edge.dst], first[edge.dst]
                                                      + counts[edge.dst]))
-        for part in range(counts[s]):
-            lo, hi = part * N, min((part + 1) * N, st.layer.n_out)
+        for part, (lo, hi) in enumerate(parts[s]):
             node = first[s] + part
             tile_layer = _pad_layer(st.layer, lo, hi, N, config.acc_bound)
             if "codes" in (block.node.i, block.node.o):

@@ -45,6 +45,7 @@ __all__ = [
     "mean_hops",
     "router_from_config",
     "simulate_zero_load",
+    "xy_path",
     "xy_route",
 ]
 
@@ -66,6 +67,22 @@ def xy_route(x: int, y: int, dst_x: int, dst_y: int) -> str:
     if dst_y < y:
         return "north"
     return "local"
+
+
+#: The neighbour a directional output leads to: ``(dx, dy)`` per port name.
+_STEP = {"north": (0, -1), "east": (1, 0), "south": (0, 1), "west": (-1, 0)}
+
+
+def xy_path(src: tuple[int, int], dst: tuple[int, int]) -> tuple[tuple[int, int], ...]:
+    """The routers ``(x, y)`` a flit from ``src`` to ``dst`` passes, both ends included:
+    :func:`xy_route` applied at every router (X first, then Y). Its hops are ``len - 1``, the
+    Manhattan distance of the two nodes."""
+    (x, y), path = src, [tuple(src)]
+    while (port := xy_route(x, y, *dst)) != "local":
+        dx, dy = _STEP[port]
+        x, y = x + dx, y + dy
+        path.append((x, y))
+    return tuple(path)
 
 
 def mean_hops(rows: int, cols: int) -> float:

@@ -17,6 +17,7 @@ from golden_models.statistics import PositionStats, read_stats, write_stats
 from regression.cache import read_manifest
 from regression.jobs import JobResult, job
 from regression.summary import summarize, write_summary
+from rtl_gen.block_map import BlockShape, place_block, read_document, write_document
 from rtl_gen.generate import generate
 from rtl_gen.params import RTLConfig
 from synth_scripts import report
@@ -194,4 +195,23 @@ def test_synth_report_reader(tmp_path):
         lambda d: d.update(schema="other"),
         report.load,
         "synth_report.json: field 'schema': 'matterhorn.synth_report/2' was expected",
+    )
+
+
+def test_block_placement(tmp_path):
+    path = write_document(place_block(BlockShape(32, 2, 16, 64, 16, 8)), tmp_path / "block.json")
+    doc = read_document(path)
+    assert doc["schema"] == "matterhorn.block_placement/1"
+    validate(doc, "block_placement", path.name)
+    check_rejected(
+        path,
+        lambda d: d["mesh"].update(rows="six"),
+        read_document,
+        "block.json: field 'mesh.rows': 'six' is not of type 'integer'",
+    )
+    check_rejected(
+        path,
+        lambda d: d["nodes"][3]["routes"][0].pop("offset"),
+        read_document,
+        "block.json: field 'nodes[3].routes[0].offset' is missing",
     )

@@ -15,6 +15,8 @@ Each ``<name>.json`` beside this file is a JSON Schema (draft 2020-12) of one do
 - ``finetune``: ``finetune.json`` of ``matterhorn finetune`` (and of each checkpoint folder).
 - ``pdk``: a PDK table, ``synth_scripts/pdks/<name>.json``.
 - ``block``: ``block.json`` of ``matterhorn block``.
+- ``block_placement``: a whole encoder block placed on one mesh
+  (``rtl_gen.block_map.BlockPlacement.document``, ``block.json``'s ``mesh``).
 
 Readers call :func:`validate`; a malformed document raises ``ValueError`` with one line that
 names the document and the failing field, e.g.
@@ -33,6 +35,7 @@ __all__ = ["SCHEMAS", "field_path", "schema", "validate"]
 #: The schema names (files ``<name>.json`` in this package).
 SCHEMAS = (
     "block",
+    "block_placement",
     "compare",
     "energy_report",
     "finetune",
