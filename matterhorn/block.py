@@ -124,10 +124,14 @@ def block_document(st: BlockSetup, runs, model: dict, *, block: int,
     """``block.json``: the run's parameters, and per design its checks, deliveries, clocks
     and energy (the paper's model at the measured rates; the gates column is ``null`` until
     the block's gate-level pricing exists)."""
+    from rtl_gen.block_map import BlockShape, place_block
+
     cfg = st.qnn.cfg
+    placement = place_block(BlockShape.of(cfg, seq_max=st.seq_max, tile_neurons=tile_neurons))
     designs = []
     for r in runs:
         m = model[r.design]
+        traffic = placement.traffic(r.flits)
         designs.append({
             "design": r.design,
             "mismatches": r.mismatches,
@@ -135,6 +139,10 @@ def block_document(st: BlockSetup, runs, model: dict, *, block: int,
             "events": dict(r.deliveries),
             "rates_percent": {p: round(100 * v, 4) for p, v in r.rates().items()},
             "cycles": r.cycles,
+            "traffic": {"flits": traffic.flits, "flit_hops": traffic.flit_hops,
+                        "busiest_router": max(traffic.routers.values()),
+                        "by_signal": {s: {"flits": e.flits, "flit_hops": e.flit_hops}
+                                      for s, e in traffic.by_signal().items()}},
             "pieces": [{"piece": p.piece, "checked": p.checked, "mismatches": p.mismatches,
                         "cycles": p.cycles, "first_mismatch": p.first_mismatch}
                        for p in r.pieces],
@@ -155,7 +163,7 @@ def block_document(st: BlockSetup, runs, model: dict, *, block: int,
         "sentences": len(st.sentences),
         "tokens": runs[0].tokens,
         "tile_neurons": tile_neurons,
-        "mesh": None,
+        "mesh": placement.document(),
         "workload": {"batch": BATCH, "seq": SEQ,
                      "what": "energy per block at the paper's workload (B x S tokens), the "
                      "paper's model (energy_model) at the spike rates measured here, its "
@@ -213,6 +221,14 @@ def markdown(doc: dict) -> str:
         rows.append([d["design"], *(f"{m[c] / 1e6:.4g}" for c in (*MODEL_COMPONENTS, "total")),
                      rel])
     lines += markdown_table(["design", *MODEL_COMPONENTS, "total", "vs dense"], rows) + [""]
+    mesh = doc["mesh"]["mesh"]
+    lines += [(f"## Movement on the block's mesh ({mesh['rows']}x{mesh['cols']}, "
+              f"docs/rtl_block.md), all sentences"), ""]
+    lines += markdown_table(
+        ["design", "flits", "flit-hops", "hops per flit", "busiest router (flits)"],
+        [[d["design"], str(d["traffic"]["flits"]), str(d["traffic"]["flit_hops"]),
+          f"{d['traffic']['flit_hops'] / max(d['traffic']['flits'], 1):.2f}",
+          str(d["traffic"]["busiest_router"])] for d in doc["designs"]]) + [""]
     lines += ["## Deliveries per position (events; codes for the dense design)", ""]
     lines += markdown_table(
         ["design", *POSITION_KEYS],

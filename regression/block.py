@@ -39,7 +39,7 @@ import torch
 from golden_models import decode_events, encode_events
 
 __all__ = ["DESIGNS", "PIECES", "BlockRun", "PieceRun", "check_design", "design_masks",
-           "model_energy", "run_block", "run_block_pieces"]
+           "flit_counts", "model_energy", "run_block", "run_block_pieces"]
 
 #: Output neurons of one tile (the mesh's node size: docs/rtl_block.md).
 TILE_NEURONS = 64
@@ -311,7 +311,8 @@ def design_masks(qnn, design: str):
 @dataclass
 class BlockRun:
     """One design over sentences: its pieces, the deliveries counted per position (events;
-    codes for the dense design), the values each position holds, the tokens."""
+    codes for the dense design), the values each position holds, the tokens, and the flits
+    each producer neuron sent per signal (:func:`flit_counts`, for the mesh's traffic)."""
 
     design: str
     pieces: list[PieceRun]
@@ -319,6 +320,7 @@ class BlockRun:
     values: dict[str, int]
     tokens: int
     T: int
+    flits: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def mismatches(self) -> int:
@@ -346,6 +348,42 @@ def _deliveries(pieces: dict[str, PieceRun], dense: bool) -> dict[str, int]:
     return out
 
 
+def flit_counts(qnn, sequences, *, block: int = 0, dense: bool, seq_max: int
+                ) -> dict[str, list[int]]:
+    """Flits each producer neuron sends per signal of :data:`rtl_gen.block_map.SIGNALS` over
+    ``sequences`` (captured with the design's masks, which must still be set): a position's
+    events outside its mask (every code for the dense design), one flit per key and value
+    code written, per raw score, raw sum and stream value. ``attn_prob`` and ``scores`` are
+    counted per ``head * seq_max + key slot``."""
+    layer = qnn.layers[block]
+    hidden, heads = layer.cfg.hidden_size, layer.cfg.num_attention_heads
+    out: dict[str, torch.Tensor] = {}
+
+    def add(signal: str, counts: torch.Tensor) -> None:
+        out[signal] = out.get(signal, 0) + counts.to(torch.int64)
+
+    for seq in sequences:
+        S = seq.length
+        for p in ("q_proj_in", "k_proj_in", "v_proj_in", "query", "attn_out_in",
+                  "ffn_expand_in", "ffn_contract_in", "attn_prob"):
+            q, mask = seq.codes[p], layer.points[p].mask
+            sent = (torch.ones_like(q, dtype=torch.bool) if dense
+                    else mask.transmitted(mask.space.c - q))
+            if p == "attn_prob":  # [heads, S, S] -> per (head, key slot)
+                per = torch.zeros(heads, seq_max, dtype=torch.int64)
+                per[:, :S] = sent.sum(1)
+                add(p, per.reshape(-1))
+            else:
+                add(p, sent.sum(0))
+        per_value = torch.full((hidden,), S, dtype=torch.int64)
+        for signal in ("key", "value", "attn_sum", "ffn_sum", "residual_in", "residual_mid"):
+            add(signal, per_value)
+        scores = torch.zeros(heads, seq_max, dtype=torch.int64)
+        scores[:, :S] = S  # every query token sends a score per key slot of the sequence
+        add("scores", scores.reshape(-1))
+    return {k: v.tolist() for k, v in out.items()}
+
+
 def run_block(qnn, tokenizer, sentences, design: str, *, block: int = 0,
               tile_neurons: int = TILE_NEURONS) -> BlockRun:
     """``sentences`` through block ``block``'s hardware pieces as ``design``
@@ -356,13 +394,15 @@ def run_block(qnn, tokenizer, sentences, design: str, *, block: int = 0,
         seqs = capture_block(qnn, tokenizer, sentences, block=block)
         pieces = run_block_pieces(qnn, seqs, block=block, dense=design == "dense",
                                   tile_neurons=tile_neurons)
+        flits = flit_counts(qnn, seqs, block=block, dense=design == "dense",
+                            seq_max=qnn.layers[block].cfg.max_position_embeddings)
     values = Counter()
     for s in seqs:
         values.update({p: int(s.codes[p].numel()) for p in _CONSUMER})
     layer = qnn.layers[block]
     return BlockRun(design, pieces, _deliveries({p.piece: p for p in pieces}, design == "dense"),
                     dict(values), sum(s.length for s in seqs),
-                    layer.points["attn_prob"].space.T)
+                    layer.points["attn_prob"].space.T, flits)
 
 
 def model_energy(runs: list[BlockRun], dims) -> dict[str, dict[str, float]]:

@@ -59,6 +59,15 @@ def test_deliveries_follow_the_designs(runs):
         assert runs["ttfs"].deliveries[p] <= dense.values[p]
 
 
+def test_flits_per_neuron_add_up_to_the_deliveries(runs):
+    """The per-neuron flit counts the mesh's traffic is priced on are the deliveries the
+    pieces counted, position by position."""
+    for run in runs.values():
+        for p, n in run.deliveries.items():
+            assert sum(run.flits[p]) == n, (run.design, p)
+        assert sum(run.flits["key"]) == run.values["q_proj_in"]  # one write per code
+
+
 def test_model_energy_at_the_measured_rates(runs):
     from energy_model.dims import ModelDims
 

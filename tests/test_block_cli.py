@@ -1,0 +1,32 @@
+"""``matterhorn block`` end to end on the small random block: block.json valid and
+deterministic in what it claims, block.md leading with the verdict, the plot written; the
+designs chosen by --design and --k."""
+
+from __future__ import annotations
+
+import json
+
+from matterhorn.cli import main
+from toolkit_base.schemas import validate
+
+
+def test_block_command(tmp_path, capsys):
+    out = tmp_path / "b"
+    code = main(["block", "--sentences", "1", "--design", "dense", "--design", "mttfs",
+                 "--k", "1", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    doc = validate(json.loads((out / "block.json").read_text()), "block", "block.json")
+    assert [d["design"] for d in doc["designs"]] == ["dense", "mttfs-k1"]
+    assert all(d["mismatches"] == 0 and d["checked"] > 0 for d in doc["designs"])
+    assert doc["k"] == [1] and doc["sentences"] == 1 and doc["tokens"] >= 3
+    assert doc["mesh"]["schema"] == "matterhorn.block_placement/1"
+    dense, k1 = doc["designs"]
+    assert k1["traffic"]["flits"] < dense["traffic"]["flits"]
+    assert dense["events"]["ffn_contract_in"] == 2 * dense["events"]["ffn_expand_in"]
+    md = (out / "block.md").read_text()
+    assert md.splitlines()[2].startswith("**random block block 0, 1 sentences")
+    assert "0 mismatches" in printed.splitlines()[0]
+    assert (out / "block.png").stat().st_size > 1000
+    assert not list(tmp_path.glob(".block-*"))
+    assert str(tmp_path) not in (out / "block.json").read_text()  # no absolute path
