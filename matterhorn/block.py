@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from regression.block import DESIGNS, PIECES
+from regression.block import DESIGNS, PIECES, seq_max_of
 
 __all__ = ["BlockSetup", "block_document", "check_designs", "markdown", "plot", "ratio", "run",
            "setup", "verdict", "write"]
@@ -85,7 +85,7 @@ def setup(model: str, sentences: int, *, block: int = 0, seed: int = 0) -> Block
         name = source.name
     if not 0 <= block < len(qnn.layers):
         raise ValueError(f"--block must be in 0..{len(qnn.layers) - 1}, not {block}")
-    seq_max = qnn.cfg.max_position_embeddings
+    seq_max = seq_max_of(qnn.cfg)
     picked = spread_by_length(corpus.evaluation, tok, sentences, longest=seq_max,
                               what="evaluation sentences")
     return BlockSetup(qnn, tok, name, picked, seq_max)

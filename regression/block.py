@@ -38,11 +38,20 @@ import torch
 
 from golden_models import decode_events, encode_events
 
-__all__ = ["DESIGNS", "PIECES", "BlockRun", "PieceRun", "check_design", "design_masks",
-           "flit_counts", "model_energy", "run_block", "run_block_pieces"]
+__all__ = ["DESIGNS", "PIECES", "SEQ_MAX", "BlockRun", "PieceRun", "check_design",
+           "design_masks", "flit_counts", "model_energy", "run_block", "run_block_pieces",
+           "seq_max_of"]
 
 #: Output neurons of one tile (the mesh's node size: docs/rtl_block.md).
 TILE_NEURONS = 64
+#: The longest sequence a block is generated for, at most (the paper's S); a model with fewer
+#: positions: its positions (:func:`seq_max_of`).
+SEQ_MAX = 128
+
+
+def seq_max_of(cfg) -> int:
+    """The generated sequence length of a model's block: its key slots per head."""
+    return min(SEQ_MAX, cfg.max_position_embeddings)
 #: The pieces of a block, in data-flow order.
 PIECES = ("query", "key", "value", "attention", "attn_out", "norm_attn", "ffn_expand",
           "ffn_contract", "norm_ffn")
@@ -176,7 +185,7 @@ def _attention(run: PieceRun, qnn, block: int, query, keys, values, valid, want,
     layer = qnn.layers[block]
     path = attention_path(layer)
     cfg = AttentionConfig(heads=layer.cfg.num_attention_heads, head_dim=layer.cfg.head_dim,
-                          seq_max=layer.cfg.max_position_embeddings,
+                          seq_max=seq_max_of(layer.cfg),
                           T=layer.points["attn_prob"].space.T,
                           frac_bits=qnn.integer.exp_frac_bits,
                           row_max=layer.cfg.max_position_embeddings)
@@ -395,7 +404,7 @@ def run_block(qnn, tokenizer, sentences, design: str, *, block: int = 0,
         pieces = run_block_pieces(qnn, seqs, block=block, dense=design == "dense",
                                   tile_neurons=tile_neurons)
         flits = flit_counts(qnn, seqs, block=block, dense=design == "dense",
-                            seq_max=qnn.layers[block].cfg.max_position_embeddings)
+                            seq_max=seq_max_of(qnn.layers[block].cfg))
     values = Counter()
     for s in seqs:
         values.update({p: int(s.codes[p].numel()) for p in _CONSUMER})
