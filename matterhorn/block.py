@@ -18,7 +18,8 @@ from pathlib import Path
 
 from regression.block import DESIGNS, PIECES, seq_max_of
 
-__all__ = ["BlockSetup", "block_document", "check_designs", "markdown", "plot", "ratio", "run",
+__all__ = ["BlockSetup", "block_document", "check_designs", "markdown", "model_energy", "plot",
+           "ratio", "run",
            "setup", "verdict", "write"]
 
 #: The model's workload the energy per block is priced at: the paper's B and S.
@@ -95,7 +96,7 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = 64,
         steps=None) -> dict:
     """Every design of ``designs`` over the sentences; the ``block.json`` document.
     ``steps``: a :class:`toolkit_base.console.Steps` told of each design."""
-    from regression.block import model_energy, run_block
+    from regression.block import run_block
 
     runs = []
     for d in designs:
@@ -107,6 +108,33 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = 64,
             steps.advance(f"{d}: {runs[-1].mismatches} mismatches")
     return block_document(st, runs, model_energy(runs, _dims(st)), block=block,
                           tile_neurons=tile_neurons)
+
+
+def model_energy(runs, dims) -> dict[str, dict[str, float]]:
+    """The paper's model (``energy_model.compute``) per block at ``dims`` (its B and S), at
+    the spike rates the runs measured: joules per component and total, per design."""
+    from energy_model.model import compute
+    from energy_model.rates import Rate, Rates
+
+    by = {r.design: r for r in runs}
+    T = runs[0].T
+    source = f"measured on the block's hardware pieces ({runs[0].tokens} tokens)"
+    rates = Rates(
+        T=T,
+        ttfs=Rate(by["ttfs"].rates(), source, "TTFS") if "ttfs" in by else None,
+        mttfs={int(d.rsplit("k", 1)[1]): Rate(by[d].rates(), source, d)
+               for d in DESIGNS if d.startswith("mttfs") and d in by},
+        source=source,
+    )
+    report = compute(dims, rates)
+    out = {}
+    for row in report.rows:
+        spec = row.spec
+        design = ("dense" if spec.encoding == "dense" else
+                  "ttfs" if spec.k is None else f"mttfs-k{spec.k}")
+        if design in by:
+            out[design] = row.energy.to_json()
+    return out
 
 
 def _dims(st: BlockSetup):
@@ -195,10 +223,6 @@ def verdict(doc: dict) -> list[str]:
                      f"model at the rates measured here (the paper: {PAPER_RATIO:.3f}x); in "
                      "our gates: not measured yet.")
     return lines
-
-
-def _pj(x: float) -> str:
-    return f"{x / 1e6:.4g}" if x >= 1e3 else f"{x:.3g} pJ"
 
 
 def markdown(doc: dict) -> str:

@@ -39,7 +39,7 @@ import torch
 from golden_models import decode_events, encode_events
 
 __all__ = ["DESIGNS", "PIECES", "SEQ_MAX", "BlockRun", "PieceRun", "check_design",
-           "design_masks", "flit_counts", "model_energy", "run_block", "run_block_pieces",
+           "design_masks", "flit_counts", "run_block", "run_block_pieces",
            "seq_max_of"]
 
 #: Output neurons of one tile (the mesh's node size: docs/rtl_block.md).
@@ -412,30 +412,3 @@ def run_block(qnn, tokenizer, sentences, design: str, *, block: int = 0,
     return BlockRun(design, pieces, _deliveries({p.piece: p for p in pieces}, design == "dense"),
                     dict(values), sum(s.length for s in seqs),
                     layer.points["attn_prob"].space.T, flits)
-
-
-def model_energy(runs: list[BlockRun], dims) -> dict[str, dict[str, float]]:
-    """The paper's model (``energy_model.compute``) per block at ``dims`` (its B and S), at
-    the spike rates the runs measured: joules per component and total, per design."""
-    from energy_model.model import compute
-    from energy_model.rates import Rate, Rates
-
-    by = {r.design: r for r in runs}
-    T = runs[0].T
-    source = f"measured on the block's hardware pieces ({runs[0].tokens} tokens)"
-    rates = Rates(
-        T=T,
-        ttfs=Rate(by["ttfs"].rates(), source, "TTFS") if "ttfs" in by else None,
-        mttfs={int(d.rsplit("k", 1)[1]): Rate(by[d].rates(), source, d)
-               for d in DESIGNS if d.startswith("mttfs") and d in by},
-        source=source,
-    )
-    report = compute(dims, rates)
-    out = {}
-    for row in report.rows:
-        spec = row.spec
-        design = ("dense" if spec.encoding == "dense" else
-                  "ttfs" if spec.k is None else f"mttfs-k{spec.k}")
-        if design in by:
-            out[design] = row.energy.to_json()
-    return out

@@ -19,7 +19,6 @@ from regression.block import (
     PIECES,
     check_design,
     design_masks,
-    model_energy,
     run_block,
     run_block_pieces,
 )
@@ -70,6 +69,7 @@ def test_flits_per_neuron_add_up_to_the_deliveries(runs):
 
 def test_model_energy_at_the_measured_rates(runs):
     from energy_model.dims import ModelDims
+    from matterhorn.block import model_energy
 
     dims = ModelDims("random block", hidden=32, ffn=64, heads=2, layers=1, weight_bits=4)
     energy = model_energy(list(runs.values()), dims)
