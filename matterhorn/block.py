@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from regression.block import DESIGNS, PIECES, seq_max_of
+from regression.block import DESIGNS, PIECES, TILE_NEURONS, seq_max_of
 
 __all__ = ["BlockSetup", "block_document", "check_designs", "markdown", "model_energy", "plot",
            "ratio", "run",
@@ -92,7 +92,7 @@ def setup(model: str, sentences: int, *, block: int = 0, seed: int = 0) -> Block
     return BlockSetup(qnn, tok, name, picked, seq_max)
 
 
-def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = 64,
+def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEURONS,
         steps=None) -> dict:
     """Every design of ``designs`` over the sentences; the ``block.json`` document.
     ``steps``: a :class:`toolkit_base.console.Steps` told of each design."""

@@ -37,13 +37,14 @@ from dataclasses import dataclass, field
 import torch
 
 from golden_models import decode_events, encode_events
+from regression.layer import DEFAULT_TILE_NEURONS
 
 __all__ = ["DESIGNS", "PIECES", "SEQ_MAX", "BlockRun", "PieceRun", "check_design",
            "design_masks", "flit_counts", "run_block", "run_block_pieces",
            "seq_max_of"]
 
-#: Output neurons of one tile (the mesh's node size: docs/rtl_block.md).
-TILE_NEURONS = 64
+#: Output neurons of one tile (the mesh's node size, as a whole layer's: docs/rtl_block.md).
+TILE_NEURONS = DEFAULT_TILE_NEURONS
 #: The longest sequence a block is generated for, at most (the paper's S); a model with fewer
 #: positions: its positions (:func:`seq_max_of`).
 SEQ_MAX = 128

@@ -23,8 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sentences of the evaluation split, lengths spread up to the "
                         "model's positions")
     parser.add_argument("--block", type=int, default=0, help="the encoder block")
-    parser.add_argument("--tile-neurons", type=int, default=64,
-                        help="output neurons per tile, 1..256")
+    # default: regression.block.TILE_NEURONS (not imported here: the parser stays light)
+    parser.add_argument("--tile-neurons", type=int, default=None,
+                        help="output neurons per tile, 1..256 (default: 48)")
     parser.add_argument("--out", default="build/block", metavar="DIR",
                         help="output folder (block.json, block.md, block.png)")
 
@@ -39,6 +40,10 @@ def run(args: argparse.Namespace) -> int:
                                   args.k if args.k is not None else (0, 1, 2))
     check_int("sentences", args.sentences, 1, 4096)
     check_int("block", args.block, 0, 63)
+    if args.tile_neurons is None:
+        from regression.block import TILE_NEURONS
+
+        args.tile_neurons = TILE_NEURONS
     check_int("tile_neurons", args.tile_neurons, 1, 256)
     if args.model not in ("random", "minilm"):
         from networks.hf_folder import resolve_model
