@@ -75,7 +75,7 @@ def setup(model: str, sentences: int, *, block: int = 0, seed: int = 0) -> Block
         from networks.block import random_block_model
 
         qnn, tok = random_block_model(seed=seed)
-        name = "random block"
+        name = "random"
     else:
         from networks.hf_folder import load_model, resolve_model
         from networks.ptq import convert
@@ -213,7 +213,8 @@ def verdict(doc: dict) -> list[str]:
     bad = sum(d["mismatches"] for d in doc["designs"])
     checked = sum(d["checked"] for d in doc["designs"])
     names = ", ".join(d["design"] for d in doc["designs"])
-    lines = [f"{doc['model']} block {doc['block']}, {doc['sentences']} sentences "
+    n = doc["sentences"]
+    lines = [f"{doc['model']} block {doc['block']}, {n} sentence{'s' if n > 1 else ''} "
              f"({doc['tokens']} tokens): "
              + (f"0 mismatches in {checked} values checked ({names})" if bad == 0 else
                 f"FAIL: {bad} mismatches in {checked} values checked ({names})")]

@@ -34,7 +34,7 @@ from golden_models.codespace import check_k, check_T
 from toolkit_base.checks import check_out_dir, check_rtl_T, check_seed, unique
 
 #: Stage names in run order.
-STAGES = ("generate", "regress", "stats", "synth", "energy", "compare")
+STAGES = ("generate", "regress", "stats", "synth", "energy", "compare", "block")
 #: What each stage does, in a few words (``flow --help``, docs/flow.md, docs/quickstart.md;
 #: tests/test_cli_console.py compares the three with :data:`STAGES`).
 STAGE_SUMMARY = {
@@ -44,11 +44,15 @@ STAGE_SUMMARY = {
     "synth": "Yosys (+ OpenSTA) unit costs and block areas",
     "energy": "the paper's energy model with paper and synthesized costs",
     "compare": "dense INT4 vs TTFS vs M-TTFS in our gates, random and real layer",
+    "block": "a whole encoder block (the small random one) through its hardware pieces",
 }
 #: The folder of the failed stages' tracebacks, inside the report folder.
 LOGS = "logs"
 #: Input windows per workload of the flow's compare stage (``matterhorn compare`` takes 16).
 COMPARE_WINDOWS = 8
+#: Sentences of the flow's block stage (``matterhorn block`` takes 8): the shortest of the
+#: evaluation split.
+BLOCK_SENTENCES = 1
 SIMULATORS = ("icarus", "verilator")
 
 
@@ -248,6 +252,25 @@ def stage_compare(cfg: FlowConfig, out: Path, say: Callable[[str], None]) -> dic
     }
 
 
+def stage_block(cfg: FlowConfig, out: Path) -> dict:
+    """The small random block through its hardware pieces as dense INT4 and M-TTFS at ``k``
+    (``matterhorn block``, docs/rtl_block.md); fails on any mismatch."""
+    from matterhorn import block
+
+    if cfg.k > 2:
+        return {"skipped": f"k={cfg.k}: the block covers k = 0, 1, 2"}
+    st = block.setup("random", BLOCK_SENTENCES)
+    doc = block.run(st, block.check_designs(("dense", "mttfs"), (cfg.k,)))
+    block.write(doc, out)
+    bad = {d["design"]: d["mismatches"] for d in doc["designs"] if d["mismatches"]}
+    if bad:
+        raise RuntimeError(f"the block's pieces differ from the integer QNN: {bad} mismatches "
+                           "(block/block.md)")
+    return {"report": "block/block.md", "verdict": block.verdict(doc),
+            "tokens": doc["tokens"], "checked": sum(d["checked"] for d in doc["designs"]),
+            "model_ratio": block.ratio(doc, f"mttfs-k{cfg.k}")}
+
+
 def movement_errors(doc: dict) -> dict[str, list[float]]:
     """Per library, the model's error on movement (model / gates - 1) over the spiking designs
     and workloads the comparison measured: what the energy tables' borrowed event cost is
@@ -364,6 +387,7 @@ def _run_flow(cfg: FlowConfig, say: Callable[[str], None], bar) -> FlowResult:
         "synth": root / "synth",
         "energy": root,
         "compare": root / "compare",
+        "block": root / "block",
     }
 
     def run(name: str, fn: Callable[[], dict]) -> bool:
@@ -419,6 +443,7 @@ def _run_flow(cfg: FlowConfig, say: Callable[[str], None], bar) -> FlowResult:
             },
         ),
         ("compare", lambda: stage_compare(cfg, dirs["compare"], say)),
+        ("block", lambda: stage_block(cfg, dirs["block"])),
     )
     for name, fn in steps:
         if not run(name, fn):

@@ -209,6 +209,16 @@ def _section_compare(s: dict) -> list[str]:
     return out
 
 
+def _section_block(s: dict) -> list[str]:
+    if s.get("status") != "ok" or "verdict" not in s:
+        return []
+    out = ["## A whole encoder block through its hardware pieces (`block/`)", ""]
+    out += [f"- {line}" for line in s["verdict"]]
+    out += ["", "Energy, movement, deliveries per position and the pieces: `block/block.md`.",
+            "![block](block/block.png)", ""]
+    return out
+
+
 def _provenance(result) -> list[str]:
     """Where each figure came from: only the stages that ran in this run."""
     cfg = result.config
@@ -216,7 +226,8 @@ def _provenance(result) -> list[str]:
     lines = ["## Where each figure came from", ""]
     measured = [what for stage, what in (("generate", "RTL"), ("regress", "regression"),
                                          ("stats", "golden statistics"), ("synth", "synthesis"),
-                                         ("compare", "the comparison in gates"))
+                                         ("compare", "the comparison in gates"),
+                                         ("block", "the block's pieces"))
                 if stage in ran]
     if measured:
         lines.append(f"- Measured in this run (seed {cfg.seed}): {', '.join(measured)}.")
@@ -321,5 +332,6 @@ def write_summary(result, root: Path) -> None:
     md += _section_synth(stages.get("synth", {}))
     md += _section_energy(stages.get("energy", {}), root, stages.get("compare"))
     md += _section_compare(stages.get("compare", {}))
+    md += _section_block(stages.get("block", {}))
     md += _provenance(result)
     write_atomic(root / "summary.md", "\n".join(md))

@@ -68,6 +68,8 @@ class PieceRun:
     counters: Counter = field(default_factory=Counter)
     cycles: int = 0
     first_mismatch: str | None = None
+    #: Tiles a linear piece is split into (each receives every input of the layer).
+    tiles: int = 1
 
     def compare(self, what: str, got, want) -> None:
         got, want = list(got), list(want)
@@ -105,8 +107,10 @@ def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, d
     most ``tile_neurons`` neurons; returns their outputs ``[S, n_out]``: codes (their
     projection through the output mask for the spiking tile, the codes themselves for the
     dense one) or raw sums. ``want``: the golden codes before the mask, or the golden sums."""
+    slices = tile_slices(layer, tile_neurons)
+    run.tiles = len(slices)
     parts = [_tile(run, part, inputs, want[:, lo:hi], dense=dense, raw_sums=raw_sums)
-             for lo, hi, part in tile_slices(layer, tile_neurons)]
+             for lo, hi, part in slices]
     return torch.cat(parts, dim=1)
 
 
@@ -350,8 +354,8 @@ def _deliveries(pieces: dict[str, PieceRun], dense: bool) -> dict[str, int]:
     out = {}
     for position, (piece, where) in _CONSUMER.items():
         counters = pieces[piece].counters
-        if where == "in":
-            out[position] = counters[name]
+        if where == "in":  # every tile of the layer takes every input: count one
+            out[position] = counters[name] // pieces[piece].tiles
         else:
             prefix = f"cnt_{where}_{name}_h"
             out[position] = sum(v for n, v in counters.items() if n.startswith(prefix))

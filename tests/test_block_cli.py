@@ -25,7 +25,7 @@ def test_block_command(tmp_path, capsys):
     assert k1["traffic"]["flits"] < dense["traffic"]["flits"]
     assert dense["events"]["ffn_contract_in"] == 2 * dense["events"]["ffn_expand_in"]
     md = (out / "block.md").read_text()
-    assert md.splitlines()[2].startswith("**random block block 0, 1 sentences")
+    assert md.splitlines()[2].startswith("**random block 0, 1 sentence (")
     assert "0 mismatches" in printed.splitlines()[0]
     assert (out / "block.png").stat().st_size > 1000
     assert not list(tmp_path.glob(".block-*"))

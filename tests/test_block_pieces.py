@@ -34,6 +34,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def runs(model):
+    """Every design; the FFN-expand layer (64 neurons) in two tiles of the default 48."""
     qnn, tok = model
     return {d: run_block(qnn, tok, [SENTENCE], d) for d in DESIGNS}
 
@@ -65,6 +66,7 @@ def test_flits_per_neuron_add_up_to_the_deliveries(runs):
         for p, n in run.deliveries.items():
             assert sum(run.flits[p]) == n, (run.design, p)
         assert sum(run.flits["key"]) == run.values["q_proj_in"]  # one write per code
+        assert {p.piece: p.tiles for p in run.pieces}["ffn_expand"] == 2
 
 
 def test_model_energy_at_the_measured_rates(runs):

@@ -46,7 +46,8 @@ def test_cli_bad_input_writes_nothing(tmp_path, capsys):
 
 def test_flow_report(tmp_path):
     """generate + stats + energy (regress and synth have their own suites) into one folder."""
-    cfg = FlowConfig(T=16, k=1, out_dir=tmp_path / "flow", skip=("regress", "synth", "compare"))
+    cfg = FlowConfig(T=16, k=1, out_dir=tmp_path / "flow",
+                     skip=("regress", "synth", "compare", "block"))
     lines = []
     result = run_flow(cfg, progress=lines.append)
     assert result.ok, result.stages
@@ -54,7 +55,7 @@ def test_flow_report(tmp_path):
     doc = json.loads((root / "flow.json").read_text())
     assert doc["parameters"]["T"] == 16 and doc["parameters"]["k"] == 1
     assert sorted(doc["stages"]) == sorted(["generate", "regress", "stats", "synth", "energy",
-                                            "compare"])
+                                            "compare", "block"])
     assert doc["stages"]["regress"]["status"] == "skipped"
     assert (root / "rtl" / "mttfs_tile.v").is_file()
     assert (root / "stats" / "golden_stats.json").is_file()
@@ -72,7 +73,7 @@ def test_flow_report(tmp_path):
     # provenance of what ran, and only of that
     assert "- Measured in this run (seed 1): RTL, golden statistics.\n" in summary
     assert ("- Not measured in this run (skipped, failed or not run): regress, synth, "
-            "compare;") in summary
+            "compare, block;") in summary
     assert "Synthesized unit costs" not in summary and "Comparison in gates" not in summary
     # every energy table marks the columns priced with the paper's (borrowed) costs
     assert "* every column: priced with the paper's unit costs (22 nm, borrowed" in summary
@@ -85,7 +86,8 @@ def test_flow_report(tmp_path):
 
 
 def test_failed_stage_is_reported(tmp_path):
-    cfg = FlowConfig(T=16, k=1, out_dir=tmp_path / "flow", skip=("regress", "synth", "compare"))
+    cfg = FlowConfig(T=16, k=1, out_dir=tmp_path / "flow",
+                     skip=("regress", "synth", "compare", "block"))
     cfg.rates_file = cfg.out_dir / "missing.json"  # bypasses the constructor check on purpose
     result = run_flow(cfg, progress=lambda _: None)
     assert not result.ok
@@ -118,7 +120,7 @@ def test_failed_stage_is_reported(tmp_path):
 def test_console_prints_the_verdict_and_the_path(tmp_path, capsys):
     """The flow's standard output is the answer and the report's path (one screen), not the
     summary; ``--verbose`` prints the summary, ``--quiet`` nothing."""
-    skip = ["--skip", "regress", "--skip", "synth", "--skip", "compare"]
+    skip = ["--skip", "regress", "--skip", "synth", "--skip", "compare", "--skip", "block"]
     out = tmp_path / "flow"
     assert main(["flow", *skip, "--out", str(out)]) == 0
     got = capsys.readouterr()
@@ -190,3 +192,7 @@ def test_full_flow_on_defaults(tmp_path, nangate_lib):
     assert names == (["random", "minilm"] if shipped_available() else ["random"])
     assert "| minilm (384 x 16, 4-bit weights) | NanGate 45 nm |" in summary or not (
         shipped_available())
+    block = result.stages["block"]
+    assert block["checked"] > 0 and block["verdict"][0].endswith("(dense, mttfs-k1)")
+    assert "0 mismatches" in block["verdict"][0]
+    assert (cfg.out_dir / "block" / "block.json").is_file()

@@ -69,7 +69,8 @@ def _interrupt_when(proc: subprocess.Popen, marker: str, sig: int, timeout: floa
 def test_flow_interrupted(tmp_path, capsys):
     # before the fix: the earlier run's flow.json and summary.md (all stages ok) stayed
     out = tmp_path / "flow"
-    skip = ["--skip", "stats", "--skip", "synth", "--skip", "energy", "--skip", "compare"]
+    skip = ["--skip", "stats", "--skip", "synth", "--skip", "energy", "--skip", "compare",
+            "--skip", "block"]
     assert main(["flow", "--T", "4", "--out", str(out), "--skip", "regress", *skip]) == 0
     capsys.readouterr()
     first = json.loads((out / "flow.json").read_text())
