@@ -18,9 +18,8 @@ from pathlib import Path
 
 from regression.block import DESIGNS, PIECES, TILE_NEURONS, seq_max_of
 
-__all__ = ["BlockSetup", "block_document", "check_designs", "markdown", "model_energy", "plot",
-           "ratio", "run",
-           "setup", "verdict", "write"]
+__all__ = ["BlockSetup", "block_document", "check_checkpoint", "check_designs", "markdown",
+           "model_energy", "plot", "ratio", "run", "setup", "verdict", "write"]
 
 #: The model's workload the energy per block is priced at: the paper's B and S.
 BATCH, SEQ = 64, 128
@@ -63,10 +62,26 @@ def check_designs(designs, ks) -> list[str]:
     return [d for d in DESIGNS if d in out]
 
 
-def setup(model: str, sentences: int, *, block: int = 0, seed: int = 0) -> BlockSetup:
-    """Load and convert ``model`` (``random``, ``minilm`` or a model folder) in integer mode,
-    and pick ``sentences`` sentences of the ``pydoc-topics`` evaluation split that fit the
-    model's positions, lengths spread."""
+def check_checkpoint(model: str, checkpoint) -> None:
+    """Refuse, before any work, a ``--checkpoint`` the run cannot load: with the random block,
+    of another model, or not a checkpoint (:func:`networks.checkpoint.check`)."""
+    if checkpoint is None:
+        return
+    if model == "random":
+        raise ValueError("--checkpoint needs the model it was fine-tuned from (--model minilm "
+                         "or a model folder), not the random block")
+    from networks.checkpoint import check
+    from networks.hf_folder import resolve_model
+
+    check(checkpoint, model=resolve_model(model).key)
+
+
+def setup(model: str, sentences: int, *, block: int = 0, seed: int = 0,
+          checkpoint=None) -> BlockSetup:
+    """Load ``model`` (``random``, ``minilm`` or a model folder) in integer mode: converted
+    post-training, or the fine-tuned integer-mode network of ``checkpoint`` (a folder of
+    ``matterhorn finetune --integer``); pick ``sentences`` sentences of the ``pydoc-topics``
+    evaluation split that fit the block's sequence length, lengths spread."""
     from networks.corpus import load_corpus, spread_by_length
     from networks.integer import integer_mode_
 
@@ -78,12 +93,20 @@ def setup(model: str, sentences: int, *, block: int = 0, seed: int = 0) -> Block
         name = "random"
     else:
         from networks.hf_folder import load_model, resolve_model
-        from networks.ptq import convert
 
         source = resolve_model(model)
         float_model, tok = load_model(source)
-        qnn = integer_mode_(convert(float_model, tok, corpus.calibration[:CALIBRATION]))
-        name = source.name
+        if checkpoint is None:
+            from networks.ptq import convert
+
+            qnn = integer_mode_(convert(float_model, tok, corpus.calibration[:CALIBRATION]))
+            name = f"{source.name} (converted)"
+        else:
+            from networks.checkpoint import load
+
+            qnn, doc = load(checkpoint, float_model, model=source.key, integer=True)
+            name = (f"{source.name} (fine-tuned in integer mode at k={doc['runs'][0]['k']}, "
+                    f"{Path(checkpoint).name})")
     if not 0 <= block < len(qnn.layers):
         raise ValueError(f"--block must be in 0..{len(qnn.layers) - 1}, not {block}")
     seq_max = seq_max_of(qnn.cfg)

@@ -41,7 +41,7 @@ FILE_OPTIONS = {
     "flow": {"liberty", "rates_file", "model"},
     "finetune": {"corpus", "extra", "model"},
     "layer": {"model"},
-    "block": {"model"},
+    "block": {"model", "checkpoint"},
 }
 #: Free-form options that name something (a model, a preset, an address): each needs a case.
 NAME_OPTIONS = {
@@ -222,6 +222,13 @@ CASES = [
     Case("block --tile-neurons 300 --out o", "number", "tile_neurons must be in 1..256, not 300"),
     Case("block --model gpt2 --out o", "file:model", "model folder 'gpt2' is a decoder",
          _write("gpt2/config.json", DECODER)),
+    Case("block --model minilm --checkpoint ckpt --out o", "file:checkpoint",
+         "checkpoint document finetune.json is not valid JSON",
+         _both(_write("ckpt/finetune.json", "{not json"),
+               _write("ckpt/checkpoint.safetensors", b"\0" * 16))),
+    Case("block --checkpoint ckpt --out o", "file:checkpoint",
+         "--checkpoint needs the model it was fine-tuned from (--model minilm or a model "
+         "folder), not the random block"),
 ]
 
 

@@ -19,6 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="design, repeatable (default: all three)")
     parser.add_argument("--k", type=int, action="append",
                         help="M-TTFS dead-zone radius 0..2, repeatable (default: 0, 1 and 2)")
+    parser.add_argument("--checkpoint", metavar="DIR", default=None,
+                        help="a checkpoint folder of matterhorn finetune --integer (OUT/k<k>): "
+                        "run that fine-tuned network instead of the post-training conversion")
     parser.add_argument("--sentences", type=int, default=8,
                         help="sentences of the evaluation split, lengths spread up to the "
                         "model's positions")
@@ -49,11 +52,12 @@ def run(args: argparse.Namespace) -> int:
         from networks.hf_folder import resolve_model
 
         resolve_model(args.model)
+    block.check_checkpoint(args.model, args.checkpoint)
     check_out_writable(args.out, beside=True)  # staged in .block-* beside it
     import torch
 
     torch.set_num_threads(1)
-    st = block.setup(args.model, args.sentences, block=args.block)
+    st = block.setup(args.model, args.sentences, block=args.block, checkpoint=args.checkpoint)
     with console.steps("block", len(designs)) as bar:
         doc = block.run(st, designs, block=args.block, tile_neurons=args.tile_neurons,
                         steps=bar)
