@@ -1,0 +1,51 @@
+"""Speed of ``matterhorn block`` (docs/rtl_block.md): sentences through a whole block's
+hardware pieces, per design: wall time, simulated clocks per second (the pieces' clocks over the
+wall time of their simulation), tokens per second, and the wall time of the whole run. The
+pieces run in the Amaranth simulator, one after the other. Prints figures, asserts nothing.
+
+    python benchmarks/bench_block.py [--model random] [--sentences 8] [--design mttfs --k 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+import torch
+
+from matterhorn import block
+from regression.block import TILE_NEURONS, run_block
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="random", help="random, minilm or a folder [random]")
+    ap.add_argument("--sentences", type=int, default=8, help="evaluation sentences [8]")
+    ap.add_argument("--design", action="append", choices=("dense", "ttfs", "mttfs"))
+    ap.add_argument("--k", type=int, action="append")
+    ap.add_argument("--tile-neurons", type=int, default=TILE_NEURONS)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    designs = block.check_designs(args.design or ("dense", "ttfs", "mttfs"), args.k or (0, 1, 2))
+    t0 = time.perf_counter()
+    st = block.setup(args.model, args.sentences)
+    setup_s = time.perf_counter() - t0
+    print(f"{st.name}: {len(st.sentences)} sentences, set-up (load, convert) {setup_s:.1f} s")
+    total_cycles = total_tokens = 0
+    for d in designs:
+        t = time.perf_counter()
+        r = run_block(st.qnn, st.tokenizer, st.sentences, d, tile_neurons=args.tile_neurons)
+        wall = time.perf_counter() - t
+        total_cycles += r.cycles
+        total_tokens += r.tokens
+        print(f"{d}: {r.mismatches} mismatches, {r.tokens} tokens, {r.cycles} clocks, "
+              f"{wall:.1f} s: {r.cycles / wall:.0f} clocks/s, {r.tokens / wall:.2f} tokens/s")
+    wall = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    print(f"all {len(designs)} designs: {wall:.1f} s wall (set-up included), "
+          f"{total_cycles / (wall - setup_s):.0f} clocks/s, peak memory {peak:.2f} GiB")
+
+
+if __name__ == "__main__":
+    main()
