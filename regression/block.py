@@ -71,10 +71,18 @@ class PieceRun:
     #: Tiles a linear piece is split into (each receives every input of the layer).
     tiles: int = 1
 
-    def compare(self, what: str, got, want) -> None:
+    def compare(self, what: str, got, want, *, events: bool = False) -> None:
+        """Count ``got`` against ``want``: values position by position, or (``events``) the
+        events missing or extra, plus one when the same events come in another order."""
         got, want = list(got), list(want)
         self.checked += max(len(got), len(want))
-        bad = sum(1 for a, b in zip(got, want, strict=False) if a != b) + abs(len(got) - len(want))
+        if events:
+            extra, missing = Counter(got) - Counter(want), Counter(want) - Counter(got)
+            bad = sum(extra.values()) + sum(missing.values())
+            bad = bad or int(got != want)
+        else:
+            bad = (sum(1 for a, b in zip(got, want, strict=False) if a != b)
+                   + abs(len(got) - len(want)))
         if bad and self.first_mismatch is None:
             self.first_mismatch = f"{what}: got {got[:8]}..., want {want[:8]}..."
         self.mismatches += bad
@@ -157,7 +165,7 @@ def _tile(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, den
             ev = [(b["addr"], b["t"]) for b in beats]
             gi, gt = encode_events(want[i], layer.out_mask)
             run.compare(f"{run.piece} token {i} events", ev,
-                        list(zip(gi.tolist(), gt.tolist(), strict=True)))
+                        list(zip(gi.tolist(), gt.tolist(), strict=True)), events=True)
             got = decode_events(torch.tensor([a for a, _ in ev], dtype=torch.int64),
                                 torch.tensor([t for _, t in ev], dtype=torch.int64),
                                 (layer.n_out,), layer.out_mask).tolist()
@@ -209,7 +217,7 @@ def _attention(run: PieceRun, qnn, block: int, query, keys, values, valid, want,
         else:
             gi, gt = encode_events(want[i], path.ctx_mask)
             run.compare(f"attention token {i} events", w.events,
-                        list(zip(gi.tolist(), gt.tolist(), strict=True)))
+                        list(zip(gi.tolist(), gt.tolist(), strict=True)), events=True)
             got = decode_events(torch.tensor([a for a, _ in w.events], dtype=torch.int64),
                                 torch.tensor([t for _, t in w.events], dtype=torch.int64),
                                 (width,), path.ctx_mask).tolist()
