@@ -21,8 +21,6 @@ from regression.block import DESIGNS, PIECES, TILE_NEURONS, seq_max_of
 __all__ = ["BlockSetup", "block_document", "check_checkpoint", "check_designs", "markdown",
            "model_energy", "plot", "ratio", "run", "setup", "verdict", "write"]
 
-#: The model's workload the energy per block is priced at: the paper's B and S.
-BATCH, SEQ = 64, 128
 #: The paper's per-block ratio of M-TTFS k = 1 to the dense QNN (BERT-base, its energy table:
 #: 48.27 / 71.54 mJ).
 PAPER_RATIO = 48.27 / 71.54
@@ -129,7 +127,8 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
                               tile_neurons=tile_neurons))
         if steps is not None:
             steps.advance(f"{d}: {runs[-1].mismatches} mismatches")
-    return block_document(st, runs, model_energy(runs, _dims(st)), block=block,
+    dims = _dims(st)
+    return block_document(st, runs, model_energy(runs, dims), dims, block=block,
                           tile_neurons=tile_neurons)
 
 
@@ -161,16 +160,19 @@ def model_energy(runs, dims) -> dict[str, dict[str, float]]:
 
 
 def _dims(st: BlockSetup):
+    """The energy model's dimensions of the run's model at the workload ``matterhorn stats``
+    prices (B = 64 as in the paper, S = the block's sequence length: 128 capped by the
+    model's positions)."""
     from energy_model.dims import ModelDims
 
     cfg = st.qnn.cfg
     return ModelDims(st.name, hidden=cfg.hidden_size, ffn=cfg.intermediate_size,
                      heads=cfg.num_attention_heads, layers=cfg.num_hidden_layers,
-                     batch=BATCH, seq=SEQ, weight_bits=st.qnn.layers[0].query.weight_bits,
-                     source="the model's configuration")
+                     weight_bits=st.qnn.layers[0].query.weight_bits, seq=st.seq_max,
+                     source=f"the model's configuration; B=64 as in the paper, S={st.seq_max}")
 
 
-def block_document(st: BlockSetup, runs, model: dict, *, block: int,
+def block_document(st: BlockSetup, runs, model: dict, dims, *, block: int,
                    tile_neurons: int) -> dict:
     """``block.json``: the run's parameters, and per design its checks, deliveries, clocks
     and energy (the paper's model at the measured rates; the gates column is ``null`` until
@@ -215,10 +217,10 @@ def block_document(st: BlockSetup, runs, model: dict, *, block: int,
         "tokens": runs[0].tokens,
         "tile_neurons": tile_neurons,
         "mesh": placement.document(),
-        "workload": {"batch": BATCH, "seq": SEQ,
-                     "what": "energy per block at the paper's workload (B x S tokens), the "
-                     "paper's model (energy_model) at the spike rates measured here, its "
-                     "unit costs the paper's table"},
+        "workload": {"batch": dims.batch, "seq": dims.seq,
+                     "what": "energy per block of B sequences of S tokens, the paper's model "
+                     "(energy_model) at the spike rates measured here, its unit costs the "
+                     "paper's table"},
         "designs": designs,
     }
 

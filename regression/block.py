@@ -5,20 +5,21 @@
 Amaranth simulator, one piece after the other, each fed with what the piece before it
 produced (never with the golden values):
 
-==============  =====================================================  ======================
-piece           hardware                                               checked against
-==============  =====================================================  ======================
-query/key/value  a neuron tile per projection (dense: a dense tile)    the projection's codes
-attention        the attention path (``rtl_gen.attention``): keys and  ``attn_out_in`` codes
-                 values written at run time, the softmax unit
-attn_out         a tile in raw-sum mode                                the residual add's sums
-norm_attn        the residual-add + LayerNorm unit                     stream ``r1``, the
+================  ===================================================  ======================
+piece             hardware                                             checked against
+================  ===================================================  ======================
+query, key,       a neuron tile per projection (dense: a dense tile)   the projection's codes
+value
+attention         the attention path (``rtl_gen.attention``): keys     ``attn_out_in`` codes
+                  and values written at run time, the softmax unit
+attn_out          a tile in raw-sum mode                               the residual add's sums
+norm_attn         the residual-add + LayerNorm unit                    stream ``r1``, the
                                                                        ``ffn_expand_in`` codes
-ffn_expand       a tile, GELU folded into its table                    ``ffn_contract_in``
-ffn_contract     a tile in raw-sum mode                                the residual add's sums
-norm_ffn         the residual-add + LayerNorm unit                     the output stream, the
+ffn_expand        a tile, GELU folded into its table                   ``ffn_contract_in``
+ffn_contract      a tile in raw-sum mode                               the residual add's sums
+norm_ffn          the residual-add + LayerNorm unit                    the output stream, the
                                                                        next block's codes
-==============  =====================================================  ======================
+================  ===================================================  ======================
 
 The spiking designs send events through each position's mask (the tiles' and the attention
 path's own); the dense design sends every code. Each piece's every output is compared; a piece's
@@ -39,23 +40,24 @@ import torch
 from golden_models import decode_events, encode_events
 from regression.layer import DEFAULT_TILE_NEURONS
 
-__all__ = ["DESIGNS", "PIECES", "SEQ_MAX", "BlockRun", "PieceRun", "check_design",
+__all__ = ["DESIGNS", "PIECES", "BlockRun", "PieceRun", "check_design",
            "design_masks", "flit_counts", "run_block", "run_block_pieces",
            "seq_max_of"]
 
 #: Output neurons of one tile (the mesh's node size, as a whole layer's: docs/rtl_block.md).
 TILE_NEURONS = DEFAULT_TILE_NEURONS
-#: The longest sequence a block is generated for, at most (the paper's S); a model with fewer
-#: positions: its positions (:func:`seq_max_of`).
-SEQ_MAX = 128
-
-
-def seq_max_of(cfg) -> int:
-    """The generated sequence length of a model's block: its key slots per head."""
-    return min(SEQ_MAX, cfg.max_position_embeddings)
 #: The pieces of a block, in data-flow order.
 PIECES = ("query", "key", "value", "attention", "attn_out", "norm_attn", "ffn_expand",
           "ffn_contract", "norm_ffn")
+
+
+def seq_max_of(cfg) -> int:
+    """The generated sequence length of a model's block (its key slots per head): the
+    energy workload's sequence, the paper's 128 capped by the model's positions
+    (:func:`networks.hf_folder.dims_of`)."""
+    from networks.hf_folder import dims_of
+
+    return dims_of(cfg)["seq"]
 
 
 @dataclass
