@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from golden_models import IntegerLayer
+from golden_models.mask import ttfs_mask
 from golden_models.mttfs import folded_init
 from networks.bert import BertConfig, BertEncoder, BertLayer
 from networks.integer import TAPPED
@@ -84,19 +85,13 @@ def block_layers(layer: BertLayer) -> dict[str, IntegerLayer]:
         else:
             theta = layer.int_block.tables[_TABLE[name]]
             point = layer.points[p_out]
-            # key and value are written as codes (no events): a mask of radius 0 at their
-            # silent centre sends every code
-            mask_out = point.mask if point.mask is not None else _all_codes(point.space)
+            # key and value are written as codes, not events: their tiles' output mask is
+            # standard TTFS's, which drops no code's information (k = 0)
+            mask_out = point.mask if point.mask is not None else ttfs_mask(point.space)
         out[name] = IntegerLayer(weights=w, weight_bits=lin.weight_bits,
                                  init=folded_init(w, mask_in.mu), theta=theta,
                                  in_mask=mask_in, out_mask=mask_out)
     return out
-
-
-def _all_codes(space):
-    from golden_models import Mask
-
-    return Mask(space, space.T - 1, 0)
 
 
 @dataclass(frozen=True)
