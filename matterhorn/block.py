@@ -122,7 +122,8 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
     runs = []
     for d in designs:
         if steps is not None:
-            steps.start(f"{d}: {len(st.sentences)} sentences through the block's pieces")
+            n = len(st.sentences)
+            steps.start(f"{d}: {n} sentence{'s' if n > 1 else ''} through the block's pieces")
         runs.append(run_block(st.qnn, st.tokenizer, st.sentences, d, block=block,
                               tile_neurons=tile_neurons))
         if steps is not None:
