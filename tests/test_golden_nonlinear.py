@@ -74,13 +74,24 @@ def test_bit_length(values):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(-(2**50), 2**50), min_size=1, max_size=32), st.integers(0, 12))
+@given(st.lists(st.integers(-(2**61), 2**61), min_size=1, max_size=32), st.integers(0, 62))
 def test_rshift_round_rounds_half_up(values, n):
+    """Negative values too: the shift is arithmetic (a floor), whatever the width."""
     x = torch.tensor(values)
     want = [math.floor(Fraction(v, 2**n) + Fraction(1, 2)) for v in values]
     assert rshift_round(x, n).tolist() == want
     # a per-element shift gives the same
     assert rshift_round(x, torch.full_like(x, n)).tolist() == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(-(2**61), 2**61), st.integers(0, 62)), min_size=1,
+                max_size=32))
+def test_rshift_round_per_element_shifts(pairs):
+    x = torch.tensor([v for v, _ in pairs])
+    n = torch.tensor([k for _, k in pairs])
+    want = [math.floor(Fraction(v, 2**k) + Fraction(1, 2)) for v, k in pairs]
+    assert rshift_round(x, n).tolist() == want
 
 
 @settings(max_examples=100, deadline=None)
