@@ -174,6 +174,31 @@ def _ste(value: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
     return value + (exact.to(value.dtype) - value).detach()
 
 
+class _ResidualSTE(torch.autograd.Function):
+    """``exact`` forward; backward, the gradients of ``x + codes @ weight.T + bias``.
+
+    The straight-through residual add of the integer mode without computing the float sum it
+    takes its gradient from (the integer sums are computed anyway: :func:`_int_residual`). The
+    gradients are the ones autograd gives ``torch.nn.functional.linear`` (the same products).
+    """
+
+    @staticmethod
+    def forward(ctx, exact, x, codes, weight, bias):  # noqa: ARG004 - x: identity gradient
+        ctx.save_for_backward(codes, weight)
+        return exact
+
+    @staticmethod
+    def backward(ctx, grad):
+        codes, weight = ctx.saved_tensors
+        g = grad.reshape(-1, grad.shape[-1])
+        c = codes.reshape(-1, codes.shape[-1])
+        need = ctx.needs_input_grad
+        g_codes = g.mm(weight).view(codes.shape) if need[2] else None
+        g_weight = g.t().mm(c) if need[3] else None
+        g_bias = g.sum(0) if need[4] else None
+        return None, grad if need[1] else None, g_codes, g_weight, g_bias
+
+
 def _alpha(point: QuantPoint) -> float:
     """The point's current scale (learned or fixed), as a number."""
     if getattr(point, "log_alpha", None) is not None:
@@ -181,89 +206,122 @@ def _alpha(point: QuantPoint) -> float:
     return float(point.alpha)
 
 
-def _on_stream(x: torch.Tensor, x64: torch.Tensor, s: float, bits: int) -> torch.Tensor:
+def _codes(t: torch.Tensor, alpha: float) -> torch.Tensor:
+    """The integer codes (float32, integer-valued) of a fake-quantized tensor ``t = alpha *
+    qbar``: ``t`` is within a few float32 roundings of ``alpha * qbar``, far closer than half a
+    code for codes of at most 8 bits."""
+    return torch.round(t.detach() / alpha)
+
+
+def _on_stream(
+    x: torch.Tensor, x64: torch.Tensor, s: float, bits: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``x`` rounded onto a stream of scale ``s`` and width ``bits`` (saturating), as
-    :func:`networks.integer.encoder_forward` rounds ``x64``; identity gradient."""
+    :func:`networks.integer.encoder_forward` rounds ``x64``; identity gradient. Returns the
+    float tensor and the stream's integers."""
     r = saturate(torch.round(x64 / s).to(torch.int64), bits)
-    return _ste(x, r.to(torch.float64) * s)
+    return _ste(x, r.to(torch.float64) * s), r
 
 
 def _int_norm(
     ln: nn.LayerNorm, h: torch.Tensor, h_int: torch.Tensor, spec: IntegerSpec
-) -> tuple[torch.Tensor, float]:
+) -> tuple[torch.Tensor, torch.Tensor, float]:
     """The integer LayerNorm of the integer mode (forward), the float LayerNorm's gradient;
-    returns the output on its stream and the stream's scale."""
+    returns the output on its stream, the stream's integers and its scale."""
     gamma = ln.weight.detach().to(torch.float64)
     beta = ln.bias.detach().to(torch.float64)
     s = stream_scale(gamma, beta, spec.residual_bits)
     unit = IntLayerNorm.from_float(gamma, beta, s, spec.sum_bits, spec.residual_bits)
-    return _ste(ln(h), unit(h_int).to(torch.float64) * s), s
+    r = unit(h_int)
+    return _ste(ln(h), r.to(torch.float64) * s), r, s
 
 
 def _int_residual(
     x: torch.Tensor,
+    r: torch.Tensor,
     codes: torch.Tensor,
     point: QuantPoint,
     lin: QLinear,
     s: float,
     spec: IntegerSpec,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The residual add of the integer mode: ``x`` (on the stream ``s``) plus the layer ``lin``
-    applied to the point's dequantized codes, the way :class:`golden_models.residual.ResidualAdd`
-    computes it from the integer sums (forward), the float sum's gradient. Returns the float
-    tensor and its integers."""
+    """The residual add of the integer mode: the stream ``x`` (its integers ``r``, scale ``s``)
+    plus the layer ``lin`` applied to the point's dequantized codes, the way
+    :class:`golden_models.residual.ResidualAdd` computes it from the integer sums (forward), the
+    float sum's gradient (:class:`_ResidualSTE`). Returns the float tensor and its integers."""
     alpha = _alpha(point)
-    q = torch.round(codes.detach().to(torch.float64) / alpha)
     top = 2 ** (lin.weight_bits - 1)
     w_int = torch.floor(lin.weight.detach() / lin.scale32[:, None] + 0.5).clamp(-top, top - 1)
-    v = (q.to(torch.float32) @ w_int.T).to(torch.int64)  # exact: as QLinear's accumulate
     acc = accumulator_bound(w_int.shape[1], lin.weight_bits, point.space)
+    # exact: every partial sum an integer of at most acc (as QLinear's accumulate)
+    dtype = torch.float32 if acc < 2**24 else torch.float64
+    v = (_codes(codes, alpha).to(dtype) @ w_int.T.to(dtype)).to(torch.int64)
     unit = ResidualAdd.from_float(
         lin.w_scale * alpha, lin.bias.detach().to(torch.float64), s, spec.residual_bits,
         spec.sum_bits, acc,
     )
-    r_in = torch.round(x.detach().to(torch.float64) / s).to(torch.int64)
-    h_int = unit(r_in, v)
-    h = x + _fake_linear(codes, lin)
-    return _ste(h, h_int.to(torch.float64) * s), h_int
+    h_int = unit(r, v)
+    exact = (h_int.to(torch.float64) * s).to(x.dtype)
+    w = lin.weight
+    w_eff = w + (w_int * lin.scale32[:, None] - w).detach()  # _fake_linear's weight
+    return _ResidualSTE.apply(exact, x, codes, w_eff, lin.bias), h_int
+
+
+#: Score elements the integer softmax takes at once (its int64 intermediates: 16 MiB each).
+SOFTMAX_CHUNK = 2**21
+
+
+def _int_softmax(unit: IntSoftmax, scores: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """``unit`` over score rows ``[B, heads, S, S]`` with the valid keys ``[B, S]``, a few
+    sentences at a time (at most :data:`SOFTMAX_CHUNK` elements: bounded peak memory)."""
+    b = scores.shape[0]
+    per = max(1, SOFTMAX_CHUNK // max(1, scores[0].numel()))
+    if per >= b:
+        return unit(scores, valid[:, None, None, :])
+    return torch.cat(
+        [unit(scores[i : i + per], valid[i : i + per, None, None, :]) for i in range(0, b, per)]
+    )
 
 
 def _block_integer(
     layer: BertLayer,
     x: torch.Tensor,
+    r: torch.Tensor,
     s_in: float,
     bias: torch.Tensor,
     valid: torch.Tensor,
     k: int,
     spec: IntegerSpec,
-) -> tuple[torch.Tensor, float]:
+) -> tuple[torch.Tensor, torch.Tensor, float]:
     """The twin of :func:`networks.integer.block_forward`: the integer functions' values
     forward, the float functions' gradients backward (straight through). ``x`` is on the
-    stream ``s_in``; returns the block's output stream and its scale."""
+    stream ``s_in``, ``r`` its integers; returns the block's output stream, its integers and its
+    scale."""
     b, s, h = x.shape
     dk, pt = layer.cfg.head_dim, layer.points
     query, key, value = _qkv(layer, x, k)
     raw = query @ key.transpose(-1, -2)
     aq, ak = _alpha(pt["query"]), _alpha(pt["key"])
     sbits = score_bits(pt["query"].space, pt["key"].space, dk)
-    scores = torch.round(raw.detach().to(torch.float64) / (aq * ak)).to(torch.int64)
+    # the raw integer sums of the codes, exactly (|A| < 2**sbits <= 2**24)
+    scores = (_codes(query, aq) @ _codes(key, ak).transpose(-1, -2)).to(torch.int64)
     unit = IntSoftmax.from_scale(
         aq * ak / math.sqrt(dk), layer.cfg.max_position_embeddings, sbits, spec.exp_frac_bits
     )
-    scores = saturate(scores, sbits)
-    # a batch at a time: the unit's int64 intermediates stay small (peak memory)
-    u = torch.cat([unit(scores[i : i + 1], valid[i : i + 1, None, None, :]) for i in range(b)])
+    u = _int_softmax(unit, saturate(scores, sbits), valid)
     exact = u.to(raw.dtype) * 2.0**-PROB_BITS
     prob = _ste(torch.softmax(raw / math.sqrt(dk) + bias, dim=-1), exact)
     prob = _fake_act(prob, pt["attn_prob"], k)
     ctx = (prob @ value).transpose(1, 2).reshape(b, s, h)
     ctx = _fake_act(ctx, pt["attn_out_in"], k)
-    h1, h1_int = _int_residual(x, ctx, pt["attn_out_in"], layer.attn_out, s_in, spec)
-    x1, s_mid = _int_norm(layer.attn_norm, h1, h1_int, spec)
+    h1, h1_int = _int_residual(x, r, ctx, pt["attn_out_in"], layer.attn_out, s_in, spec)
+    x1, r1, s_mid = _int_norm(layer.attn_norm, h1, h1_int, spec)
     xf = _fake_act(x1, pt["ffn_expand_in"], k)
     mid = gelu_monotone(_fake_linear(xf, layer.ffn_expand))
     mid = _fake_act(mid, pt["ffn_contract_in"], k)
-    h2, h2_int = _int_residual(x1, mid, pt["ffn_contract_in"], layer.ffn_contract, s_mid, spec)
+    h2, h2_int = _int_residual(
+        x1, r1, mid, pt["ffn_contract_in"], layer.ffn_contract, s_mid, spec
+    )
     return _int_norm(layer.ffn_norm, h2, h2_int, spec)
 
 
@@ -284,10 +342,11 @@ def block_outputs(
         # the stream's integers from the float64 LayerNorm, as the QNN computes it
         norm = model.embed_norm
         with torch.no_grad():
+            # the rows first, then float64 (not the whole vocabulary's table every step)
             x64 = (
-                model.word_embeddings.weight.to(torch.float64)[ids]
-                + model.position_embeddings.weight.to(torch.float64)[pos][None]
-                + model.token_type_embeddings.weight.to(torch.float64)[0]
+                model.word_embeddings.weight[ids].to(torch.float64)
+                + model.position_embeddings.weight[pos].to(torch.float64)[None]
+                + model.token_type_embeddings.weight[0].to(torch.float64)
             )
             x64 = nn.functional.layer_norm(
                 x64, norm.normalized_shape,
@@ -300,10 +359,10 @@ def block_outputs(
     outs = []
     if k is not None and spec is not None:
         s_in = stream_scale(norm.weight.detach(), norm.bias.detach(), spec.residual_bits)
-        x = _on_stream(x, x64, s_in, spec.residual_bits)
+        x, r = _on_stream(x, x64, s_in, spec.residual_bits)
         valid = mask.to(torch.bool)
         for layer in model.layers:
-            x, s_in = _block_integer(layer, x, s_in, bias, valid, k, spec)
+            x, r, s_in = _block_integer(layer, x, r, s_in, bias, valid, k, spec)
             outs.append(x)
         return outs
     for layer in model.layers:
