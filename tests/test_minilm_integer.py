@@ -286,3 +286,26 @@ def test_stream_scale_is_the_layernorm_bound(setup):
     ln = qint.layers[0].attn_norm
     bound = float((ln.weight.abs() * math.sqrt(383) + ln.bias.abs()).max())
     assert qint.layers[0].int_block.s_mid == pytest.approx(bound / (2**15 - 1), rel=1e-12)
+
+
+@pytest.mark.parametrize("channels", [None, 7])
+def test_walk_is_fire(channels):
+    """walk() (a binary search over a non-increasing table) gives fire()'s codes everywhere:
+    below, on, between and above the thresholds, ties included; any other table takes fire."""
+    from golden_models.codespace import CodeSpace
+    from golden_models.integer_layer import fire
+    from networks.integer import walk
+
+    gen = torch.Generator().manual_seed(0)
+    space = CodeSpace(16, "asym")
+    shape = (space.T - 1,) if channels is None else (channels, space.T - 1)
+    theta = torch.randint(-40, 40, shape, generator=gen).sort(-1, descending=True).values
+    theta[..., 3] = theta[..., 4]  # a tie
+    n = channels or 4
+    v = torch.randint(-50, 50, (3, 5, n), generator=gen)
+    on = theta.T.reshape(1, -1, channels) if channels else theta.reshape(1, -1, 1)
+    v = torch.cat([v, on.expand(3, -1, n)], 1)  # every threshold itself
+    assert torch.equal(walk(v, theta, space), space.c - fire(v, theta, space.T))
+    rough = theta.clone()
+    rough[..., 0] = rough[..., -1] - 1  # not non-increasing
+    assert torch.equal(walk(v, rough, space), space.c - fire(v, rough, space.T))
