@@ -42,11 +42,19 @@ import torch
 from torch import nn
 
 from golden_models.bounds import accumulator_bound
-from golden_models.fixed_point import saturate
+from golden_models.fixed_point import ISQRT_BITS, bit_length, saturate
 from golden_models.gelu import gelu_monotone
-from golden_models.int_layernorm import IntLayerNorm, stream_scale
+from golden_models.int_layernorm import (
+    BIAS_FRAC_BITS,
+    NORM_FRAC_BITS,
+    RECIP_BITS,
+    ROOT_BITS,
+    IntLayerNorm,
+    stream_scale,
+)
 from golden_models.int_softmax import PROB_BITS, IntSoftmax
 from golden_models.quantizer import MaskedSTE, unsaturated
+from golden_models.residual import BIAS_FRAC_BITS as ADD_BIAS_FRAC_BITS
 from golden_models.residual import ResidualAdd
 from networks.bert import BertEncoder, BertLayer, QLinear, QuantPoint, Tokenizer
 from networks.integer import IntegerSpec, integer_mode_, score_bits
@@ -93,6 +101,41 @@ class FinetuneConfig:
         return asdict(self)
 
 
+class _LearnedAct(torch.autograd.Function):
+    """The forward and backward of :func:`_learned_act` in one autograd node.
+
+    The forward is ``alpha * qbar`` (``qbar``: the code, dead-zone projected where ``mu`` is
+    given). The backward is, operation for operation, the one autograd derives for the
+    straight-through expression ``(where(passed, v, qbar) + (qbar - where(...)).detach()) *
+    alpha`` with ``v = x / alpha`` (the same products, quotients and sums, so the same float32
+    values), without its four graph nodes and their intermediate tensors.
+    """
+
+    @staticmethod
+    def forward(ctx, x, alpha, q_min, q_max, shift, mu, k):
+        v = x / alpha
+        level = torch.floor(v + shift)
+        q = level.clamp(q_min, q_max)
+        passed = level == q  # not clipped
+        if mu is not None:
+            keep = (q - mu).abs() > k
+            q = torch.where(keep, q, float(mu))
+            passed &= keep
+        ctx.save_for_backward(x, alpha, q, passed)
+        return q * alpha
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, alpha, q, passed = ctx.saved_tensors
+        # out = t * alpha (t = qbar): MulBackward
+        g_alpha = (grad * q).sum_to_size(alpha.shape)
+        # t = soft + const, soft = where(passed, v, qbar): AddBackward, WhereBackward
+        g_v = torch.where(passed, grad * alpha, 0)
+        # v = x / alpha: DivBackward
+        g_alpha = g_alpha + (-g_v * ((x / alpha) / alpha)).sum_to_size(alpha.shape)
+        return g_v / alpha, g_alpha, None, None, None, None, None
+
+
 def _learned_act(x: torch.Tensor, point: QuantPoint, k: int) -> torch.Tensor:
     """``alpha * qbar`` with a learned ``alpha = exp(point.log_alpha)`` (LSQ).
 
@@ -102,17 +145,11 @@ def _learned_act(x: torch.Tensor, point: QuantPoint, k: int) -> torch.Tensor:
     code units) where it is blocked: the dead-zone centre stays fixed in code units.
     """
     space = point.space
-    alpha = point.log_alpha.exp()
-    v = x / alpha
-    level = torch.floor(v.detach() + (0.5 if point.rounding == "round" else 0.0))
-    passed = (level >= space.q_min) & (level <= space.q_max)
-    q = level.clamp(space.q_min, space.q_max)
-    if point.spike and k > 0:
-        keep = (q - point.mask.mu).abs() > k
-        q = torch.where(keep, q, torch.full_like(q, point.mask.mu))
-        passed = passed & keep
-    soft = torch.where(passed, v, q)
-    return (soft + (q - soft).detach()) * alpha
+    mu = point.mask.mu if point.spike and k > 0 else None
+    shift = 0.5 if point.rounding == "round" else 0.0
+    return _LearnedAct.apply(
+        x, point.log_alpha.exp(), space.q_min, space.q_max, shift, mu, k
+    )
 
 
 def _fake_act(x: torch.Tensor, point: QuantPoint, k: int) -> torch.Tensor:
@@ -223,6 +260,46 @@ def _on_stream(
     return _ste(x, r.to(torch.float64) * s), r
 
 
+def _isqrt(u: torch.Tensor) -> torch.Tensor:
+    """``floor(sqrt(u))`` of int64 ``0 <= u < 2**62``: :func:`golden_models.fixed_point.isqrt`'s
+    values (tested equal) from the float64 root, off by at most one (its error is below
+    ``2**-21``), corrected by one exact integer step each way (``(r + 1)**2 <= 2**62``)."""
+    r = torch.sqrt(u.to(torch.float64)).to(torch.int64)
+    r = r - (r * r > u).to(torch.int64)
+    return r + ((r + 1) * (r + 1) <= u).to(torch.int64)
+
+
+def _layernorm(unit: IntLayerNorm, h: torch.Tensor) -> torch.Tensor:
+    """``unit(h)``, the same integers (tested equal), in fewer passes over the rows: for
+    the twin's residual sums, in range by construction (not checked again).
+
+    ``D * F + half = h * (N F) - (S1 F - half)``: the centring folded into the per-row factors
+    (no overflow: ``|h| N F`` and ``|S1| F`` are below ``N 2**(in_bits + P)``, which the unit
+    keeps below ``2**61``); the output rounding's half folded into the per-channel bias; the
+    root by :func:`_isqrt`.
+    """
+    n = unit.n
+    s1 = h.sum(-1, keepdim=True)
+    u = n * (h * h).sum(-1, keepdim=True) - s1 * s1
+    k = torch.where(u > 0, (ISQRT_BITS - bit_length(u)) // 2, 0)
+    root = torch.where(u > 0, _isqrt(torch.bitwise_left_shift(u, 2 * k)), 2 ** (ROOT_BITS - 1))
+    recip = torch.div(2 ** (RECIP_BITS + ROOT_BITS), root, rounding_mode="floor")
+    shift = ROOT_BITS + RECIP_BITS - NORM_FRAC_BITS - k  # >= 9: k <= 30
+    half = torch.bitwise_left_shift(torch.ones_like(shift), shift - 1)
+    norm = torch.bitwise_right_shift(h * (n * recip) - (s1 * recip - half), shift)
+    out_shift = unit.gain_shift + NORM_FRAC_BITS
+    offset = unit.bias * 2 ** (out_shift - BIAS_FRAC_BITS) + 2 ** (out_shift - 1)
+    return saturate(torch.bitwise_right_shift(unit.gain * norm + offset, out_shift), unit.out_bits)
+
+
+def _residual_add(unit: ResidualAdd, r: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """``unit(r, v)``, the same integers (tested equal), with the rounding's half folded into
+    the per-channel bias; ``r`` and ``v`` in range by construction (not checked again)."""
+    offset = unit.bias * 2 ** (unit.shift - ADD_BIAS_FRAC_BITS) + 2 ** (unit.shift - 1)
+    add = torch.bitwise_right_shift(unit.mult * v + offset, unit.shift)
+    return saturate(r + add, unit.sum_bits)
+
+
 def _int_norm(
     ln: nn.LayerNorm, h: torch.Tensor, h_int: torch.Tensor, spec: IntegerSpec
 ) -> tuple[torch.Tensor, torch.Tensor, float]:
@@ -232,7 +309,7 @@ def _int_norm(
     beta = ln.bias.detach().to(torch.float64)
     s = stream_scale(gamma, beta, spec.residual_bits)
     unit = IntLayerNorm.from_float(gamma, beta, s, spec.sum_bits, spec.residual_bits)
-    r = unit(h_int)
+    r = _layernorm(unit, h_int)
     return _ste(ln(h), r.to(torch.float64) * s), r, s
 
 
@@ -260,7 +337,7 @@ def _int_residual(
         lin.w_scale * alpha, lin.bias.detach().to(torch.float64), s, spec.residual_bits,
         spec.sum_bits, acc,
     )
-    h_int = unit(r, v)
+    h_int = _residual_add(unit, r, v)
     exact = (h_int.to(torch.float64) * s).to(x.dtype)
     w = lin.weight
     w_eff = w + (w_int * lin.scale32[:, None] - w).detach()  # _fake_linear's weight
