@@ -172,8 +172,9 @@ def _fake_linear(x: torch.Tensor, lin: QLinear) -> torch.Tensor:
     s = lin.scale32[:, None]
     top = 2 ** (lin.weight_bits - 1)
     w = lin.weight
-    wq = torch.floor(w / s + 0.5).clamp(-top, top - 1) * s
-    return nn.functional.linear(x, w + (wq - w).detach(), lin.bias)
+    wd = w.detach()  # the quantization's steps need no graph: only the sum below carries one
+    wq = torch.floor(wd / s + 0.5).clamp(-top, top - 1) * s
+    return nn.functional.linear(x, w + (wq - wd), lin.bias)
 
 
 def _qkv(layer: BertLayer, x: torch.Tensor, k: int) -> tuple[torch.Tensor, ...]:
@@ -340,7 +341,7 @@ def _int_residual(
     h_int = _residual_add(unit, r, v)
     exact = (h_int.to(torch.float64) * s).to(x.dtype)
     w = lin.weight
-    w_eff = w + (w_int * lin.scale32[:, None] - w).detach()  # _fake_linear's weight
+    w_eff = w + (w_int * lin.scale32[:, None] - w.detach())  # _fake_linear's weight
     return _ResidualSTE.apply(exact, x, codes, w_eff, lin.bias), h_int
 
 
