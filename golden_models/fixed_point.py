@@ -56,6 +56,8 @@ def rshift_round(x: torch.Tensor, n: int | torch.Tensor) -> torch.Tensor:
 
     ``n`` is an int or an int64 tensor broadcastable to ``x`` (a per-row shift), in 0..62.
     In RTL: add the constant ``2**(n-1)``, then an arithmetic shift right.
+    Computed as that shift (torch's ``>>`` of int64 is arithmetic: ``floor(x / 2**n)``), not as
+    an integer division, which is several times slower.
     """
     x = as_int64(x, "x")
     if isinstance(n, torch.Tensor):
@@ -64,11 +66,11 @@ def rshift_round(x: torch.Tensor, n: int | torch.Tensor) -> torch.Tensor:
             raise ValueError(f"shift n must be in 0..{INT_LIMIT_BITS}, not {n.min()}..{n.max()}")
         one = torch.ones_like(n)
         half = torch.where(n > 0, torch.bitwise_left_shift(one, (n - 1).clamp(min=0)), 0)
-        return torch.div(x + half, torch.bitwise_left_shift(one, n), rounding_mode="floor")
+        return torch.bitwise_right_shift(x + half, n)
     check_int("n", n, 0, INT_LIMIT_BITS)
     if n == 0:
         return x
-    return torch.div(x + 2 ** (n - 1), 2**n, rounding_mode="floor")
+    return torch.bitwise_right_shift(x + 2 ** (n - 1), n)
 
 
 def bit_length(x: torch.Tensor) -> torch.Tensor:

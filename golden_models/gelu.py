@@ -44,7 +44,7 @@ def gelu(x: torch.Tensor) -> torch.Tensor:
 def gelu_monotone(x: torch.Tensor) -> torch.Tensor:
     """GELU with its tail clamped at the minimum: non-decreasing, equal to GELU for
     ``x >= GELU_X_MIN``. Differentiable (zero gradient on the clamped tail)."""
-    return torch.where(x < GELU_X_MIN, torch.full_like(x, GELU_MIN), gelu(x))
+    return torch.where(x < GELU_X_MIN, GELU_MIN, gelu(x))
 
 
 def same_codes_as_gelu(space: CodeSpace) -> bool:

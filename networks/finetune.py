@@ -42,11 +42,19 @@ import torch
 from torch import nn
 
 from golden_models.bounds import accumulator_bound
-from golden_models.fixed_point import saturate
+from golden_models.fixed_point import ISQRT_BITS, bit_length, saturate
 from golden_models.gelu import gelu_monotone
-from golden_models.int_layernorm import IntLayerNorm, stream_scale
+from golden_models.int_layernorm import (
+    BIAS_FRAC_BITS,
+    NORM_FRAC_BITS,
+    RECIP_BITS,
+    ROOT_BITS,
+    IntLayerNorm,
+    stream_scale,
+)
 from golden_models.int_softmax import PROB_BITS, IntSoftmax
 from golden_models.quantizer import MaskedSTE, unsaturated
+from golden_models.residual import BIAS_FRAC_BITS as ADD_BIAS_FRAC_BITS
 from golden_models.residual import ResidualAdd
 from networks.bert import BertEncoder, BertLayer, QLinear, QuantPoint, Tokenizer
 from networks.integer import IntegerSpec, integer_mode_, score_bits
@@ -93,6 +101,41 @@ class FinetuneConfig:
         return asdict(self)
 
 
+class _LearnedAct(torch.autograd.Function):
+    """The forward and backward of :func:`_learned_act` in one autograd node.
+
+    The forward is ``alpha * qbar`` (``qbar``: the code, dead-zone projected where ``mu`` is
+    given). The backward is, operation for operation, the one autograd derives for the
+    straight-through expression ``(where(passed, v, qbar) + (qbar - where(...)).detach()) *
+    alpha`` with ``v = x / alpha`` (the same products, quotients and sums, so the same float32
+    values), without its four graph nodes and their intermediate tensors.
+    """
+
+    @staticmethod
+    def forward(ctx, x, alpha, q_min, q_max, shift, mu, k):
+        v = x / alpha
+        level = torch.floor(v + shift)
+        q = level.clamp(q_min, q_max)
+        passed = level == q  # not clipped
+        if mu is not None:
+            keep = (q - mu).abs() > k
+            q = torch.where(keep, q, float(mu))
+            passed &= keep
+        ctx.save_for_backward(x, alpha, q, passed)
+        return q * alpha
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, alpha, q, passed = ctx.saved_tensors
+        # out = t * alpha (t = qbar): MulBackward
+        g_alpha = (grad * q).sum_to_size(alpha.shape)
+        # t = soft + const, soft = where(passed, v, qbar): AddBackward, WhereBackward
+        g_v = torch.where(passed, grad * alpha, 0)
+        # v = x / alpha: DivBackward
+        g_alpha = g_alpha + (-g_v * ((x / alpha) / alpha)).sum_to_size(alpha.shape)
+        return g_v / alpha, g_alpha, None, None, None, None, None
+
+
 def _learned_act(x: torch.Tensor, point: QuantPoint, k: int) -> torch.Tensor:
     """``alpha * qbar`` with a learned ``alpha = exp(point.log_alpha)`` (LSQ).
 
@@ -102,17 +145,11 @@ def _learned_act(x: torch.Tensor, point: QuantPoint, k: int) -> torch.Tensor:
     code units) where it is blocked: the dead-zone centre stays fixed in code units.
     """
     space = point.space
-    alpha = point.log_alpha.exp()
-    v = x / alpha
-    level = torch.floor(v.detach() + (0.5 if point.rounding == "round" else 0.0))
-    passed = (level >= space.q_min) & (level <= space.q_max)
-    q = level.clamp(space.q_min, space.q_max)
-    if point.spike and k > 0:
-        keep = (q - point.mask.mu).abs() > k
-        q = torch.where(keep, q, torch.full_like(q, point.mask.mu))
-        passed = passed & keep
-    soft = torch.where(passed, v, q)
-    return (soft + (q - soft).detach()) * alpha
+    mu = point.mask.mu if point.spike and k > 0 else None
+    shift = 0.5 if point.rounding == "round" else 0.0
+    return _LearnedAct.apply(
+        x, point.log_alpha.exp(), space.q_min, space.q_max, shift, mu, k
+    )
 
 
 def _fake_act(x: torch.Tensor, point: QuantPoint, k: int) -> torch.Tensor:
@@ -135,8 +172,9 @@ def _fake_linear(x: torch.Tensor, lin: QLinear) -> torch.Tensor:
     s = lin.scale32[:, None]
     top = 2 ** (lin.weight_bits - 1)
     w = lin.weight
-    wq = torch.floor(w / s + 0.5).clamp(-top, top - 1) * s
-    return nn.functional.linear(x, w + (wq - w).detach(), lin.bias)
+    wd = w.detach()  # the quantization's steps need no graph: only the sum below carries one
+    wq = torch.floor(wd / s + 0.5).clamp(-top, top - 1) * s
+    return nn.functional.linear(x, w + (wq - wd), lin.bias)
 
 
 def _qkv(layer: BertLayer, x: torch.Tensor, k: int) -> tuple[torch.Tensor, ...]:
@@ -174,6 +212,31 @@ def _ste(value: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
     return value + (exact.to(value.dtype) - value).detach()
 
 
+class _ResidualSTE(torch.autograd.Function):
+    """``exact`` forward; backward, the gradients of ``x + codes @ weight.T + bias``.
+
+    The straight-through residual add of the integer mode without computing the float sum it
+    takes its gradient from (the integer sums are computed anyway: :func:`_int_residual`). The
+    gradients are the ones autograd gives ``torch.nn.functional.linear`` (the same products).
+    """
+
+    @staticmethod
+    def forward(ctx, exact, x, codes, weight, bias):  # noqa: ARG004 - x: identity gradient
+        ctx.save_for_backward(codes, weight)
+        return exact
+
+    @staticmethod
+    def backward(ctx, grad):
+        codes, weight = ctx.saved_tensors
+        g = grad.reshape(-1, grad.shape[-1])
+        c = codes.reshape(-1, codes.shape[-1])
+        need = ctx.needs_input_grad
+        g_codes = g.mm(weight).view(codes.shape) if need[2] else None
+        g_weight = g.t().mm(c) if need[3] else None
+        g_bias = g.sum(0) if need[4] else None
+        return None, grad if need[1] else None, g_codes, g_weight, g_bias
+
+
 def _alpha(point: QuantPoint) -> float:
     """The point's current scale (learned or fixed), as a number."""
     if getattr(point, "log_alpha", None) is not None:
@@ -181,89 +244,162 @@ def _alpha(point: QuantPoint) -> float:
     return float(point.alpha)
 
 
-def _on_stream(x: torch.Tensor, x64: torch.Tensor, s: float, bits: int) -> torch.Tensor:
+def _codes(t: torch.Tensor, alpha: float) -> torch.Tensor:
+    """The integer codes (float32, integer-valued) of a fake-quantized tensor ``t = alpha *
+    qbar``: ``t`` is within a few float32 roundings of ``alpha * qbar``, far closer than half a
+    code for codes of at most 8 bits."""
+    return torch.round(t.detach() / alpha)
+
+
+def _on_stream(
+    x: torch.Tensor, x64: torch.Tensor, s: float, bits: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``x`` rounded onto a stream of scale ``s`` and width ``bits`` (saturating), as
-    :func:`networks.integer.encoder_forward` rounds ``x64``; identity gradient."""
+    :func:`networks.integer.encoder_forward` rounds ``x64``; identity gradient. Returns the
+    float tensor and the stream's integers."""
     r = saturate(torch.round(x64 / s).to(torch.int64), bits)
-    return _ste(x, r.to(torch.float64) * s)
+    return _ste(x, r.to(torch.float64) * s), r
+
+
+def _isqrt(u: torch.Tensor) -> torch.Tensor:
+    """``floor(sqrt(u))`` of int64 ``0 <= u < 2**62``: :func:`golden_models.fixed_point.isqrt`'s
+    values (tested equal) from the float64 root, off by at most one (its error is below
+    ``2**-21``), corrected by one exact integer step each way (``(r + 1)**2 <= 2**62``)."""
+    r = torch.sqrt(u.to(torch.float64)).to(torch.int64)
+    r = r - (r * r > u).to(torch.int64)
+    return r + ((r + 1) * (r + 1) <= u).to(torch.int64)
+
+
+def _layernorm(unit: IntLayerNorm, h: torch.Tensor) -> torch.Tensor:
+    """``unit(h)``, the same integers (tested equal), in fewer passes over the rows: for
+    the twin's residual sums, in range by construction (not checked again).
+
+    ``D * F + half = h * (N F) - (S1 F - half)``: the centring folded into the per-row factors
+    (no overflow: ``|h| N F`` and ``|S1| F`` are below ``N 2**(in_bits + P)``, which the unit
+    keeps below ``2**61``); the output rounding's half folded into the per-channel bias; the
+    root by :func:`_isqrt`.
+    """
+    n = unit.n
+    s1 = h.sum(-1, keepdim=True)
+    u = n * (h * h).sum(-1, keepdim=True) - s1 * s1
+    k = torch.where(u > 0, (ISQRT_BITS - bit_length(u)) // 2, 0)
+    root = torch.where(u > 0, _isqrt(torch.bitwise_left_shift(u, 2 * k)), 2 ** (ROOT_BITS - 1))
+    recip = torch.div(2 ** (RECIP_BITS + ROOT_BITS), root, rounding_mode="floor")
+    shift = ROOT_BITS + RECIP_BITS - NORM_FRAC_BITS - k  # >= 9: k <= 30
+    half = torch.bitwise_left_shift(torch.ones_like(shift), shift - 1)
+    norm = torch.bitwise_right_shift(h * (n * recip) - (s1 * recip - half), shift)
+    out_shift = unit.gain_shift + NORM_FRAC_BITS
+    offset = unit.bias * 2 ** (out_shift - BIAS_FRAC_BITS) + 2 ** (out_shift - 1)
+    return saturate(torch.bitwise_right_shift(unit.gain * norm + offset, out_shift), unit.out_bits)
+
+
+def _residual_add(unit: ResidualAdd, r: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """``unit(r, v)``, the same integers (tested equal), with the rounding's half folded into
+    the per-channel bias; ``r`` and ``v`` in range by construction (not checked again)."""
+    offset = unit.bias * 2 ** (unit.shift - ADD_BIAS_FRAC_BITS) + 2 ** (unit.shift - 1)
+    add = torch.bitwise_right_shift(unit.mult * v + offset, unit.shift)
+    return saturate(r + add, unit.sum_bits)
 
 
 def _int_norm(
     ln: nn.LayerNorm, h: torch.Tensor, h_int: torch.Tensor, spec: IntegerSpec
-) -> tuple[torch.Tensor, float]:
+) -> tuple[torch.Tensor, torch.Tensor, float]:
     """The integer LayerNorm of the integer mode (forward), the float LayerNorm's gradient;
-    returns the output on its stream and the stream's scale."""
+    returns the output on its stream, the stream's integers and its scale."""
     gamma = ln.weight.detach().to(torch.float64)
     beta = ln.bias.detach().to(torch.float64)
     s = stream_scale(gamma, beta, spec.residual_bits)
     unit = IntLayerNorm.from_float(gamma, beta, s, spec.sum_bits, spec.residual_bits)
-    return _ste(ln(h), unit(h_int).to(torch.float64) * s), s
+    r = _layernorm(unit, h_int)
+    return _ste(ln(h), r.to(torch.float64) * s), r, s
 
 
 def _int_residual(
     x: torch.Tensor,
+    r: torch.Tensor,
     codes: torch.Tensor,
     point: QuantPoint,
     lin: QLinear,
     s: float,
     spec: IntegerSpec,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The residual add of the integer mode: ``x`` (on the stream ``s``) plus the layer ``lin``
-    applied to the point's dequantized codes, the way :class:`golden_models.residual.ResidualAdd`
-    computes it from the integer sums (forward), the float sum's gradient. Returns the float
-    tensor and its integers."""
+    """The residual add of the integer mode: the stream ``x`` (its integers ``r``, scale ``s``)
+    plus the layer ``lin`` applied to the point's dequantized codes, the way
+    :class:`golden_models.residual.ResidualAdd` computes it from the integer sums (forward), the
+    float sum's gradient (:class:`_ResidualSTE`). Returns the float tensor and its integers."""
     alpha = _alpha(point)
-    q = torch.round(codes.detach().to(torch.float64) / alpha)
     top = 2 ** (lin.weight_bits - 1)
     w_int = torch.floor(lin.weight.detach() / lin.scale32[:, None] + 0.5).clamp(-top, top - 1)
-    v = (q.to(torch.float32) @ w_int.T).to(torch.int64)  # exact: as QLinear's accumulate
     acc = accumulator_bound(w_int.shape[1], lin.weight_bits, point.space)
+    # exact: every partial sum an integer of at most acc (as QLinear's accumulate)
+    dtype = torch.float32 if acc < 2**24 else torch.float64
+    v = (_codes(codes, alpha).to(dtype) @ w_int.T.to(dtype)).to(torch.int64)
     unit = ResidualAdd.from_float(
         lin.w_scale * alpha, lin.bias.detach().to(torch.float64), s, spec.residual_bits,
         spec.sum_bits, acc,
     )
-    r_in = torch.round(x.detach().to(torch.float64) / s).to(torch.int64)
-    h_int = unit(r_in, v)
-    h = x + _fake_linear(codes, lin)
-    return _ste(h, h_int.to(torch.float64) * s), h_int
+    h_int = _residual_add(unit, r, v)
+    exact = (h_int.to(torch.float64) * s).to(x.dtype)
+    w = lin.weight
+    w_eff = w + (w_int * lin.scale32[:, None] - w.detach())  # _fake_linear's weight
+    return _ResidualSTE.apply(exact, x, codes, w_eff, lin.bias), h_int
+
+
+#: Score elements the integer softmax takes at once (its int64 intermediates: 16 MiB each).
+SOFTMAX_CHUNK = 2**21
+
+
+def _int_softmax(unit: IntSoftmax, scores: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """``unit`` over score rows ``[B, heads, S, S]`` with the valid keys ``[B, S]``, a few
+    sentences at a time (at most :data:`SOFTMAX_CHUNK` elements: bounded peak memory)."""
+    b = scores.shape[0]
+    per = max(1, SOFTMAX_CHUNK // max(1, scores[0].numel()))
+    if per >= b:
+        return unit(scores, valid[:, None, None, :])
+    return torch.cat(
+        [unit(scores[i : i + per], valid[i : i + per, None, None, :]) for i in range(0, b, per)]
+    )
 
 
 def _block_integer(
     layer: BertLayer,
     x: torch.Tensor,
+    r: torch.Tensor,
     s_in: float,
     bias: torch.Tensor,
     valid: torch.Tensor,
     k: int,
     spec: IntegerSpec,
-) -> tuple[torch.Tensor, float]:
+) -> tuple[torch.Tensor, torch.Tensor, float]:
     """The twin of :func:`networks.integer.block_forward`: the integer functions' values
     forward, the float functions' gradients backward (straight through). ``x`` is on the
-    stream ``s_in``; returns the block's output stream and its scale."""
+    stream ``s_in``, ``r`` its integers; returns the block's output stream, its integers and its
+    scale."""
     b, s, h = x.shape
     dk, pt = layer.cfg.head_dim, layer.points
     query, key, value = _qkv(layer, x, k)
     raw = query @ key.transpose(-1, -2)
     aq, ak = _alpha(pt["query"]), _alpha(pt["key"])
     sbits = score_bits(pt["query"].space, pt["key"].space, dk)
-    scores = torch.round(raw.detach().to(torch.float64) / (aq * ak)).to(torch.int64)
+    # the raw integer sums of the codes, exactly (|A| < 2**sbits <= 2**24)
+    scores = (_codes(query, aq) @ _codes(key, ak).transpose(-1, -2)).to(torch.int64)
     unit = IntSoftmax.from_scale(
         aq * ak / math.sqrt(dk), layer.cfg.max_position_embeddings, sbits, spec.exp_frac_bits
     )
-    scores = saturate(scores, sbits)
-    # a batch at a time: the unit's int64 intermediates stay small (peak memory)
-    u = torch.cat([unit(scores[i : i + 1], valid[i : i + 1, None, None, :]) for i in range(b)])
+    u = _int_softmax(unit, saturate(scores, sbits), valid)
     exact = u.to(raw.dtype) * 2.0**-PROB_BITS
     prob = _ste(torch.softmax(raw / math.sqrt(dk) + bias, dim=-1), exact)
     prob = _fake_act(prob, pt["attn_prob"], k)
     ctx = (prob @ value).transpose(1, 2).reshape(b, s, h)
     ctx = _fake_act(ctx, pt["attn_out_in"], k)
-    h1, h1_int = _int_residual(x, ctx, pt["attn_out_in"], layer.attn_out, s_in, spec)
-    x1, s_mid = _int_norm(layer.attn_norm, h1, h1_int, spec)
+    h1, h1_int = _int_residual(x, r, ctx, pt["attn_out_in"], layer.attn_out, s_in, spec)
+    x1, r1, s_mid = _int_norm(layer.attn_norm, h1, h1_int, spec)
     xf = _fake_act(x1, pt["ffn_expand_in"], k)
     mid = gelu_monotone(_fake_linear(xf, layer.ffn_expand))
     mid = _fake_act(mid, pt["ffn_contract_in"], k)
-    h2, h2_int = _int_residual(x1, mid, pt["ffn_contract_in"], layer.ffn_contract, s_mid, spec)
+    h2, h2_int = _int_residual(
+        x1, r1, mid, pt["ffn_contract_in"], layer.ffn_contract, s_mid, spec
+    )
     return _int_norm(layer.ffn_norm, h2, h2_int, spec)
 
 
@@ -284,10 +420,11 @@ def block_outputs(
         # the stream's integers from the float64 LayerNorm, as the QNN computes it
         norm = model.embed_norm
         with torch.no_grad():
+            # the rows first, then float64 (not the whole vocabulary's table every step)
             x64 = (
-                model.word_embeddings.weight.to(torch.float64)[ids]
-                + model.position_embeddings.weight.to(torch.float64)[pos][None]
-                + model.token_type_embeddings.weight.to(torch.float64)[0]
+                model.word_embeddings.weight[ids].to(torch.float64)
+                + model.position_embeddings.weight[pos].to(torch.float64)[None]
+                + model.token_type_embeddings.weight[0].to(torch.float64)
             )
             x64 = nn.functional.layer_norm(
                 x64, norm.normalized_shape,
@@ -300,10 +437,10 @@ def block_outputs(
     outs = []
     if k is not None and spec is not None:
         s_in = stream_scale(norm.weight.detach(), norm.bias.detach(), spec.residual_bits)
-        x = _on_stream(x, x64, s_in, spec.residual_bits)
+        x, r = _on_stream(x, x64, s_in, spec.residual_bits)
         valid = mask.to(torch.bool)
         for layer in model.layers:
-            x, s_in = _block_integer(layer, x, s_in, bias, valid, k, spec)
+            x, r, s_in = _block_integer(layer, x, r, s_in, bias, valid, k, spec)
             outs.append(x)
         return outs
     for layer in model.layers:

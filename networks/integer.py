@@ -297,8 +297,27 @@ def float_mode_(qnn: BertEncoder) -> BertEncoder:
 
 
 def walk(v: torch.Tensor, theta: torch.Tensor, space: CodeSpace) -> torch.Tensor:
-    """Codes ``c - tau`` of the threshold walk of integers ``v`` over ``theta``."""
-    return space.c - fire(v, theta, space.T)
+    """Codes ``c - tau`` of the threshold walk of integers ``v`` over ``theta`` (one table
+    ``[T-1]``, or one per channel ``[N, T-1]`` for ``v [..., N]``).
+
+    ``tau`` is :func:`golden_models.integer_layer.fire`'s, the first ``t`` with ``v >=
+    theta[t]``. Every table of the integer mode is non-increasing (``threshold_table``), so that
+    is the number of thresholds above ``v``: a binary search per value, not a pass over all
+    ``T - 1`` thresholds (a table that is not non-increasing takes ``fire``).
+    """
+    if theta.dim() not in (1, 2) or not bool((theta[..., 1:] <= theta[..., :-1]).all()):
+        return space.c - fire(v, theta, space.T)
+    rising = theta.to(torch.int64).flip(-1).contiguous()
+    v = v.to(torch.int64)
+    if theta.dim() == 1:
+        at_most = torch.searchsorted(rising, v, right=True)
+    else:
+        n = theta.shape[0]
+        if v.dim() == 0 or v.shape[-1] != n:
+            raise ValueError(f"v must have {n} channels last, not shape {tuple(v.shape)}")
+        rows = v.reshape(-1, n).T.contiguous()
+        at_most = torch.searchsorted(rising, rows, right=True).T.reshape(v.shape)
+    return space.c - (theta.shape[-1] - at_most)
 
 
 def block_forward(layer: BertLayer, r: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:

@@ -74,13 +74,24 @@ def test_bit_length(values):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(-(2**50), 2**50), min_size=1, max_size=32), st.integers(0, 12))
+@given(st.lists(st.integers(-(2**61), 2**61), min_size=1, max_size=32), st.integers(0, 62))
 def test_rshift_round_rounds_half_up(values, n):
+    """Negative values too: the shift is arithmetic (a floor), whatever the width."""
     x = torch.tensor(values)
     want = [math.floor(Fraction(v, 2**n) + Fraction(1, 2)) for v in values]
     assert rshift_round(x, n).tolist() == want
     # a per-element shift gives the same
     assert rshift_round(x, torch.full_like(x, n)).tolist() == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(-(2**61), 2**61), st.integers(0, 62)), min_size=1,
+                max_size=32))
+def test_rshift_round_per_element_shifts(pairs):
+    x = torch.tensor([v for v, _ in pairs])
+    n = torch.tensor([k for _, k in pairs])
+    want = [math.floor(Fraction(v, 2**k) + Fraction(1, 2)) for v, k in pairs]
+    assert rshift_round(x, n).tolist() == want
 
 
 @settings(max_examples=100, deadline=None)
@@ -170,6 +181,37 @@ def test_layernorm_within_bound_of_float(case):
     ref = layernorm_reference(h, gamma, beta, s).clamp(lo, hi)
     assert float((r - ref).abs().max()) <= unit.error_bound()
     assert [_ln_spec(row, unit) for row in h.tolist()] == r.tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(layernorm_cases())
+def test_twin_layernorm_is_the_unit(case):
+    """The fine-tuning twin's LayerNorm (folded, float root corrected) gives the unit's
+    integers at every width, spread and row length."""
+    from networks.finetune import _layernorm
+
+    h, gamma, beta, in_bits, out_bits = case
+    s = stream_scale(gamma, beta, out_bits)
+    try:
+        unit = IntLayerNorm.from_float(gamma, beta, s, in_bits, out_bits)
+    except ValueError:
+        return
+    lo, hi = -(2 ** (in_bits - 1)), 2 ** (in_bits - 1) - 1
+    extremes = torch.stack([torch.full_like(h[0], lo), torch.full_like(h[0], hi), h[0].clone()])
+    extremes[2, ::2] = lo
+    extremes[2, 1::2] = hi
+    for rows in (h, extremes):
+        assert torch.equal(_layernorm(unit, rows), unit(rows))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(INT62, min_size=1, max_size=64))
+def test_twin_isqrt_is_the_floor_root(values):
+    from networks.finetune import _isqrt
+
+    squares = [m * m + d for m in (1, 2**15, 2**30, 2**31 - 1) for d in (-1, 0, 1)]
+    values = values + [0, 1, 2**62 - 1] + squares
+    assert _isqrt(torch.tensor(values)).tolist() == [math.isqrt(v) for v in values]
 
 
 def test_layernorm_bound_is_tight_enough():
@@ -349,6 +391,32 @@ def test_residual_add_within_bound_of_float(stream_bits, guard, acc, s, seed):
         for rr, vv in zip(r.tolist(), v.tolist(), strict=True)
     ]
     assert h.tolist() == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(4, 24),
+    st.integers(0, 8),
+    st.integers(1, 2**20),
+    st.floats(1e-4, 1e2),
+    st.integers(0, 2**32 - 1),
+)
+def test_twin_residual_add_is_the_unit(stream_bits, guard, acc, s, seed):
+    """The fine-tuning twin's residual add (the rounding folded into the bias) gives the unit's
+    integers, the extremes of the stream and of the sums included."""
+    from networks.finetune import _residual_add
+
+    gen = torch.Generator().manual_seed(seed)
+    n = 16
+    lo, hi = -(2 ** (stream_bits - 1)), 2 ** (stream_bits - 1) - 1
+    ratio = min(4 * 2**stream_bits / acc, 2**15)
+    scale = (torch.rand(n, generator=gen, dtype=torch.float64) * ratio + 1e-9) * s
+    bias = torch.randn(n, generator=gen, dtype=torch.float64) * s * 2**stream_bits / 8
+    unit = ResidualAdd.from_float(scale, bias, s, stream_bits, stream_bits + guard, acc)
+    r = torch.randint(lo, hi + 1, (5, n), generator=gen)
+    v = torch.randint(-acc, acc + 1, (5, n), generator=gen)
+    r[0], r[1], v[0], v[1], v[2] = lo, hi, -acc, acc, 0
+    assert torch.equal(_residual_add(unit, r, v), unit(r, v))
 
 
 def test_residual_add_refuses():

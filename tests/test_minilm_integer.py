@@ -13,7 +13,7 @@ import torch
 from golden_models.fixed_point import signed_limits
 from networks import checkpoint
 from networks import finetune as ft
-from networks.finetune_report import _document, evaluate, float_embeddings
+from networks.finetune_report import _document, evaluate, float_embeddings, length_groups
 from networks.integer import (
     IntegerSpec,
     block_forward,
@@ -90,6 +90,32 @@ def test_k0_is_bit_exact_in_integer_mode(setup):
     assert res["cos_float"]["mean"] > 0.3
 
 
+def test_evaluation_in_length_batches_is_a_sentence_at_a_time(setup, monkeypatch):
+    """evaluate() runs sentences of one length as one batch: the same embeddings, codes and
+    statistics as one sentence a run (here forced by groups of one)."""
+    model, tok, corpus, _, qint = setup
+    lengths = [int(tok([s])[1].sum()) for s in corpus.evaluation[:40]]
+    twice = [n for n in dict.fromkeys(lengths) if lengths.count(n) >= 2][:2]
+    ev = [s for s, n in zip(corpus.evaluation[:40], lengths, strict=True) if n in twice]
+    assert len(ev) >= 4
+    emb = float_embeddings(model, tok, ev)
+    from networks import finetune_report
+
+    for k in (0, 1):
+        batched = evaluate(qint, tok, ev, k, emb)
+        monkeypatch.setattr(
+            finetune_report, "length_groups", lambda n, most=1: [[i] for i in range(len(n))]
+        )
+        alone = evaluate(qint, tok, ev, k, emb)
+        monkeypatch.undo()
+        assert batched == alone
+
+
+def test_length_groups():
+    assert length_groups([3, 1, 3, 2, 3], most=2) == [[1], [3], [0, 2], [4]]
+    assert length_groups([]) == []
+
+
 def test_mode_switch_is_clean(setup):
     _, tok, corpus, qnn, qint = setup
     ev = corpus.evaluation[:2]
@@ -127,10 +153,12 @@ def test_twin_reproduces_the_integer_blocks(setup, k):
                 blk = qint.layers[i].int_block
                 x = (streams[i].to(torch.float64) * blk.s_in).to(torch.float32)
                 with torch.no_grad():
-                    y, s_out = ft._block_integer(
-                        layer, x, blk.s_in, bias, mask.to(torch.bool), k, qint.integer
+                    y, r, s_out = ft._block_integer(
+                        layer, x, streams[i], blk.s_in, bias, mask.to(torch.bool), k,
+                        qint.integer,
                     )
                 assert s_out == blk.s_out
+                assert torch.equal(r, streams[i + 1])  # every integer, to the last bit
                 diff = (y.to(torch.float64) / s_out - streams[i + 1]).abs()
                 assert float(diff.max()) < 0.01
     finally:
@@ -258,3 +286,26 @@ def test_stream_scale_is_the_layernorm_bound(setup):
     ln = qint.layers[0].attn_norm
     bound = float((ln.weight.abs() * math.sqrt(383) + ln.bias.abs()).max())
     assert qint.layers[0].int_block.s_mid == pytest.approx(bound / (2**15 - 1), rel=1e-12)
+
+
+@pytest.mark.parametrize("channels", [None, 7])
+def test_walk_is_fire(channels):
+    """walk() (a binary search over a non-increasing table) gives fire()'s codes everywhere:
+    below, on, between and above the thresholds, ties included; any other table takes fire."""
+    from golden_models.codespace import CodeSpace
+    from golden_models.integer_layer import fire
+    from networks.integer import walk
+
+    gen = torch.Generator().manual_seed(0)
+    space = CodeSpace(16, "asym")
+    shape = (space.T - 1,) if channels is None else (channels, space.T - 1)
+    theta = torch.randint(-40, 40, shape, generator=gen).sort(-1, descending=True).values
+    theta[..., 3] = theta[..., 4]  # a tie
+    n = channels or 4
+    v = torch.randint(-50, 50, (3, 5, n), generator=gen)
+    on = theta.T.reshape(1, -1, channels) if channels else theta.reshape(1, -1, 1)
+    v = torch.cat([v, on.expand(3, -1, n)], 1)  # every threshold itself
+    assert torch.equal(walk(v, theta, space), space.c - fire(v, theta, space.T))
+    rough = theta.clone()
+    rough[..., 0] = rough[..., -1] - 1  # not non-increasing
+    assert torch.equal(walk(v, rough, space), space.c - fire(v, rough, space.T))
