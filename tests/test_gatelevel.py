@@ -167,7 +167,8 @@ def test_simulators_agree(counter):
 
 def test_testbench_lines_stay_short_for_a_large_netlist():
     """Verilator refuses a line of more than 40 000 preprocessor tokens: the snapshot of a
-    large netlist's nets is spread over lines, every net kept, in order."""
+    large netlist's nets is spread over lines, one 64-bit word a statement, every net kept, in
+    order."""
     from types import SimpleNamespace
 
     from synth_scripts.gate_replay import _testbench
@@ -176,8 +177,12 @@ def test_testbench_lines_stay_short_for_a_large_netlist():
     counted = [f"_{i}_" for i in range(30000)]
     tb = _testbench(net, [("a", 1)], [("y", 1)], counted, [], 4)
     assert max(len(line) for line in tb.splitlines()) < 1000
-    snap = tb[tb.index("snap = {"):tb.index("};", tb.index("snap = {"))]
-    assert re.findall(r"dut\.(_\d+_)", snap) == counted[::-1]
+    got = []
+    for hi, lo, word in re.findall(r"snap\[(\d+):(\d+)\] = \{(.*?)\};", tb, re.S):
+        nets = re.findall(r"dut\.(_\d+_)", word)[::-1]  # a concatenation: MSB first
+        assert int(lo) == len(got) and len(nets) == int(hi) - int(lo) + 1 <= 64
+        got += nets
+    assert got == counted
 
 
 def _net_of(net, ref):
