@@ -96,7 +96,7 @@ def _check_window(block, cfg, layer, design: str, n: int, row, run) -> dict:
     """The golden model's window ``n`` (codes ``row``) against the tile's ``run``: its output
     (codes, events, or with ``cfg.raw_sums`` the integer sums) and counters; returns the
     golden counters."""
-    from golden_models import encode_events
+    from golden_models import CodeSpace, encode_events
     from golden_models.dense import run_dense_sums
     from rtl_gen.dense import unpack_codes
 
@@ -112,7 +112,9 @@ def _check_window(block, cfg, layer, design: str, n: int, row, run) -> dict:
         pairs = []
         for b in run.output[:-1]:
             pairs += unpack_codes(cfg, b["addr"], b["codes"], layer.n_out)
-        if [q for _, q in sorted(pairs)] != want_out.tolist():
+        # a beat carries c - tau in the tile's (input) family: its code in the output's
+        shift = layer.out_mask.space.c - CodeSpace(cfg.T, cfg.family).c
+        if [q + shift for _, q in sorted(pairs)] != want_out.tolist():
             raise AssertionError(f"{design}: window {n}: RTL codes differ from the golden "
                                  "dense model")
     else:
@@ -241,20 +243,22 @@ def tile_energy(layer, design: str, run: TileRun, lib_path: Path, work: Path, si
 
 def replay_energy(net, trace, load_cycles: int, windows: int, work: Path, sim: str,
                   clock_ns: float, *, enable_ports: tuple[str, ...] = (
-                      "busy", "i__valid", "load__valid")) -> dict:
+                      "busy", "i__valid", "load__valid"), hold: int = 0) -> dict:
     """Replay ``trace`` on the mapped ``net`` and its first ``load_cycles`` clocks alone, and
     price the difference (what the ``windows`` after the load cost) per window.
 
     The block is enabled (its clock runs when gated) on a clock where any of
     ``enable_ports`` is high (trace columns: the netlist's ports, or signals recorded beside
-    them). Returns per window ``free_pJ`` and ``gated_pJ`` (the clock gated while not enabled),
-    ``idle_clock_pJ`` (the clock energy of the cycles it is not enabled, in the free figure),
-    ``cycles``, ``busy_cycles``; and ``cells``, ``replay_cycles_per_s``.
+    them), and the ``hold`` clocks after (a block whose registers settle on the edge after its
+    last busy clock). Returns per window ``free_pJ`` and ``gated_pJ`` (the clock gated while
+    not enabled), ``idle_clock_pJ`` (the clock energy of the cycles it is not enabled, in the
+    free figure), ``cycles``, ``busy_cycles``; and ``cells``, ``replay_cycles_per_s``.
     """
     from synth_scripts import gate_energy, gatelevel
 
     def enable(t):
-        return [any(bits) for bits in zip(*(t.values[p] for p in enable_ports), strict=True)]
+        on = [any(bits) for bits in zip(*(t.values[p] for p in enable_ports), strict=True)]
+        return [any(on[max(c - hold, 0):c + 1]) for c in range(len(on))]
 
     def measure(t, name):
         tog = gatelevel.replay(net, t, work / name, sim=sim)

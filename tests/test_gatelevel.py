@@ -185,6 +185,30 @@ def test_testbench_lines_stay_short_for_a_large_netlist():
     assert got == counted
 
 
+def test_vector_assigns_alias_bit_by_bit():
+    """An output port assigned whole from a concatenation (a counter port of a node) aliases
+    each of its bits to the net that drives it; constant bits alias nothing."""
+    text = """module m(a, y, z);
+  input [1:0] a;
+  output [2:0] y;
+  output [1:0] z;
+  wire [2:0] y;
+  wire b;
+  wire \\w.x[0] ;
+  INV_X1 u (.A(a[0]), .ZN(b));
+  INV_X1 v (.A(a[1]), .ZN(\\w.x[0] ));
+  assign y = { b , a[1] , 1'h0 };
+  assign z[1:0] = { \\w.x[0] , b };
+endmodule
+"""
+    inputs, outputs, _, alias = gl.parse_netlist(text)
+    assert inputs == {"a": 2} and outputs == {"y": 3, "z": 2}
+    assert alias["y[2]"] == alias["b"] == alias["z[0]"]
+    assert alias["y[1]"] == alias["a[1]"]
+    assert alias["z[1]"] == alias["\\w.x[0] "]
+    assert alias["y[0]"] == "y[0]"
+
+
 def _net_of(net, ref):
     _, _, _, alias = gl.parse_netlist(net.path.read_text())
     return alias[ref]
