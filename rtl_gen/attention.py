@@ -664,6 +664,7 @@ def simulate_attention(  # noqa: C901, PLR0915 -- the bench of a sequence, its t
     cfg: AttentionConfig, path, sequences, *, o_ready: float = 1.0, i_valid: float = 1.0,
     seed: int = 0, kv_order: str = "slot", early_query: bool = False,
     max_cycles: int = 1_000_000, softmax=None, dense: bool = False, vcd: str | None = None,
+    runner=None,
 ) -> list[list[AttentionWindow]]:
     """Program an :class:`AttentionSystem` with ``path`` and run ``sequences`` in the Amaranth
     simulator.
@@ -686,6 +687,11 @@ def simulate_attention(  # noqa: C901, PLR0915 -- the bench of a sequence, its t
     dense : bool
         The dense design: the query codes in, the output codes ``(h * d_k + d, code)`` out
         (:func:`rtl_gen.attn_images.dense_reference`).
+    runner : callable, optional
+        ``runner(dut, bench)`` runs the testbench ``bench`` on the :class:`AttentionSystem`
+        ``dut`` instead of :func:`rtl_gen.simulation.run_simulator` (``vcd`` is then unused):
+        e.g. :func:`synth_scripts.gatelevel.record`, to keep what its nodes saw
+        (``synth_scripts.block_gates``).
 
     Returns
     -------
@@ -775,5 +781,8 @@ def simulate_attention(  # noqa: C901, PLR0915 -- the bench of a sequence, its t
             out = [await window(ctx, w) for w in wins[first:]]
             results.append(out)
 
-    run_simulator(dut, bench, vcd=vcd)
+    if runner is None:
+        run_simulator(dut, bench, vcd=vcd)
+    else:
+        runner(dut, bench)
     return results

@@ -34,6 +34,7 @@ __all__ = [
     "TileRun",
     "design_config",
     "measure_design",
+    "replay_energy",
     "router_energy",
     "run_tile",
     "tile_energy",
@@ -91,21 +92,68 @@ def tile_block(design: str):
     return next(b for b in registry.tiles() if b.design == want)
 
 
-def run_tile(layer, design: str, codes: torch.Tensor, *, mesh: tuple[int, int] = MESH) -> TileRun:  # noqa: C901 -- drive and check each window
+def _check_window(block, cfg, layer, design: str, n: int, row, run) -> dict:
+    """The golden model's window ``n`` (codes ``row``) against the tile's ``run``: its output
+    (codes, events, or with ``cfg.raw_sums`` the integer sums) and counters; returns the
+    golden counters."""
+    from golden_models import CodeSpace, encode_events
+    from golden_models.dense import run_dense_sums
+    from rtl_gen.dense import unpack_codes
+
+    dense = block.node.i == "codes"
+    if cfg.raw_sums:
+        v, ref_counters = (run_dense_sums(layer, row) if dense
+                           else layer.run_sums(*encode_events(row, layer.in_mask)))
+        if [(b["addr"], b["sum"]) for b in run.output[:-1]] != list(enumerate(v.tolist())):
+            raise AssertionError(f"{design}: window {n}: RTL sums differ from the golden "
+                                 "layer's raw sums")
+    elif dense:
+        want_out, ref_counters = block.node.run(layer, row)
+        pairs = []
+        for b in run.output[:-1]:
+            pairs += unpack_codes(cfg, b["addr"], b["codes"], layer.n_out)
+        # a beat carries c - tau in the tile's (input) family: its code in the output's
+        shift = layer.out_mask.space.c - CodeSpace(cfg.T, cfg.family).c
+        if [q + shift for _, q in sorted(pairs)] != want_out.tolist():
+            raise AssertionError(f"{design}: window {n}: RTL codes differ from the golden "
+                                 "dense model")
+    else:
+        (index, t), ref_counters = block.node.run(layer, encode_events(row, layer.in_mask))
+        events = [(b["addr"], b["t"]) for b in run.output[:-1]]
+        if events != list(zip(index.tolist(), t.tolist(), strict=True)):
+            raise AssertionError(f"{design}: window {n}: RTL events differ from the golden "
+                                 "layer")
+    want = ref_counters.as_dict()
+    if run.counters != want:
+        raise AssertionError(f"{design}: window {n}: tile counters {run.counters} differ "
+                             f"from the golden {want}")
+    return want
+
+
+def run_tile(layer, design: str, codes: torch.Tensor, *, mesh: tuple[int, int] = MESH,
+             config=None) -> TileRun:
     """Simulate ``design``'s tile at RTL on ``codes``, check it against the golden model.
+
+    ``config`` (an :class:`rtl_gen.params.RTLConfig`) is the tile's, when not
+    :func:`design_config`'s (e.g. a tile in raw-sum mode, ``raw_sums``: its windows send the
+    integer sums, checked against ``IntegerLayer.run_sums`` or
+    ``golden_models.dense.run_dense_sums``); its ``sram_macro`` is ignored (the RTL runs the
+    behavioural SRAMs).
 
     Raises
     ------
     AssertionError
         A window's output or counters differ from the golden model's.
     """
+    from dataclasses import replace
+
     from golden_models import encode_events
-    from rtl_gen.dense import unpack_codes
     from rtl_gen.driver import TileDriver, Window
     from rtl_gen.simulation import elaborated
     from synth_scripts import gatelevel
 
-    cfg = design_config(layer, macro=False, mesh=mesh)
+    cfg = (design_config(layer, macro=False, mesh=mesh) if config is None
+           else replace(config, sram_macro=False))
     block = tile_block(design)
     dense = block.node.i == "codes"  # the port kinds of the registered block decide the beats
     mask = (1 << cfg.time_width) - 1
@@ -140,33 +188,14 @@ def run_tile(layer, design: str, codes: torch.Tensor, *, mesh: tuple[int, int] =
     extra = {f"{name}.bus__rdata": module.submodules[name].bus.rdata
              for name in ("weights", "thresholds", "init")}
     trace = gatelevel.record(dut, driver.testbench, extra_inputs=extra, top=top)
-    counters = []
-    for n, (row, run) in enumerate(zip(codes, driver.results, strict=True)):
-        if dense:
-            want_out, ref_counters = block.node.run(layer, row)
-            pairs = []
-            for b in run.output[:-1]:
-                pairs += unpack_codes(cfg, b["addr"], b["codes"], layer.n_out)
-            if [q for _, q in sorted(pairs)] != want_out.tolist():
-                raise AssertionError(f"{design}: window {n}: RTL codes differ from the golden "
-                                     "dense model")
-        else:
-            (index, t), ref_counters = block.node.run(layer, encode_events(row, layer.in_mask))
-            events = [(b["addr"], b["t"]) for b in run.output[:-1]]
-            if events != list(zip(index.tolist(), t.tolist(), strict=True)):
-                raise AssertionError(f"{design}: window {n}: RTL events differ from the golden "
-                                     "layer")
-        want = ref_counters.as_dict()
-        if run.counters != want:
-            raise AssertionError(f"{design}: window {n}: tile counters {run.counters} differ "
-                                 f"from the golden {want}")
-        counters.append(want)
+    counters = [_check_window(block, cfg, layer, design, n, row, run)
+                for n, (row, run) in enumerate(zip(codes, driver.results, strict=True))]
     G = cfg.groups
-    bits = 0
-    for c in counters:
-        reads = c["weight_row_reads"]
-        bits += reads * cfg.weight_row_width + (cfg.T - 1) * G * cfg.theta_row_width \
-            + G * cfg.init_row_width
+    # a window reads its weight rows, the init rows and, unless it sends raw sums, a threshold
+    # row per step of the walk and lane group
+    walk = 0 if cfg.raw_sums else (cfg.T - 1) * G * cfg.theta_row_width
+    bits = sum(c["weight_row_reads"] * cfg.weight_row_width + walk + G * cfg.init_row_width
+               for c in counters)
     return TileRun(trace, load_cycles, len(windows), counters,
                    [_flits(cfg, dense, beats) for beats in inputs], bits)
 
@@ -178,32 +207,61 @@ def _slice(trace, start: int, stop: int):
 
 
 def tile_energy(layer, design: str, run: TileRun, lib_path: Path, work: Path, sim: str,
-                clock_ns: float, netlists: dict, *, mesh: tuple[int, int] = MESH) -> dict:
+                clock_ns: float, netlists: dict, *, mesh: tuple[int, int] = MESH,
+                config=None) -> dict:
     """Gate-level energy of the windows (the load phase subtracted), free-running and gated.
 
-    ``netlists`` caches the mapped tile netlists by kind (``dense``, ``mttfs``) across designs.
+    ``netlists`` caches the mapped tile netlists by kind (``dense``, ``mttfs``) across designs;
+    with ``config`` (the tile's :class:`rtl_gen.params.RTLConfig`, as :func:`run_tile`'s) by
+    kind and the digest of the tile's Verilog, so tiles that generate the same Verilog share
+    one netlist.
     """
+    import hashlib
+    from dataclasses import replace
+
     from amaranth.back import verilog
 
     from rtl_gen.sram import MACRO_NAME
-    from synth_scripts import gate_energy, gatelevel
+    from synth_scripts import gatelevel
 
     kind = "dense" if design == "dense" else "mttfs"
-    if kind not in netlists:
-        cfg = design_config(layer, macro=True, mesh=mesh)
-        comp = tile_block(design).build(cfg)
+    key, text = kind, None
+    if config is not None:
+        comp = tile_block(design).build(replace(config, sram_macro=True))
         text = verilog.convert(comp, name=f"{kind}_tile", emit_src=False)
-        netlists[kind] = gatelevel.map_netlist(text, f"{kind}_tile", lib_path, work / kind,
-                                               cut_macros={MACRO_NAME: "RDATA"})
-    net = netlists[kind]
-    tr = run.trace
+        key = (kind, hashlib.sha256(text.encode()).hexdigest()[:16])
+    if key not in netlists:
+        if text is None:
+            comp = tile_block(design).build(design_config(layer, macro=True, mesh=mesh))
+            text = verilog.convert(comp, name=f"{kind}_tile", emit_src=False)
+        where = work / (kind if config is None else f"{kind}_{key[1]}")
+        netlists[key] = gatelevel.map_netlist(text, f"{kind}_tile", lib_path, where,
+                                              cut_macros={MACRO_NAME: "RDATA"})
+    return replay_energy(netlists[key], run.trace, run.load_cycles, run.windows,
+                         work / design, sim, clock_ns)
+
+
+def replay_energy(net, trace, load_cycles: int, windows: int, work: Path, sim: str,
+                  clock_ns: float, *, enable_ports: tuple[str, ...] = (
+                      "busy", "i__valid", "load__valid"), hold: int = 0) -> dict:
+    """Replay ``trace`` on the mapped ``net`` and its first ``load_cycles`` clocks alone, and
+    price the difference (what the ``windows`` after the load cost) per window.
+
+    The block is enabled (its clock runs when gated) on a clock where any of
+    ``enable_ports`` is high (trace columns: the netlist's ports, or signals recorded beside
+    them), and the ``hold`` clocks after (a block whose registers settle on the edge after its
+    last busy clock). Returns per window ``free_pJ`` and ``gated_pJ`` (the clock gated while
+    not enabled), ``idle_clock_pJ`` (the clock energy of the cycles it is not enabled, in the
+    free figure), ``cycles``, ``busy_cycles``; and ``cells``, ``replay_cycles_per_s``.
+    """
+    from synth_scripts import gate_energy, gatelevel
 
     def enable(t):
-        return [bool(b or v or lv) for b, v, lv in zip(
-            t.values["busy"], t.values["i__valid"], t.values["load__valid"], strict=True)]
+        on = [any(bits) for bits in zip(*(t.values[p] for p in enable_ports), strict=True)]
+        return [any(on[max(c - hold, 0):c + 1]) for c in range(len(on))]
 
     def measure(t, name):
-        tog = gatelevel.replay(net, t, work / design / name, sim=sim)
+        tog = gatelevel.replay(net, t, work / name, sim=sim)
         return gate_energy.energy(net, tog, clock_ns=clock_ns, enable=enable(t)), tog
 
     def idle_clock(e):
@@ -211,14 +269,14 @@ def tile_energy(layer, design: str, run: TileRun, lib_path: Path, work: Path, si
         per_cycle = (e.detail["clock_pins"] + e.detail["clock_net"]) / e.cycles
         return per_cycle * (e.cycles - e.enabled_cycles)
 
-    full, tog = measure(tr, "all")
-    load, _ = measure(_slice(tr, 0, run.load_cycles), "load")
-    n = run.windows
+    full, tog = measure(trace, "all")
+    load, _ = measure(_slice(trace, 0, load_cycles), "load")
+    n = windows
     free = full.free["total"] - load.free["total"]
     gated = full.gated["total"] - load.gated["total"]
     idle = idle_clock(full) - idle_clock(load)
-    cycles = tr.cycles - run.load_cycles
-    busy = sum(enable(_slice(tr, run.load_cycles, tr.cycles)))
+    cycles = trace.cycles - load_cycles
+    busy = sum(enable(_slice(trace, load_cycles, trace.cycles)))
     return {
         "free_pJ": free / n,
         "gated_pJ": gated / n,

@@ -151,6 +151,9 @@ _CELLINST = re.compile(r"^\s*([\w$]+)\s+(\\\S+|[\w$]+)\s*\((.*?)\);", re.M | re.
 _CONN = re.compile(r"\.(\w+)\(\s*([^()]*?)\s*\)")
 _ASSIGN = re.compile(r"^\s*assign\s+(.+?)\s*=\s*(.+?)\s*;", re.M)
 _REF = re.compile(r"^(\\\S+|[\w$]+)(?:\s*\[(\d+)\])?$")
+_PART = re.compile(r"^(\\\S+|[\w$]+)\s*\[(\d+):(\d+)\]$")
+_CONST = re.compile(r"^(\d+)'[bhd]")
+_ITEM = re.compile(r"\s*(\\\S+(?:\s*\[\d+(?::\d+)?\])?|[^,]+?)\s*(?:,|$)")
 
 
 def _ref(text: str) -> str | None:
@@ -166,6 +169,33 @@ def _ref(text: str) -> str | None:
     if name.startswith("\\"):
         name += " "
     return name if idx is None else f"{name}[{idx}]"
+
+
+def _base(name: str) -> str:
+    """A declared name as :func:`_ref` writes it (an escaped name keeps a trailing space)."""
+    return name + " " if name.startswith("\\") else name
+
+
+def _bits(text: str, widths: dict[str, tuple[int, int]]) -> list[str | None]:
+    """Bit references of one side of an ``assign``, least significant first (``None``: a
+    constant bit): a bit, a part select ``name[hi:lo]``, a whole vector (``widths``: its
+    declared ``(hi, lo)``), a constant or a concatenation of those."""
+    text = text.strip()
+    if text.startswith("{") and text.endswith("}"):
+        items = [i for i in _ITEM.findall(text[1:-1]) if i]
+        return [b for item in reversed(items) for b in _bits(item, widths)]
+    m = _CONST.match(text)
+    if m:
+        return [None] * int(m.group(1))
+    m = _PART.match(text)
+    if m:
+        base, hi, lo = _base(m.group(1)), int(m.group(2)), int(m.group(3))
+        return [f"{base}[{i}]" for i in range(min(hi, lo), max(hi, lo) + 1)]
+    if text in widths or _base(text) in widths:
+        hi, lo = widths.get(text) or widths[_base(text)]
+        if hi != lo:
+            return [f"{_base(text)}[{i}]" for i in range(min(hi, lo), max(hi, lo) + 1)]
+    return [_ref(text)]
 
 
 @dataclass
@@ -213,19 +243,28 @@ def _bitrefs(name: str, width: int) -> list[str]:
     return [base] if width == 1 else [f"{base}[{i}]" for i in range(width)]
 
 
+def _declarations(text: str) -> tuple[dict, dict, dict]:
+    """Input and output ports (plain name -> width) and every vector's ``(hi, lo)`` (keyed as
+    :func:`_ref` writes names) of a netlist."""
+    inputs, outputs, widths = {}, {}, {}
+    for kind, hi, lo, name in _DECL.findall(text):
+        if hi:
+            widths[_base(name)] = (int(hi), int(lo))
+        if kind == "wire":
+            continue
+        width = abs(int(hi) - int(lo)) + 1 if hi else 1
+        plain = name[1:] if name.startswith("\\") else name
+        (inputs if kind == "input" else outputs)[plain] = width
+    return inputs, outputs, widths
+
+
 def parse_netlist(text: str) -> tuple[dict, dict, list[tuple[str, str, dict]], dict[str, str]]:
     """Ports, cells and aliases of a netlist written by ``write_verilog -noattr -noexpr``.
 
     Returns ``(inputs, outputs, cells, alias)`` with ``cells`` as ``(type, name, {pin: ref})``
     and ``alias`` mapping each bit reference to the representative of its net.
     """
-    inputs, outputs = {}, {}
-    for kind, hi, lo, name in _DECL.findall(text):
-        if kind == "wire":
-            continue
-        width = abs(int(hi) - int(lo)) + 1 if hi else 1
-        plain = name[1:] if name.startswith("\\") else name
-        (inputs if kind == "input" else outputs)[plain] = width
+    inputs, outputs, widths = _declarations(text)
     parent: dict[str, str] = {}
 
     def find(x):
@@ -234,8 +273,11 @@ def parse_netlist(text: str) -> tuple[dict, dict, list[tuple[str, str, dict]], d
         return x
 
     for lhs, rhs in _ASSIGN.findall(text):
-        a, b = _ref(lhs), _ref(rhs)
-        if a is not None and b is not None:
+        # bit by bit from the least significant (an output port assigned as a whole vector
+        # from a concatenation of the nets that drive it)
+        for a, b in zip(_bits(lhs, widths), _bits(rhs, widths), strict=False):
+            if a is None or b is None:
+                continue
             ra, rb = find(a), find(b)
             if ra != rb:
                 # ports stay representatives: they are what a reader recognises
@@ -267,7 +309,7 @@ def _cell_models(lib: liberty.Liberty, workdir: Path) -> Path:
 
 def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
                 *, cut_macros: Mapping[str, str] | None = None,
-                blackboxes: str | None = None) -> Netlist:
+                blackboxes: str | None = None, cut_memories: bool = False) -> Netlist:
     """Map ``verilog_text`` (module ``top``) to the liberty and write a simulatable netlist.
 
     Parameters
@@ -279,6 +321,14 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
     blackboxes : str, optional
         Verilog of the cut macros' modules (blackbox stubs); by default
         :data:`rtl_gen.sram.MACRO_STUB` when ``mttfs_sram_macro`` is cut.
+    cut_memories : bool
+        Cut every behavioural memory (an ``amaranth.lib.memory.Memory`` with synchronous read
+        ports, e.g. the attention tiles' key and value memories) out as if it were a macro: the
+        flip-flops that register its read data are deleted and their output net becomes an
+        input port (named after that net, e.g. ``weights._0_``: its module path, then the
+        register's name), which the trace drives from the read port's ``data``; the array and
+        its write logic go with them. Priced apart, as the macros. A table that Yosys makes a
+        ROM of (a ``case`` statement) stays logic.
 
     Raises
     ------
@@ -307,6 +357,19 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
         (workdir / "blackboxes.v").write_text(blackboxes, encoding="utf-8")
         cmds.append("read_verilog -lib blackboxes.v")
     cmds += [f"read_verilog {top}.v", f"hierarchy -top {top}", "proc", "flatten"]
+    if cut_memories:
+        # opt_dff folds each read port's enable into its data register, which then takes the
+        # read data straight from the (asynchronous) read cell; a memory read without a
+        # register (an asynchronous read port) is not cut
+        cmds += [
+            "opt_dff",
+            # the read ports of RAMs (a ROM that proc made of a case statement stays logic),
+            # their data nets, the flip-flops those feed
+            "select -set rdff t:$memrd* r:MEMID=*proc_rom* %d %x:+[DATA] %co:+[D] t:$*dff* %i",
+            "select -set rdq @rdff %x:+[Q] @rdff %d",
+            "expose -input @rdq",
+            "delete @rdff",
+        ]
     for macro, pin in sorted(cut_macros.items()):
         cmds += [
             f"select -set rdata t:{macro} %x:+[{pin}] t:{macro} %d",
@@ -335,7 +398,8 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
     head = re.search(rf"^module \\?{re.escape(top)}\s*\(.*?^endmodule", verilog_text, re.M | re.S)
     declared = {n.lstrip("\\") for k, _, _, n in _DECL.findall(head.group(0) if head else "")
                 if k == "input"}
-    cut = {p: w for p, w in inputs.items() if p not in declared} if cut_macros else {}
+    cut = ({p: w for p, w in inputs.items() if p not in declared}
+           if cut_macros or cut_memories else {})
     return Netlist(
         top=top,
         path=workdir / "netlist.v",

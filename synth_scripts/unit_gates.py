@@ -109,9 +109,17 @@ def _enable(trace, inputs: tuple[str, ...]) -> list[bool]:
 
 
 def measure(run: UnitRun, config, lib_path, work, *, sim: str = "verilator",
-            clock_ns: float = 10.0) -> dict:
+            clock_ns: float = 10.0, netlists: dict | None = None) -> dict:
     """Area, energy per row (free and gated) and cycles per row of ``run`` on the liberty at
-    ``lib_path`` (the unit mapped once; the load phase subtracted)."""
+    ``lib_path`` (the unit mapped once; the load phase subtracted).
+
+    ``netlists``, when given, keeps the mapped netlist by the digest of the unit's Verilog
+    across calls (the same unit measured on other rows). ``energy_pJ.idle_clock_per_row`` is
+    the part of ``free_per_row`` that is the clock of the cycles the unit is idle (neither
+    busy nor offered a beat).
+    """
+    import hashlib
+
     from amaranth.back import verilog
 
     from rtl_gen.registry import block
@@ -120,17 +128,27 @@ def measure(run: UnitRun, config, lib_path, work, *, sim: str = "verilator",
     work = Path(work)
     b = block(run.unit)
     comp = b.build(replace(config, sram_macro=True))
-    net = gatelevel.map_netlist(verilog.convert(comp, name=b.module, emit_src=False), b.module,
-                                lib_path, work / "netlist", cut_macros={MACRO_NAME: "RDATA"})
+    text = verilog.convert(comp, name=b.module, emit_src=False)
+    key = (b.module, hashlib.sha256(text.encode()).hexdigest()[:16])
+    netlists = {} if netlists is None else netlists
+    if key not in netlists:
+        netlists[key] = gatelevel.map_netlist(text, b.module, lib_path, work / "netlist",
+                                              cut_macros={MACRO_NAME: "RDATA"})
+    net = netlists[key]
     cells = net.lib.library.cells
     area = sum(cells[c.type].area for c in net.cells)
     inputs = ("i__valid", "load__valid") if run.unit == "softmax" else (
         "r__valid", "v__valid", "load__valid")
 
+    idle = {}
+
     def energy(stop: int, name: str):
         t = _slice(run.trace, stop)
         tog = gatelevel.replay(net, t, work / name, sim=sim)
         e = gate_energy.energy(net, tog, clock_ns=clock_ns, enable=_enable(t, inputs))
+        # the clock energy of the cycles the unit is idle
+        per_cycle = (e.detail["clock_pins"] + e.detail["clock_net"]) / e.cycles
+        idle[name] = per_cycle * (e.cycles - e.enabled_cycles)
         return e.free["total"], e.gated["total"]
 
     total = run.trace.cycles
@@ -154,7 +172,8 @@ def measure(run: UnitRun, config, lib_path, work, *, sim: str = "verilator",
         free, gated = (f - s for f, s in zip(full, load, strict=True))
         n = len(run.rows)
         out["energy_pJ"] = {"free_per_row": free / n, "gated_per_row": gated / n,
-                            "gated_per_entry": gated / n / run.rows[0]}
+                            "gated_per_entry": gated / n / run.rows[0],
+                            "idle_clock_per_row": (idle["all"] - idle["load"]) / n}
         return out
     mid = energy(run.group_end, "first_group")
     e_a = [m - s for m, s in zip(mid, load, strict=True)]
@@ -169,6 +188,7 @@ def measure(run: UnitRun, config, lib_path, work, *, sim: str = "verilator",
         "gated_per_row": (e_a[1] + e_b[1]) / (n_a + n_b),
         "gated_per_row_fixed": per_a - key * len_a,
         "gated_per_entry": key,
+        "idle_clock_per_row": (idle["all"] - idle["load"]) / (n_a + n_b),
         "groups": {"rows": [n_a, n_b], "mean_entries": [len_a, len_b],
                    "gated_per_row": [per_a, per_b]},
     }

@@ -167,7 +167,8 @@ def test_simulators_agree(counter):
 
 def test_testbench_lines_stay_short_for_a_large_netlist():
     """Verilator refuses a line of more than 40 000 preprocessor tokens: the snapshot of a
-    large netlist's nets is spread over lines, every net kept, in order."""
+    large netlist's nets is spread over lines, one 64-bit word a statement, every net kept, in
+    order."""
     from types import SimpleNamespace
 
     from synth_scripts.gate_replay import _testbench
@@ -176,8 +177,36 @@ def test_testbench_lines_stay_short_for_a_large_netlist():
     counted = [f"_{i}_" for i in range(30000)]
     tb = _testbench(net, [("a", 1)], [("y", 1)], counted, [], 4)
     assert max(len(line) for line in tb.splitlines()) < 1000
-    snap = tb[tb.index("snap = {"):tb.index("};", tb.index("snap = {"))]
-    assert re.findall(r"dut\.(_\d+_)", snap) == counted[::-1]
+    got = []
+    for hi, lo, word in re.findall(r"snap\[(\d+):(\d+)\] = \{(.*?)\};", tb, re.S):
+        nets = re.findall(r"dut\.(_\d+_)", word)[::-1]  # a concatenation: MSB first
+        assert int(lo) == len(got) and len(nets) == int(hi) - int(lo) + 1 <= 64
+        got += nets
+    assert got == counted
+
+
+def test_vector_assigns_alias_bit_by_bit():
+    """An output port assigned whole from a concatenation (a counter port of a node) aliases
+    each of its bits to the net that drives it; constant bits alias nothing."""
+    text = """module m(a, y, z);
+  input [1:0] a;
+  output [2:0] y;
+  output [1:0] z;
+  wire [2:0] y;
+  wire b;
+  wire \\w.x[0] ;
+  INV_X1 u (.A(a[0]), .ZN(b));
+  INV_X1 v (.A(a[1]), .ZN(\\w.x[0] ));
+  assign y = { b , a[1] , 1'h0 };
+  assign z[1:0] = { \\w.x[0] , b };
+endmodule
+"""
+    inputs, outputs, _, alias = gl.parse_netlist(text)
+    assert inputs == {"a": 2} and outputs == {"y": 3, "z": 2}
+    assert alias["y[2]"] == alias["b"] == alias["z[0]"]
+    assert alias["y[1]"] == alias["a[1]"]
+    assert alias["z[1]"] == alias["\\w.x[0] "]
+    assert alias["y[0]"] == "y[0]"
 
 
 def _net_of(net, ref):
