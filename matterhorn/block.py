@@ -109,7 +109,7 @@ def setup(model: str, sentences: int, *, block: int = 0, seed: int = 0,
         raise ValueError(f"--block must be in 0..{len(qnn.layers) - 1}, not {block}")
     seq_max = seq_max_of(qnn.cfg)
     picked = spread_by_length(corpus.evaluation, tok, sentences, longest=seq_max,
-                              what="evaluation sentences")
+                              what="evaluation sentences", name="--sentences")
     return BlockSetup(qnn, tok, name, picked, seq_max)
 
 

@@ -223,7 +223,7 @@ def _stdlib_docstrings() -> list[str]:
 
 
 def spread_by_length(sentences, tokenizer, count: int, *, longest: int,
-                     what: str = "sentences") -> list[str]:
+                     what: str = "sentences", name: str = "count") -> list[str]:
     """``count`` of ``sentences`` of at most ``longest`` tokens (``tokenizer``'s), their
     lengths spread over the range (evenly spaced ranks of the sorted lengths, shortest and
     longest included).
@@ -231,12 +231,13 @@ def spread_by_length(sentences, tokenizer, count: int, *, longest: int,
     Raises
     ------
     ValueError
-        Fewer than ``count`` sentences fit: one line naming how many do.
+        Fewer than ``count`` sentences fit: one line naming ``name`` (the option that set
+        ``count``) and how many do.
     """
     sized = sorted((int(tokenizer([s])[1].sum()), i, s) for i, s in enumerate(sentences))
     sized = [x for x in sized if x[0] <= longest]
     if len(sized) < count:
-        raise ValueError(f"count must be at most {len(sized)} ({what} of at most {longest} "
+        raise ValueError(f"{name} must be at most {len(sized)} ({what} of at most {longest} "
                          f"tokens), not {count}")
     picks = [sized[round(i * (len(sized) - 1) / max(count - 1, 1))] for i in range(count)]
     return [s for _, _, s in picks]
