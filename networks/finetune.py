@@ -113,6 +113,7 @@ class _LearnedAct(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, alpha, q_min, q_max, shift, mu, k):
+        ctx.set_materialize_grads(False)  # the codes (second output) take no gradient
         v = x / alpha
         level = torch.floor(v + shift)
         q = level.clamp(q_min, q_max)
@@ -122,10 +123,11 @@ class _LearnedAct(torch.autograd.Function):
             q = torch.where(keep, q, float(mu))
             passed &= keep
         ctx.save_for_backward(x, alpha, q, passed)
-        return q * alpha
+        ctx.mark_non_differentiable(q)
+        return q * alpha, q
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx, grad, _):
         x, alpha, q, passed = ctx.saved_tensors
         # out = t * alpha (t = qbar): MulBackward
         g_alpha = (grad * q).sum_to_size(alpha.shape)
@@ -144,12 +146,30 @@ def _learned_act(x: torch.Tensor, point: QuantPoint, k: int) -> torch.Tensor:
     qbar - x/alpha`` where the gradient passes and ``qbar`` (``mu``, ``q_min`` or ``q_max``, in
     code units) where it is blocked: the dead-zone centre stays fixed in code units.
     """
+    return _learned_act_codes(x, point, k)[0]
+
+
+def _learned_act_codes(
+    x: torch.Tensor, point: QuantPoint, k: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`_learned_act`'s output and its codes ``qbar`` (float32, integer-valued, no
+    gradient)."""
     space = point.space
     mu = point.mask.mu if point.spike and k > 0 else None
     shift = 0.5 if point.rounding == "round" else 0.0
     return _LearnedAct.apply(
         x, point.log_alpha.exp(), space.q_min, space.q_max, shift, mu, k
     )
+
+
+def _act_codes(
+    x: torch.Tensor, point: QuantPoint, k: int
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """:func:`_fake_act`'s output and, where it comes at no cost (learned scales), its codes
+    (else ``None``: :func:`_codes` recovers them)."""
+    if point.alpha is not None and getattr(point, "log_alpha", None) is not None:
+        return _learned_act_codes(x, point, k)
+    return _fake_act(x, point, k), None
 
 
 def _fake_act(x: torch.Tensor, point: QuantPoint, k: int) -> torch.Tensor:
@@ -177,9 +197,12 @@ def _fake_linear(x: torch.Tensor, lin: QLinear) -> torch.Tensor:
     return nn.functional.linear(x, w + (wq - wd), lin.bias)
 
 
-def _qkv(layer: BertLayer, x: torch.Tensor, k: int) -> tuple[torch.Tensor, ...]:
+def _qkv(
+    layer: BertLayer, x: torch.Tensor, k: int
+) -> tuple[tuple[torch.Tensor, torch.Tensor | None], ...]:
     """The twin's query, key and value ``[B, heads, S, d_k]`` of the block input ``x``: the
-    three projections of their fake-quantized inputs, fake-quantized at their points."""
+    three projections of their fake-quantized inputs, fake-quantized at their points; each with
+    its codes where :func:`_act_codes` gives them."""
     b, s, _ = x.shape
     nh, dk = layer.cfg.num_attention_heads, layer.cfg.head_dim
     pt = layer.points
@@ -187,7 +210,7 @@ def _qkv(layer: BertLayer, x: torch.Tensor, k: int) -> tuple[torch.Tensor, ...]:
     for p_in, lin, p_out in (("q_proj_in", layer.query, "query"), ("k_proj_in", layer.key, "key"),
                              ("v_proj_in", layer.value, "value")):
         y = _fake_linear(_fake_act(x, pt[p_in], k), lin).view(b, s, nh, dk).transpose(1, 2)
-        out.append(_fake_act(y, pt[p_out], k))
+        out.append(_act_codes(y, pt[p_out], k))
     return tuple(out)
 
 
@@ -195,7 +218,7 @@ def _block(layer: BertLayer, x: torch.Tensor, bias: torch.Tensor, k: int) -> tor
     """:meth:`BertLayer.forward` of the fake-quant twin (same data flow, trainable)."""
     b, s, h = x.shape
     dk, pt = layer.cfg.head_dim, layer.points
-    query, key, value = _qkv(layer, x, k)
+    (query, _), (key, _), (value, _) = _qkv(layer, x, k)
     scores = query @ key.transpose(-1, -2) / math.sqrt(dk) + bias
     prob = _fake_act(torch.softmax(scores, dim=-1), pt["attn_prob"], k)
     ctx = (prob @ value).transpose(1, 2).reshape(b, s, h)
@@ -317,23 +340,26 @@ def _int_norm(
 def _int_residual(
     x: torch.Tensor,
     r: torch.Tensor,
-    codes: torch.Tensor,
+    xbar: torch.Tensor,
+    q: torch.Tensor | None,
     point: QuantPoint,
     lin: QLinear,
     s: float,
     spec: IntegerSpec,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The residual add of the integer mode: the stream ``x`` (its integers ``r``, scale ``s``)
-    plus the layer ``lin`` applied to the point's dequantized codes, the way
-    :class:`golden_models.residual.ResidualAdd` computes it from the integer sums (forward), the
-    float sum's gradient (:class:`_ResidualSTE`). Returns the float tensor and its integers."""
+    plus the layer ``lin`` applied to the point's dequantized codes ``xbar`` (the codes ``q``,
+    ``None``: recovered from ``xbar``), the way :class:`golden_models.residual.ResidualAdd`
+    computes it from the integer sums (forward), the float sum's gradient
+    (:class:`_ResidualSTE`). Returns the float tensor and its integers."""
     alpha = _alpha(point)
+    q = _codes(xbar, alpha) if q is None else q
     top = 2 ** (lin.weight_bits - 1)
     w_int = torch.floor(lin.weight.detach() / lin.scale32[:, None] + 0.5).clamp(-top, top - 1)
     acc = accumulator_bound(w_int.shape[1], lin.weight_bits, point.space)
     # exact: every partial sum an integer of at most acc (as QLinear's accumulate)
     dtype = torch.float32 if acc < 2**24 else torch.float64
-    v = (_codes(codes, alpha).to(dtype) @ w_int.T.to(dtype)).to(torch.int64)
+    v = (q.to(dtype) @ w_int.T.to(dtype)).to(torch.int64)
     unit = ResidualAdd.from_float(
         lin.w_scale * alpha, lin.bias.detach().to(torch.float64), s, spec.residual_bits,
         spec.sum_bits, acc,
@@ -342,7 +368,7 @@ def _int_residual(
     exact = (h_int.to(torch.float64) * s).to(x.dtype)
     w = lin.weight
     w_eff = w + (w_int * lin.scale32[:, None] - w.detach())  # _fake_linear's weight
-    return _ResidualSTE.apply(exact, x, codes, w_eff, lin.bias), h_int
+    return _ResidualSTE.apply(exact, x, xbar, w_eff, lin.bias), h_int
 
 
 #: Score elements the integer softmax takes at once (its int64 intermediates: 16 MiB each).
@@ -377,12 +403,14 @@ def _block_integer(
     scale."""
     b, s, h = x.shape
     dk, pt = layer.cfg.head_dim, layer.points
-    query, key, value = _qkv(layer, x, k)
+    (query, cq), (key, ck), (value, _) = _qkv(layer, x, k)
     raw = query @ key.transpose(-1, -2)
     aq, ak = _alpha(pt["query"]), _alpha(pt["key"])
     sbits = score_bits(pt["query"].space, pt["key"].space, dk)
+    cq = _codes(query, aq) if cq is None else cq
+    ck = _codes(key, ak) if ck is None else ck
     # the raw integer sums of the codes, exactly (|A| < 2**sbits <= 2**24)
-    scores = (_codes(query, aq) @ _codes(key, ak).transpose(-1, -2)).to(torch.int64)
+    scores = (cq @ ck.transpose(-1, -2)).to(torch.int64)
     unit = IntSoftmax.from_scale(
         aq * ak / math.sqrt(dk), layer.cfg.max_position_embeddings, sbits, spec.exp_frac_bits
     )
@@ -391,14 +419,14 @@ def _block_integer(
     prob = _ste(torch.softmax(raw / math.sqrt(dk) + bias, dim=-1), exact)
     prob = _fake_act(prob, pt["attn_prob"], k)
     ctx = (prob @ value).transpose(1, 2).reshape(b, s, h)
-    ctx = _fake_act(ctx, pt["attn_out_in"], k)
-    h1, h1_int = _int_residual(x, r, ctx, pt["attn_out_in"], layer.attn_out, s_in, spec)
+    ctx, cc = _act_codes(ctx, pt["attn_out_in"], k)
+    h1, h1_int = _int_residual(x, r, ctx, cc, pt["attn_out_in"], layer.attn_out, s_in, spec)
     x1, r1, s_mid = _int_norm(layer.attn_norm, h1, h1_int, spec)
     xf = _fake_act(x1, pt["ffn_expand_in"], k)
     mid = gelu_monotone(_fake_linear(xf, layer.ffn_expand))
-    mid = _fake_act(mid, pt["ffn_contract_in"], k)
+    mid, cm = _act_codes(mid, pt["ffn_contract_in"], k)
     h2, h2_int = _int_residual(
-        x1, r1, mid, pt["ffn_contract_in"], layer.ffn_contract, s_mid, spec
+        x1, r1, mid, cm, pt["ffn_contract_in"], layer.ffn_contract, s_mid, spec
     )
     return _int_norm(layer.ffn_norm, h2, h2_int, spec)
 
