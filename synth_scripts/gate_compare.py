@@ -208,13 +208,13 @@ def _slice(trace, start: int, stop: int):
 
 def tile_energy(layer, design: str, run: TileRun, lib_path: Path, work: Path, sim: str,
                 clock_ns: float, netlists: dict, *, mesh: tuple[int, int] = MESH,
-                config=None) -> dict:
+                config=None, one_replay: bool = False) -> dict:
     """Gate-level energy of the windows (the load phase subtracted), free-running and gated.
 
     ``netlists`` caches the mapped tile netlists by kind (``dense``, ``mttfs``) across designs;
     with ``config`` (the tile's :class:`rtl_gen.params.RTLConfig`, as :func:`run_tile`'s) by
     kind and the digest of the tile's Verilog, so tiles that generate the same Verilog share
-    one netlist.
+    one netlist. ``one_replay``: :func:`replay_energy`'s.
     """
     import hashlib
     from dataclasses import replace
@@ -238,12 +238,13 @@ def tile_energy(layer, design: str, run: TileRun, lib_path: Path, work: Path, si
         netlists[key] = gatelevel.map_netlist(text, f"{kind}_tile", lib_path, where,
                                               cut_macros={MACRO_NAME: "RDATA"})
     return replay_energy(netlists[key], run.trace, run.load_cycles, run.windows,
-                         work / design, sim, clock_ns)
+                         work / design, sim, clock_ns, one_replay=one_replay)
 
 
 def replay_energy(net, trace, load_cycles: int, windows: int, work: Path, sim: str,
                   clock_ns: float, *, enable_ports: tuple[str, ...] = (
-                      "busy", "i__valid", "load__valid"), hold: int = 0) -> dict:
+                      "busy", "i__valid", "load__valid"), hold: int = 0,
+                  one_replay: bool = False) -> dict:
     """Replay ``trace`` on the mapped ``net`` and its first ``load_cycles`` clocks alone, and
     price the difference (what the ``windows`` after the load cost) per window.
 
@@ -253,6 +254,9 @@ def replay_energy(net, trace, load_cycles: int, windows: int, work: Path, sim: s
     last busy clock). Returns per window ``free_pJ`` and ``gated_pJ`` (the clock gated while
     not enabled), ``idle_clock_pJ`` (the clock energy of the cycles it is not enabled, in the
     free figure), ``cycles``, ``busy_cycles``; and ``cells``, ``replay_cycles_per_s``.
+    With ``one_replay``, the trace is replayed once and only its clocks after the load are
+    counted (``gatelevel.replay(start=...)``) instead of subtracting a replay of the load
+    alone: half the builds; the clock at the boundary is the only difference.
     """
     from synth_scripts import gate_energy, gatelevel
 
@@ -269,12 +273,17 @@ def replay_energy(net, trace, load_cycles: int, windows: int, work: Path, sim: s
         per_cycle = (e.detail["clock_pins"] + e.detail["clock_net"]) / e.cycles
         return per_cycle * (e.cycles - e.enabled_cycles)
 
-    full, tog = measure(trace, "all")
-    load, _ = measure(_slice(trace, 0, load_cycles), "load")
     n = windows
-    free = full.free["total"] - load.free["total"]
-    gated = full.gated["total"] - load.gated["total"]
-    idle = idle_clock(full) - idle_clock(load)
+    if one_replay:
+        tog = gatelevel.replay(net, trace, work / "all", sim=sim, start=load_cycles)
+        e = gate_energy.energy(net, tog, clock_ns=clock_ns, enable=enable(trace)[load_cycles:])
+        free, gated, idle = e.free["total"], e.gated["total"], idle_clock(e)
+    else:
+        full, tog = measure(trace, "all")
+        load, _ = measure(_slice(trace, 0, load_cycles), "load")
+        free = full.free["total"] - load.free["total"]
+        gated = full.gated["total"] - load.gated["total"]
+        idle = idle_clock(full) - idle_clock(load)
     cycles = trace.cycles - load_cycles
     busy = sum(enable(_slice(trace, load_cycles, trace.cycles)))
     return {
@@ -331,12 +340,16 @@ def router_energy(flits: list[tuple[int, int]], payload_width: int, addr_width: 
 
     tag = f"{payload_width}_{len(flits)}"
     loaded = trace_of(flits, 4)
-    idle = trace_of([], 64)
     e_loaded = gate_energy.energy(net, gatelevel.replay(net, loaded, work / f"r{tag}", sim=sim),
                                   clock_ns=clock_ns)
-    e_idle = gate_energy.energy(net, gatelevel.replay(net, idle, work / f"ri{tag}", sim=sim),
-                                clock_ns=clock_ns)
-    idle_per_clock = e_idle.free["total"] / idle.cycles
+    # the idle clock depends on the netlist alone: replayed once per netlist and clock
+    idle_key = ("idle", *key, clock_ns)
+    if idle_key not in cache:
+        idle = trace_of([], 64)
+        e_idle = gate_energy.energy(net, gatelevel.replay(net, idle, work / f"ri{tag}", sim=sim),
+                                    clock_ns=clock_ns)
+        cache[idle_key] = e_idle.free["total"] / idle.cycles
+    idle_per_clock = cache[idle_key]
     per_hop = (e_loaded.free["total"] - 4 * idle_per_clock) / max(len(flits), 1)
     return {"per_hop_pJ": per_hop, "idle_per_clock_pJ": idle_per_clock,
             "cells": len(net.cells)}

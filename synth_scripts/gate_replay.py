@@ -174,8 +174,9 @@ def _testbench(net, ins: list[tuple[str, int]], outs: list[tuple[str, int]],
     return "\n".join(lines)
 
 
-def _count(path: Path, counted: list[str], flops: list[str], cycles: int):
-    """Per-net toggle counts and per-cycle flip-flop changes from the changed-bit words.
+def _count(path: Path, counted: list[str], flops: list[str], cycles: int, start: int = 0):
+    """Per-net toggle counts and per-cycle flip-flop changes from the changed-bit words, of the
+    cycles from ``start`` on.
 
     Line ``c`` is the XOR of the samples ``c`` and ``c+1`` (``cycles`` lines), bit ``i`` (from
     the LSB) the net ``counted[i]``. Returns ``(None, None)`` for a truncated file.
@@ -187,6 +188,7 @@ def _count(path: Path, counted: list[str], flops: list[str], cycles: int):
     lines = text.split()
     if len(lines) != cycles:
         return None, None
+    lines = lines[start:]
     nb = len(counted)
     nbytes = (len(lines[0]) + 1) // 2 if lines else 0
     raw = np.frombuffer(b"".join(bytes.fromhex(x.zfill(2 * nbytes)) for x in lines),
@@ -195,7 +197,8 @@ def _count(path: Path, counted: list[str], flops: list[str], cycles: int):
     pos = {r: i for i, r in enumerate(counted)}
     fcols = [pos[r] for r in flops]
     counts = bits.sum(axis=0, dtype=np.int64).tolist()
-    changes = bits[:, fcols].sum(axis=1, dtype=np.int64).tolist() if fcols else [0] * cycles
+    changes = (bits[:, fcols].sum(axis=1, dtype=np.int64).tolist() if fcols
+               else [0] * len(lines))
     return counts, changes
 
 
@@ -234,13 +237,16 @@ def _check_ports(net, trace) -> tuple[list, list]:
     return ins, outs
 
 
-def replay(net, trace, workdir, *, sim: str = "verilator") -> Toggles:
+def replay(net, trace, workdir, *, sim: str = "verilator", start: int = 0) -> Toggles:
     """Simulate ``net`` on ``trace``: check outputs each cycle, count every net's toggles.
 
     Toggles are counted between consecutive samples taken once per clock, after the inputs of
     a cycle have settled and before its edge: cycle ``c``'s count is what changed between
     sample ``c`` and ``c+1`` (the edge ``c`` and the inputs of cycle ``c+1``), so ``N`` cycles
     give ``N`` periods of activity. The clock net is not counted (it toggles twice a cycle).
+    With ``start``, the whole trace is replayed (and checked) but only the cycles from
+    ``start`` on are counted (``Toggles.cycles`` is ``N - start``): what follows a load phase,
+    in one replay.
 
     Raises
     ------
@@ -254,6 +260,8 @@ def replay(net, trace, workdir, *, sim: str = "verilator") -> Toggles:
         raise ValueError(f"sim must be one of {', '.join(SIMULATORS)}, not {sim!r}")
     if trace.cycles < 1:
         raise ValueError("trace has no cycles")
+    if not 0 <= start < trace.cycles:
+        raise ValueError(f"start must be in 0..{trace.cycles - 1}, not {start!r}")
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     ins, outs = _check_ports(net, trace)
@@ -279,10 +287,10 @@ def replay(net, trace, workdir, *, sim: str = "verilator") -> Toggles:
             workdir, workdir / "build.log", f"iverilog build of {net.top}",
         )
         run_cmd = [toolchain.require("vvp"), "-n", "tb.vvp"]
-    start = time.perf_counter()
+    t0 = time.perf_counter()
     proc = subprocess.run(run_cmd, cwd=workdir, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, check=False)
-    seconds = time.perf_counter() - start
+    seconds = time.perf_counter() - t0
     log = proc.stdout + proc.stderr
     (workdir / "run.log").write_text(log, encoding="utf-8")
     widths = dict(outs)
@@ -306,11 +314,11 @@ def replay(net, trace, workdir, *, sim: str = "verilator") -> Toggles:
         tail = "\n".join(log.strip().splitlines()[-10:])
         last = tail.splitlines()[-1] if tail else "no output"
         raise flow.ToolError(f"{sim} replay of {net.top} did not finish: {last}", tail)
-    counts, changes = _count(workdir / "diffs.txt", counted, flops, trace.cycles)
+    counts, changes = _count(workdir / "diffs.txt", counted, flops, trace.cycles, start)
     if counts is None:
         raise flow.ToolError(f"{sim} replay of {net.top} wrote truncated counts")
     return Toggles(
-        cycles=trace.cycles,
+        cycles=trace.cycles - start,
         nets=dict(zip(counted, counts, strict=True)),
         flop_changes=changes,
         simulator=sim,

@@ -109,14 +109,17 @@ def _enable(trace, inputs: tuple[str, ...]) -> list[bool]:
 
 
 def measure(run: UnitRun, config, lib_path, work, *, sim: str = "verilator",
-            clock_ns: float = 10.0, netlists: dict | None = None) -> dict:
+            clock_ns: float = 10.0, netlists: dict | None = None,
+            one_replay: bool = False) -> dict:
     """Area, energy per row (free and gated) and cycles per row of ``run`` on the liberty at
     ``lib_path`` (the unit mapped once; the load phase subtracted).
 
     ``netlists``, when given, keeps the mapped netlist by the digest of the unit's Verilog
     across calls (the same unit measured on other rows). ``energy_pJ.idle_clock_per_row`` is
     the part of ``free_per_row`` that is the clock of the cycles the unit is idle (neither
-    busy nor offered a beat).
+    busy nor offered a beat). With ``one_replay`` a unit measured per row (no groups: the
+    add+LayerNorm) is replayed once and only its clocks after the load are counted
+    (``gatelevel.replay(start=...)``) instead of subtracting a replay of the load alone.
     """
     import hashlib
 
@@ -152,8 +155,16 @@ def measure(run: UnitRun, config, lib_path, work, *, sim: str = "verilator",
         return e.free["total"], e.gated["total"]
 
     total = run.trace.cycles
-    load = energy(run.load_end, "load")
-    full = energy(total, "all")
+    if one_replay and run.group_end is None:
+        tog = gatelevel.replay(net, run.trace, work / "rows", sim=sim, start=run.load_end)
+        e = gate_energy.energy(net, tog, clock_ns=clock_ns,
+                               enable=_enable(run.trace, inputs)[run.load_end:])
+        per_cycle = (e.detail["clock_pins"] + e.detail["clock_net"]) / e.cycles
+        idle["all"], idle["load"] = per_cycle * (e.cycles - e.enabled_cycles), 0.0
+        load, full = (0.0, 0.0), (e.free["total"], e.gated["total"])
+    else:
+        load = energy(run.load_end, "load")
+        full = energy(total, "all")
     out = {
         "unit": run.unit,
         "module": b.module,

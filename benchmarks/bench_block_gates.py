@@ -1,0 +1,103 @@
+"""A whole encoder block priced in our gates, per piece and per component, for each design; the
+paper's model at the measured rates beside it; the wall time.
+
+The small random block (:func:`networks.block.random_block_model`) on ``--sentence`` (default
+one short sentence), each design captured with its masks and priced by
+:func:`matterhorn.block_gates.measure_block_gates` on the default NanGate 45 nm library (one
+netlist cache for all designs). Prints, per design, the table of pieces x components in pJ per
+token, the block's totals, each design's total and compute against the dense design's, and
+the model / gates ratio of every component (:func:`matterhorn.block_gates.model_ratios`, our
+gates scaled to 22 nm); writes ``DIR/<design>.json`` (``BlockGates.to_json``).
+
+    python benchmarks/bench_block_gates.py [--design dense --design mttfs-k1 ...]
+        [--hidden 32 --heads 2 --ffn 64 --seq 12] [--sentence TEXT ...]
+        [--sim icarus|verilator] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from synth_scripts.block_gates import PIECES, TOTALS  # noqa: E402
+
+SENTENCE = "A short sentence of six words."
+
+
+def table(doc: dict) -> str:
+    """The pieces x components of one design, pJ per token, and the block's totals."""
+    head = f"| piece | {' | '.join(TOTALS)} |"
+    lines = [head, "|" + " --- |" * (len(TOTALS) + 1)]
+    for piece in PIECES:
+        e = doc["pieces"][piece]
+        lines.append(f"| {piece} | " + " | ".join(f"{e[k]:.1f}" for k in TOTALS) + " |")
+    t = doc["totals"]
+    lines.append("| **block** | " + " | ".join(f"**{t[k]:.1f}**" for k in TOTALS) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    from networks.block import RANDOM_DIMS, random_block_model
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--design", action="append", help="default: dense and mttfs-k1")
+    ap.add_argument("--sentence", action="append", help=f"default: {SENTENCE!r}")
+    for name in ("hidden", "heads", "ffn"):
+        ap.add_argument(f"--{name}", type=int, default=RANDOM_DIMS[name])
+    ap.add_argument("--seq", type=int, default=12)
+    ap.add_argument("--sim", choices=("icarus", "verilator"), default="icarus")
+    ap.add_argument("--out", type=Path, default=Path("build/block_gates"))
+    args = ap.parse_args(argv)
+    warnings.simplefilter("ignore")
+
+    import torch
+
+    from matterhorn.block_gates import capture, measure_block_gates, model_ratios
+    from synth_scripts import liberty
+
+    torch.set_num_threads(1)
+    designs = args.design or ["dense", "mttfs-k1"]
+    sentences = args.sentence or [SENTENCE]
+    qnn, tok = random_block_model(hidden=args.hidden, heads=args.heads, ffn=args.ffn,
+                                  seq=args.seq)
+    args.out.mkdir(parents=True, exist_ok=True)
+    cache: dict = {}
+    gates = []
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    for design in designs:
+        t0 = time.perf_counter()
+        seqs = capture(qnn, tok, sentences, design)
+        g = measure_block_gates(qnn, seqs, design, lib_path=liberty.default_liberty(),
+                                work=args.out / "work" / design, sim=args.sim, cache=cache)
+        wall = time.perf_counter() - t0
+        doc = g.to_json()
+        (args.out / f"{design}.json").write_text(json.dumps(doc, indent=1) + "\n")
+        gates.append(g)
+        pieces = ", ".join(f"{p} {d['seconds']:.0f}" for p, d in doc["detail"].items())
+        print(f"\n## {design}: {g.tokens} tokens, {wall:.0f} s ({pieces})\n")
+        print(table(doc))
+    if "dense" in designs:
+        dense = gates[designs.index("dense")].totals()
+        print("\nagainst dense (total, gated total, compute):")
+        for g in gates:
+            t = g.totals()
+            print(f"  {g.design}: {t['total'] / dense['total']:.3f}, "
+                  f"{t['gated_total'] / dense['gated_total']:.3f}, "
+                  f"{t['compute'] / dense['compute']:.3f}")
+    print("\nmodel / gates (paper's unit costs at 22 nm; gates scaled to 22 nm):")
+    for design, row in model_ratios(gates).items():
+        print(f"  {design}: " + ", ".join(
+            f"{k} {v['model_pJ']:.3g}/{v['gates_pJ']:.3g} = {v['ratio']:.3g}"
+            for k, v in row.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+# amaranth: UnusedElaboratable=no
+"""A whole encoder block priced in our gates (matterhorn.block_gates, synth_scripts.block_gates):
+the small random block, the dense and the M-TTFS k=1 designs on one short sentence, every piece
+checked bit-exact at RTL, mapped to NanGate 45 nm and replayed in Icarus; the components add up,
+gating saves, M-TTFS tiles compute less than dense ones; bad input is refused before anything
+runs.
+
+The measurement is marked slow: about 4.5 minutes of CPU (2 of them Yosys and ABC mapping the
+28,000-cell add+LayerNorm unit, which no block size makes smaller), 13 minutes of wall time on
+two cores shared with other jobs (load 6). The arithmetic of the result and bad input run by
+default."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from matterhorn.block_gates import capture, measure_block_gates, model_ratios
+from synth_scripts.block_gates import COMPONENTS, PIECES, TOTALS
+
+#: Tiny but whole: 2 heads of 4, FFN 16, a sentence of four tokens with [CLS] and [SEP] (the
+#: add+LayerNorm unit alone is 28,000 cells at any width; every netlist is replayed in Icarus).
+DIMS = {"hidden": 8, "heads": 2, "ffn": 16, "seq": 8}
+SENTENCE = "Two words."
+DESIGNS = ("dense", "mttfs-k1")
+
+
+@pytest.fixture(scope="module")
+def model():
+    from networks.block import random_block_model
+
+    return random_block_model(**DIMS)
+
+
+@pytest.fixture(scope="module")
+def measured(model, nangate_lib, tmp_path_factory):  # only the slow tests use it
+    """Both designs, one netlist cache (the add+LayerNorm unit is mapped once)."""
+    qnn, tok = model
+    work = tmp_path_factory.mktemp("block_gates")
+    cache: dict = {}
+    out = {}
+    for design in DESIGNS:
+        seqs = capture(qnn, tok, [SENTENCE], design)
+        out[design] = measure_block_gates(qnn, seqs, design, lib_path=nangate_lib,
+                                          work=work / design, sim="icarus", cache=cache)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design", DESIGNS)
+def test_every_piece_is_priced(measured, design):
+    g = measured[design]
+    assert [p.piece for p in g.pieces] == list(PIECES)
+    assert g.tokens == 4 and g.sentences == 1
+    for p in g.pieces:
+        e = p.energy_pJ
+        assert e["total"] > 0 and e["gated_total"] > 0, p.piece
+        assert min(e[c] for c in COMPONENTS) >= 0, (p.piece, e)
+        assert math.isclose(sum(e[c] for c in COMPONENTS), e["total"], rel_tol=1e-9)
+        # every piece reads an array, moves its input and works
+        assert e["sram_read"] > 0 and e["movement"] > 0, p.piece
+        assert e["compute"] + e["nonlinear"] > 0, p.piece
+    per = g.per_token()
+    assert set(per) == set(PIECES) and all(set(v) == set(TOTALS) for v in per.values())
+    # which piece holds which component
+    assert per["attention"]["sram_write"] > 0  # the key and value writes
+    assert per["attention"]["nonlinear"] > 0 and per["attention"]["compute"] > 0
+    for name in ("norm_attn", "norm_ffn"):
+        assert per[name]["nonlinear"] > 0 and per[name]["compute"] == 0
+    for name in ("query", "attn_out", "ffn_contract"):
+        assert per[name]["nonlinear"] == 0 and per[name]["sram_write"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design", DESIGNS)
+def test_totals_and_gating(measured, design):
+    g = measured[design]
+    t = g.totals()
+    assert set(t) == set(TOTALS)
+    assert t["total"] > 0
+    assert math.isclose(t["total"], sum(t[c] for c in COMPONENTS), rel_tol=1e-9)
+    assert 0 < t["gated_total"] <= t["total"]
+
+
+@pytest.mark.slow
+def test_mttfs_tiles_compute_less_than_dense(measured):
+    """The six tiles: M-TTFS integrates its events, dense multiplies every code. (Not the
+    attention path: at d_k = 4 its M-TTFS nodes, which fold the query's silent offset into
+    every key written and walk the probability events in time, cost more than the dense ones
+    in these gates.)"""
+    tiles = ("query", "key", "value", "attn_out", "ffn_expand", "ffn_contract")
+    dense, k1 = ({p: e["compute"] for p, e in measured[d].per_token().items()} for d in DESIGNS)
+    assert sum(k1[p] for p in tiles) < sum(dense[p] for p in tiles)
+    assert k1["ffn_expand"] < dense["ffn_expand"] and k1["ffn_contract"] < dense["ffn_contract"]
+    # fewer deliveries at every position than the dense design's codes
+    assert all(measured["mttfs-k1"].deliveries[p] <= n
+               for p, n in measured["dense"].deliveries.items())
+
+
+@pytest.mark.slow
+def test_json_and_sources(measured):
+    doc = json.loads(json.dumps(measured["mttfs-k1"].to_json()))
+    assert doc["unit"] == "pJ per token" and doc["library"] == "NangateOpenCellLibrary"
+    assert set(doc["pieces"]) == set(PIECES) and set(doc["totals"]) == set(TOTALS)
+    assert doc["pieces"]["attention"]["total"] == pytest.approx(
+        measured["mttfs-k1"].per_token()["attention"]["total"])
+    src = doc["sources"]
+    assert set(COMPONENTS) <= set(src)
+    assert src["sram_read"].startswith("NOT our gates") and "Horowitz" in src["sram_read"]
+    assert "rtl_gen.router.Router" in src["movement"]
+    assert doc["detail"]["attention"]["cells"]["sm"] > 0
+
+
+@pytest.mark.slow
+def test_model_beside_the_gates(measured):
+    ratios = model_ratios([measured[d] for d in DESIGNS])
+    assert set(ratios) == set(DESIGNS)
+    for row in ratios.values():
+        assert set(row) == {"movement", "sram_read", "sram_write", "compute", "total"}
+        assert row["total"]["model_pJ"] > 0 and row["total"]["gates_pJ"] > 0
+
+
+def test_bad_input(model, nangate_lib, tmp_path):
+    qnn, tok = model
+    ttfs = capture(qnn, tok, [SENTENCE], "ttfs")
+    with pytest.raises(ValueError, match="design must be one of dense, ttfs"):
+        measure_block_gates(qnn, ttfs, "mttfs-k9", lib_path=nangate_lib, work=tmp_path)
+    with pytest.raises(ValueError, match="at least one captured sentence"):
+        measure_block_gates(qnn, [], "dense", lib_path=nangate_lib, work=tmp_path)
+    # sentences captured with the TTFS masks are not the M-TTFS design's
+    with pytest.raises(ValueError, match="capture the sentences with the design's masks"):
+        measure_block_gates(qnn, ttfs, "mttfs-k1", lib_path=nangate_lib, work=tmp_path)
+
+
+def test_the_arithmetic_of_a_result():
+    """A piece's total is its components; the gated total its SRAM, movement and gated logic;
+    the block's figures are per token; a wide value travels as 16-bit flits."""
+    from synth_scripts.block_gates import BlockGates, _piece, _pieces
+
+    p = _piece("query", sram_read=1.0, compute=2.0, movement=0.5, idle=0.25, gated_logic=2.125,
+               flits=3, hops=3.0, cycles=10.0, cells={"tile": 1})
+    assert p.energy_pJ["total"] == 3.75 and p.energy_pJ["gated_total"] == 3.625
+    p.energy_pJ["idle"] = 1.0
+    with pytest.raises(AssertionError, match="query: components sum to 4.5 pJ, total 3.75 pJ"):
+        p.check()
+    pieces = [_piece(name, compute=8.0, gated_logic=6.0, flits=0, hops=0.0, cycles=1.0, cells={})
+              for name in PIECES]
+    g = BlockGates("dense", 4, 1, pieces, "lib", "lib.lib", 10.0, "icarus", 0.1, 2.0, {}, {},
+                   {}, 16, {}, 1.0)
+    assert g.per_token()["attention"] == {**dict.fromkeys(TOTALS, 0.0), "compute": 2.0,
+                                          "total": 2.0, "gated_total": 1.5}
+    assert g.totals()["total"] == 2.0 * len(PIECES)
+    doc = json.loads(json.dumps(g.to_json()))
+    assert doc["unit"] == "pJ per token" and doc["detail"]["query"]["cycles_per_token"] == 0.25
+    assert _pieces(3, -1, 21) == [(3, 0xFFFF), (3, 0x1F)] and _pieces(0, 5, 16) == [(0, 5)]
