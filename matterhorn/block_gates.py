@@ -10,7 +10,7 @@ linear layers (:func:`networks.block.block_layers`) in the tile configuration
 that the sentences were captured with those masks (each layer reproduces the values it
 feeds); and prices every piece on what it consumes. :func:`capture` captures sentences with a
 design's masks. :func:`model_ratios` sets the paper's model at the measured rates
-(:func:`regression.block.model_energy`) beside the gates.
+(:func:`matterhorn.block.model_energy`) beside the gates.
 
 This module sits in ``matterhorn`` because it joins ``networks`` and ``regression`` to
 ``synth_scripts``, which may import neither (docs/architecture.md).
@@ -221,7 +221,7 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
 
 
 def model_ratios(gates: Sequence[BlockGates], dims=None) -> dict[str, dict]:
-    """The paper's model (:func:`regression.block.model_energy`: its formulas and unit costs,
+    """The paper's model (:func:`matterhorn.block.model_energy`: its formulas and unit costs,
     22 nm / 0.8 V) at the rates these measurements saw, beside our gates scaled to the same
     node (divided by ``BlockGates.divide_by``, Stillmaker & Baas), per token.
 
@@ -231,7 +231,8 @@ def model_ratios(gates: Sequence[BlockGates], dims=None) -> dict[str, dict]:
     ``ratio`` (model / gates). The model has no idle and no non-linear term in its rows.
     """
     from energy_model.dims import ModelDims
-    from regression.block import BlockRun, model_energy
+    from matterhorn.block import model_energy
+    from regression.block import BlockRun
 
     g0 = gates[0]
     if dims is None:
