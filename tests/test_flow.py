@@ -23,8 +23,8 @@ from matterhorn.flow import FlowConfig, run_flow
         ({"sims": ("modelsim",)}, ValueError,
          "simulator must be one of ('icarus', 'verilator'), not 'modelsim'"),
         ({"skip": ("lint",)}, ValueError,
-         ("stage must be one of ('generate', 'regress', 'stats', 'synth', 'energy', 'compare'), "
-          "not 'lint'")),
+         ("stage must be one of ('generate', 'regress', 'stats', 'synth', 'energy', 'compare', "
+          "'block'), not 'lint'")),
         ({"clock_ns": 0}, ValueError, "clock_ns must be in 0.1..1000 ns, not 0"),
         ({"liberty": "no/such.lib"}, FileNotFoundError,
          "liberty file 'no/such.lib' does not exist"),

@@ -278,15 +278,11 @@ def test_attention_interrupted(tmp_path):
 
 def test_block_interrupted(tmp_path):
     # the block command (the random block through its hardware pieces): SIGINT while the
-    # pieces run; nothing that reads as a pass is left (block.md is written last, staged)
-    proc = _start(["block", "--sentences", "1", "--design", "dense", "--out", "b"], tmp_path)
-    time.sleep(12)  # past the conversion, into the simulation
-    assert proc.poll() is None, proc.stdout.read()
-    proc.send_signal(signal.SIGINT)
-    code = proc.wait(timeout=300)
-    lines = proc.stdout.read().splitlines()
+    # pieces run; nothing that reads as a pass is left (block.md is written last, staged).
+    # Eight sentences, a few seconds each on an idle machine: the run outlasts the signal.
+    proc = _start(["block", "--sentences", "8", "--design", "dense", "--out", "b"], tmp_path)
+    code, lines = _interrupt_when(proc, "through the block's pieces", signal.SIGINT, delay=1)
     assert code == 130, lines
     assert lines[-1] == f"matterhorn block: {INTERRUPTED}"
     assert not (tmp_path / "b" / "block.md").exists()
     assert not list(tmp_path.glob(".block-*"))
-
