@@ -56,6 +56,14 @@ ICARUS_BASE_ARGS = ("-g2005",)
 #: Environment variables that carry the bench configuration and report path into the simulator.
 ENV_CONFIG = "MATTERHORN_TB_CONFIG"
 ENV_REPORT = "MATTERHORN_TB_REPORT"
+#: The C++ optimization of a Verilator build (``-O0``, ``-O1``, ...), when set: appended to
+#: every compile (Verilator's ``-CFLAGS``, after the Makefile's ``-Os``), so it wins. The test
+#: suite sets ``-O0`` (tests/conftest.py): its runs are short and compiling the model is most
+#: of a test's time (the mesh system's C++: 5 s of CPU at ``-O0``, 38 s at ``-Os``). Unset, a
+#: build is Verilator's default; a build that chooses its own ``OPT_FAST`` (``make_args``,
+#: the fast harness) keeps it.
+ENV_VERILATOR_OPT = "MATTERHORN_VERILATOR_OPT"
+_OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Og")
 
 
 def check_sim(sim: object) -> str:
@@ -115,6 +123,18 @@ def objcache_command() -> str:
     (:mod:`regression.objcache`)."""
     script = Path(__file__).with_name("objcache.py")
     return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+
+
+def verilator_opt_args(make_args: Sequence[str] = ()) -> list[str]:
+    """The Verilator arguments of :data:`ENV_VERILATOR_OPT`: ``["-CFLAGS", level]``, or none
+    when it is unset or ``make_args`` set ``OPT_FAST`` themselves."""
+    level = os.environ.get(ENV_VERILATOR_OPT, "").strip()
+    if not level or any(a.startswith("OPT_FAST=") for a in make_args):
+        return []
+    if level not in _OPT_LEVELS:
+        raise ValueError(f"{ENV_VERILATOR_OPT} must be one of {', '.join(_OPT_LEVELS)}, "
+                         f"not {level!r}")
+    return ["-CFLAGS", level]
 
 
 def _digest(sources: Sequence[Path], parts: Sequence[str]) -> str:
@@ -183,7 +203,7 @@ def _build(
         if not src.is_file():
             raise FileNotFoundError(f"Verilog source {src} does not exist")
     if sim == "verilator":
-        args = [*VERILATOR_BASE_ARGS, *extra_args]
+        args = [*VERILATOR_BASE_ARGS, *extra_args, *verilator_opt_args(make_args)]
     else:
         args = list(ICARUS_BASE_ARGS)
     build_dir = Path(build_dir).resolve()

@@ -10,8 +10,8 @@ import json
 import re
 
 import pytest
-from conftest import missing
 
+from conftest import missing
 from formal.harness import mutant_module
 from formal.properties import PROPERTIES, select
 from rtl_gen import registry

@@ -15,9 +15,9 @@ a weight flipped in the loaded image must come back as mismatches.
 
 import pytest
 import torch
-from conftest import missing
 
 import regression
+from conftest import missing
 from golden_models import IntegerLayer, encode_events
 from regression.layer import layer_config, minilm_q_projection, run_layer
 

@@ -1,0 +1,30 @@
+"""Settings of the whole test run, tests/ and cocotb_tests/ alike (the shared fixtures are in
+tests/conftest.py).
+
+- The C++ optimization of the Verilator builds (:data:`regression.sim.ENV_VERILATOR_OPT`),
+  unless the environment sets one: ``-O0`` for the default tests, whose runs are short, so that
+  compiling the model, most of their time, is quick (the mesh system's C++ compiles seven times
+  faster than at Verilator's ``-Os``); the slow tests' runs are long, so they keep Verilator's
+  default.
+"""
+
+import os
+
+import pytest
+
+from regression.sim import ENV_VERILATOR_OPT
+
+#: The optimization the environment chose, if any: it wins for every test.
+_USER_OPT = os.environ.get(ENV_VERILATOR_OPT)
+#: The default tests' optimization.
+DEFAULT_OPT = "-O0"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if _USER_OPT is not None:
+        return
+    if item.get_closest_marker("slow"):
+        os.environ.pop(ENV_VERILATOR_OPT, None)
+    else:
+        os.environ[ENV_VERILATOR_OPT] = DEFAULT_OPT
