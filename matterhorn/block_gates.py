@@ -27,6 +27,7 @@ import torch
 from synth_scripts.block_gates import (
     PIECES,
     RAW_SUMS,
+    TOTALS,
     AttentionSequence,
     BlockGates,
     Pricing,
@@ -35,11 +36,14 @@ from synth_scripts.block_gates import (
     price_norm,
 )
 
-__all__ = ["MODEL_COMPONENTS", "capture", "measure_block_gates", "model_ratios"]
+__all__ = ["MODEL_COMPONENTS", "MODEL_PIECES", "capture", "measure_block_gates", "model_ratios"]
 
 #: The model's components (``energy_model``: Move, W-read, KV-write, Compute) and ours.
 MODEL_COMPONENTS = {"move": "movement", "wread": "sram_read", "kvwrite": "sram_write",
                     "compute": "compute", "total": "total"}
+#: The pieces the model's rows price (its positions' consumers: the tiles and the attention
+#: path); the add+LayerNorm units are in no row of it.
+MODEL_PIECES = ("query", "key", "value", "attention", "attn_out", "ffn_expand", "ffn_contract")
 
 
 def capture(qnn, tokenizer, sentences: Sequence[str], design: str, *, block: int = 0):
@@ -228,7 +232,10 @@ def model_ratios(gates: Sequence[BlockGates], dims=None) -> dict[str, dict]:
     ``dims`` (:class:`energy_model.dims.ModelDims`) defaults to the measured block's sizes
     with ``B`` = the sentences and ``S`` = their mean length. Returns per design and per
     component of :data:`MODEL_COMPONENTS` (ours named): ``model_pJ``, ``gates_pJ`` and
-    ``ratio`` (model / gates). The model has no idle and no non-linear term in its rows.
+    ``ratio`` (model / gates), the gates summed over :data:`MODEL_PIECES` (the pieces the
+    model prices). The model has no idle and no non-linear term in its rows, and no softmax
+    row buffer in its W-read; its total is set beside our free-running ``total`` (idle
+    included) and our ``gated_total``.
     """
     from energy_model.dims import ModelDims
     from matterhorn.block import model_energy
@@ -246,9 +253,10 @@ def model_ratios(gates: Sequence[BlockGates], dims=None) -> dict[str, dict]:
     tokens = dims.batch * dims.seq
     out = {}
     for g in gates:
-        ours = g.totals()
+        per = g.per_token()
+        ours = {k: sum(per[p][k] for p in MODEL_PIECES if p in per) for k in TOTALS}
         row = {}
-        for mk, ok in MODEL_COMPONENTS.items():
+        for mk, ok in (*MODEL_COMPONENTS.items(), ("total", "gated_total")):
             model_pJ = model[g.design][f"{mk}_J"] * 1e12 / tokens
             gates_pJ = ours[ok] / g.divide_by
             row[ok] = {"model_pJ": model_pJ, "gates_pJ": gates_pJ,

@@ -201,6 +201,8 @@ class BlockGates:
             "pieces": self.per_token(),
             "totals": self.totals(),
             "sources": dict(self.sources),
+            "deliveries": dict(self.deliveries),
+            "values": dict(self.values),
             "detail": {p.piece: {"flits": p.flits, "hops": p.hops,
                                  "cycles_per_token": p.cycles / self.tokens, "cells": p.cells,
                                  "sram_bits": p.sram_bits,

@@ -118,7 +118,8 @@ def test_model_beside_the_gates(measured):
     ratios = model_ratios([measured[d] for d in DESIGNS])
     assert set(ratios) == set(DESIGNS)
     for row in ratios.values():
-        assert set(row) == {"movement", "sram_read", "sram_write", "compute", "total"}
+        assert set(row) == {"movement", "sram_read", "sram_write", "compute", "total",
+                            "gated_total"}
         assert row["total"]["model_pJ"] > 0 and row["total"]["gates_pJ"] > 0
 
 
