@@ -5,8 +5,10 @@ every design, bit-exact, and its energy per block (docs/rtl_block.md).
 picks sentences of the evaluation split with their lengths spread, runs them through the
 block's hardware pieces as each design (:func:`regression.block.run_block`: every position,
 every key and value code, the raw sums, both LayerNorms' streams and codes checked), prices
-each design with the paper's model at the rates it measured (``energy_model``), and writes
-``block.json`` (schema ``matterhorn.block/1``), ``block.md`` and ``block.png`` into ``--out``.
+each design with the paper's model at the rates it measured (``energy_model``) and, with
+``--gates``, in our gates on the same sentences (:mod:`matterhorn.block_gates`, movement at the
+hops of the block's placement: :func:`hops_per_flit`), and writes ``block.json`` (schema
+``matterhorn.block/1``), ``block.md`` and ``block.png`` into ``--out``.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from pathlib import Path
 
 from regression.block import DESIGNS, PIECES, TILE_NEURONS, seq_max_of
 
-__all__ = ["BlockSetup", "block_document", "check_checkpoint", "check_designs", "markdown",
-           "model_energy", "plot", "ratio", "run", "setup", "verdict", "write"]
+__all__ = ["BlockSetup", "GatesSetup", "PIECE_SIGNALS", "block_document", "check_checkpoint",
+           "check_designs", "hops_per_flit", "markdown", "model_energy", "plot", "ratio", "run",
+           "setup", "verdict", "write"]
 
 #: The paper's per-block ratio of M-TTFS k = 1 to the dense QNN (BERT-base, its energy table:
 #: 48.27 / 71.54 mJ).
@@ -28,6 +31,14 @@ PAPER_RATIO = 48.27 / 71.54
 CALIBRATION = 6
 #: Model components of a design's energy (``energy_model``'s, joules in its report).
 MODEL_COMPONENTS = ("move", "wread", "kvwrite", "compute")
+#: The signals of the block's mesh (:data:`rtl_gen.block_map.SIGNALS`) that carry each piece's
+#: input (:data:`regression.block.PIECES`).
+PIECE_SIGNALS = {
+    "query": ("q_proj_in",), "key": ("k_proj_in",), "value": ("v_proj_in",),
+    "attention": ("query", "key", "value"), "attn_out": ("attn_out_in",),
+    "norm_attn": ("attn_sum", "residual_in"), "ffn_expand": ("ffn_expand_in",),
+    "ffn_contract": ("ffn_contract_in",), "norm_ffn": ("ffn_sum", "residual_mid"),
+}
 
 
 @dataclass(frozen=True)
@@ -39,6 +50,17 @@ class BlockSetup:
     name: str
     sentences: list[str]
     seq_max: int
+
+
+@dataclass(frozen=True)
+class GatesSetup:
+    """How :func:`run` prices each design in our gates (:mod:`matterhorn.block_gates`): the
+    liberty, the replays' simulator, the working folder (netlists, replays) and the clock."""
+
+    liberty: Path
+    sim: str
+    work: Path
+    clock_ns: float = 10.0
 
 
 def check_designs(designs, ks) -> list[str]:
@@ -114,23 +136,58 @@ def setup(model: str, sentences: int, *, block: int = 0, seed: int = 0,
 
 
 def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEURONS,
-        steps=None) -> dict:
-    """Every design of ``designs`` over the sentences; the ``block.json`` document.
-    ``steps``: a :class:`toolkit_base.console.Steps` told of each design."""
+        steps=None, gates: GatesSetup | None = None) -> dict:
+    """Every design of ``designs`` over the sentences, and with ``gates`` each priced in our
+    gates on the same sentences; the ``block.json`` document. ``steps``: a
+    :class:`toolkit_base.console.Steps` told of each design and each pricing."""
     from regression.block import run_block
+    from rtl_gen.block_map import BlockShape, place_block
 
-    runs = []
+    placement = place_block(BlockShape.of(st.qnn.cfg, seq_max=st.seq_max,
+                                          tile_neurons=tile_neurons))
+    n = len(st.sentences)
+    runs, priced, cache = [], {}, {}
     for d in designs:
         if steps is not None:
-            n = len(st.sentences)
             steps.start(f"{d}: {n} sentence{'s' if n > 1 else ''} through the block's pieces")
         runs.append(run_block(st.qnn, st.tokenizer, st.sentences, d, block=block,
                               tile_neurons=tile_neurons))
         if steps is not None:
             steps.advance(f"{d}: {runs[-1].mismatches} mismatches")
+        if gates is not None and runs[-1].mismatches:
+            if steps is not None:
+                steps.advance(f"{d}: not priced in gates (its pieces mismatch)")
+        elif gates is not None:
+            from matterhorn.block_gates import capture, measure_block_gates
+
+            if steps is not None:
+                steps.start(f"{d}: priced in gates ({Path(gates.liberty).name})")
+            seqs = capture(st.qnn, st.tokenizer, st.sentences, d, block=block)
+            priced[d] = measure_block_gates(
+                st.qnn, seqs, d, lib_path=gates.liberty, work=Path(gates.work) / d,
+                sim=gates.sim, block=block, clock_ns=gates.clock_ns, cache=cache,
+                hops_per_flit=hops_per_flit(placement, runs[-1].flits))
+            if steps is not None:
+                t = priced[d].totals()
+                steps.advance(f"{d}: {t['total']:.0f} pJ per token in gates")
     dims = _dims(st)
     return block_document(st, runs, model_energy(runs, dims), dims, block=block,
-                          tile_neurons=tile_neurons)
+                          tile_neurons=tile_neurons, placement=placement, gates=priced or None)
+
+
+def hops_per_flit(placement, counts) -> dict[str, float]:
+    """Per piece (:data:`PIECE_SIGNALS`), the hops its input flits make on ``placement``
+    (:class:`rtl_gen.block_map.BlockPlacement`) per flit its producers send, from the per-neuron
+    flit counts of a run (:attr:`regression.block.BlockRun.flits`): the flit-hops of every
+    route (a flit multicast to several consumer nodes counts on each path) over the flits
+    sent. The gate-level pricing multiplies its own input flits of the piece by it."""
+    by_signal = placement.traffic(counts).by_signal()
+    out = {}
+    for piece, signals in PIECE_SIGNALS.items():
+        sent = sum(sum(counts.get(s, ())) for s in signals)
+        hops = sum(by_signal[s].flit_hops for s in signals if s in by_signal)
+        out[piece] = hops / sent if sent else 0.0
+    return out
 
 
 def model_energy(runs, dims) -> dict[str, dict[str, float]]:
@@ -174,18 +231,24 @@ def _dims(st: BlockSetup):
 
 
 def block_document(st: BlockSetup, runs, model: dict, dims, *, block: int,
-                   tile_neurons: int) -> dict:
+                   tile_neurons: int, placement=None, gates: dict | None = None) -> dict:
     """``block.json``: the run's parameters, and per design its checks, deliveries, clocks
-    and energy (the paper's model at the measured rates; the gates column is ``null`` until
-    the block's gate-level pricing exists)."""
+    and energy per block: the paper's model at the measured rates and, when ``gates`` (design
+    -> :class:`synth_scripts.block_gates.BlockGates`) is given, our gates (per token on the
+    run's sentences, times the workload's B x S tokens; ``null`` for a design not priced)."""
     from rtl_gen.block_map import BlockShape, place_block
 
     cfg = st.qnn.cfg
-    placement = place_block(BlockShape.of(cfg, seq_max=st.seq_max, tile_neurons=tile_neurons))
+    if placement is None:
+        placement = place_block(BlockShape.of(cfg, seq_max=st.seq_max,
+                                              tile_neurons=tile_neurons))
+    gates = gates or {}
+    tokens_per_block = dims.batch * dims.seq
     designs = []
     for r in runs:
         m = model[r.design]
         traffic = placement.traffic(r.flits)
+        g = gates.get(r.design)
         designs.append({
             "design": r.design,
             "mismatches": r.mismatches,
@@ -201,9 +264,11 @@ def block_document(st: BlockSetup, runs, model: dict, dims, *, block: int,
                         "cycles": p.cycles, "first_mismatch": p.first_mismatch}
                        for p in r.pieces],
             "energy_pJ": {
-                "gates": None,
+                "gates": (None if g is None else
+                          {k: v * tokens_per_block for k, v in g.totals().items()}),
                 "model": {c: m[f"{c}_J"] * 1e12 for c in (*MODEL_COMPONENTS, "total")},
             },
+            "gates_per_token_pJ": None if g is None else g.per_token(),
         })
     return {
         "schema": "matterhorn.block/1",
@@ -213,16 +278,39 @@ def block_document(st: BlockSetup, runs, model: dict, dims, *, block: int,
                  "head_dim": cfg.head_dim, "ffn": cfg.intermediate_size,
                  "seq_max": st.seq_max},
         "k": sorted(int(r.design[-1]) for r in runs if r.design.startswith("mttfs")),
-        "pdk": None,
+        "pdk": next(iter(gates.values())).library if gates else None,
         "sentences": len(st.sentences),
         "tokens": runs[0].tokens,
         "tile_neurons": tile_neurons,
         "mesh": placement.document(),
         "workload": {"batch": dims.batch, "seq": dims.seq,
-                     "what": "energy per block of B sequences of S tokens, the paper's model "
+                     "what": "energy per block of B sequences of S tokens: the paper's model "
                      "(energy_model) at the spike rates measured here, its unit costs the "
-                     "paper's table"},
+                     "paper's table (22 nm, 0.8 V)"
+                     + ("; our gates: pJ per token measured on the run's sentences (their "
+                        "lengths, not S), times B x S tokens, at the liberty's own node (not "
+                        "scaled)" if gates else "")},
+        "gates": _gates_document(gates) if gates else None,
         "designs": designs,
+    }
+
+
+def _gates_document(gates: dict) -> dict:
+    """How the gates were measured, where each component's cost comes from, and the paper's
+    model beside them per component (:func:`matterhorn.block_gates.model_ratios`)."""
+    from matterhorn.block_gates import model_ratios
+
+    g0 = next(iter(gates.values()))
+    return {
+        "library": g0.library,
+        "liberty": g0.liberty,
+        "clock_ns": g0.clock_ns,
+        "simulator": g0.simulator,
+        "sram_pJ_per_bit": g0.sram_bit_pJ,
+        "scaling_divide_by": g0.divide_by,
+        "sources": dict(g0.sources),
+        "seconds": {d: round(g.seconds, 1) for d, g in gates.items()},
+        "model_vs_gates": model_ratios(list(gates.values())),
     }
 
 
@@ -235,7 +323,8 @@ def ratio(doc: dict, design: str = "mttfs-k1", source: str = "model") -> float |
 
 
 def verdict(doc: dict) -> list[str]:
-    """The answer, first: the checks, then the ratio against the paper's."""
+    """The answer, first: the checks, then the ratio in our gates (when measured) and in the
+    paper's model, against the paper's."""
     bad = sum(d["mismatches"] for d in doc["designs"])
     checked = sum(d["checked"] for d in doc["designs"])
     names = ", ".join(d["design"] for d in doc["designs"])
@@ -244,12 +333,26 @@ def verdict(doc: dict) -> list[str]:
              f"({doc['tokens']} tokens): "
              + (f"0 mismatches in {checked} values checked ({names})" if bad == 0 else
                 f"FAIL: {bad} mismatches in {checked} values checked ({names})")]
+    g = ratio(doc, source="gates")
+    if g is not None:
+        by = {d["design"]: d["energy_pJ"]["gates"] for d in doc["designs"]}
+        gated = by["mttfs-k1"]["gated_total"] / by["dense"]["gated_total"]
+        logic = _logic(by["mttfs-k1"]) / _logic(by["dense"])
+        lines.append(f"In our gates ({doc['gates']['library']}, {doc['gates']['clock_ns']:g} ns "
+                     f"clock), an M-TTFS k=1 block costs {g:.3f}x the dense INT4 block "
+                     f"(clock-gated {gated:.3f}x; without the SRAM bits, which are the PDK "
+                     f"table's per-bit figure and not our gates, {logic:.3f}x).")
     r = ratio(doc)
     if r is not None:
-        lines.append(f"An M-TTFS k=1 block costs {r:.3f}x the dense INT4 block in the paper's "
-                     f"model at the rates measured here (the paper: {PAPER_RATIO:.3f}x); in "
-                     "our gates: not measured yet.")
+        lines.append(f"In the paper's model at the rates measured here: {r:.3f}x (the paper: "
+                     f"{PAPER_RATIO:.3f}x)" + ("." if g is not None else
+                                              "; in our gates: not measured (--gates)."))
     return lines
+
+
+def _logic(e: dict) -> float:
+    """A design's energy in our gates alone: its total less the SRAM bits."""
+    return e["total"] - e["sram_read"] - e["sram_write"]
 
 
 def markdown(doc: dict) -> str:
@@ -272,6 +375,8 @@ def markdown(doc: dict) -> str:
         rows.append([d["design"], *(f"{m[c] / 1e6:.4g}" for c in (*MODEL_COMPONENTS, "total")),
                      rel])
     lines += markdown_table(["design", *MODEL_COMPONENTS, "total", "vs dense"], rows) + [""]
+    if doc.get("gates"):
+        lines += _gates_markdown(doc)
     mesh = doc["mesh"]["mesh"]
     lines += [(f"## Movement on the block's mesh ({mesh['rows']}x{mesh['cols']}, "
               f"docs/rtl_block.md), all sentences"), ""]
@@ -294,24 +399,83 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines)
 
 
+def _gates_markdown(doc: dict) -> list[str]:
+    """block.md's sections on our gates: per block by component, per piece per token, and the
+    paper's model beside them."""
+    from synth_scripts.block_gates import COMPONENTS, TOTALS
+    from synth_scripts.block_gates import PIECES as GATE_PIECES
+    from toolkit_base.tables import markdown_table
+
+    gd, w = doc["gates"], doc["workload"]
+    priced = [d for d in doc["designs"] if d["energy_pJ"]["gates"] is not None]
+    dense = next((d for d in priced if d["design"] == "dense"), None)
+    lines = [f"## Energy per block in our gates (µJ), B = {w['batch']}, S = {w['seq']}", "",
+             (f"{gd['library']} ({gd['liberty']}), {gd['clock_ns']:g} ns clock, gate-level "
+             f"replays on {gd['simulator']}; pJ per token on the run's {doc['tokens']} tokens, "
+             f"times {w['batch'] * w['seq']} tokens; at the library's node, not scaled. SRAM "
+             "columns are bits x the PDK table's per-bit figure (not our gates: "
+             f"{gd['sources']['sram_read']})."), ""]
+    rows = []
+    for d in priced:
+        e = d["energy_pJ"]["gates"]
+        rel = (f"{e['total'] / dense['energy_pJ']['gates']['total']:.3f}"
+               if dense is not None else "")
+        gated = (f"{e['gated_total'] / dense['energy_pJ']['gates']['gated_total']:.3f}"
+                 if dense is not None else "")
+        rows.append([d["design"], *(f"{e[c] / 1e6:.4g}" for c in TOTALS), rel, gated])
+    lines += markdown_table(["design", *TOTALS, "vs dense", "gated vs dense"], rows) + [""]
+    lines += ["### Per piece, pJ per token (free-running total / clock-gated total)", ""]
+    lines += markdown_table(
+        ["piece", *(d["design"] for d in priced)],
+        [[p, *(f"{d['gates_per_token_pJ'][p]['total']:.0f} / "
+               f"{d['gates_per_token_pJ'][p]['gated_total']:.0f}" for d in priced)]
+         for p in GATE_PIECES]) + [""]
+    lines += ["### The paper's model beside our gates, per token", "",
+              ("The model's rows (its formulas and unit costs at 22 nm) at the rates and "
+              "dimensions of the run; our gates over the pieces the model prices (the tiles "
+              "and the attention path), scaled to 22 nm / 0.8 V (divided by "
+              f"{gd['scaling_divide_by']:.3g}); error = model / gates."), ""]
+    ratios = gd["model_vs_gates"]
+    comps = [c for c in (*COMPONENTS, "total", "gated_total")
+             if c in next(iter(ratios.values()))]
+    lines += markdown_table(
+        ["design", *comps],
+        [[d, *(f"{row[c]['model_pJ']:.3g} / {row[c]['gates_pJ']:.3g}" +
+               (f" = {row[c]['ratio']:.2f}x" if row[c]["ratio"] is not None else "")
+               for c in comps)] for d, row in ratios.items()]) + [""]
+    lines += ["### Where each cost comes from", ""]
+    lines += [f"- **{k}**: {v}" for k, v in gd["sources"].items()] + [""]
+    return lines
+
+
 def plot(doc: dict, path: Path) -> None:
-    """``block.png``: one stacked bar per design, the model's components per block."""
+    """``block.png``: one stacked bar per design, the model's components per block, and with
+    gates beside it our gates' components."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     names = [d["design"] for d in doc["designs"]]
-    fig, ax = plt.subplots(figsize=(1.2 * len(names) + 2.5, 3.6))
-    bottom = [0.0] * len(names)
-    for comp in MODEL_COMPONENTS:
-        vals = [d["energy_pJ"]["model"][comp] / 1e6 for d in doc["designs"]]
-        ax.bar(names, vals, bottom=bottom, label=comp)
-        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
-    ax.set_ylabel("µJ per block (model, measured rates)")
-    ax.set_title(f"{doc['model']}: energy per block, B={doc['workload']['batch']}, "
+    panels = [("model", MODEL_COMPONENTS, "µJ per block (model, measured rates)")]
+    if doc.get("gates"):
+        from synth_scripts.block_gates import COMPONENTS
+
+        panels.append(("gates", COMPONENTS,
+                       f"µJ per block (our gates, {doc['gates']['library']})"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(len(panels) * (1.2 * len(names) + 2.5),
+                                                      3.6), squeeze=False)
+    for ax, (source, comps, label) in zip(axes[0], panels, strict=True):
+        bottom = [0.0] * len(names)
+        for comp in comps:
+            vals = [(d["energy_pJ"][source] or {}).get(comp, 0.0) / 1e6 for d in doc["designs"]]
+            ax.bar(names, vals, bottom=bottom, label=comp)
+            bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+        ax.tick_params(axis="x", labelsize=8)
+    fig.suptitle(f"{doc['model']}: energy per block, B={doc['workload']['batch']}, "
                  f"S={doc['workload']['seq']}")
-    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, metadata={"Software": None})
     plt.close(fig)
@@ -325,7 +489,8 @@ def write(doc: dict, out: Path) -> list[Path]:
     from toolkit_base.files import staging_dir
     from toolkit_base.schemas import validate
 
-    if not all(math.isfinite(d["energy_pJ"]["model"]["total"]) for d in doc["designs"]):
+    if not all(math.isfinite(d["energy_pJ"][s]["total"]) for d in doc["designs"]
+               for s in ("model", "gates") if d["energy_pJ"][s] is not None):
         raise ValueError("an energy figure of block.json is not finite")
     validate(doc, "block", "block.json")
     out = Path(out)

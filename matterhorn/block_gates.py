@@ -159,7 +159,7 @@ def _jobs(qnn, sequences, design: str, block: int, pr: Pricing) -> dict:
 
 def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str = "verilator",
                         block: int = 0, clock_ns: float = 10.0,
-                        flit_hops: Mapping[str, float] | None = None,
+                        hops_per_flit: Mapping[str, float] | None = None,
                         cache: dict | None = None) -> BlockGates:
     """Price ``design`` (:data:`regression.block.DESIGNS`) of block ``block`` of ``qnn`` (integer
     mode, masks calibrated) in gates on ``sequences`` (:class:`networks.block.BlockSequence`,
@@ -176,8 +176,9 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
         The replays' simulator.
     clock_ns : float
         The clock the energies are priced at (leakage, idle clock).
-    flit_hops : mapping, optional
-        Hops of each piece's input flits (a placement's); default one hop per flit.
+    hops_per_flit : mapping, optional
+        Piece -> hops per input flit on a placement (:func:`matterhorn.block.hops_per_flit`);
+        default one.
     cache : dict, optional
         Keeps mapped netlists (tiles, nodes, units, routers) per liberty across calls: pass
         the same dict for every design of a run.
@@ -197,7 +198,7 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
         raise ValueError("sequences must hold at least one captured sentence")
     t0 = time.perf_counter()
     pr = Pricing.prepare(lib_path, work, sim=sim, clock_ns=clock_ns, cache=cache,
-                         flit_hops=flit_hops)
+                         hops_per_flit=hops_per_flit)
     jobs = _jobs(qnn, sequences, design, block, pr)
     pieces = {}
     for name in PIECES:

@@ -55,7 +55,8 @@ Components, in pJ (:data:`COMPONENTS`):
   probability encoder) and the add+LayerNorm units, less their idle clock.
 - ``movement``: a piece's input flits (:func:`piece_flits`) x their hops x the per-hop energy of
   the generated router (:func:`synth_scripts.gate_compare.router_energy`) on those flits. The
-  hops default to one per flit (no placement yet; ``flit_hops`` overrides them per piece);
+  hops default to one per flit (``hops_per_flit`` sets a piece's from a placement:
+  :func:`matterhorn.block.hops_per_flit`);
   inside the attention path the hops its mesh counted (``cnt_hops``) on its own router. The
   input flits: a tile's input events (the dense design: ``P`` codes a flit); the attention
   path's query, key and value streams as their tiles send them; an add+LayerNorm unit's sums
@@ -260,7 +261,7 @@ class Pricing:
     per-bit SRAM energy of that table, :func:`synth_scripts.scaling.sram_bit_pJ`; the factor
     that scales it to 22 nm / 0.8 V, :func:`synth_scripts.scaling.scaling_rule`), the working
     folder, the replays' simulator and clock, the mapped netlists kept across calls
-    (``cache``) and each piece's input-flit hops (``flit_hops``; default one per flit)."""
+    (``cache``) and each piece's hops per input flit (``hops_per_flit``; default one)."""
 
     lib_path: Path
     work: Path
@@ -272,12 +273,12 @@ class Pricing:
     sram_bit_source: str
     divide_by: float
     cache: dict
-    flit_hops: Mapping[str, float]
+    hops_per_flit: Mapping[str, float]
 
     @classmethod
     def prepare(cls, lib_path, work, *, sim: str = "verilator", clock_ns: float = 10.0,
                 cache: dict | None = None,
-                flit_hops: Mapping[str, float] | None = None) -> Pricing:
+                hops_per_flit: Mapping[str, float] | None = None) -> Pricing:
         """Read the liberty at ``lib_path`` (its working copy in ``work/lib``). ``cache``
         (kept by the caller across designs) holds a section per liberty."""
         from synth_scripts import liberty, scaling
@@ -288,7 +289,7 @@ class Pricing:
         rule = scaling.scaling_rule(lib.nom_voltage, scaling.technology_of(lib.name))
         return cls(Path(lib_path), work, sim, clock_ns, lib.name, lib.source_name,
                    scaling.sram_bit_pJ(lib), lib.pdk.sram_bit["source"], rule["divide_by"],
-                   cache.setdefault(lib.sha256, {}), dict(flit_hops or {}))
+                   cache.setdefault(lib.sha256, {}), dict(hops_per_flit or {}))
 
     def router(self, flits, payload_width: int, addr_width: int, *, mesh=None,
                kind: str = "routers") -> dict:
@@ -301,7 +302,9 @@ class Pricing:
                              self.cache.setdefault(kind, {}), mesh=mesh or MESH)
 
     def hops(self, piece: str, flits: int) -> float:
-        return float(self.flit_hops.get(piece, flits))
+        """The hops ``flits`` input flits of ``piece`` make: one each unless
+        ``hops_per_flit`` gives the piece's."""
+        return flits * float(self.hops_per_flit.get(piece, 1.0))
 
     def sources(self) -> dict[str, str]:
         """Where each component's cost comes from."""

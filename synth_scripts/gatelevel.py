@@ -309,7 +309,8 @@ def _cell_models(lib: liberty.Liberty, workdir: Path) -> Path:
 
 def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
                 *, cut_macros: Mapping[str, str] | None = None,
-                blackboxes: str | None = None, cut_memories: bool = False) -> Netlist:
+                blackboxes: str | None = None, cut_memories: bool = False,
+                fast: bool = False) -> Netlist:
     """Map ``verilog_text`` (module ``top``) to the liberty and write a simulatable netlist.
 
     Parameters
@@ -329,6 +330,8 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
         register's name), which the trace drives from the read port's ``data``; the array and
         its write logic go with them. Priced apart, as the macros. A table that Yosys makes a
         ROM of (a ``case`` statement) stays logic.
+    fast : bool
+        Map with ABC's fast script (:func:`synth_scripts.flow.mapping`).
 
     Raises
     ------
@@ -376,7 +379,7 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
             "expose -input @rdata",
             f"delete t:{macro}",
         ]
-    cmds += [f"synth -flatten -top {top}", flow.mapping(lib, workdir).rstrip("\n")]
+    cmds += [f"synth -flatten -top {top}", flow.mapping(lib, workdir, fast=fast).rstrip("\n")]
     cmds += [
         "setundef -zero",
         "splitnets",

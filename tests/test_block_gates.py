@@ -156,3 +156,65 @@ def test_the_arithmetic_of_a_result():
     doc = json.loads(json.dumps(g.to_json()))
     assert doc["unit"] == "pJ per token" and doc["detail"]["query"]["cycles_per_token"] == 0.25
     assert _pieces(3, -1, 21) == [(3, 0xFFFF), (3, 0x1F)] and _pieces(0, 5, 16) == [(0, 5)]
+
+
+def _setup(model):
+    from matterhorn.block import BlockSetup
+    from regression.block import seq_max_of
+
+    qnn, tok = model
+    return BlockSetup(qnn, tok, "tiny random", [SENTENCE], seq_max_of(qnn.cfg))
+
+
+def test_hops_per_flit_follow_the_placement(model):
+    """Each piece's hops per input flit are its signals' flit-hops on the block's placement
+    over the flits their producers sent: at least one hop (every consumer node is another
+    node), more where a flit is multicast to several consumer nodes."""
+    from matterhorn.block import PIECE_SIGNALS, hops_per_flit
+    from regression.block import TILE_NEURONS, run_block, seq_max_of
+    from rtl_gen.block_map import BlockShape, place_block
+
+    qnn, tok = model
+    run = run_block(qnn, tok, [SENTENCE], "mttfs-k1")
+    placement = place_block(BlockShape.of(qnn.cfg, seq_max=seq_max_of(qnn.cfg),
+                                          tile_neurons=TILE_NEURONS))
+    hops = hops_per_flit(placement, run.flits)
+    assert set(hops) == set(PIECES) == set(PIECE_SIGNALS)
+    by_signal = placement.traffic(run.flits).by_signal()
+    for piece, signals in PIECE_SIGNALS.items():
+        sent = sum(sum(run.flits[s]) for s in signals)
+        assert sent > 0, piece
+        assert hops[piece] == sum(by_signal[s].flit_hops for s in signals) / sent
+        assert hops[piece] >= 1.0, piece
+    # the attention path's inputs go to every head's nodes: more than one hop per flit sent
+    assert hops["attention"] > 1.0
+
+
+@pytest.mark.slow
+def test_block_document_with_gates(model, measured, tmp_path):
+    """``matterhorn block``'s document with the gates: per block at the workload, the
+    model beside them, the verdict in our gates first, a valid block.json."""
+    from matterhorn import block
+    from regression.block import TILE_NEURONS, run_block
+
+    st = _setup(model)
+    runs = [run_block(st.qnn, st.tokenizer, st.sentences, d) for d in DESIGNS]
+    dims = block._dims(st)
+    doc = block.block_document(st, runs, block.model_energy(runs, dims), dims, block=0,
+                               tile_neurons=TILE_NEURONS, gates=measured)
+    paths = block.write(doc, tmp_path / "out")
+    doc = json.loads(paths[0].read_text())
+    tokens = doc["workload"]["batch"] * doc["workload"]["seq"]
+    for d in doc["designs"]:
+        g = d["energy_pJ"]["gates"]
+        assert set(g) == set(TOTALS)
+        assert math.isclose(g["total"], measured[d["design"]].totals()["total"] * tokens)
+        assert set(d["gates_per_token_pJ"]) == set(PIECES)
+    assert doc["pdk"] == "NangateOpenCellLibrary"
+    assert set(doc["gates"]["model_vs_gates"]) == set(DESIGNS)
+    r = block.ratio(doc, source="gates")
+    lines = block.verdict(doc)
+    assert lines[1].startswith("In our gates (NangateOpenCellLibrary, 10 ns clock), an M-TTFS "
+                               f"k=1 block costs {r:.3f}x the dense INT4 block")
+    md = (tmp_path / "out" / "block.md").read_text()
+    assert "## Energy per block in our gates" in md and "not our gates" in md

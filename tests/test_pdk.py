@@ -301,7 +301,8 @@ def uses_the_mapping(script: str) -> bool:
     """``script`` runs the lines of ``map_liberty.ys`` in order, one after the other, and maps
     nowhere else (one ``dfflibmap`` and one ``abc``)."""
     lines = [ln for ln in script.splitlines() if ln.strip() and not ln.startswith("#")]
-    pattern = [re.compile(re.escape(m).replace(re.escape("{liberty}"), r"\S+") + "$")
+    pattern = [re.compile(re.escape(m).replace(re.escape("{liberty}"), r"\S+")
+                          .replace(re.escape("{abc_fast}"), "(?:-fast )?") + "$")
                for m in _MAP]
     starts = [i for i in range(len(lines) - len(_MAP) + 1)
               if all(p.match(lines[i + j]) for j, p in enumerate(pattern))]

