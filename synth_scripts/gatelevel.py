@@ -310,7 +310,7 @@ def _cell_models(lib: liberty.Liberty, workdir: Path) -> Path:
 def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
                 *, cut_macros: Mapping[str, str] | None = None,
                 blackboxes: str | None = None, cut_memories: bool = False,
-                fast: bool = False) -> Netlist:
+                no_fraig: bool = False) -> Netlist:
     """Map ``verilog_text`` (module ``top``) to the liberty and write a simulatable netlist.
 
     Parameters
@@ -330,8 +330,8 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
         register's name), which the trace drives from the read port's ``data``; the array and
         its write logic go with them. Priced apart, as the macros. A table that Yosys makes a
         ROM of (a ``case`` statement) stays logic.
-    fast : bool
-        Map with ABC's fast script (:func:`synth_scripts.flow.mapping`).
+    no_fraig : bool
+        Map with ABC's script without its equivalence steps (:func:`synth_scripts.flow.mapping`).
 
     Raises
     ------
@@ -379,7 +379,8 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
             "expose -input @rdata",
             f"delete t:{macro}",
         ]
-    cmds += [f"synth -flatten -top {top}", flow.mapping(lib, workdir, fast=fast).rstrip("\n")]
+    cmds += [f"synth -flatten -top {top}",
+             flow.mapping(lib, workdir, no_fraig=no_fraig).rstrip("\n")]
     cmds += [
         "setundef -zero",
         "splitnets",

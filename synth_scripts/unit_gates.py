@@ -28,10 +28,10 @@ from pathlib import Path
 
 from synth_scripts import gate_energy, gatelevel
 
-#: Units mapped with ABC's fast script (:func:`synth_scripts.flow.mapping`): the add+LayerNorm
-#: unit's wide multipliers (``N*S2 - S1**2``, ``D * F``) keep the default script's ``&fraig -x``
-#: busy for over an hour at 32 channels; the fast script maps it in about 4 minutes.
-FAST_MAPPING = frozenset({"add_norm"})
+#: Units mapped without ABC's equivalence steps (:func:`synth_scripts.flow.mapping`,
+#: ``no_fraig``): the add+LayerNorm unit's wide multipliers (``N*S2 - S1**2``, ``D * F``) keep
+#: ``&fraig -x`` busy for over an hour at 32 channels.
+NO_FRAIG = frozenset({"add_norm"})
 
 __all__ = ["UnitRun", "measure", "run_add_norm", "run_softmax", "unit_costs"]
 
@@ -142,7 +142,7 @@ def measure(run: UnitRun, config, lib_path, work, *, sim: str = "verilator",
     if key not in netlists:
         netlists[key] = gatelevel.map_netlist(text, b.module, lib_path, work / "netlist",
                                               cut_macros={MACRO_NAME: "RDATA"},
-                                              fast=run.unit in FAST_MAPPING)
+                                              no_fraig=run.unit in NO_FRAIG)
     net = netlists[key]
     cells = net.lib.library.cells
     area = sum(cells[c.type].area for c in net.cells)

@@ -302,7 +302,7 @@ def uses_the_mapping(script: str) -> bool:
     nowhere else (one ``dfflibmap`` and one ``abc``)."""
     lines = [ln for ln in script.splitlines() if ln.strip() and not ln.startswith("#")]
     pattern = [re.compile(re.escape(m).replace(re.escape("{liberty}"), r"\S+")
-                          .replace(re.escape("{abc_fast}"), "(?:-fast )?") + "$")
+                          .replace(re.escape("{abc_script}"), r"(?:-script \S+ )?") + "$")
                for m in _MAP]
     starts = [i for i in range(len(lines) - len(_MAP) + 1)
               if all(p.match(lines[i + j]) for j, p in enumerate(pattern))]
@@ -338,13 +338,19 @@ def test_synthesis_system_and_gate_level_share_the_mapping_script(monkeypatch, t
         system_area.synthesize_system(
             RTLConfig(T=4, k=1, n_in=8, tile_neurons=2, mesh_rows=1, mesh_cols=2),
             tmp_path / "sys", liberty_file=nangate_lib)
-    with pytest.raises(_Stop):
-        gatelevel.map_netlist("module m(input clk, input a, output reg y);\n"
-                              "always @(posedge clk) y <= a;\nendmodule\n", "m", nangate_lib,
-                              tmp_path / "gl")
-    assert sorted(scripts) == ["yosys mapping m", "yosys on mh_op_enc", "yosys on mttfs_system"]
+    for no_fraig in (False, True):
+        with pytest.raises(_Stop):
+            gatelevel.map_netlist("module m(input clk, input a, output reg y);\n"
+                                  "always @(posedge clk) y <= a;\nendmodule\n", "m",
+                                  nangate_lib, tmp_path / f"gl{no_fraig}", no_fraig=no_fraig)
+        scripts[f"yosys mapping m, no_fraig={no_fraig}"] = scripts.pop("yosys mapping m")
+    assert sorted(scripts) == ["yosys mapping m, no_fraig=False", "yosys mapping m, no_fraig=True",
+                               "yosys on mh_op_enc", "yosys on mttfs_system"]
     for what, text in scripts.items():
         assert uses_the_mapping(text), what
+    # ABC's script without its equivalence steps, and only where asked
+    assert [w for w, t in scripts.items() if "abc -script +strash;dc2;" in t] == [
+        "yosys mapping m, no_fraig=True"]
     # a hand-written mapping (the system's before it shared the script) is told apart
     old = ("synth -top mttfs_system\ndfflibmap -liberty cells.lib\nabc -liberty cells.lib\n"
            "opt_clean -purge\ntee -q -o liberty_stat.txt stat -liberty cells.lib\n")
