@@ -134,6 +134,9 @@ class PieceGates:
     sram_bits: dict[str, int] = field(default_factory=dict)
     parts: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    #: Tiles the piece ran on (a linear piece is priced as one tile of ``lanes = N``): what
+    #: :func:`regression.block._deliveries` divides a layer's input counters by.
+    tiles: int = 1
 
     def check(self) -> None:
         """The components add up to the free-running total; the gated total adds SRAM,
