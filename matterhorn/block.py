@@ -412,9 +412,9 @@ def _gates_markdown(doc: dict) -> list[str]:
     lines = [f"## Energy per block in our gates (µJ), B = {w['batch']}, S = {w['seq']}", "",
              (f"{gd['library']} ({gd['liberty']}), {gd['clock_ns']:g} ns clock, gate-level "
              f"replays on {gd['simulator']}; pJ per token on the run's {doc['tokens']} tokens, "
-             f"times {w['batch'] * w['seq']} tokens; at the library's node, not scaled. SRAM "
-             "columns are bits x the PDK table's per-bit figure (not our gates: "
-             f"{gd['sources']['sram_read']})."), ""]
+             f"times {w['batch'] * w['seq']} tokens; at the library's node, not scaled. The SRAM "
+             f"columns are bits x {gd['sram_pJ_per_bit']:.4g} pJ per bit, the PDK table's "
+             "figure, not our gates (where each cost comes from: below)."), ""]
     rows = []
     for d in priced:
         e = d["energy_pJ"]["gates"]
