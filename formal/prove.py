@@ -32,7 +32,7 @@ JOBS = "jobs"
 
 def _check(prop: Property, workdir: Path, module=None):
     harness = prop.build(module)
-    return run_sby(workdir, harness, mode=prop.mode, depth=prop.depth)
+    return run_sby(workdir, harness, mode=prop.mode, depth=prop.depth, syn=prop.syn)
 
 
 def _property_entry(prop: Property, jobs: Path, log, bar) -> dict:

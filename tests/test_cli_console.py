@@ -12,6 +12,7 @@ names.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import re
@@ -186,11 +187,28 @@ def test_a_command_that_fails_to_import_is_an_error(monkeypatch, capsys):
 # quiet, verbose, progress
 
 
-def test_quiet_prints_nothing_and_verbose_more(tmp_path, capsys):
+@pytest.fixture(scope="module")
+def quiet_generate(tmp_path_factory):
+    """One ``generate --quiet`` under the umask 022, shared by the tests of what it prints and
+    of the modes of what it writes: its exit status, standard output and error, and folder."""
+    out = tmp_path_factory.mktemp("quiet") / "rtl"
+    printed, errors = io.StringIO(), io.StringIO()
+    old = os.umask(0o022)
+    try:
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(errors):
+            code = main(["generate", "--quiet", "--out", str(out)])
+    finally:
+        os.umask(old)
+        console.set_level(console.NORMAL)
+    return code, printed.getvalue(), errors.getvalue(), out
+
+
+def test_quiet_prints_nothing_and_verbose_more(quiet_generate, tmp_path, capsys):
+    code, printed, errors, quiet_out = quiet_generate
+    assert code == 0
+    assert (printed, errors) == ("", "")
+    assert (quiet_out / "manifest.json").is_file()
     out = tmp_path / "rtl"
-    assert main(["generate", "--quiet", "--out", str(out)]) == 0
-    assert capsys.readouterr() == ("", "")
-    assert (out / "manifest.json").is_file()
     assert main(["generate", "--out", str(out)]) == 0
     normal = capsys.readouterr()
     assert re.search(r"^wrote \d+ modules and manifest.json to ", normal.out, re.M)
@@ -297,13 +315,10 @@ def test_result_files_follow_the_umask(umask, file_mode, dir_mode, tmp_path):
     assert stat.S_IMODE((tmp_path / "folder").stat().st_mode) == dir_mode
 
 
-def test_a_commands_results_are_0644(tmp_path, capsys):
-    old = os.umask(0o022)
-    try:
-        assert main(["generate", "--quiet", "--out", str(tmp_path / "rtl")]) == 0
-    finally:
-        os.umask(old)
-    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "rtl").iterdir()}
+def test_a_commands_results_are_0644(quiet_generate):
+    code, _, _, out = quiet_generate  # generate --quiet under the umask 022
+    assert code == 0
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in out.iterdir()}
     assert set(modes.values()) == {0o644}, modes
 
 

@@ -75,7 +75,9 @@ def test_flow_interrupted(tmp_path, capsys):
     capsys.readouterr()
     first = json.loads((out / "flow.json").read_text())
     assert {s["status"] for s in first["stages"].values()} == {"ok", "skipped"}
-    proc = _start(["flow", "--T", "4", "--out", "flow", *skip], tmp_path)
+    # generate ran above: the run goes straight to the regress stage (without generating the
+    # same Verilog again), where it is interrupted
+    proc = _start(["flow", "--T", "4", "--out", "flow", "--skip", "generate", *skip], tmp_path)
     # at once: with the simulators' builds cached (as in the whole suite) the stage is short
     code, lines = _interrupt_when(proc, "regress: start", signal.SIGINT)
     doc = json.loads((out / "flow.json").read_text())
@@ -93,8 +95,9 @@ def test_regress_interrupted(tmp_path, capsys):
     capsys.readouterr()
     first = json.loads((out / "regress_summary.json").read_text())
     assert (first["passed"], first["failed"], first["parameters"]["seed"]) == (1, 0, 0)
+    # benches of one parameter set (the run generates its Verilog once before any job)
     proc = _start(["regress", "--T", "4", "--seed", "9", "--bench", "sram", "--bench", "tile",
-                   "--bench", "system", "--quick", "--out", "r"], tmp_path)
+                   "--bench", "router", "--quick", "--out", "r"], tmp_path)
     # at once, with two benches still to run (their builds may be cached by earlier tests)
     code, lines = _interrupt_when(proc, "PASS sram", signal.SIGINT)
     assert not (out / "regress_summary.json").exists()  # not the earlier seed-0 pass
@@ -162,8 +165,12 @@ def _start_group(args: list[str], cwd: Path) -> subprocess.Popen:
 def test_workers_interrupted_quietly(tmp_path):
     # before the fix: 2-4 tracebacks of the Dask workers (KeyboardInterrupt, CancelledError,
     # heartbeat errors), 34-67 lines, after or before the interrupted line
+    # the benches of the block parameter set only: one Verilog generation before the first job
+    # (every bench's sets would be five), five jobs, so both workers are busy when it lands
+    benches = [arg for b in ("encoder", "sram", "tile", "dense_tile", "router")
+               for arg in ("--bench", b)]
     proc = _start_group(["regress", "--T", "4", "--k", "0", "1", "--sim", "icarus",
-                         "--workers", "2", "--quick", "--out", "r"], tmp_path)
+                         "--workers", "2", *benches, "--quick", "--out", "r"], tmp_path)
     lines: list[str] = []
     first = threading.Event()
 
