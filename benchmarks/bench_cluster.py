@@ -41,7 +41,7 @@ BENCHES = ("encoder", "sram", "tile")
 def threads(jobs, root: Path, n: int):
     """The executor sweeps had before: generation here, then a thread pool."""
     for j in jobs:
-        generate_rtl(BENCH_KINDS[j.bench].params(j), root)
+        generate_rtl(BENCH_KINDS[j.bench].params(j), root, modules=(BENCH_KINDS[j.bench].top,))
     with ThreadPoolExecutor(max_workers=n) as pool:
         return list(pool.map(functools.partial(run_job, root=root), jobs))
 

@@ -175,7 +175,7 @@ def test_tile_bench_kills_a_threshold_mutant(tmp_path):
     """Negative control on the RTL side: one lane's ``V >= theta`` turned into ``V > theta`` in a
     copy of the generated tile must make the tile bench fail."""
     j = next(j for j in DEFAULT_JOBS if j.bench == "tile" and j.sim == "icarus")
-    rtl_dir, manifest = regression.generate_rtl(dict(j.params), ROOT)
+    rtl_dir, manifest = regression.generate_rtl(dict(j.params), ROOT, modules=("mttfs_tile",))
     lines = (rtl_dir / "mttfs_tile.v").read_text().splitlines()
     compares = [i for i, line in enumerate(lines) if "$signed" in line and " >= " in line]
     assert len(compares) >= 2, "no signed >= compare found in mttfs_tile.v to mutate"

@@ -316,7 +316,7 @@ def run_attention(cfg, case: AttentionCase, sim_name: str, *, out_dir="build/att
     j = job("attention", sim_name, {**params, "source": "case"}, seed, repeat=repeat,
             p_idle=float(p_idle), p_stall=float(p_stall))
     root = Path(out_dir).resolve()
-    generated = generate_rtl(params, root)
+    generated = generate_rtl(params, root, modules=(block("attention").module,))
 
     def make_config(manifest):
         entry = module_entry(manifest, block("attention").module)

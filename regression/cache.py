@@ -48,8 +48,10 @@ def params_key(params: Mapping) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def generate_rtl(params: Mapping, root: Path) -> tuple[Path, dict]:
-    """Verilog and manifest of ``RTLConfig(**params)`` under ``root/rtl/<key>`` (cached).
+def generate_rtl(params: Mapping, root: Path, modules=None) -> tuple[Path, dict]:
+    """Verilog and manifest of ``RTLConfig(**params)`` under ``root/rtl/<key>`` (cached): every
+    module, or ``modules`` and what they need (:func:`rtl_gen.generate.components`; a job's
+    bench needs its own module only, a fifth to a fortieth of the whole set's time).
 
     Written to a temporary directory first and moved into place, so an interrupted run never
     leaves a half-written set behind.
@@ -57,12 +59,14 @@ def generate_rtl(params: Mapping, root: Path) -> tuple[Path, dict]:
     from rtl_gen.params import RTLConfig
 
     config = RTLConfig(**params)
-    out = Path(root) / "rtl" / params_key(params)
+    key = params_key(params if modules is None
+                     else {"params": dict(params), "modules": sorted(modules)})
+    out = Path(root) / "rtl" / key
     manifest_path = out / "manifest.json"
     if manifest_path.is_file():
         return out, read_manifest(manifest_path)
     with staging_dir(out.parent, prefix=".gen-") as tmp:
-        _generate_stoppable(config, tmp)
+        _generate_stoppable(config, tmp, modules)
         if not out.exists():
             try:
                 os.replace(tmp, out)
@@ -72,7 +76,7 @@ def generate_rtl(params: Mapping, root: Path) -> tuple[Path, dict]:
     return out, read_manifest(manifest_path)
 
 
-def _generate_stoppable(config, out: Path) -> None:
+def _generate_stoppable(config, out: Path, modules=None) -> None:
     """:func:`rtl_gen.generate.generate`, stopped by an interrupt without noise: the components
     of a generation cut short are never elaborated, and Amaranth warns about each of them
     (``UnusedElaboratable``) as they are collected, after the command's last line."""
@@ -81,7 +85,7 @@ def _generate_stoppable(config, out: Path) -> None:
     from rtl_gen.generate import generate
 
     try:
-        generate(config, out)
+        generate(config, out, modules)
     except KeyboardInterrupt:
         from amaranth.hdl import UnusedElaboratable
 

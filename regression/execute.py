@@ -82,7 +82,8 @@ def execute_config(
     kind = BENCH_KINDS[j.bench]
     stage, build_s = "generate", 0.0
     try:
-        rtl_dir, manifest = generated if generated is not None else generate_rtl(params, root)
+        rtl_dir, manifest = (generated if generated is not None
+                             else generate_rtl(params, root, modules=(kind.top,)))
         config = make_config(manifest)
         stage, t0 = "build", time.perf_counter()
         if kind.build is not None:  # a harness around the module (the fast benches)
@@ -239,18 +240,20 @@ def _run_on(
 ) -> list[JobResult]:
     """:func:`run_jobs` on an open executor: the Verilog of each parameter set, then the jobs."""
     root = Path(root).resolve()
-    params = {}
+    sets = {}  # the module each job's bench needs, once per parameter set
     for j in jobs:
-        p = BENCH_KINDS[j.bench].params(j)
-        params.setdefault(params_key(p), p)
-    ex.map(functools.partial(_generate, root=root), list(params.values()),
-           names=[f"generate-{key}" for key in params])
+        kind = BENCH_KINDS[j.bench]
+        p = kind.params(j)
+        sets.setdefault(f"{params_key(p)}-{kind.top}", (p, kind.top))
+    ex.map(functools.partial(_generate, root=root), list(sets.values()),
+           names=[f"generate-{key}" for key in sets])
     return ex.map(functools.partial(run_job, root=root, waves=waves), jobs,
                   names=[j.name for j in jobs], progress=progress, what="regress")
 
 
-def _generate(params: Mapping, root: Path) -> None:
-    generate_rtl(params, root)
+def _generate(params_top: tuple[Mapping, str], root: Path) -> None:
+    params, top = params_top
+    generate_rtl(params, root, modules=(top,))
 
 
 def run_regression(

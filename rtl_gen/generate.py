@@ -121,10 +121,26 @@ LINT_WAIVERS = (
 LINT_FLAGS = ("--lint-only", "-Wall", *(f"-Wno-{w['warning']}" for w in LINT_WAIVERS))
 
 
-def components(config: RTLConfig) -> dict[str, wiring.Component]:
+def components(config: RTLConfig, modules=None) -> dict[str, wiring.Component]:
     """Module name -> component to elaborate, in :data:`MODULES` order (every registered block;
-    a missing module or factory is an error, not a skipped file)."""
-    return registry.components(config)
+    a missing module or factory is an error, not a skipped file).
+
+    ``modules`` (module names) keeps those and the modules their Verilog needs beside it (an
+    AXI wrapper's block: its manifest entry's ``depends``); ``ValueError`` names an unknown one.
+    """
+    comps = registry.components(config, modules)
+    while modules is not None:
+        needed = set(comps)
+        for name, comp in comps.items():
+            b = registry.by_module(name)
+            if b.manifest is not None:
+                depends = b.manifest(config, comp).get("depends", ())
+                needed |= {f.removesuffix(".v") for f in depends}
+        if needed <= set(comps):
+            break
+        comps |= registry.components(config, needed - set(comps))
+        comps = {m: comps[m] for m in MODULES if m in comps}
+    return comps
 
 
 def _width(shape) -> int:
@@ -355,14 +371,15 @@ def to_verilog(component: wiring.Component, name: str) -> str:
     return text + extra() if extra is not None else text
 
 
-def elaborate(config: RTLConfig) -> tuple[dict[str, str], dict[str, object]]:
-    """Verilog text of every top-level module, and the manifest (nothing is written)."""
-    comps = components(config)
+def elaborate(config: RTLConfig, modules=None) -> tuple[dict[str, str], dict[str, object]]:
+    """Verilog text of every top-level module (of ``modules`` and what they need, when given:
+    :func:`components`), and the manifest (nothing is written)."""
+    comps = components(config, modules)
     texts = {name: to_verilog(comp, name) for name, comp in comps.items()}
     return texts, build_manifest(config, comps, texts)
 
 
-def generate(config: RTLConfig, out_dir: str | os.PathLike) -> dict[str, object]:
+def generate(config: RTLConfig, out_dir: str | os.PathLike, modules=None) -> dict[str, object]:
     """Write ``<module>.v`` for each top-level block and ``manifest.json`` into ``out_dir``.
 
     Parameters
@@ -371,6 +388,9 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike) -> dict[str, object]
     out_dir : path
         Created if missing. Only the generator's own files are replaced (and its own files
         of blocks no longer generated removed); other files stay.
+    modules : iterable of str, optional
+        Only these top-level modules and the ones their Verilog needs (:func:`components`);
+        the manifest lists what was generated. Every registered block by default.
 
     Returns
     -------
@@ -387,11 +407,12 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike) -> dict[str, object]
 
     check_config(config)
     out = Path(check_out_dir(out_dir))
-    texts, manifest = elaborate(config)
+    texts, manifest = elaborate(config, modules)
     files = {f"{name}.v": text for name, text in texts.items()}
     if config.sram_macro:
         files[f"{MACRO_NAME}.v"] = MACRO_MODEL
-    files.update(companion_files(config))
+    if any("axi" in entry for entry in manifest["modules"].values()):  # the AXI wrappers'
+        files.update(companion_files(config))
     files.update(core_files(config, manifest))
     files[MANIFEST] = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
     own = {f"{name}.v" for name in MODULES} | {f"{MACRO_NAME}.v", MANIFEST} | owned_files(MODULES)

@@ -367,7 +367,10 @@ def tiles() -> tuple[Block, ...]:
     return tuple(b for b in BLOCKS if b.design is not None)
 
 
-def components(config: RTLConfig) -> dict[str, object]:
-    """Verilog module name -> component of every block for ``config``, in :data:`BLOCKS` order."""
+def components(config: RTLConfig, modules=None) -> dict[str, object]:
+    """Verilog module name -> component of every block for ``config``, in :data:`BLOCKS` order;
+    of the blocks whose modules are in ``modules`` only, when given (``ValueError`` naming a
+    module no block has)."""
     check_config(config)
-    return {b.module: b.build(config) for b in BLOCKS}
+    wanted = None if modules is None else {by_module(m).module for m in modules}
+    return {b.module: b.build(config) for b in BLOCKS if wanted is None or b.module in wanted}

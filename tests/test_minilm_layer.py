@@ -115,9 +115,9 @@ def test_flipped_weight_is_caught(q_proj, monkeypatch):
     calls = []
     real = regression.cache.generate_rtl
 
-    def counted(params, root):
+    def counted(params, root, modules=None):
         calls.append(params)
-        return real(params, root)
+        return real(params, root, modules)
 
     for module in (regression.cache, regression.execute, regression.layer):
         monkeypatch.setattr(module, "generate_rtl", counted)

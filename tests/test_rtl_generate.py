@@ -107,6 +107,24 @@ def test_generate_writes_every_module(generated):
         [f"{n}.v" for n in gen.MODULES] + [gen.MANIFEST] + _companions(manifest))
 
 
+def test_generate_a_subset_is_the_same_verilog(generated, tmp_path):
+    """``modules`` generates those and what their Verilog needs (an AXI wrapper's block), the
+    same text as the whole set; the manifest lists only them; an unknown name is refused."""
+    out, manifest = generated
+    sub = gen.generate(SMALL, tmp_path / "sub", ["mttfs_axi_tile", "mttfs_encoder"])
+    assert list(sub["modules"]) == ["mttfs_encoder", "mttfs_tile", "mttfs_axi_tile"]
+    for name, entry in sub["modules"].items():
+        assert entry == manifest["modules"][name]
+        assert (tmp_path / "sub" / entry["file"]).read_text() == (out / entry["file"]).read_text()
+    assert (tmp_path / "sub" / "mttfs_axi_tile.h").is_file()  # the wrapper's companions
+    only = gen.generate(SMALL, tmp_path / "one", ["mttfs_router"])
+    assert list(only["modules"]) == ["mttfs_router"]
+    assert not (tmp_path / "one" / "mttfs_axi.rdl").exists()
+    with pytest.raises(ValueError, match="module must be one of .*not 'tile'"):
+        gen.generate(SMALL, tmp_path / "bad", ["tile"])
+    assert not (tmp_path / "bad").exists()
+
+
 def _companions(manifest) -> list[str]:
     """The FuseSoC cores, the AXI wrappers' C headers and register tables (docs/fusesoc.md)."""
     from rtl_gen.axi import companion_files

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from matterhorn.commands import mesh_arg
+from rtl_gen.registry import BLOCKS
 
 HELP = "elaborate the Amaranth RTL to Verilog (one file per top-level block) + manifest.json"
 
@@ -32,6 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="address bits of the AXI wrappers' AXI4-Lite slave")
     parser.add_argument("--axis-width", type=int, default=32, metavar="BITS",
                         help="TDATA bits of the AXI wrappers' AXI4-Stream ports: 8, 16, 32, 64")
+    parser.add_argument("--module", action="append", metavar="NAME",
+                        choices=tuple(b.module for b in BLOCKS),
+                        help="only this module and what its Verilog needs (repeatable; "
+                        "default: every module): " + ", ".join(b.module for b in BLOCKS))
     parser.add_argument("--lint", action="store_true",
                         help="run verilator --lint-only -Wall (with the listed waivers) after")
     parser.add_argument("--out", default="build/rtl", metavar="DIR", help="output folder")
@@ -60,11 +65,12 @@ def run(args: argparse.Namespace) -> int:
         axis_width=args.axis_width,
     )
     check_out_writable(args.out)  # staged in .rtl_gen-* inside it
-    manifest = generate(config, args.out)
+    manifest = generate(config, args.out, args.module)
     derived = manifest["derived"]
     for name, entry in manifest["modules"].items():
         console.detail(f"{name}: {args.out}/{entry['file']} sha256 {entry['sha256'][:16]}")
-    console.out(f"wrote {len(manifest['modules'])} modules and manifest.json to {args.out}")
+    n = len(manifest["modules"])
+    console.out(f"wrote {n} module{'s' * (n != 1)} and manifest.json to {args.out}")
     console.out(f"accumulator: {derived['acc_width']} bits, |V| <= {derived['acc_bound']} "
           f"({derived['acc_bound_formula'].split(' (golden')[0]})")
     if args.lint:
