@@ -136,7 +136,7 @@ def _window_before_loading(tmp_path, model: str) -> str:
     from toolkit_base.toolchain import require
 
     cfg = RTLConfig(T=4, k=1, n_in=4, tile_neurons=2, mesh_rows=1, mesh_cols=1, sram_macro=True)
-    manifest = generate(cfg, tmp_path)
+    manifest = generate(cfg, tmp_path, ["mttfs_sram", "mttfs_tile"])
     ports = {p["name"]: p["width"] for p in manifest["modules"]["mttfs_tile"]["ports"]}
     (tmp_path / f"{sram.MACRO_NAME}.v").write_text(model, encoding="utf-8")
     wi, wo = ports["i__payload"], ports["o__payload"]
