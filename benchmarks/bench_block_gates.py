@@ -9,9 +9,13 @@ token, the block's totals, each design's total and compute against the dense des
 the model / gates ratio of every component (:func:`matterhorn.block_gates.model_ratios`, our
 gates scaled to 22 nm); writes ``DIR/<design>.json`` (``BlockGates.to_json``).
 
+With ``--validate``, instead: the validation of the method on the attention path
+(:func:`matterhorn.block_gates.validate_attention`): per design, the path priced node by node as
+the block's pricing does against one replay of its whole netlist on the same run.
+
     python benchmarks/bench_block_gates.py [--design dense --design mttfs-k1 ...]
         [--hidden 32 --heads 2 --ffn 64 --seq 12] [--sentence TEXT ...]
-        [--sim icarus|verilator] [--out DIR]
+        [--sim icarus|verilator] [--out DIR] [--validate]
 """
 
 from __future__ import annotations
@@ -54,12 +58,19 @@ def main(argv=None) -> int:
     ap.add_argument("--seq", type=int, default=12)
     ap.add_argument("--sim", choices=("icarus", "verilator"), default="icarus")
     ap.add_argument("--out", type=Path, default=Path("build/block_gates"))
+    ap.add_argument("--validate", action="store_true",
+                    help="the attention path node by node against its whole netlist")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
 
     import torch
 
-    from matterhorn.block_gates import capture, measure_block_gates, model_ratios
+    from matterhorn.block_gates import (
+        capture,
+        measure_block_gates,
+        model_ratios,
+        validate_attention,
+    )
     from synth_scripts import liberty
 
     torch.set_num_threads(1)
@@ -74,6 +85,16 @@ def main(argv=None) -> int:
     for design in designs:
         t0 = time.perf_counter()
         seqs = capture(qnn, tok, sentences, design)
+        if args.validate:
+            v = validate_attention(qnn, seqs, design, lib_path=liberty.default_liberty(),
+                                   work=args.out / "work" / design, sim=args.sim, cache=cache)
+            (args.out / f"validate-{design}.json").write_text(json.dumps(v, indent=1) + "\n")
+            print(f"{design}: the whole attention path {v['whole_pJ']:.1f} pJ "
+                  f"({v['whole_cells']} cells), node by node {v['pieces_pJ']:.1f} pJ (nodes "
+                  f"{v['nodes_pJ']:.1f} + routers {v['routers_pJ']:.1f}; "
+                  f"{v['pieces_cells']} cells): {v['ratio']:.3f}, {v['cycles']} clocks, "
+                  f"{time.perf_counter() - t0:.0f} s")
+            continue
         g = measure_block_gates(qnn, seqs, design, lib_path=liberty.default_liberty(),
                                 work=args.out / "work" / design, sim=args.sim, cache=cache)
         wall = time.perf_counter() - t0
@@ -83,6 +104,8 @@ def main(argv=None) -> int:
         pieces = ", ".join(f"{p} {d['seconds']:.0f}" for p, d in doc["detail"].items())
         print(f"\n## {design}: {g.tokens} tokens, {wall:.0f} s ({pieces})\n")
         print(table(doc))
+    if args.validate:
+        return 0
     if "dense" in designs:
         dense = gates[designs.index("dense")].totals()
         print("\nagainst dense (total, gated total, compute):")

@@ -35,8 +35,10 @@ from synth_scripts.block_gates import (
     price_linear,
     price_norm,
 )
+from synth_scripts.block_gates import validate_attention as _validate_attention
 
-__all__ = ["MODEL_COMPONENTS", "MODEL_PIECES", "capture", "measure_block_gates", "model_ratios"]
+__all__ = ["MODEL_COMPONENTS", "MODEL_PIECES", "capture", "measure_block_gates", "model_ratios",
+           "validate_attention"]
 
 #: The model's components (``energy_model``: Move, W-read, KV-write, Compute) and ours.
 MODEL_COMPONENTS = {"move": "movement", "wread": "sram_read", "kvwrite": "sram_write",
@@ -117,6 +119,27 @@ def _norm_case(ucfg, add, norm, thetas, r, v, want_r, want_codes):
     return expected
 
 
+def _attention_sequences(sequences) -> list[AttentionSequence]:
+    return [AttentionSequence(s.codes["query"], s.codes["key"], s.codes["value"], s.valid,
+                              s.codes["attn_out_in"]) for s in sequences]
+
+
+def validate_attention(qnn, sequences, design: str, *, lib_path, work, sim: str = "verilator",
+                       block: int = 0, clock_ns: float = 10.0, cache: dict | None = None) -> dict:
+    """The attention path of ``design`` on ``sequences`` (as :func:`measure_block_gates` takes
+    them) priced node by node, as the block's pricing does, against a replay of its whole
+    netlist: :func:`synth_scripts.block_gates.validate_attention`."""
+    from networks.attention import attention_path
+    from regression.block import check_design, design_masks
+
+    check_design(design)
+    with design_masks(qnn, design):
+        path = attention_path(qnn.layers[block])
+    pr = Pricing.prepare(lib_path, work, sim=sim, clock_ns=clock_ns, cache=cache)
+    return _validate_attention(pr, _attention_config(qnn, block), path,
+                               _attention_sequences(sequences), design)
+
+
 def _jobs(qnn, sequences, design: str, block: int, pr: Pricing) -> dict:
     """Each piece's pricing call (function and arguments), from the QNN with the design's
     masks."""
@@ -134,8 +157,7 @@ def _jobs(qnn, sequences, design: str, block: int, pr: Pricing) -> dict:
     configs = {name: _tile_config(layers[name], raw_sums=name in RAW_SUMS) for name in LINEARS}
     jobs = {name: (price_linear, pr, name, layers[name], configs[name], design,
                    _cat(sequences, p_in)) for name, (p_in, _) in LINEARS.items()}
-    attention = [AttentionSequence(s.codes["query"], s.codes["key"], s.codes["value"],
-                                   s.valid, s.codes["attn_out_in"]) for s in sequences]
+    attention = _attention_sequences(sequences)
     streams = (configs["query"], [(_cat(sequences, n), layers[n].out_mask)
                                   for n in ("query", "key", "value")])
     jobs["attention"] = (price_attention, pr, _attention_config(qnn, block), path, attention,

@@ -96,6 +96,7 @@ __all__ = [
     "price_attention",
     "price_linear",
     "price_norm",
+    "validate_attention",
 ]
 
 #: The pieces of a block in data-flow order (:data:`regression.block.PIECES`).
@@ -677,6 +678,80 @@ def price_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSequen
         gated_logic=energy["gated"], flits=len(flits) + len(inner), hops=hops + inner_hops,
         cycles=cycles, cells=cells, counters=dict(counters),
         sram_bits={"read": read, "write": write}, parts=parts)
+
+
+def _whole_trace(rec, comp, cut: dict[str, int]):
+    """The trace of the whole :class:`AttentionSystem` netlist: the system's ports, and each
+    cut memory port (``head<h>.<part>.<memory path>.<register>``) from the read data the
+    recorder kept of that node's memory."""
+    from synth_scripts import gatelevel
+
+    ports = {p: rec.trace.ports[p] for p in gatelevel.port_signals(comp)}
+    values = {p: rec.trace.values[p] for p in ports}
+    for port, width in cut.items():
+        where = port.rpartition(".")[0]
+        owner = [f"h{h}.{part}.{m}.rdata" for (h, part), (_, mems, _) in rec.nodes.items()
+                 for m in mems if where == f"head{h}.{part}.{m}"]
+        if len(owner) != 1:
+            raise ValueError(f"the whole path's cut port {port!r} matches {len(owner)} recorded "
+                             "memories, not one")
+        ports[port] = {"dir": "in", "width": width}
+        values[port] = rec.trace.values[owner[0]]
+    return gatelevel.Trace(ports, values)
+
+
+def validate_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSequence],
+                       design: str) -> dict:
+    """The attention path priced as :func:`price_attention` prices it (each head's nodes on
+    their own netlists, the routers by hop and idle clock) against one replay of the whole
+    :class:`rtl_gen.attention.AttentionSystem` netlist (nodes, routers, forks, injectors, the
+    output merge; memories cut as the nodes' are) on the same recorded run: free-running pJ
+    over the run after the configuration, each way, their ratio, and the cells.
+
+    The validation of the method (docs/block_gates.md): the whole netlist is what the pieces
+    stand for, and the pieces leave out only the glue between the nodes.
+    """
+    from amaranth.back import verilog
+
+    from rtl_gen.attention import AttentionSystem
+    from rtl_gen.attn_images import config_beats
+    from synth_scripts import gatelevel
+    from synth_scripts.gate_compare import replay_energy
+
+    dense = design == "dense"
+    rec, windows = _run_attention(acfg, path, sequences, dense)
+    start = _config_end(rec.trace, len(config_beats(acfg, path)))
+    energy, cells = _node_energies(pr, acfg, rec, start, design)
+    counters = _attention_counters(windows)
+    inner = [f for h in range(acfg.heads) for x in (0, 1) for f in rec.flits(h, f"inject_x{x}")]
+    arouter = pr.router(inner, acfg.flit_value_width, acfg.flit_addr_width,
+                        mesh=(acfg.heads, 3), kind="attention_routers")
+    cycles = rec.trace.cycles - start
+    hops = counters["cnt_hops"]
+    idle_routers = max(3 * acfg.heads * cycles - hops, 0)
+    nodes = energy["compute"] + energy["nonlinear"] + energy["idle"]
+    routers = hops * arouter["per_hop_pJ"] + idle_routers * arouter["idle_per_clock_pJ"]
+
+    comp = AttentionSystem(acfg, dense=dense)
+    text = verilog.convert(comp, name="attn_system", emit_src=False)
+    key = hashlib.sha256(text.encode()).hexdigest()[:16]
+    nets = pr.cache.setdefault("whole_attention", {})
+    if key not in nets:
+        nets[key] = gatelevel.map_netlist(text, "attn_system", pr.lib_path,
+                                          pr.work / "attention_whole" / key, cut_memories=True)
+    net = nets[key]
+    trace = _whole_trace(rec, comp, net.cut)
+    whole = replay_energy(net, trace, start, 1, pr.work / "attention_whole" / design, pr.sim,
+                          pr.clock_ns, enable_ports=("i__valid", "load__valid"),
+                          one_replay=True)
+    pieces = nodes + routers
+    return {
+        "design": design, "cycles": cycles, "whole_pJ": whole["free_pJ"],
+        "pieces_pJ": pieces, "nodes_pJ": nodes, "routers_pJ": routers,
+        "ratio": pieces / whole["free_pJ"], "whole_cells": whole["cells"],
+        "pieces_cells": sum(cells.values()) * acfg.heads
+        + 3 * acfg.heads * arouter["cells"],
+    }
 
 
 # -- the add+LayerNorm units -----------------------------------------------------------------------
