@@ -741,9 +741,10 @@ def validate_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSeq
                                           pr.work / "attention_whole" / key, cut_memories=True)
     net = nets[key]
     trace = _whole_trace(rec, comp, net.cut)
+    # free-running only: beside the ports, a column that keeps the clock on at every edge
+    trace.values["clock_on"] = [1] * trace.cycles
     whole = replay_energy(net, trace, start, 1, pr.work / "attention_whole" / design, pr.sim,
-                          pr.clock_ns, enable_ports=("i__valid", "load__valid"),
-                          one_replay=True)
+                          pr.clock_ns, enable_ports=("clock_on",), one_replay=True)
     pieces = nodes + routers
     return {
         "design": design, "cycles": cycles, "whole_pJ": whole["free_pJ"],

@@ -218,3 +218,28 @@ def test_block_document_with_gates(model, measured, tmp_path):
                                f"k=1 block costs {r:.3f}x the dense INT4 block")
     md = (tmp_path / "out" / "block.md").read_text()
     assert "## Energy per block in our gates" in md and "not our gates" in md
+
+
+@pytest.mark.slow
+def test_the_attention_path_node_by_node_agrees_with_its_whole_netlist(model, nangate_lib,
+                                                                      tmp_path):
+    """The validation of the method (docs/block_gates.md): the attention path priced node by
+    node, as the block's pricing does, against one replay of its whole netlist on the same
+    run. Measured: 1.15x (dense) and 1.14x (M-TTFS k=1) the whole, the designs' ratio within
+    1.1 %; a pricing off by more than a quarter, or one that moves the designs' ratio by more
+    than 5 %, fails."""
+    from matterhorn.block_gates import validate_attention
+
+    qnn, tok = model
+    cache: dict = {}
+    got = {}
+    for design in DESIGNS:
+        seqs = capture(qnn, tok, [SENTENCE], design)
+        got[design] = validate_attention(qnn, seqs, design, lib_path=nangate_lib,
+                                         work=tmp_path / design, sim="icarus", cache=cache)
+    for v in got.values():
+        assert 0.8 < v["ratio"] < 1.25, v
+        assert v["pieces_pJ"] == pytest.approx(v["nodes_pJ"] + v["routers_pJ"])
+    dense, k1 = got["dense"], got["mttfs-k1"]
+    assert (k1["pieces_pJ"] / dense["pieces_pJ"]) == pytest.approx(
+        k1["whole_pJ"] / dense["whole_pJ"], rel=0.05)
