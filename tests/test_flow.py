@@ -86,8 +86,8 @@ def test_flow_report(tmp_path):
 
 
 def test_failed_stage_is_reported(tmp_path):
-    cfg = FlowConfig(T=16, k=1, out_dir=tmp_path / "flow",
-                     skip=("regress", "synth", "compare", "block"))
+    cfg = FlowConfig(T=16, k=1, out_dir=tmp_path / "flow",  # the RTL: test_flow_report
+                     skip=("generate", "regress", "synth", "compare", "block"))
     cfg.rates_file = cfg.out_dir / "missing.json"  # bypasses the constructor check on purpose
     result = run_flow(cfg, progress=lambda _: None)
     assert not result.ok
@@ -109,12 +109,12 @@ def test_failed_stage_is_reported(tmp_path):
     assert log.startswith("Traceback (most recent call last)") and "missing.json" in log
     assert str(tmp_path / "flow") not in log
     # before: "measured in this run" listed every stage, the failed one too
-    assert "- Measured in this run (seed 1): RTL, golden statistics.\n" in summary
+    assert "- Measured in this run (seed 1): golden statistics.\n" in summary
     assert "Measured rates" not in summary
     # the next run that passes removes the earlier run's traceback (it reruns only the stage
-    # that failed: generate and stats passed above and are skipped)
+    # that failed: stats passed above and is skipped)
     cfg.rates_file = None
-    cfg.skip = (*cfg.skip, "generate", "stats")
+    cfg.skip = (*cfg.skip, "stats")
     assert run_flow(cfg, progress=lambda _: None).ok
     assert not (cfg.out_dir / "logs").exists()
 
@@ -122,7 +122,9 @@ def test_failed_stage_is_reported(tmp_path):
 def test_console_prints_the_verdict_and_the_path(tmp_path, capsys):
     """The flow's standard output is the answer and the report's path (one screen), not the
     summary; ``--verbose`` prints the summary, ``--quiet`` nothing."""
-    skip = ["--skip", "regress", "--skip", "synth", "--skip", "compare", "--skip", "block"]
+    # the RTL is test_flow_report's: stats and energy
+    skip = ["--skip", "generate", "--skip", "regress", "--skip", "synth", "--skip", "compare",
+            "--skip", "block"]
     out = tmp_path / "flow"
     assert main(["flow", *skip, "--out", str(out)]) == 0
     got = capsys.readouterr()
@@ -130,9 +132,9 @@ def test_console_prints_the_verdict_and_the_path(tmp_path, capsys):
     assert lines[0].startswith("No verdict: the compare stage was skipped;")
     assert lines[-1] == f"report: {out / 'summary.md'}"
     assert len(lines) <= 25
-    assert "[flow 1/3" in got.err and "generate: done in" in got.err  # progress on stderr
+    assert "[flow 1/2" in got.err and "stats: done in" in got.err  # progress on stderr
     # the console levels do not depend on the stages: the energy stage alone from here on
-    skip += ["--skip", "generate", "--skip", "stats"]
+    skip += ["--skip", "stats"]
     assert main(["flow", *skip, "--verbose", "--out", str(out)]) == 0
     assert capsys.readouterr().out.startswith("# Matterhorn flow: T=16, k=1\n")
     assert main(["flow", *skip, "--quiet", "--out", str(out)]) == 0
