@@ -196,7 +196,8 @@ def quiet_generate(tmp_path_factory):
     old = os.umask(0o022)
     try:
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(errors):
-            code = main(["generate", "--quiet", "--out", str(out)])
+            # the AXI tile wrapper: Verilog, cores, headers, register tables, the SystemRDL
+            code = main(["generate", "--quiet", "--module", "mttfs_axi_tile", "--out", str(out)])
     finally:
         os.umask(old)
         console.set_level(console.NORMAL)

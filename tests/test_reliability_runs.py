@@ -69,15 +69,14 @@ def _interrupt_when(proc: subprocess.Popen, marker: str, sig: int, timeout: floa
 def test_flow_interrupted(tmp_path, capsys):
     # before the fix: the earlier run's flow.json and summary.md (all stages ok) stayed
     out = tmp_path / "flow"
-    skip = ["--skip", "stats", "--skip", "synth", "--skip", "energy", "--skip", "compare",
+    skip = ["--skip", "generate", "--skip", "synth", "--skip", "energy", "--skip", "compare",
             "--skip", "block"]
     assert main(["flow", "--T", "4", "--out", str(out), "--skip", "regress", *skip]) == 0
     capsys.readouterr()
     first = json.loads((out / "flow.json").read_text())
     assert {s["status"] for s in first["stages"].values()} == {"ok", "skipped"}
-    # generate ran above: the run goes straight to the regress stage (without generating the
-    # same Verilog again), where it is interrupted
-    proc = _start(["flow", "--T", "4", "--out", "flow", "--skip", "generate", *skip], tmp_path)
+    # stats ran above: the run goes straight to the regress stage, where it is interrupted
+    proc = _start(["flow", "--T", "4", "--out", "flow", "--skip", "stats", *skip], tmp_path)
     # at once: with the simulators' builds cached (as in the whole suite) the stage is short
     code, lines = _interrupt_when(proc, "regress: start", signal.SIGINT)
     doc = json.loads((out / "flow.json").read_text())
