@@ -34,18 +34,19 @@ def model():
     return random_block_model(**DIMS)
 
 
+def each_design(model, measure, lib, work) -> dict:
+    """``measure(qnn, sequences, design, ...)`` of both designs on the sentence, captured with
+    each design's masks, in Icarus, one netlist cache (the add+LayerNorm unit mapped once)."""
+    qnn, tok = model
+    cache: dict = {}
+    return {d: measure(qnn, capture(qnn, tok, [SENTENCE], d), d, lib_path=lib, work=work / d,
+                       sim="icarus", cache=cache) for d in DESIGNS}
+
+
 @pytest.fixture(scope="module")
 def measured(model, nangate_lib, tmp_path_factory):  # only the slow tests use it
-    """Both designs, one netlist cache (the add+LayerNorm unit is mapped once)."""
-    qnn, tok = model
-    work = tmp_path_factory.mktemp("block_gates")
-    cache: dict = {}
-    out = {}
-    for design in DESIGNS:
-        seqs = capture(qnn, tok, [SENTENCE], design)
-        out[design] = measure_block_gates(qnn, seqs, design, lib_path=nangate_lib,
-                                          work=work / design, sim="icarus", cache=cache)
-    return out
+    return each_design(model, measure_block_gates, nangate_lib,
+                       tmp_path_factory.mktemp("block_gates"))
 
 
 @pytest.mark.slow
@@ -230,13 +231,7 @@ def test_the_attention_path_node_by_node_agrees_with_its_whole_netlist(model, na
     than 5 %, fails."""
     from matterhorn.block_gates import validate_attention
 
-    qnn, tok = model
-    cache: dict = {}
-    got = {}
-    for design in DESIGNS:
-        seqs = capture(qnn, tok, [SENTENCE], design)
-        got[design] = validate_attention(qnn, seqs, design, lib_path=nangate_lib,
-                                         work=tmp_path / design, sim="icarus", cache=cache)
+    got = each_design(model, validate_attention, nangate_lib, tmp_path)
     for v in got.values():
         assert 0.8 < v["ratio"] < 1.25, v
         assert v["pieces_pJ"] == pytest.approx(v["nodes_pJ"] + v["routers_pJ"])
