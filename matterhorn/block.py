@@ -96,27 +96,6 @@ def check_checkpoint(model: str, checkpoint) -> None:
     check(checkpoint, model=resolve_model(model).key)
 
 
-def check_gates_fit(model: str) -> None:
-    """Refuse, before any work, ``--gates`` on a model whose linear layers are wider than one
-    tile: the pricing runs each linear layer on one tile of all its neurons
-    (:func:`matterhorn.block_gates.measure_block_gates`; docs/block_gates.md, "Limits")."""
-    from rtl_gen.params import MAX_TILE_NEURONS
-
-    if model == "random":
-        from networks.block import RANDOM_DIMS
-
-        widest = max(RANDOM_DIMS["hidden"], RANDOM_DIMS["ffn"])
-    else:
-        from networks.hf_folder import resolve_model
-
-        cfg = resolve_model(model).config
-        widest = max(cfg.hidden_size, cfg.intermediate_size)
-    if widest > MAX_TILE_NEURONS:
-        raise ValueError(
-            f"--gates prices each linear layer on one tile of at most {MAX_TILE_NEURONS} "
-            f"neurons; --model {model!r} has a layer of {widest} (the random block fits)")
-
-
 def setup(model: str, sentences: int, *, block: int = 0, seed: int = 0,
           checkpoint=None) -> BlockSetup:
     """Load ``model`` (``random``, ``minilm`` or a model folder) in integer mode: converted
@@ -187,7 +166,8 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
             priced[d] = measure_block_gates(
                 st.qnn, seqs, d, lib_path=gates.liberty, work=Path(gates.work) / d,
                 sim=gates.sim, block=block, clock_ns=gates.clock_ns, cache=cache,
-                hops_per_flit=hops_per_flit(placement, runs[-1].flits))
+                hops_per_flit=hops_per_flit(placement, runs[-1].flits),
+                tile_neurons=tile_neurons)
             if steps is not None:
                 t = priced[d].totals()
                 steps.advance(f"{d}: {t['total']:.0f} pJ per token in gates")

@@ -140,12 +140,12 @@ def validate_attention(qnn, sequences, design: str, *, lib_path, work, sim: str 
                                _attention_sequences(sequences), design)
 
 
-def _jobs(qnn, sequences, design: str, block: int, pr: Pricing) -> dict:
+def _jobs(qnn, sequences, design: str, block: int, pr: Pricing, tile_neurons: int) -> dict:
     """Each piece's pricing call (function and arguments), from the QNN with the design's
-    masks."""
+    masks; each linear layer in the run's tiles of at most ``tile_neurons``."""
     from networks.attention import attention_path
     from networks.block import LINEARS, block_layers
-    from regression.block import _tile_config, design_masks
+    from regression.block import _tile_config, design_masks, tile_slices
     from regression.units import minilm_config
 
     dense = design == "dense"
@@ -154,11 +154,13 @@ def _jobs(qnn, sequences, design: str, block: int, pr: Pricing) -> dict:
         layers = block_layers(layer)
         path = attention_path(layer)
     _check_capture(sequences, layers, dense)
-    configs = {name: _tile_config(layers[name], raw_sums=name in RAW_SUMS) for name in LINEARS}
-    jobs = {name: (price_linear, pr, name, layers[name], configs[name], design,
-                   _cat(sequences, p_in)) for name, (p_in, _) in LINEARS.items()}
+    tiles = {name: [(sub, _tile_config(sub, raw_sums=name in RAW_SUMS))
+                    for _, _, sub in tile_slices(layers[name], tile_neurons)]
+             for name in LINEARS}
+    jobs = {name: (price_linear, pr, name, tiles[name], design, _cat(sequences, p_in))
+            for name, (p_in, _) in LINEARS.items()}
     attention = _attention_sequences(sequences)
-    streams = (configs["query"], [(_cat(sequences, n), layers[n].out_mask)
+    streams = (tiles["query"][0][1], [(_cat(sequences, n), layers[n].out_mask)
                                   for n in ("query", "key", "value")])
     jobs["attention"] = (price_attention, pr, _attention_config(qnn, block), path, attention,
                          design, streams)
@@ -182,7 +184,7 @@ def _jobs(qnn, sequences, design: str, block: int, pr: Pricing) -> dict:
 def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str = "verilator",
                         block: int = 0, clock_ns: float = 10.0,
                         hops_per_flit: Mapping[str, float] | None = None,
-                        cache: dict | None = None) -> BlockGates:
+                        cache: dict | None = None, tile_neurons: int | None = None) -> BlockGates:
     """Price ``design`` (:data:`regression.block.DESIGNS`) of block ``block`` of ``qnn`` (integer
     mode, masks calibrated) in gates on ``sequences`` (:class:`networks.block.BlockSequence`,
     captured with the design's masks: :func:`capture`), piece by piece
@@ -204,6 +206,9 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
     cache : dict, optional
         Keeps mapped netlists (tiles, nodes, units, routers) per liberty across calls: pass
         the same dict for every design of a run.
+    tile_neurons : int, optional
+        Each linear layer in tiles of at most this many neurons, as the run partitions it
+        (:data:`regression.block.TILE_NEURONS` by default).
 
     Raises
     ------
@@ -212,7 +217,7 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
     AssertionError
         A piece's RTL differs from its golden model or from the captured values.
     """
-    from regression.block import _CONSUMER, _deliveries, check_design
+    from regression.block import _CONSUMER, TILE_NEURONS, _deliveries, check_design
 
     check_design(design)
     sequences = list(sequences)
@@ -221,7 +226,8 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
     t0 = time.perf_counter()
     pr = Pricing.prepare(lib_path, work, sim=sim, clock_ns=clock_ns, cache=cache,
                          hops_per_flit=hops_per_flit)
-    jobs = _jobs(qnn, sequences, design, block, pr)
+    jobs = _jobs(qnn, sequences, design, block, pr,
+                 TILE_NEURONS if tile_neurons is None else tile_neurons)
     pieces = {}
     for name in PIECES:
         t = time.perf_counter()

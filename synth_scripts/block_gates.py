@@ -135,8 +135,8 @@ class PieceGates:
     sram_bits: dict[str, int] = field(default_factory=dict)
     parts: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
-    #: Tiles the piece ran on (a linear piece is priced as one tile of ``lanes = N``): what
-    #: :func:`regression.block._deliveries` divides a layer's input counters by.
+    #: Tiles the piece ran on (a linear piece: the run's tiles of at most ``tile_neurons``):
+    #: what :func:`regression.block._deliveries` divides a layer's input counters by.
     tiles: int = 1
 
     def check(self) -> None:
@@ -351,34 +351,45 @@ class Pricing:
 # -- the linear pieces -------------------------------------------------------------------------
 
 
-def price_linear(pr: Pricing, name: str, layer, config, design: str,
-                 codes: torch.Tensor) -> PieceGates:
-    """A linear piece: ``design``'s tile in configuration ``config`` (raw sums or codes) on
-    ``codes [tokens, n_in]``, each token a window, at RTL (checked against the golden
-    ``layer``) and in gates; its input flits through a router."""
+def price_linear(pr: Pricing, name: str, tiles, design: str, codes: torch.Tensor) -> PieceGates:
+    """A linear piece: ``design``'s tiles (``tiles``: ``(layer, config)`` per tile, the layer's
+    neurons as the run partitions them, :func:`regression.block.tile_slices`; raw sums or
+    codes) on ``codes [tokens, n_in]``, each token a window, at RTL (each tile checked against
+    its golden layer) and in gates (tiles of one configuration share a netlist); its input
+    flits, sent once by their producers to every tile, through a router per tile."""
     from rtl_gen.dense import dense_pack
     from synth_scripts.gate_compare import run_tile, tile_energy
 
-    run = run_tile(layer, design, codes, config=config)
-    tile = tile_energy(layer, design, run, pr.lib_path, pr.work / name, pr.sim, pr.clock_ns,
-                       pr.cache.setdefault("tiles", {}), config=config, one_replay=True)
-    n = run.windows
-    flits = [f for w in run.flits for f in w]
+    compute = idle = gated = 0.0
+    sram_bits, cycles, counters, cells = 0, 0, Counter(), 0
+    config0 = tiles[0][1]  # every tile's input: the layer's n_in, its code width
+    for i, (layer, config) in enumerate(tiles):
+        run = run_tile(layer, design, codes, config=config)
+        tile = tile_energy(layer, design, run, pr.lib_path, pr.work / name / f"tile{i}", pr.sim,
+                           pr.clock_ns, pr.cache.setdefault("tiles", {}), config=config,
+                           one_replay=True)
+        n = run.windows
+        compute += (tile["free_pJ"] - tile["idle_clock_pJ"]) * n
+        idle += tile["idle_clock_pJ"] * n
+        gated += tile["gated_pJ"] * n
+        sram_bits += run.sram_bits
+        counters.update(sum((Counter(c) for c in run.counters), Counter()))
+        cycles = max(cycles, tile["cycles"] * n)  # the tiles run side by side
+        cells = max(cells, tile["cells"])
+        if i == 0:  # what every tile takes in
+            flits = [f for w in run.flits for f in w]
     dense = design == "dense"
-    width = dense_pack(config) * config.time_width if dense else config.time_width
-    router = pr.router(flits, width, config.in_addr_width)
+    width = dense_pack(config0) * config0.time_width if dense else config0.time_width
+    router = pr.router(flits, width, config0.in_addr_width)
     hops = pr.hops(name, len(flits))
-    cycles = tile["cycles"] * n
+    idle_routers = max(len(tiles) * cycles - hops, 0.0)
     return _piece(
-        name, sram_read=run.sram_bits * pr.sram_bit_pJ,
-        compute=(tile["free_pJ"] - tile["idle_clock_pJ"]) * n,
+        name, sram_read=sram_bits * pr.sram_bit_pJ, compute=compute,
         movement=hops * router["per_hop_pJ"],
-        idle=tile["idle_clock_pJ"] * n + max(cycles - hops, 0.0) * router["idle_per_clock_pJ"],
-        gated_logic=tile["gated_pJ"] * n,
+        idle=idle + idle_routers * router["idle_per_clock_pJ"], gated_logic=gated,
         flits=len(flits), hops=hops, cycles=cycles,
-        cells={"tile": tile["cells"], "router": router["cells"]},
-        counters=dict(sum((Counter(c) for c in run.counters), Counter())),
-        sram_bits={"read": run.sram_bits, "write": 0})
+        cells={"tile": cells, "router": router["cells"]}, counters=dict(counters),
+        sram_bits={"read": sram_bits, "write": 0}, tiles=len(tiles))
 
 
 # -- the attention path --------------------------------------------------------------------------

@@ -233,9 +233,6 @@ CASES = [
          "liberty 'bad.lib' defines no cells", _write("bad.lib", "library (x) {\n")),
     Case("block --liberty any.lib --out o", "file:liberty",
          "--liberty 'any.lib' prices in gates: add --gates"),
-    Case("block --model minilm --gates --out o", "file:model",
-         "--gates prices each linear layer on one tile of at most 256 neurons; --model "
-         "'minilm' has a layer of 1536 (the random block fits)"),
 ]
 
 

@@ -71,7 +71,6 @@ def run(args: argparse.Namespace) -> int:
 
         (lib,) = check_liberties([args.liberty] if args.liberty else default_liberties()[:1])
         gates = block.GatesSetup(Path(check_liberty(lib)), args.sim, Path(args.out) / "gates")
-        block.check_gates_fit(args.model)
     elif args.liberty is not None:
         raise ValueError(f"--liberty {args.liberty!r} prices in gates: add --gates")
     check_out_writable(args.out, beside=True)  # staged in .block-* beside it
