@@ -90,18 +90,6 @@ def _check_capture(sequences, layers: dict, dense: bool) -> None:
                                      "(matterhorn.block_gates.capture)")
 
 
-def _attention_config(qnn, block: int):
-    """The attention path's configuration, as :mod:`regression.block` runs it."""
-    from rtl_gen.attn_params import AttentionConfig
-
-    layer = qnn.layers[block]
-    return AttentionConfig(heads=layer.cfg.num_attention_heads, head_dim=layer.cfg.head_dim,
-                           seq_max=layer.cfg.max_position_embeddings,
-                           T=layer.points["attn_prob"].space.T,
-                           frac_bits=qnn.integer.exp_frac_bits,
-                           row_max=layer.cfg.max_position_embeddings)
-
-
 def _norm_case(ucfg, add, norm, thetas, r, v, want_r, want_codes):
     """The rows ``(r, v)`` of an add+LayerNorm piece and what the golden units make of them
     (:class:`regression.units.NormCase`), checked against the captured stream ``want_r`` and
@@ -130,13 +118,13 @@ def validate_attention(qnn, sequences, design: str, *, lib_path, work, sim: str 
     them) priced node by node, as the block's pricing does, against a replay of its whole
     netlist: :func:`synth_scripts.block_gates.validate_attention`."""
     from networks.attention import attention_path
-    from regression.block import check_design, design_masks
+    from regression.block import attention_config, check_design, design_masks
 
     check_design(design)
     with design_masks(qnn, design):
         path = attention_path(qnn.layers[block])
     pr = Pricing.prepare(lib_path, work, sim=sim, clock_ns=clock_ns, cache=cache)
-    return _validate_attention(pr, _attention_config(qnn, block), path,
+    return _validate_attention(pr, attention_config(qnn, block), path,
                                _attention_sequences(sequences), design)
 
 
@@ -145,7 +133,7 @@ def _jobs(qnn, sequences, design: str, block: int, pr: Pricing, tile_neurons: in
     masks; each linear layer in the run's tiles of at most ``tile_neurons``."""
     from networks.attention import attention_path
     from networks.block import LINEARS, block_layers
-    from regression.block import _tile_config, design_masks, tile_slices
+    from regression.block import _tile_config, attention_config, design_masks, tile_slices
     from regression.units import minilm_config
 
     dense = design == "dense"
@@ -162,7 +150,7 @@ def _jobs(qnn, sequences, design: str, block: int, pr: Pricing, tile_neurons: in
     attention = _attention_sequences(sequences)
     streams = (tiles["query"][0][1], [(_cat(sequences, n), layers[n].out_mask)
                                   for n in ("query", "key", "value")])
-    jobs["attention"] = (price_attention, pr, _attention_config(qnn, block), path, attention,
+    jobs["attention"] = (price_attention, pr, attention_config(qnn, block), path, attention,
                          design, streams)
     blk, ucfg = layer.int_block, minilm_config(qnn)
     nxt = qnn.layers[block + 1] if block + 1 < len(qnn.layers) else None

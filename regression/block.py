@@ -40,7 +40,7 @@ import torch
 from golden_models import decode_events, encode_events
 from regression.layer import DEFAULT_TILE_NEURONS
 
-__all__ = ["DESIGNS", "PIECES", "BlockRun", "PieceRun", "check_design",
+__all__ = ["DESIGNS", "PIECES", "BlockRun", "PieceRun", "attention_config", "check_design",
            "design_masks", "flit_counts", "run_block", "run_block_pieces",
            "seq_max_of"]
 
@@ -189,21 +189,27 @@ def _dense_codes(cfg, beats, layer) -> list[int]:
     return codes
 
 
+def attention_config(qnn, block: int = 0):
+    """The attention path's :class:`rtl_gen.attn_params.AttentionConfig` of block ``block``:
+    :func:`seq_max_of` key slots a head, the model's positions a softmax row."""
+    from rtl_gen.attn_params import AttentionConfig
+
+    layer = qnn.layers[block]
+    return AttentionConfig(heads=layer.cfg.num_attention_heads, head_dim=layer.cfg.head_dim,
+                           seq_max=seq_max_of(layer.cfg), T=layer.points["attn_prob"].space.T,
+                           frac_bits=qnn.integer.exp_frac_bits,
+                           row_max=layer.cfg.max_position_embeddings)
+
+
 def _attention(run: PieceRun, qnn, block: int, query, keys, values, valid, want, *,
                dense: bool) -> torch.Tensor:
     """One sequence through the attention path; returns its ``attn_out_in`` codes (projected
     through the mask on the spiking path)."""
     from networks.attention import attention_path
     from rtl_gen.attention import simulate_attention
-    from rtl_gen.attn_params import AttentionConfig
 
-    layer = qnn.layers[block]
-    path = attention_path(layer)
-    cfg = AttentionConfig(heads=layer.cfg.num_attention_heads, head_dim=layer.cfg.head_dim,
-                          seq_max=seq_max_of(layer.cfg),
-                          T=layer.points["attn_prob"].space.T,
-                          frac_bits=qnn.integer.exp_frac_bits,
-                          row_max=layer.cfg.max_position_embeddings)
+    path = attention_path(qnn.layers[block])
+    cfg = attention_config(qnn, block)
     [windows] = simulate_attention(cfg, path, [(query, keys, values, valid)], dense=dense)
     out = []
     width = query.shape[1]
