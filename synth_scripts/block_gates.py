@@ -648,6 +648,38 @@ def _node_energies(pr: Pricing, acfg, rec, start: int, design: str) -> tuple[dic
     return energy, cells
 
 
+@dataclass
+class _PathRun:
+    """The attention path run once at RTL, recorded, its nodes priced: what
+    :func:`price_attention` and :func:`validate_attention` share."""
+
+    rec: _AttentionRecorder
+    windows: list
+    start: int  # the clock after the configuration
+    energy: Counter  # the nodes' components (_node_energies)
+    cells: dict
+    counters: Counter
+    inner: list  # the flits the injectors sent into the path's mesh
+    router: dict  # the path's router (router_energy) on those flits
+
+    @property
+    def cycles(self) -> int:
+        return self.rec.trace.cycles - self.start
+
+
+def _path_run(pr: Pricing, acfg, path, sequences, design: str) -> _PathRun:
+    from rtl_gen.attn_images import config_beats
+
+    rec, windows = _run_attention(acfg, path, sequences, design == "dense")
+    start = _config_end(rec.trace, len(config_beats(acfg, path)))
+    energy, cells = _node_energies(pr, acfg, rec, start, design)
+    inner = [f for h in range(acfg.heads) for x in (0, 1) for f in rec.flits(h, f"inject_x{x}")]
+    router = pr.router(inner, acfg.flit_value_width, acfg.flit_addr_width,
+                       mesh=(acfg.heads, 3), kind="attention_routers")
+    return _PathRun(rec, windows, start, energy, cells, _attention_counters(windows), inner,
+                    router)
+
+
 def price_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSequence],
                     design: str, streams) -> PieceGates:
     """The attention piece: the path (:class:`rtl_gen.attn_params.AttentionConfig` ``acfg``,
@@ -655,25 +687,19 @@ def price_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSequen
     in gates, the key, value and row memories' bits, its input flits and the flits between its
     nodes. ``streams`` gives its input flits: ``(tile_config, [(codes, mask), ...])``, the
     query, key and value codes as the tiles that make them send them (:func:`piece_flits`)."""
-    from rtl_gen.attn_images import config_beats
     from rtl_gen.dense import dense_pack
 
     dense = design == "dense"
-    rec, windows = _run_attention(acfg, path, sequences, dense)
-    start = _config_end(rec.trace, len(config_beats(acfg, path)))
-    energy, cells = _node_energies(pr, acfg, rec, start, design)
-    counters = _attention_counters(windows)
+    run = _path_run(pr, acfg, path, sequences, design)
+    energy, cells, counters, arouter = run.energy, run.cells, run.counters, run.router
     read, write = _attention_sram(acfg, counters)
     tcfg, codes = streams
     flits = [f for c, mask in codes for w in piece_flits(tcfg, dense, c, mask) for f in w]
     width = tcfg.time_width * (dense_pack(tcfg) if dense else 1)
     router = pr.router(flits, width, tcfg.in_addr_width)
-    inner = [f for h in range(acfg.heads) for x in (0, 1) for f in rec.flits(h, f"inject_x{x}")]
-    arouter = pr.router(inner, acfg.flit_value_width, acfg.flit_addr_width,
-                        mesh=(acfg.heads, 3), kind="attention_routers")
     hops = pr.hops("attention", len(flits))
     inner_hops = counters["cnt_hops"]
-    cycles = rec.trace.cycles - start
+    cycles = run.cycles
     # three routers a head, idle on the clocks they move nothing
     idle_routers = max(3 * acfg.heads * cycles - hops - inner_hops, 0.0)
     cells.update(router=router["cells"], attention_router=arouter["cells"])
@@ -686,7 +712,7 @@ def price_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSequen
         compute=energy["compute"], nonlinear=energy["nonlinear"],
         movement=hops * router["per_hop_pJ"] + inner_hops * arouter["per_hop_pJ"],
         idle=energy["idle"] + idle_routers * arouter["idle_per_clock_pJ"],
-        gated_logic=energy["gated"], flits=len(flits) + len(inner), hops=hops + inner_hops,
+        gated_logic=energy["gated"], flits=len(flits) + len(run.inner), hops=hops + inner_hops,
         cycles=cycles, cells=cells, counters=dict(counters),
         sram_bits={"read": read, "write": write}, parts=parts)
 
@@ -725,25 +751,17 @@ def validate_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSeq
     from amaranth.back import verilog
 
     from rtl_gen.attention import AttentionSystem
-    from rtl_gen.attn_images import config_beats
     from synth_scripts import gatelevel
     from synth_scripts.gate_compare import replay_energy
 
-    dense = design == "dense"
-    rec, windows = _run_attention(acfg, path, sequences, dense)
-    start = _config_end(rec.trace, len(config_beats(acfg, path)))
-    energy, cells = _node_energies(pr, acfg, rec, start, design)
-    counters = _attention_counters(windows)
-    inner = [f for h in range(acfg.heads) for x in (0, 1) for f in rec.flits(h, f"inject_x{x}")]
-    arouter = pr.router(inner, acfg.flit_value_width, acfg.flit_addr_width,
-                        mesh=(acfg.heads, 3), kind="attention_routers")
-    cycles = rec.trace.cycles - start
-    hops = counters["cnt_hops"]
+    run = _path_run(pr, acfg, path, sequences, design)
+    energy, arouter, cycles, start = run.energy, run.router, run.cycles, run.start
+    hops = run.counters["cnt_hops"]
     idle_routers = max(3 * acfg.heads * cycles - hops, 0)
     nodes = energy["compute"] + energy["nonlinear"] + energy["idle"]
     routers = hops * arouter["per_hop_pJ"] + idle_routers * arouter["idle_per_clock_pJ"]
 
-    comp = AttentionSystem(acfg, dense=dense)
+    comp = AttentionSystem(acfg, dense=design == "dense")
     text = verilog.convert(comp, name="attn_system", emit_src=False)
     key = hashlib.sha256(text.encode()).hexdigest()[:16]
     nets = pr.cache.setdefault("whole_attention", {})
@@ -751,7 +769,7 @@ def validate_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSeq
         nets[key] = gatelevel.map_netlist(text, "attn_system", pr.lib_path,
                                           pr.work / "attention_whole" / key, cut_memories=True)
     net = nets[key]
-    trace = _whole_trace(rec, comp, net.cut)
+    trace = _whole_trace(run.rec, comp, net.cut)
     # free-running only: beside the ports, a column that keeps the clock on at every edge
     trace.values["clock_on"] = [1] * trace.cycles
     whole = replay_energy(net, trace, start, 1, pr.work / "attention_whole" / design, pr.sim,
@@ -761,7 +779,7 @@ def validate_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSeq
         "design": design, "cycles": cycles, "whole_pJ": whole["free_pJ"],
         "pieces_pJ": pieces, "nodes_pJ": nodes, "routers_pJ": routers,
         "ratio": pieces / whole["free_pJ"], "whole_cells": whole["cells"],
-        "pieces_cells": sum(cells.values()) * acfg.heads
+        "pieces_cells": sum(run.cells.values()) * acfg.heads
         + 3 * acfg.heads * arouter["cells"],
     }
 
