@@ -34,19 +34,20 @@ def model():
     return random_block_model(**DIMS)
 
 
-def each_design(model, measure, lib, work) -> dict:
+def each_design(model, measure, lib, work, **kwargs) -> dict:
     """``measure(qnn, sequences, design, ...)`` of both designs on the sentence, captured with
     each design's masks, in Icarus, one netlist cache (the add+LayerNorm unit mapped once)."""
     qnn, tok = model
     cache: dict = {}
     return {d: measure(qnn, capture(qnn, tok, [SENTENCE], d), d, lib_path=lib, work=work / d,
-                       sim="icarus", cache=cache) for d in DESIGNS}
+                       sim="icarus", cache=cache, **kwargs) for d in DESIGNS}
 
 
 @pytest.fixture(scope="module")
 def measured(model, nangate_lib, tmp_path_factory):  # only the slow tests use it
+    """Tiles of 8 neurons: the FFN-expand layer (16) on two tiles, the others on one."""
     return each_design(model, measure_block_gates, nangate_lib,
-                       tmp_path_factory.mktemp("block_gates"))
+                       tmp_path_factory.mktemp("block_gates"), tile_neurons=8)
 
 
 @pytest.mark.slow
@@ -98,6 +99,18 @@ def test_mttfs_tiles_compute_less_than_dense(measured):
     # fewer deliveries at every position than the dense design's codes
     assert all(measured["mttfs-k1"].deliveries[p] <= n
                for p, n in measured["dense"].deliveries.items())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design", DESIGNS)
+def test_a_layer_on_two_tiles_counts_its_input_once(measured, design):
+    """The FFN-expand layer on two tiles: each tile takes the whole input, the pricing counts
+    its flits once and its deliveries once (the dense design delivers every code)."""
+    g = measured[design]
+    tiles = {p.piece: p.tiles for p in g.pieces}
+    assert tiles["ffn_expand"] == 2 and tiles["query"] == tiles["ffn_contract"] == 1
+    if design == "dense":
+        assert g.deliveries["ffn_expand_in"] == g.values["ffn_expand_in"]
 
 
 @pytest.mark.slow
