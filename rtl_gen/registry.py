@@ -373,4 +373,6 @@ def components(config: RTLConfig, modules=None) -> dict[str, object]:
     module no block has)."""
     check_config(config)
     wanted = None if modules is None else {by_module(m).module for m in modules}
+    if wanted == set():
+        raise ValueError("modules must name at least one module (None: every one)")
     return {b.module: b.build(config) for b in BLOCKS if wanted is None or b.module in wanted}

@@ -122,6 +122,8 @@ def test_generate_a_subset_is_the_same_verilog(generated, tmp_path):
     assert not (tmp_path / "one" / "mttfs_axi.rdl").exists()
     with pytest.raises(ValueError, match="module must be one of .*not 'tile'"):
         gen.generate(SMALL, tmp_path / "bad", ["tile"])
+    with pytest.raises(ValueError, match="modules must name at least one module"):
+        gen.generate(SMALL, tmp_path / "bad", [])
     assert not (tmp_path / "bad").exists()
 
 
