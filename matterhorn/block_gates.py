@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
+from regression.block import TILE_NEURONS
 from synth_scripts.block_gates import (
     PIECES,
     RAW_SUMS,
@@ -172,7 +173,7 @@ def _jobs(qnn, sequences, design: str, block: int, pr: Pricing, tile_neurons: in
 def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str = "verilator",
                         block: int = 0, clock_ns: float = 10.0,
                         hops_per_flit: Mapping[str, float] | None = None,
-                        cache: dict | None = None, tile_neurons: int | None = None) -> BlockGates:
+                        cache: dict | None = None, tile_neurons: int = TILE_NEURONS) -> BlockGates:
     """Price ``design`` (:data:`regression.block.DESIGNS`) of block ``block`` of ``qnn`` (integer
     mode, masks calibrated) in gates on ``sequences`` (:class:`networks.block.BlockSequence`,
     captured with the design's masks: :func:`capture`), piece by piece
@@ -194,9 +195,8 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
     cache : dict, optional
         Keeps mapped netlists (tiles, nodes, units, routers) per liberty across calls: pass
         the same dict for every design of a run.
-    tile_neurons : int, optional
-        Each linear layer in tiles of at most this many neurons, as the run partitions it
-        (:data:`regression.block.TILE_NEURONS` by default).
+    tile_neurons : int
+        Each linear layer in tiles of at most this many neurons, as the run partitions it.
 
     Raises
     ------
@@ -205,7 +205,7 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
     AssertionError
         A piece's RTL differs from its golden model or from the captured values.
     """
-    from regression.block import _CONSUMER, TILE_NEURONS, _deliveries, check_design
+    from regression.block import _CONSUMER, _deliveries, check_design
 
     check_design(design)
     sequences = list(sequences)
@@ -214,8 +214,7 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
     t0 = time.perf_counter()
     pr = Pricing.prepare(lib_path, work, sim=sim, clock_ns=clock_ns, cache=cache,
                          hops_per_flit=hops_per_flit)
-    jobs = _jobs(qnn, sequences, design, block, pr,
-                 TILE_NEURONS if tile_neurons is None else tile_neurons)
+    jobs = _jobs(qnn, sequences, design, block, pr, tile_neurons)
     pieces = {}
     for name in PIECES:
         t = time.perf_counter()
