@@ -175,7 +175,7 @@ def test_testbench_lines_stay_short_for_a_large_netlist():
 
     net = SimpleNamespace(top="big", clock="clk", reset="rst")
     counted = [f"_{i}_" for i in range(30000)]
-    tb = _testbench(net, [("a", 1)], [("y", 1)], counted, [], 4)
+    tb = _testbench(net, [("a", 1)], [("y", 1)], counted, [])
     assert max(len(line) for line in tb.splitlines()) < 1000
     got = []
     for hi, lo, word in re.findall(r"snap\[(\d+):(\d+)\] = \{(.*?)\};", tb, re.S):
@@ -383,3 +383,31 @@ def test_clock_net_found_through_aliases(tmp_path):
     assert clock_sinks and all(c.type.startswith("DFF") for c in clock_sinks)
     tg = gl.Toggles(cycles=1, nets={}, flop_changes=[0], simulator="none", seconds=0.0)
     assert ge.energy(net, tg).free["clock"] > 0
+
+
+@pytest.mark.parametrize("sim", gl.SIMULATORS)
+def test_one_build_replays_traces_of_any_length(counter, sim):
+    """The harness is built once per netlist: a shorter trace replays on the same build, and
+    counts what that trace alone makes."""
+    net, trace, stim, wd = counter
+    short = gl.Trace(trace.ports, {k: v[:30] for k, v in trace.values.items()})
+    tg = gl.replay(net, short, wd / f"short_{sim}", sim=sim)
+    gl.replay(net, trace, wd / f"long_{sim}", sim=sim)
+    assert len(list(net.path.parent.glob(f"replay_{sim}_*"))) == 1
+    assert tg.cycles == 30 and tg.nets[_net_of(net, "count[0]")] == sum(en for en, _ in stim[:30])
+
+
+def test_a_trace_cut_short_is_an_error_not_a_count(counter, monkeypatch):
+    """A stimulus file with fewer lines than the cycles asked for stops the replay with an
+    error (the harness reads the trace a line at a time)."""
+    from synth_scripts import gate_replay
+
+    net, trace, _, wd = counter
+    real = gate_replay._hexfile
+
+    def short(path, ports, tr, total):
+        real(path, ports, gl.Trace(tr.ports, {k: v[:-3] for k, v in tr.values.items()}), total)
+
+    monkeypatch.setattr(gate_replay, "_hexfile", short)
+    with pytest.raises(gate_replay.flow.ToolError, match="did not finish"):
+        gl.replay(net, trace, wd / "cut", sim="icarus")
