@@ -135,42 +135,78 @@ def setup(model: str, sentences: int, *, block: int = 0, seed: int = 0,
     return BlockSetup(qnn, tok, name, picked, seq_max)
 
 
+def _design(job, *, cache: dict | None = None, steps=None) -> tuple:
+    """One design of a run: through the block's pieces and, with gates, priced in them;
+    ``(BlockRun, BlockGates or None)``. ``job``: ``(setup, design, block, tile_neurons,
+    placement, gates)``, plain data, so that a worker process can take it."""
+    import torch
+
+    from regression.block import run_block
+
+    st, d, block, tile_neurons, placement, gates = job
+    torch.set_num_threads(1)  # a run per core
+    n = len(st.sentences)
+    if steps is not None:
+        steps.start(f"{d}: {n} sentence{'s' if n > 1 else ''} through the block's pieces")
+    run = run_block(st.qnn, st.tokenizer, st.sentences, d, block=block,
+                    tile_neurons=tile_neurons)
+    if steps is not None:
+        steps.advance(f"{d}: {run.mismatches} mismatches")
+    if gates is None:
+        return run, None
+    if run.mismatches:
+        if steps is not None:
+            steps.advance(f"{d}: not priced in gates (its pieces mismatch)")
+        return run, None
+    from matterhorn.block_gates import capture, measure_block_gates
+
+    if steps is not None:
+        steps.start(f"{d}: priced in gates ({Path(gates.liberty).name})")
+    seqs = capture(st.qnn, st.tokenizer, st.sentences, d, block=block)
+    priced = measure_block_gates(
+        st.qnn, seqs, d, lib_path=gates.liberty, work=Path(gates.work) / d, sim=gates.sim,
+        block=block, clock_ns=gates.clock_ns, cache=cache,
+        hops_per_flit=hops_per_flit(placement, run.flits), tile_neurons=tile_neurons)
+    if steps is not None:
+        steps.advance(f"{d}: {priced.totals()['total']:.0f} pJ per token in gates")
+    return run, priced
+
+
+def _said(result) -> str:
+    """A design's line on the console, when a worker finishes it."""
+    run, priced = result
+    said = f"{run.design}: {run.mismatches} mismatches"
+    return said + (f", {priced.totals()['total']:.0f} pJ per token in gates" if priced else "")
+
+
 def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEURONS,
-        steps=None, gates: GatesSetup | None = None) -> dict:
+        steps=None, gates: GatesSetup | None = None, jobs: int = 1) -> dict:
     """Every design of ``designs`` over the sentences, and with ``gates`` each priced in our
     gates on the same sentences; the ``block.json`` document. ``steps``: a
-    :class:`toolkit_base.console.Steps` told of each design and each pricing."""
-    from regression.block import run_block
+    :class:`toolkit_base.console.Steps` told of each design and each pricing (with ``jobs``
+    > 1, of each design as it ends). ``jobs``: designs run at a time, each in a worker
+    process of a local cluster (:func:`toolkit_base.cluster.executor`); the worker prices
+    with netlists of its own, the same ones."""
+    import warnings
+
     from rtl_gen.block_map import BlockShape, place_block
+    from toolkit_base.cluster import executor
 
     placement = place_block(BlockShape.of(st.qnn.cfg, seq_max=st.seq_max,
                                           tile_neurons=tile_neurons))
-    n = len(st.sentences)
-    runs, priced, cache = [], {}, {}
-    for d in designs:
-        if steps is not None:
-            steps.start(f"{d}: {n} sentence{'s' if n > 1 else ''} through the block's pieces")
-        runs.append(run_block(st.qnn, st.tokenizer, st.sentences, d, block=block,
-                              tile_neurons=tile_neurons))
-        if steps is not None:
-            steps.advance(f"{d}: {runs[-1].mismatches} mismatches")
-        if gates is not None and runs[-1].mismatches:
-            if steps is not None:
-                steps.advance(f"{d}: not priced in gates (its pieces mismatch)")
-        elif gates is not None:
-            from matterhorn.block_gates import capture, measure_block_gates
-
-            if steps is not None:
-                steps.start(f"{d}: priced in gates ({Path(gates.liberty).name})")
-            seqs = capture(st.qnn, st.tokenizer, st.sentences, d, block=block)
-            priced[d] = measure_block_gates(
-                st.qnn, seqs, d, lib_path=gates.liberty, work=Path(gates.work) / d,
-                sim=gates.sim, block=block, clock_ns=gates.clock_ns, cache=cache,
-                hops_per_flit=hops_per_flit(placement, runs[-1].flits),
-                tile_neurons=tile_neurons)
-            if steps is not None:
-                t = priced[d].totals()
-                steps.advance(f"{d}: {t['total']:.0f} pJ per token in gates")
+    todo = [(st, d, block, tile_neurons, placement, gates) for d in designs]
+    with executor(workers=jobs, jobs=len(todo)) as ex, warnings.catch_warnings():
+        # the network travels to each worker with its design (MiniLM: about 150 MiB): Dask's
+        # advice on large graphs is not the user's business
+        warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+        if ex.client is None:
+            cache: dict = {}  # netlists shared by the designs
+            done = [_design(job, cache=cache, steps=steps) for job in todo]
+        else:
+            done = ex.map(_design, todo, names=list(designs),
+                          progress=lambda r: steps.advance(_said(r)) if steps else None)
+    runs = [r for r, _ in done]
+    priced = {r.design: g for r, g in done if g is not None}
     dims = _dims(st)
     return block_document(st, runs, model_energy(runs, dims), dims, block=block,
                           tile_neurons=tile_neurons, placement=placement, gates=priced or None)

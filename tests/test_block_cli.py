@@ -30,3 +30,14 @@ def test_block_command(tmp_path, capsys):
     assert (out / "block.png").stat().st_size > 1000
     assert not list(tmp_path.glob(".block-*"))
     assert str(tmp_path) not in (out / "block.json").read_text()  # no absolute path
+
+
+def test_designs_in_worker_processes_make_the_same_document(tmp_path):
+    """``--jobs 2`` runs each design in a worker process of a local cluster: the document is
+    the one a run in this process writes."""
+    from matterhorn import block
+
+    st = block.setup("random", 1)
+    one = block.run(st, ["dense", "mttfs-k1"])
+    two = block.run(st, ["dense", "mttfs-k1"], jobs=2)
+    assert two == one

