@@ -35,6 +35,21 @@ def test_finetune_integer_writes_integer_checkpoints(int_run):
 
 
 @pytest.mark.slow
+def test_block_runs_an_integer_checkpoint(int_run, tmp_path, capsys):
+    """``matterhorn block --checkpoint``: the fine-tuned integer-mode network runs through the
+    block's pieces bit-exact, and the report says which network ran (about 8 minutes: MiniLM's
+    block at RTL, one sentence, one design)."""
+    out = tmp_path / "b"
+    argv = ["block", "--model", "minilm", "--checkpoint", str(int_run / "k1"), "--sentences",
+            "1", "--design", "mttfs", "--k", "1", "--out", str(out)]
+    assert main(argv) == 0, capsys.readouterr().out
+    doc = json.loads((out / "block.json").read_text())
+    assert doc["model"].endswith("(fine-tuned in integer mode at k=1, k1)"), doc["model"]
+    assert [(d["design"], d["mismatches"]) for d in doc["designs"]] == [("mttfs-k1", 0)]
+    assert doc["designs"][0]["checked"] > 0
+
+
+@pytest.mark.slow
 def test_stats_on_an_integer_checkpoint(int_run, tmp_path, capsys):
     base = [
         "stats", "--model", "minilm", "--checkpoint", str(int_run / "k1"), "--sentences", "2",
