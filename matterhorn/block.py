@@ -172,6 +172,14 @@ def _design(job, *, cache: dict | None = None, steps=None) -> tuple:
     return run, priced
 
 
+def _design_in_worker(job) -> tuple:
+    """:func:`_design` in a worker process: one torch thread (a design per core)."""
+    import torch
+
+    torch.set_num_threads(1)
+    return _design(job)
+
+
 def _said(result) -> str:
     """A design's line on the console, when a worker finishes it."""
     run, priced = result
@@ -203,7 +211,7 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
             cache: dict = {}  # netlists shared by the designs
             done = [_design(job, cache=cache, steps=steps) for job in todo]
         else:
-            done = ex.map(_design, todo, names=list(designs),
+            done = ex.map(_design_in_worker, todo, names=list(designs),
                           progress=lambda r: steps.advance(_said(r)) if steps else None)
     runs = [r for r, _ in done]
     priced = {r.design: g for r, g in done if g is not None}
