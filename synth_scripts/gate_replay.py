@@ -274,7 +274,8 @@ def _build(net, tb: str, sim: str) -> list[str]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (where / "built").exists():
             (where / "tb.v").write_text(tb, encoding="utf-8")
-            sources = ["tb.v", os.path.relpath(net.path, where), os.path.relpath(net.cells_v, where)]
+            sources = ["tb.v", os.path.relpath(net.path, where),
+                       os.path.relpath(net.cells_v, where)]
             if sim == "verilator":
                 flow.run_tool(
                     [toolchain.require("verilator"), "--binary", "--timing", "--output-split",
