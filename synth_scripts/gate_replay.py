@@ -359,6 +359,9 @@ def replay(net, trace, workdir, *, sim: str = "verilator", start: int = 0) -> To
     counts, changes = _count(workdir / "diffs.txt", counted, flops, trace.cycles, start)
     if counts is None:
         raise flow.ToolError(f"{sim} replay of {net.top} wrote truncated counts")
+    # counted: the changed-bit words go (a bit per net and cycle: MiniLM's block wrote 2.9 GB
+    # of them per design, one sentence)
+    (workdir / "diffs.txt").unlink()
     return Toggles(
         cycles=trace.cycles - start,
         nets=dict(zip(counted, counts, strict=True)),

@@ -394,6 +394,7 @@ def test_one_build_replays_traces_of_any_length(counter, sim):
     tg = gl.replay(net, short, wd / f"short_{sim}", sim=sim)
     gl.replay(net, trace, wd / f"long_{sim}", sim=sim)
     assert len(list(net.path.parent.glob(f"replay_{sim}_*"))) == 1
+    assert not (wd / f"short_{sim}" / "diffs.txt").exists()  # counted, then removed
     assert tg.cycles == 30 and tg.nets[_net_of(net, "count[0]")] == sum(en for en, _ in stim[:30])
 
 
