@@ -211,6 +211,9 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
             cache: dict = {}  # netlists shared by the designs
             done = [_design(job, cache=cache, steps=steps) for job in todo]
         else:
+            if steps is not None:
+                steps.start(f"{', '.join(designs)}: {min(jobs, len(todo))} at a time, each in a "
+                            "worker process")
             done = ex.map(_design_in_worker, todo, names=list(designs),
                           progress=lambda r: steps.advance(_said(r)) if steps else None)
     runs = [r for r, _ in done]
