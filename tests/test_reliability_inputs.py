@@ -220,7 +220,7 @@ CASES = [
     Case("block --sentences 0 --out o", "number", "sentences must be in 1..4096, not 0"),
     Case("block --k 3 --out o", "number", "--k must be 0, 1 or 2 (the compared radii), not 3"),
     Case("block --tile-neurons 300 --out o", "number", "tile_neurons must be in 1..256, not 300"),
-    Case("block --jobs 0 --out o", "number", "jobs must be in 1..64, not 0"),
+    Case("block --workers 0 --out o", "number", "jobs must be in 1..64, not 0"),
     Case("block --model gpt2 --out o", "file:model", "model folder 'gpt2' is a decoder",
          _write("gpt2/config.json", DECODER)),
     Case("block --model minilm --checkpoint ckpt --out o", "file:checkpoint",

