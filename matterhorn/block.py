@@ -139,12 +139,9 @@ def _design(job, *, cache: dict | None = None, steps=None) -> tuple:
     """One design of a run: through the block's pieces and, with gates, priced in them;
     ``(BlockRun, BlockGates or None)``. ``job``: ``(setup, design, block, tile_neurons,
     placement, gates)``, plain data, so that a worker process can take it."""
-    import torch
-
     from regression.block import run_block
 
     st, d, block, tile_neurons, placement, gates = job
-    torch.set_num_threads(1)  # a run per core
     n = len(st.sentences)
     if steps is not None:
         steps.start(f"{d}: {n} sentence{'s' if n > 1 else ''} through the block's pieces")
@@ -211,7 +208,8 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
             cache: dict = {}  # netlists shared by the designs
             done = [_design(job, cache=cache, steps=steps) for job in todo]
         else:
-            if steps is not None:
+            if steps is not None:  # a step per design, told as it ends
+                steps.set_total(len(todo))
                 steps.start(f"{', '.join(designs)}: {min(jobs, len(todo))} at a time, each in a "
                             "worker process")
             done = ex.map(_design_in_worker, todo, names=list(designs),

@@ -85,8 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(1)
     st = block.setup(args.model, args.sentences, block=args.block, checkpoint=args.checkpoint)
-    per_design = 2 if gates and min(args.jobs, len(designs)) == 1 else 1
-    with console.steps("block", len(designs) * per_design) as bar:
+    with console.steps("block", len(designs) * (2 if gates else 1)) as bar:
         doc = block.run(st, designs, block=args.block, tile_neurons=args.tile_neurons,
                         steps=bar, gates=gates, jobs=args.jobs)
     block.write(doc, args.out)
