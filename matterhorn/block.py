@@ -55,7 +55,9 @@ class BlockSetup:
 @dataclass(frozen=True)
 class GatesSetup:
     """How :func:`run` prices each design in our gates (:mod:`matterhorn.block_gates`): the
-    liberty, the replays' simulator, the working folder (netlists, replays) and the clock."""
+    liberty, the replays' simulator, the working folder and the clock. The designs' replays
+    are in ``work/<design>``; the netlists they share and their builds in ``work/netlists``,
+    which a later run into the same folder reuses."""
 
     liberty: Path
     sim: str
@@ -163,6 +165,7 @@ def _design(job, *, cache: dict | None = None, steps=None) -> tuple:
     priced = measure_block_gates(
         st.qnn, seqs, d, lib_path=gates.liberty, work=Path(gates.work) / d, sim=gates.sim,
         block=block, clock_ns=gates.clock_ns, cache=cache,
+        netlist_dir=Path(gates.work) / "netlists",
         hops_per_flit=hops_per_flit(placement, run.flits), tile_neurons=tile_neurons)
     if steps is not None:
         steps.advance(f"{d}: {priced.totals()['total']:.0f} pJ per token in gates")

@@ -173,7 +173,8 @@ def _jobs(qnn, sequences, design: str, block: int, pr: Pricing, tile_neurons: in
 def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str = "verilator",
                         block: int = 0, clock_ns: float = 10.0,
                         hops_per_flit: Mapping[str, float] | None = None,
-                        cache: dict | None = None, tile_neurons: int = TILE_NEURONS) -> BlockGates:
+                        cache: dict | None = None, tile_neurons: int = TILE_NEURONS,
+                        netlist_dir=None) -> BlockGates:
     """Price ``design`` (:data:`regression.block.DESIGNS`) of block ``block`` of ``qnn`` (integer
     mode, masks calibrated) in gates on ``sequences`` (:class:`networks.block.BlockSequence`,
     captured with the design's masks: :func:`capture`), piece by piece
@@ -197,6 +198,12 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
         the same dict for every design of a run.
     tile_neurons : int
         Each linear layer in tiles of at most this many neurons, as the run partitions it.
+    netlist_dir : path, optional
+        Where the netlists are mapped and their replays built, a folder per netlist named by
+        its Verilog's digest (default ``work/netlists``): pass the same folder for every design
+        of a run, so that designs with the same pieces (the spiking designs' tiles, every
+        design's routers and add+LayerNorm units) map and build them once, also from worker
+        processes, and a later run into it maps and builds nothing again.
 
     Raises
     ------
@@ -213,7 +220,7 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
         raise ValueError("sequences must hold at least one captured sentence")
     t0 = time.perf_counter()
     pr = Pricing.prepare(lib_path, work, sim=sim, clock_ns=clock_ns, cache=cache,
-                         hops_per_flit=hops_per_flit)
+                         hops_per_flit=hops_per_flit, netlist_dir=netlist_dir)
     jobs = _jobs(qnn, sequences, design, block, pr, tile_neurons)
     pieces = {}
     for name in PIECES:

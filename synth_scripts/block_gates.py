@@ -265,7 +265,9 @@ class Pricing:
     per-bit SRAM energy of that table, :func:`synth_scripts.scaling.sram_bit_pJ`; the factor
     that scales it to 22 nm / 0.8 V, :func:`synth_scripts.scaling.scaling_rule`), the working
     folder, the replays' simulator and clock, the mapped netlists kept across calls
-    (``cache``) and each piece's hops per input flit (``hops_per_flit``; default one)."""
+    (``cache``), the folder they are mapped in (``netlist_dir``: a subfolder per netlist named
+    by its Verilog's digest, with its replay builds; shared by every design of a run) and each
+    piece's hops per input flit (``hops_per_flit``; default one)."""
 
     lib_path: Path
     work: Path
@@ -278,13 +280,16 @@ class Pricing:
     divide_by: float
     cache: dict
     hops_per_flit: Mapping[str, float]
+    netlist_dir: Path
 
     @classmethod
     def prepare(cls, lib_path, work, *, sim: str = "verilator", clock_ns: float = 10.0,
                 cache: dict | None = None,
-                hops_per_flit: Mapping[str, float] | None = None) -> Pricing:
+                hops_per_flit: Mapping[str, float] | None = None,
+                netlist_dir=None) -> Pricing:
         """Read the liberty at ``lib_path`` (its working copy in ``work/lib``). ``cache``
-        (kept by the caller across designs) holds a section per liberty."""
+        (kept by the caller across designs) holds a section per liberty; ``netlist_dir``
+        (default ``work/netlists``) is where the netlists are mapped and built."""
         from synth_scripts import liberty, scaling
 
         work = Path(work)
@@ -293,7 +298,8 @@ class Pricing:
         rule = scaling.scaling_rule(lib.nom_voltage, scaling.technology_of(lib.name))
         return cls(Path(lib_path), work, sim, clock_ns, lib.name, lib.source_name,
                    scaling.sram_bit_pJ(lib), lib.pdk.sram_bit["source"], rule["divide_by"],
-                   cache.setdefault(lib.sha256, {}), dict(hops_per_flit or {}))
+                   cache.setdefault(lib.sha256, {}), dict(hops_per_flit or {}),
+                   Path(netlist_dir) if netlist_dir is not None else work / "netlists")
 
     def router(self, flits, payload_width: int, addr_width: int, *, mesh=None,
                kind: str = "routers") -> dict:
@@ -303,7 +309,8 @@ class Pricing:
 
         return router_energy(flits[:ROUTER_FLITS], payload_width, addr_width, self.lib_path,
                              self.work / kind, self.sim, self.clock_ns,
-                             self.cache.setdefault(kind, {}), mesh=mesh or MESH)
+                             self.cache.setdefault(kind, {}), mesh=mesh or MESH,
+                             netlist_dir=self.netlist_dir)
 
     def hops(self, piece: str, flits: int) -> float:
         """The hops ``flits`` input flits of ``piece`` make: one each unless
@@ -367,7 +374,7 @@ def price_linear(pr: Pricing, name: str, tiles, design: str, codes: torch.Tensor
         run = run_tile(layer, design, codes, config=config)
         tile = tile_energy(layer, design, run, pr.lib_path, pr.work / name / f"tile{i}", pr.sim,
                            pr.clock_ns, pr.cache.setdefault("tiles", {}), config=config,
-                           one_replay=True)
+                           one_replay=True, netlist_dir=pr.netlist_dir)
         n = run.windows
         compute += (tile["free_pJ"] - tile["idle_clock_pJ"]) * n
         idle += tile["idle_clock_pJ"] * n
@@ -547,7 +554,7 @@ def _node_netlist(pr: Pricing, acfg, part: str, dense: bool):
     nets = pr.cache.setdefault("nodes", {})
     if key not in nets:
         nets[key] = gatelevel.map_netlist(text, top, pr.lib_path,
-                                          pr.work / "attention" / f"{top}_{key[1]}",
+                                          pr.netlist_dir / f"{top}_{key[1]}",
                                           cut_memories=True)
     return nets[key]
 
@@ -767,7 +774,8 @@ def validate_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSeq
     nets = pr.cache.setdefault("whole_attention", {})
     if key not in nets:
         nets[key] = gatelevel.map_netlist(text, "attn_system", pr.lib_path,
-                                          pr.work / "attention_whole" / key, cut_memories=True)
+                                          pr.netlist_dir / f"attn_system_{key}",
+                                          cut_memories=True)
     net = nets[key]
     trace = _whole_trace(run.rec, comp, net.cut)
     # free-running only: beside the ports, a column that keeps the clock on at every edge
@@ -809,7 +817,7 @@ def price_norm(pr: Pricing, name: str, ucfg, add, norm, thetas, r: torch.Tensor,
     run = unit_gates.run_add_norm(ucfg, load_beats(ucfg, add, norm, thetas), rows, expected)
     m = unit_gates.measure(run, ucfg, pr.lib_path, pr.work / name, sim=pr.sim,
                            clock_ns=pr.clock_ns, netlists=pr.cache.setdefault("units", {}),
-                           one_replay=True)
+                           one_replay=True, netlist_dir=pr.netlist_dir)
     e, n, hidden = m["energy_pJ"], len(rows), ucfg.hidden
     # per channel: the channel word read in both passes; the sum written, then read back
     read = n * hidden * (2 * norm_channel_layout(ucfg).size + ucfg.sum_bits)

@@ -208,13 +208,14 @@ def _slice(trace, start: int, stop: int):
 
 def tile_energy(layer, design: str, run: TileRun, lib_path: Path, work: Path, sim: str,
                 clock_ns: float, netlists: dict, *, mesh: tuple[int, int] = MESH,
-                config=None, one_replay: bool = False) -> dict:
+                config=None, one_replay: bool = False, netlist_dir: Path | None = None) -> dict:
     """Gate-level energy of the windows (the load phase subtracted), free-running and gated.
 
     ``netlists`` caches the mapped tile netlists by kind (``dense``, ``mttfs``) across designs;
     with ``config`` (the tile's :class:`rtl_gen.params.RTLConfig`, as :func:`run_tile`'s) by
     kind and the digest of the tile's Verilog, so tiles that generate the same Verilog share
-    one netlist. ``one_replay``: :func:`replay_energy`'s.
+    one netlist. ``one_replay``: :func:`replay_energy`'s. ``netlist_dir``: where the netlist is
+    mapped (a folder named by kind and digest in it; default ``work``).
     """
     import hashlib
     from dataclasses import replace
@@ -234,7 +235,7 @@ def tile_energy(layer, design: str, run: TileRun, lib_path: Path, work: Path, si
         if text is None:
             comp = tile_block(design).build(design_config(layer, macro=True, mesh=mesh))
             text = verilog.convert(comp, name=f"{kind}_tile", emit_src=False)
-        where = work / (kind if config is None else f"{kind}_{key[1]}")
+        where = (netlist_dir or work) / (kind if config is None else f"{kind}_{key[1]}")
         netlists[key] = gatelevel.map_netlist(text, f"{kind}_tile", lib_path, where,
                                               cut_macros={MACRO_NAME: "RDATA"})
     return replay_energy(netlists[key], run.trace, run.load_cycles, run.windows,
@@ -302,23 +303,29 @@ def replay_energy(net, trace, load_cycles: int, windows: int, work: Path, sim: s
 
 def router_energy(flits: list[tuple[int, int]], payload_width: int, addr_width: int,
                   lib_path: Path, work: Path, sim: str, clock_ns: float, cache: dict, *,
-                  mesh: tuple[int, int] = MESH) -> dict:
+                  mesh: tuple[int, int] = MESH, netlist_dir: Path | None = None) -> dict:
     """Energy of the generated router moving ``flits`` one hop each (one per clock, west to
     east, from node (1, 1) towards the last column), and of its idle clock, from the gate
-    netlist. ``cache`` keeps the mapped netlists by flit width across designs."""
+    netlist. ``cache`` keeps the mapped netlists by flit width and mesh across designs;
+    ``netlist_dir`` is where they are mapped (default ``work``), a folder per netlist named by
+    its widths and the digest of its Verilog."""
+    import hashlib
+
     from amaranth.back import verilog
 
     from rtl_gen.router import Router
     from synth_scripts import gate_energy, gatelevel
 
     rows, cols = mesh
-    key = (payload_width, addr_width)
+    key = (payload_width, addr_width, rows, cols)
     if key not in cache:
         text = verilog.convert(Router(rows, cols, addr_width=addr_width,
                                       time_width=payload_width),
                                name="mttfs_router", emit_src=False)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         cache[key] = gatelevel.map_netlist(
-            text, "mttfs_router", lib_path, work / f"router_{payload_width}_{addr_width}")
+            text, "mttfs_router", lib_path,
+            (netlist_dir or work) / f"router_{payload_width}_{addr_width}_{digest}")
     net = cache[key]
 
     def trace_of(items, idle):

@@ -127,7 +127,72 @@ def _icg(prepared: liberty_mod.Liberty) -> str:
                      f"clock-gating cell of its PDK table {prepared.pdk.source}")
 
 
-def energy(net, toggles, *, clock_ns: float = 10.0, enable=None,  # noqa: C901, PLR0915 -- one pass over the cells
+class _PinEnergies:
+    """What :func:`energy` reads of the liberty for one netlist at one slew: per net (read the
+    first time it toggles) its load, its driver's (kind, mean of the rise and fall internal
+    energy at that load) and its sink pins' (kind, mean internal energy); the clock pins' rise
+    + fall; the leakage sums. Read once per netlist and kept on it: the tables' interpolation
+    was most of a replay's pricing."""
+
+    def __init__(self, net, slew: float, wire_load: bool):
+        lib = self.lib = net.lib.library
+        self.slew, self.wire_load = slew, wire_load
+        self.seq_types = {t for t in {c.type for c in net.cells} if lib.cells[t].sequential}
+        self.drivers, self.sinks = {}, {}
+        for c in net.cells:
+            info = lib.cells[c.type]
+            for pin, ref in c.pins.items():
+                if ref is None or pin not in info.pins:
+                    continue
+                if info.pins[pin].direction == "output":
+                    self.drivers[ref] = (c, pin)
+                else:
+                    self.sinks.setdefault(ref, []).append((c, pin))
+        self.nets: dict = {}
+        self.clock_pins = []
+        if net.clock_net is not None:
+            for cell, pin in self.sinks.get(net.clock_net, []):
+                r, f = lib.cells[cell.type].pins[pin].energy(slew, 0.0)
+                self.clock_pins.append(r + f)
+        self.leakage = sum(lib.cells[c.type].leakage for c in net.cells)
+        self.leakage_sequential = sum(lib.cells[c.type].leakage for c in net.cells
+                                      if c.type in self.seq_types)
+
+    def load(self, ref) -> float:
+        lib, s = self.lib, self.sinks.get(ref, [])
+        cap = sum(lib.cells[c.type].pins[p].cap for c, p in s)
+        return cap + (lib.wire_cap(len(s)) if self.wire_load else 0.0)
+
+    def _kind(self, cell) -> str:
+        return "sequential" if cell.type in self.seq_types else "combinational"
+
+    def of(self, ref) -> tuple:
+        """``(load, driver or None, sink pins)`` of net ``ref``."""
+        got = self.nets.get(ref)
+        if got is None:
+            lib, c_net = self.lib, self.load(ref)
+            driver = None
+            if ref in self.drivers:
+                cell, pin = self.drivers[ref]
+                r, f = lib.cells[cell.type].pins[pin].energy(self.slew, c_net)
+                driver = (self._kind(cell), (r + f) / 2)
+            sink_pins = []
+            for cell, pin in self.sinks.get(ref, []):
+                p = lib.cells[cell.type].pins[pin]
+                if p.rise or p.fall:
+                    r, f = p.energy(self.slew, 0.0)
+                    sink_pins.append((self._kind(cell), (r + f) / 2))
+            got = self.nets[ref] = (c_net, driver, tuple(sink_pins))
+        return got
+
+
+def _pin_energies(net, slew: float, wire_load: bool) -> _PinEnergies:
+    key = (slew, wire_load)
+    if key not in net.priced:
+        net.priced[key] = _PinEnergies(net, slew, wire_load)
+    return net.priced[key]
+
+def energy(net, toggles, *, clock_ns: float = 10.0, enable=None,  # noqa: PLR0915 -- one pass over the nets
            slew_ns: float = NOMINAL_SLEW_NS, wire_load: bool = True) -> Energy:
     """Energy of ``net`` (a :class:`gatelevel.Netlist`) over the replay ``toggles``.
 
@@ -152,68 +217,42 @@ def energy(net, toggles, *, clock_ns: float = 10.0, enable=None,  # noqa: C901, 
         raise ValueError(f"clock_ns must be positive, not {clock_ns!r}")
     if slew_ns <= 0:
         raise ValueError(f"slew_ns must be positive, not {slew_ns!r}")
-    types = {c.type for c in net.cells}
     lib = net.lib.library
     icg = _icg(net.lib)
     slew = slew_ns * 1e-9 / lib.time_s
     v2 = lib.voltage ** 2
     ej, cf = lib.energy_j, lib.cap_f
-    # net -> driver (cell, pin) and sinks [(cell, pin)]
-    drivers, sinks = {}, {}
-    for c in net.cells:
-        info = lib.cells[c.type]
-        for pin, ref in c.pins.items():
-            if ref is None or pin not in info.pins:
-                continue
-            if info.pins[pin].direction == "output":
-                drivers[ref] = (c, pin)
-            else:
-                sinks.setdefault(ref, []).append((c, pin))
-
-    def load(ref):
-        s = sinks.get(ref, [])
-        cap = sum(lib.cells[c.type].pins[p].cap for c, p in s)
-        return cap + (lib.wire_cap(len(s)) if wire_load else 0.0)
-
+    pins = _pin_energies(net, slew, wire_load)
     acc = {k: 0.0 for k in ("clock", "sequential", "combinational", "leakage")}
     detail = {"switching": 0.0, "internal": 0.0, "inputs_switching": 0.0, "clock_net": 0.0,
               "clock_pins": 0.0, "sequential_internal": 0.0, "combinational_internal": 0.0}
     clk = net.clock_net
-    seq_types = {t for t in types if lib.cells[t].sequential}
     for ref, t in toggles.nets.items():
         if t == 0 or ref == clk:
             continue
-        c_net = load(ref)
+        c_net, driver, sink_pins = pins.of(ref)
         sw = 0.5 * c_net * cf * v2 * t
         detail["switching"] += sw
-        drv = drivers.get(ref)
-        if drv is None:  # an input port (or an unconnected net)
+        if driver is None:  # an input port (or an unconnected net)
             acc["combinational"] += sw
             detail["inputs_switching"] += sw
         else:
-            cell, pin = drv
-            r, f = lib.cells[cell.type].pins[pin].energy(slew, c_net)
-            e_int = (r + f) / 2 * t * ej
-            kind = "sequential" if cell.type in seq_types else "combinational"
+            kind, half = driver
+            e_int = half * t * ej
             detail["internal"] += e_int
             detail[f"{kind}_internal"] += e_int
             acc[kind] += sw + e_int
-        for cell, pin in sinks.get(ref, []):
-            p = lib.cells[cell.type].pins[pin]
-            if p.rise or p.fall:
-                r, f = p.energy(slew, 0.0)
-                e_int = (r + f) / 2 * t * ej
-                kind = "sequential" if cell.type in seq_types else "combinational"
-                detail["internal"] += e_int
-                detail[f"{kind}_internal"] += e_int
-                acc[kind] += e_int
+        for kind, half in sink_pins:
+            e_int = half * t * ej
+            detail["internal"] += e_int
+            detail[f"{kind}_internal"] += e_int
+            acc[kind] += e_int
     # the clock: every flip-flop clock pin (and anything else on the net) every cycle
     clock_pins = 0.0
     if clk is not None:
-        for cell, pin in sinks.get(clk, []):
-            r, f = lib.cells[cell.type].pins[pin].energy(slew, 0.0)
-            clock_pins += (r + f) * ej
-        c_clk = load(clk)
+        for r_f in pins.clock_pins:
+            clock_pins += r_f * ej
+        c_clk = pins.load(clk)
     else:
         c_clk = 0.0
     clock_net = c_clk * cf * v2  # two toggles a cycle: 2 x 1/2 C V^2
@@ -223,10 +262,8 @@ def energy(net, toggles, *, clock_ns: float = 10.0, enable=None,  # noqa: C901, 
     detail["clock_pins"] = clock_pins * n
     detail["clock_net"] = clock_net * n
     duration = n * clock_ns * 1e-9
-    acc["leakage"] = sum(lib.cells[c.type].leakage for c in net.cells) * lib.leak_w * duration
-    detail["leakage_sequential"] = sum(
-        lib.cells[c.type].leakage for c in net.cells if c.type in seq_types
-    ) * lib.leak_w * duration
+    acc["leakage"] = pins.leakage * lib.leak_w * duration
+    detail["leakage_sequential"] = pins.leakage_sequential * lib.leak_w * duration
     free = {k: _pj(v) for k, v in acc.items()}
     free["total"] = _pj(sum(acc.values()))
     out = Energy(net.top, lib.name, n, clock_ns, slew_ns, free,

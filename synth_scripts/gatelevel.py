@@ -20,6 +20,8 @@ this machine.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -221,6 +223,8 @@ class Netlist:
     reset: str | None = "rst"
     clock_net: str | None = "clk"  # the net (alias representative) of the clock port
     cut: dict[str, int] = field(default_factory=dict)  # exposed read-data ports -> width
+    # what synth_scripts.gate_energy read of the liberty for it, per slew and wire load
+    priced: dict = field(default_factory=dict, repr=False, compare=False)
 
     def to_json(self) -> dict:
         types: dict[str, int] = {}
@@ -313,6 +317,12 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
                 no_fraig: bool = False) -> Netlist:
     """Map ``verilog_text`` (module ``top``) to the liberty and write a simulatable netlist.
 
+    The mapping is done once per folder: when ``workdir`` already holds the netlist of the same
+    Verilog, mapping script and liberty (a stamp of their digest, ``mapped``), Yosys does not
+    run again; a lock keeps concurrent callers (worker processes pricing designs that share a
+    netlist) to one mapping. Callers that name the folder after the digest of the Verilog
+    share a netlist across designs and runs.
+
     Parameters
     ----------
     cut_macros : mapping of str to str, optional
@@ -342,6 +352,15 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
     """
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
+    with (workdir / "map.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _map_locked(verilog_text, top, liberty_path, workdir, cut_macros=cut_macros,
+                           blackboxes=blackboxes, cut_memories=cut_memories, no_fraig=no_fraig)
+
+
+def _map_locked(verilog_text: str, top: str, liberty_path, workdir: Path, *, cut_macros,
+                blackboxes, cut_memories: bool, no_fraig: bool) -> Netlist:
+    """:func:`map_netlist` under its folder's lock."""
     lib = liberty.prepare(Path(liberty_path), workdir / "lib")
     if lib.pdk.tie_high is None or lib.pdk.tie_low is None:
         why = (f"it lacks {', '.join(lib.pdk.missing)} of its PDK table {lib.pdk.source}"
@@ -350,14 +369,12 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
                          f"for constant nets: {why}")
     (hi, hpin), (lo, lpin) = lib.pdk.tie_high, lib.pdk.tie_low
     cut_macros = dict(cut_macros or {})
-    (workdir / f"{top}.v").write_text(verilog_text, encoding="utf-8")
     cmds = []
     if cut_macros:
         if blackboxes is None:
             from rtl_gen.sram import MACRO_NAME, MACRO_STUB
 
             blackboxes = MACRO_STUB if MACRO_NAME in cut_macros else ""
-        (workdir / "blackboxes.v").write_text(blackboxes, encoding="utf-8")
         cmds.append("read_verilog -lib blackboxes.v")
     cmds += [f"read_verilog {top}.v", f"hierarchy -top {top}", "proc", "flatten"]
     if cut_memories:
@@ -388,9 +405,21 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
         "opt_clean",
         "write_verilog -noattr -noexpr netlist.v",
     ]
-    (workdir / "map.ys").write_text("\n".join(cmds) + "\n", encoding="utf-8")
-    flow.run_tool([toolchain.require("yosys"), "-q", "-s", "map.ys"], workdir,
-                  workdir / "map.log", f"yosys mapping {top}")
+    script = "\n".join(cmds) + "\n"
+    digest = hashlib.sha256("\0".join(
+        [script, verilog_text, blackboxes or "", lib.sha256, *lib.removed]).encode()).hexdigest()
+    stamp = workdir / "mapped"
+    if not (stamp.exists() and stamp.read_text(encoding="utf-8") == digest
+            and (workdir / "netlist.v").exists() and (workdir / "cells.v").exists()):
+        stamp.unlink(missing_ok=True)
+        (workdir / f"{top}.v").write_text(verilog_text, encoding="utf-8")
+        if cut_macros:
+            (workdir / "blackboxes.v").write_text(blackboxes, encoding="utf-8")
+        (workdir / "map.ys").write_text(script, encoding="utf-8")
+        flow.run_tool([toolchain.require("yosys"), "-q", "-s", "map.ys"], workdir,
+                      workdir / "map.log", f"yosys mapping {top}")
+        _cell_models(lib, workdir)
+        stamp.write_text(digest, encoding="utf-8")
     text = (workdir / "netlist.v").read_text(encoding="utf-8")
     inputs, outputs, cells, alias = parse_netlist(text)
     known = set(lib.outputs)
@@ -407,7 +436,7 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
     return Netlist(
         top=top,
         path=workdir / "netlist.v",
-        cells_v=_cell_models(lib, workdir),
+        cells_v=workdir / "cells.v",
         lib=lib,
         inputs=inputs,
         outputs=outputs,

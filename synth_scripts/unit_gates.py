@@ -115,16 +115,18 @@ def _enable(trace, inputs: tuple[str, ...]) -> list[bool]:
 
 def measure(run: UnitRun, config, lib_path, work, *, sim: str = "verilator",
             clock_ns: float = 10.0, netlists: dict | None = None,
-            one_replay: bool = False) -> dict:
+            one_replay: bool = False, netlist_dir: Path | None = None) -> dict:
     """Area, energy per row (free and gated) and cycles per row of ``run`` on the liberty at
     ``lib_path`` (the unit mapped once; the load phase subtracted).
 
     ``netlists``, when given, keeps the mapped netlist by the digest of the unit's Verilog
-    across calls (the same unit measured on other rows). ``energy_pJ.idle_clock_per_row`` is
-    the part of ``free_per_row`` that is the clock of the cycles the unit is idle (neither
-    busy nor offered a beat). With ``one_replay`` a unit measured per row (no groups: the
-    add+LayerNorm) is replayed once and only its clocks after the load are counted
-    (``gatelevel.replay(start=...)``) instead of subtracting a replay of the load alone.
+    across calls (the same unit measured on other rows); ``netlist_dir``, when given, is where it
+    is mapped (a folder named by the module and that digest), else ``work/netlist``.
+    ``energy_pJ.idle_clock_per_row`` is the part of ``free_per_row`` that is the clock of the
+    cycles the unit is idle (neither busy nor offered a beat). With ``one_replay`` a unit
+    measured per row (no groups: the add+LayerNorm) is replayed once and only its clocks after
+    the load are counted (``gatelevel.replay(start=...)``) instead of subtracting a replay of
+    the load alone.
     """
     import hashlib
 
@@ -140,7 +142,9 @@ def measure(run: UnitRun, config, lib_path, work, *, sim: str = "verilator",
     key = (b.module, hashlib.sha256(text.encode()).hexdigest()[:16])
     netlists = {} if netlists is None else netlists
     if key not in netlists:
-        netlists[key] = gatelevel.map_netlist(text, b.module, lib_path, work / "netlist",
+        where = (Path(netlist_dir) / f"{b.module}_{key[1]}" if netlist_dir is not None
+                 else work / "netlist")
+        netlists[key] = gatelevel.map_netlist(text, b.module, lib_path, where,
                                               cut_macros={MACRO_NAME: "RDATA"},
                                               no_fraig=run.unit in NO_FRAIG)
     net = netlists[key]

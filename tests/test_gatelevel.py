@@ -412,3 +412,25 @@ def test_a_trace_cut_short_is_an_error_not_a_count(counter, monkeypatch):
     monkeypatch.setattr(gate_replay, "_hexfile", short)
     with pytest.raises(gate_replay.flow.ToolError, match="did not finish"):
         gl.replay(net, trace, wd / "cut", sim="icarus")
+
+
+def test_a_folder_maps_its_netlist_once(tmp_path, monkeypatch):
+    """Mapping into a folder that holds the netlist of the same Verilog and liberty runs no
+    Yosys and gives the same netlist; other Verilog in that folder is mapped again."""
+    from synth_scripts import flow
+
+    runs = []
+    real = flow.run_tool
+
+    def counted(cmd, cwd, log, what):
+        runs.append(what)
+        return real(cmd, cwd, log, what)
+
+    monkeypatch.setattr(flow, "run_tool", counted)
+    first = mapped(Counter, "ctr", nangate(), tmp_path)
+    n = len(runs)
+    again = mapped(Counter, "ctr", nangate(), tmp_path)
+    assert len(runs) == n and again.to_json() == first.to_json()
+    assert [c.type for c in again.cells] == [c.type for c in first.cells]
+    other = mapped(Chain, "ctr", nangate(), tmp_path)
+    assert len(runs) > n and other.to_json()["inputs"] != first.to_json()["inputs"]
