@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,19 +166,39 @@ def _design(job, *, cache: dict | None = None, steps=None) -> tuple:
     priced = measure_block_gates(
         st.qnn, seqs, d, lib_path=gates.liberty, work=Path(gates.work) / d, sim=gates.sim,
         block=block, clock_ns=gates.clock_ns, cache=cache,
-        netlist_dir=Path(gates.work) / "netlists",
+        netlist_dir=Path(gates.work) / "netlists", told=steps.say if steps is not None else None,
         hops_per_flit=hops_per_flit(placement, run.flits), tile_neurons=tile_neurons)
     if steps is not None:
         steps.advance(f"{d}: {priced.totals()['total']:.0f} pJ per token in gates")
     return run, priced
 
 
+class _Told:
+    """The steps of a design in a worker process: each line is told to the run's console
+    (:func:`toolkit_base.cluster.tell`), with the seconds since the design started."""
+
+    def __init__(self):
+        self.t0 = time.monotonic()
+
+    def say(self, message: str) -> None:
+        from toolkit_base.cluster import tell
+
+        tell(f"  {message} ({time.monotonic() - self.t0:.0f} s)")
+
+    def start(self, message: str) -> None:
+        self.say(message)
+
+    def advance(self, message: str = "", n: int = 1) -> None:
+        self.say(message)
+
+
 def _design_in_worker(job) -> tuple:
-    """:func:`_design` in a worker process: one torch thread (a design per core)."""
+    """:func:`_design` in a worker process: one torch thread (a design per core); its steps
+    told to the run's console."""
     import torch
 
     torch.set_num_threads(1)
-    return _design(job)
+    return _design(job, steps=_Told())
 
 
 def _said(result) -> str:
@@ -216,7 +237,8 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
                 steps.start(f"{', '.join(designs)}: {min(jobs, len(todo))} at a time, each in a "
                             "worker process")
             done = ex.map(_design_in_worker, todo, names=list(designs),
-                          progress=lambda r: steps.advance(_said(r)) if steps else None)
+                          progress=lambda r: steps.advance(_said(r)) if steps else None,
+                          told=steps.say if steps is not None else lambda line: None)
     runs = [r for r, _ in done]
     priced = {r.design: g for r, g in done if g is not None}
     dims = _dims(st)

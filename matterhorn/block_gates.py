@@ -174,7 +174,7 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
                         block: int = 0, clock_ns: float = 10.0,
                         hops_per_flit: Mapping[str, float] | None = None,
                         cache: dict | None = None, tile_neurons: int = TILE_NEURONS,
-                        netlist_dir=None) -> BlockGates:
+                        netlist_dir=None, told=None) -> BlockGates:
     """Price ``design`` (:data:`regression.block.DESIGNS`) of block ``block`` of ``qnn`` (integer
     mode, masks calibrated) in gates on ``sequences`` (:class:`networks.block.BlockSequence`,
     captured with the design's masks: :func:`capture`), piece by piece
@@ -204,6 +204,8 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
         of a run, so that designs with the same pieces (the spiking designs' tiles, every
         design's routers and add+LayerNorm units) map and build them once, also from worker
         processes, and a later run into it maps and builds nothing again.
+    told : callable, optional
+        Called with a line as each piece is priced (e.g. ``Steps.say``).
 
     Raises
     ------
@@ -228,6 +230,8 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
         fn, *args = jobs[name]
         pieces[name] = fn(*args)
         pieces[name].seconds = time.perf_counter() - t
+        if told is not None:
+            told(f"{design}: {name} priced in {pieces[name].seconds:.0f} s")
     layer = qnn.layers[block]
     values = Counter()
     for s in sequences:

@@ -34,10 +34,27 @@ def test_block_command(tmp_path, capsys):
 
 def test_designs_in_worker_processes_make_the_same_document(tmp_path):
     """``--jobs 2`` runs each design in a worker process of a local cluster: the document is
-    the one a run in this process writes."""
+    the one a run in this process writes, and the workers' steps reach the run's console."""
     from matterhorn import block
+
+    class Heard:  # the run's console
+        def __init__(self):
+            self.lines = []
+
+        def set_total(self, n):
+            pass
+
+        def start(self, line):
+            self.lines.append(line)
+
+        advance = say = start
 
     st = block.setup("random", 1)
     one = block.run(st, ["dense", "mttfs-k1"])
-    two = block.run(st, ["dense", "mttfs-k1"], jobs=2)
+    heard = Heard()
+    two = block.run(st, ["dense", "mttfs-k1"], jobs=2, steps=heard)
     assert two == one
+    # each worker's steps reach the run's console while the design runs
+    told = [line for line in heard.lines if line.startswith("  ")]
+    for d in ("dense", "mttfs-k1"):
+        assert any(line.startswith(f"  {d}: 1 sentence through") for line in told), heard.lines

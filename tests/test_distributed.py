@@ -268,3 +268,19 @@ def test_items_of_the_same_name_stay_apart_on_a_cluster():
     items, names = [1, 2, 3], ["same", "same", "other"]
     assert cluster.run_all(str, items, names=names, workers=1) == ["1", "2", "3"]
     assert cluster.run_all(str, items, names=names, workers=2) == ["1", "2", "3"]
+
+
+def _telling(x):
+    cluster.tell(f"job {x} in {os.getpid()}")
+    return x
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_job_tells_the_console_of_its_map(workers):
+    """What a job tells reaches the map's ``told``: from this process and from a worker."""
+    heard = []
+    with cluster.executor(workers=workers, jobs=2) as ex:
+        assert ex.map(_telling, [0, 1], told=heard.append) == [0, 1]
+    assert sorted(line.split(" in ")[0] for line in heard) == ["job 0", "job 1"]
+    pids = {int(line.rsplit(" ", 1)[1]) for line in heard}
+    assert (pids == {os.getpid()}) == (workers == 1)

@@ -3,7 +3,9 @@
 One home for the executor of every sweep (``matterhorn regress``, ``matterhorn synth`` over
 several ``T``/``k``; docs/cluster.md). :func:`executor` opens an :class:`Executor` whose
 ``map`` runs a function over items and returns the results in item order, calling ``progress``
-on the client as each one finishes; :func:`run_all` is one such map:
+on the client as each one finishes; :func:`run_all` is one such map. A job says how it is
+getting on with :func:`tell`: the line reaches the console of the process that ran the map,
+from a worker too:
 
 - ``scheduler=None, workers=1``: one after the other in this process;
 - ``scheduler=None, workers=N > 1``: a :class:`distributed.LocalCluster` of ``N`` worker
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import re
 import socket
+import sys
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -35,6 +38,7 @@ __all__ = [
     "check_workers",
     "probe",
     "run_all",
+    "tell",
 ]
 
 #: Seconds to wait for a scheduler to answer before the run is refused.
@@ -43,6 +47,9 @@ CONNECT_TIMEOUT = 5.0
 MAX_WORKERS = 64
 #: What a scheduler address looks like, for the error messages.
 VALID = "tcp://HOST:PORT with PORT in 1..65535, e.g. tcp://127.0.0.1:8786"
+
+#: The topic of the worker events :func:`tell` sends (Dask's ``log_event``).
+TOPIC = "toolkit-progress"
 
 _ADDRESS = re.compile(r"tcp://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})")
 
@@ -123,9 +130,12 @@ class Executor:
         names: Sequence[str] | None = None,
         progress: Callable[[object], object] | None = None,
         what: str | None = None,
+        told: Callable[[str], object] | None = None,
     ) -> list:
         """``[fn(x) for x in items]``, results in item order; ``progress`` is called on the
-        client with each result as it finishes. An exception raised by ``fn`` is raised here;
+        client with each result as it finishes, ``told`` (default: a line on the console,
+        :func:`toolkit_base.console.note`) with each line a job sends by :func:`tell` while it
+        runs, on a worker too. An exception raised by ``fn`` is raised here;
         on an error or an interrupt the items not started yet are cancelled (one already
         running on a cluster's worker finishes there).
 
@@ -149,17 +159,21 @@ class Executor:
 
             if self.client is None:
                 out = []
-                for x, name in zip(items, names, strict=True):
-                    out.append(fn(x))
-                    done(out[-1], name)
+                with _telling(told):
+                    for x, name in zip(items, names, strict=True):
+                        out.append(fn(x))
+                        done(out[-1], name)
                 return out
-            return self._map_on_cluster(fn, items, names, done)
+            return self._map_on_cluster(fn, items, names, done, told or console.note)
 
     def _map_on_cluster(self, fn: Callable, items: list, names: list,
-                        done: Callable[[object, str], None]) -> list:
+                        done: Callable[[object, str], None],
+                        told: Callable[[str], object]) -> list:
         from distributed import as_completed
 
         run = uuid.uuid4().hex[:8]
+        # what the jobs tell, as the scheduler forwards it: (time, line)
+        self.client.subscribe_topic(TOPIC, lambda event: told(event[1]))
         # the index keeps two items of the same name apart (Dask shares a key's result)
         futures = [
             self.client.submit(fn, x, key=f"{name}-{run}.{i}", pure=False)
@@ -175,6 +189,45 @@ class Executor:
             return out
         finally:  # on an error or an interrupt, what has not started yet does not start
             self.client.cancel([f for f in futures if not f.done()])
+            self.client.unsubscribe_topic(TOPIC)
+
+
+#: Where :func:`tell` sends a line in this process (:meth:`Executor.map`'s ``told``).
+_TOLD: list[Callable[[str], object]] = []
+
+
+@contextmanager
+def _telling(told: Callable[[str], object] | None) -> Iterator[None]:
+    if told is None:
+        yield
+        return
+    _TOLD.append(told)
+    try:
+        yield
+    finally:
+        _TOLD.remove(told)
+
+
+def tell(line: str) -> None:
+    """A job's line of progress: in a worker of a cluster, sent to the client whose map runs
+    the job (its console shows it, or its ``told``); in this process, to the ``told`` of the
+    map that runs it, else the console (:func:`toolkit_base.console.note`)."""
+    from toolkit_base import console
+
+    if _TOLD:
+        _TOLD[-1](line)
+        return
+    if "distributed" in sys.modules:  # a worker has it; this process, if it ran a cluster
+        from distributed import get_worker
+
+        try:
+            worker = get_worker()
+        except ValueError:  # not a worker
+            worker = None
+        if worker is not None:
+            worker.log_event(TOPIC, line)
+            return
+    console.note(line)
 
 
 @contextmanager
