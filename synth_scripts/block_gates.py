@@ -61,7 +61,11 @@ Components, in pJ (:data:`COMPONENTS`):
   input flits: a tile's input events (the dense design: ``P`` codes a flit); the attention
   path's query, key and value streams as their tiles send them; an add+LayerNorm unit's sums
   and stream values, each in 16-bit pieces (the router's widest payload; no mesh carries the
-  raw sums yet).
+  raw sums yet). And the link wires those hops drive (:meth:`Pricing.wires`): a flit's
+  transitions on the router replay's output link x ``1/2 C V^2`` of a wire one node pitch
+  long (the square root of the node's and its router's cell area), ``C`` per length from the
+  liberty's wire-load model (:func:`synth_scripts.gate_energy.wire_capacitance`); ``parts``
+  keeps the routers' and the wires' shares apart.
 - ``idle``: the clock of the cycles a block does not work, free-running (the tiles', nodes'
   and units' replays), and the routers' idle clock (one router per tile or unit, three per
   head) on the clocks they move nothing.
@@ -281,6 +285,7 @@ class Pricing:
     cache: dict
     hops_per_flit: Mapping[str, float]
     netlist_dir: Path
+    lib: object  # the parsed liberty (synth_scripts.liberty.Library): its wires
 
     @classmethod
     def prepare(cls, lib_path, work, *, sim: str = "verilator", clock_ns: float = 10.0,
@@ -299,7 +304,8 @@ class Pricing:
         return cls(Path(lib_path), work, sim, clock_ns, lib.name, lib.source_name,
                    scaling.sram_bit_pJ(lib), lib.pdk.sram_bit["source"], rule["divide_by"],
                    cache.setdefault(lib.sha256, {}), dict(hops_per_flit or {}),
-                   Path(netlist_dir) if netlist_dir is not None else work / "netlists")
+                   Path(netlist_dir) if netlist_dir is not None else work / "netlists",
+                   lib.library)
 
     def router(self, flits, payload_width: int, addr_width: int, *, mesh=None,
                kind: str = "routers") -> dict:
@@ -312,6 +318,16 @@ class Pricing:
                              self.cache.setdefault(kind, {}), mesh=mesh or MESH,
                              netlist_dir=self.netlist_dir)
 
+    def wires(self, router: dict, hops: float, node_area_um2: float) -> float:
+        """pJ of the link wires that ``hops`` flit hops drive: each hop a link as long as a
+        node's pitch (the square root of ``node_area_um2`` and the router's area), each flit
+        making the transitions it made on the router replay's output link
+        (``link_toggles_per_flit``), each transition :func:`synth_scripts.gate_energy.link_pJ`."""
+        from synth_scripts.gate_energy import link_pJ
+
+        pitch = math.sqrt(node_area_um2 + router["area_um2"])
+        return hops * router["link_toggles_per_flit"] * link_pJ(self.lib, pitch)
+
     def hops(self, piece: str, flits: int) -> float:
         """The hops ``flits`` input flits of ``piece`` make: one each unless
         ``hops_per_flit`` gives the piece's."""
@@ -322,6 +338,9 @@ class Pricing:
         at = (f"{self.library} ({self.liberty}), {self.clock_ns:g} ns clock, {self.sim} "
               "replay")
         bit = f"{self.sram_bit_pJ:.4g} pJ/bit"
+        from synth_scripts.gate_energy import wire_capacitance
+
+        wire = wire_capacitance(self.lib)[1]
         return {
             "compute": "gate-level replay of each piece's own netlist on its recorded RTL "
                        "stimulus (synth_scripts.gatelevel, priced by synth_scripts.gate_energy):"
@@ -343,7 +362,11 @@ class Pricing:
                         "(synth_scripts.gate_compare.router_energy): its per-hop energy x the "
                         "piece's flit hops (one hop per flit unless a placement gives them), "
                         "and inside the attention path the hops its mesh counted, on its own "
-                        f"router; {at}",
+                        f"router; {at}; and the link wires: per hop, the transitions a flit "
+                        "made on the replayed router's output link x 1/2 C V^2 of a wire as "
+                        "long as the node's pitch (the square root of the node's and its "
+                        "router's cell area; the SRAM macros' area left out, so the pitch is "
+                        f"a lower bound), C at {wire}",
             "idle": "the clock of the cycles each tile, node and unit does not work "
                     "(free-running clock), and the routers' idle clock on the clocks they move "
                     "nothing",
@@ -367,7 +390,7 @@ def price_linear(pr: Pricing, name: str, tiles, design: str, codes: torch.Tensor
     from rtl_gen.dense import dense_pack
     from synth_scripts.gate_compare import run_tile, tile_energy
 
-    compute = idle = gated = 0.0
+    compute = idle = gated = area = 0.0
     sram_bits, cycles, counters, cells = 0, 0, Counter(), 0
     config0 = tiles[0][1]  # every tile's input: the layer's n_in, its code width
     for i, (layer, config) in enumerate(tiles):
@@ -383,6 +406,7 @@ def price_linear(pr: Pricing, name: str, tiles, design: str, codes: torch.Tensor
         counters.update(sum((Counter(c) for c in run.counters), Counter()))
         cycles = max(cycles, tile["cycles"] * n)  # the tiles run side by side
         cells = max(cells, tile["cells"])
+        area = max(area, tile["area_um2"])
         if i == 0:  # what every tile takes in
             flits = [f for w in run.flits for f in w]
     dense = design == "dense"
@@ -390,13 +414,15 @@ def price_linear(pr: Pricing, name: str, tiles, design: str, codes: torch.Tensor
     router = pr.router(flits, width, config0.in_addr_width)
     hops = pr.hops(name, len(flits))
     idle_routers = max(len(tiles) * cycles - hops, 0.0)
+    parts = {"router_hops": hops * router["per_hop_pJ"],
+             "link_wires": pr.wires(router, hops, area)}
     return _piece(
         name, sram_read=sram_bits * pr.sram_bit_pJ, compute=compute,
-        movement=hops * router["per_hop_pJ"],
+        movement=math.fsum(parts.values()),
         idle=idle + idle_routers * router["idle_per_clock_pJ"], gated_logic=gated,
         flits=len(flits), hops=hops, cycles=cycles,
         cells={"tile": cells, "router": router["cells"]}, counters=dict(counters),
-        sram_bits={"read": sram_bits, "write": 0}, tiles=len(tiles))
+        sram_bits={"read": sram_bits, "write": 0}, tiles=len(tiles), parts=parts)
 
 
 # -- the attention path --------------------------------------------------------------------------
@@ -710,14 +736,19 @@ def price_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSequen
     # three routers a head, idle on the clocks they move nothing
     idle_routers = max(3 * acfg.heads * cycles - hops - inner_hops, 0.0)
     cells.update(router=router["cells"], attention_router=arouter["cells"])
+    # a node's pitch: the mean area of a head's three nodes
+    area = math.fsum(_node_netlist(pr, acfg, part, dense).area()
+                     for part in NODE_COMPONENT) / len(NODE_COMPONENT)
     parts = {k: v for k, v in energy.items() if k.startswith(tuple(NODE_COMPONENT))}
-    parts.update(input_movement=hops * router["per_hop_pJ"],
-                 inner_movement=inner_hops * arouter["per_hop_pJ"],
-                 routers_idle_clock=idle_routers * arouter["idle_per_clock_pJ"])
+    moves = {"input_movement": hops * router["per_hop_pJ"],
+             "input_link_wires": pr.wires(router, hops, area),
+             "inner_movement": inner_hops * arouter["per_hop_pJ"],
+             "inner_link_wires": pr.wires(arouter, inner_hops, area)}
+    parts.update(moves, routers_idle_clock=idle_routers * arouter["idle_per_clock_pJ"])
     return _piece(
         "attention", sram_read=read * pr.sram_bit_pJ, sram_write=write * pr.sram_bit_pJ,
         compute=energy["compute"], nonlinear=energy["nonlinear"],
-        movement=hops * router["per_hop_pJ"] + inner_hops * arouter["per_hop_pJ"],
+        movement=math.fsum(moves.values()),
         idle=energy["idle"] + idle_routers * arouter["idle_per_clock_pJ"],
         gated_logic=energy["gated"], flits=len(flits) + len(run.inner), hops=hops + inner_hops,
         cycles=cycles, cells=cells, counters=dict(counters),
@@ -831,10 +862,12 @@ def price_norm(pr: Pricing, name: str, ucfg, add, norm, thetas, r: torch.Tensor,
     router = pr.router(flits, FLIT_BITS, index_width(hidden))
     hops = pr.hops(name, len(flits))
     cycles = sum(m["cycles_per_row"])
+    parts = {"router_hops": hops * router["per_hop_pJ"],
+             "link_wires": pr.wires(router, hops, m["area_um2"])}
     return _piece(
         name, sram_read=read * pr.sram_bit_pJ, sram_write=write * pr.sram_bit_pJ,
         nonlinear=(e["free_per_row"] - e["idle_clock_per_row"]) * n,
-        movement=hops * router["per_hop_pJ"],
+        movement=math.fsum(parts.values()), parts=parts,
         idle=e["idle_clock_per_row"] * n + max(cycles - hops, 0.0) * router["idle_per_clock_pJ"],
         gated_logic=e["gated_per_row"] * n, flits=len(flits), hops=hops, cycles=cycles,
         cells={"unit": m["cells"], "router": router["cells"]},

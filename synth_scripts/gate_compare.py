@@ -294,6 +294,7 @@ def replay_energy(net, trace, load_cycles: int, windows: int, work: Path, sim: s
         "cycles": cycles / n,
         "busy_cycles": busy / n,
         "cells": len(net.cells),
+        "area_um2": net.area(),
         "replay_cycles_per_s": round(tog.cycles_per_s, 1),
     }
 
@@ -306,7 +307,9 @@ def router_energy(flits: list[tuple[int, int]], payload_width: int, addr_width: 
                   mesh: tuple[int, int] = MESH, netlist_dir: Path | None = None) -> dict:
     """Energy of the generated router moving ``flits`` one hop each (one per clock, west to
     east, from node (1, 1) towards the last column), and of its idle clock, from the gate
-    netlist. ``cache`` keeps the mapped netlists by flit width and mesh across designs;
+    netlist; its cells and area, and the transitions its east link's wires (payload and valid)
+    make per flit (``link_toggles_per_flit``, what :func:`synth_scripts.gate_energy.link_pJ`
+    prices). ``cache`` keeps the mapped netlists by flit width and mesh across designs;
     ``netlist_dir`` is where they are mapped (default ``work``), a folder per netlist named by
     its widths and the digest of its Verilog."""
     import hashlib
@@ -358,8 +361,13 @@ def router_energy(flits: list[tuple[int, int]], payload_width: int, addr_width: 
         cache[idle_key] = e_idle.free["total"] / idle.cycles
     idle_per_clock = cache[idle_key]
     per_hop = (e_loaded.free["total"] - 4 * idle_per_clock) / max(len(flits), 1)
+    # the link the flits leave on: its wires' transitions, clock to clock, as the RTL drove them
+    words = [p << 1 | v for p, v in zip(loaded.values["o_east__payload"],
+                                        loaded.values["o_east__valid"], strict=True)]
+    link = sum((a ^ b).bit_count() for a, b in zip(words, words[1:], strict=False))
     return {"per_hop_pJ": per_hop, "idle_per_clock_pJ": idle_per_clock,
-            "cells": len(net.cells)}
+            "cells": len(net.cells), "area_um2": net.area(),
+            "link_toggles_per_flit": link / max(len(flits), 1)}
 
 
 # -- one design, all components ------------------------------------------------------------------

@@ -43,6 +43,10 @@ NOMINAL_SLEW_NS = 0.04
 # -- energy ------------------------------------------------------------------------------------
 
 COMPONENTS = ("clock", "sequential", "combinational", "leakage")
+#: An on-chip wire's capacitance per length (fF/um) when the liberty has no wire-load model: the
+#: rule of thumb of N. Weste and D. Harris, "CMOS VLSI Design", 4th ed., Addison-Wesley, 2011
+#: (about 0.2 fF/um for a wire at minimum pitch, nearly the same from node to node).
+WIRE_FF_PER_UM = 0.2
 
 
 def _pj(x: float) -> float:
@@ -340,3 +344,31 @@ def opensta_reference(net, trace, workdir, *, clock_ns: float = 10.0,
     scale = trace.cycles * clock_ns * 1e-9 * 1e12  # W over the trace -> pJ
     return {g: {k: float(f"{v * scale:.6g}") for k, v in row.items()}
             for g, row in p["power_W"].items()}
+
+
+# -- the wires between nodes -------------------------------------------------------------------
+
+
+def wire_capacitance(lib) -> tuple[float, str]:
+    """A wire's capacitance in fF per micrometre, and where the figure comes from: the
+    capacitance per unit length of the default wire-load model of ``lib`` (a
+    :class:`synth_scripts.liberty.Library`; its length unit taken as the micrometre of its
+    areas), else :data:`WIRE_FF_PER_UM`."""
+    if lib.wire is not None:
+        ff = lib.wire[0] * lib.cap_f / 1e-15
+        return ff, (f"{ff:.4g} fF/um, the capacitance per unit length of the liberty's default "
+                    f"wire-load model ({lib.name}; Weste & Harris's rule of thumb is about "
+                    f"{WIRE_FF_PER_UM:g} fF/um)")
+    return WIRE_FF_PER_UM, (f"{WIRE_FF_PER_UM:g} fF/um, N. Weste and D. Harris, 'CMOS VLSI "
+                            f"Design', 4th ed., 2011 (the liberty {lib.name} has no wire-load "
+                            "model)")
+
+
+def link_pJ(lib, length_um: float) -> float:
+    """The energy, pJ, of one transition on a wire ``length_um`` long: ``1/2 C V^2``, ``C`` its
+    capacitance (:func:`wire_capacitance`), ``V`` the liberty's nominal voltage. A link between
+    two nodes of a mesh is as long as the nodes' pitch, the square root of a node's area."""
+    if length_um < 0:
+        raise ValueError(f"length_um must be at least 0, not {length_um!r}")
+    ff, _ = wire_capacitance(lib)
+    return 0.5 * ff * 1e-15 * length_um * lib.voltage ** 2 * 1e12

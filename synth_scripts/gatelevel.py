@@ -23,6 +23,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -225,6 +226,12 @@ class Netlist:
     cut: dict[str, int] = field(default_factory=dict)  # exposed read-data ports -> width
     # what synth_scripts.gate_energy read of the liberty for it, per slew and wire load
     priced: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def area(self) -> float:
+        """The cells' area, in the liberty's unit (square micrometres in NanGate 45 nm and
+        sky130's)."""
+        cells = self.lib.library.cells
+        return math.fsum(cells[c.type].area for c in self.cells)
 
     def to_json(self) -> dict:
         types: dict[str, int] = {}

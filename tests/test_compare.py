@@ -244,3 +244,39 @@ def test_a_weight_width_without_a_synthesized_mac_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "workload 'minilm' has 2-bit weights: its model needs the unit cost E_MAC2x4" in err
     assert len(err.splitlines()) == 1 and not out.exists()
+
+
+def test_link_wires_are_half_c_v_squared_of_a_pitch():
+    """A transition on a link is 1/2 C V^2 of a wire one pitch long, C per length from the
+    liberty's wire-load model (NanGate 45 nm: 0.1774 fF per um at 1.1 V), else Weste and
+    Harris's 0.2 fF/um."""
+    from dataclasses import replace
+
+    from synth_scripts import gate_energy, liberty
+
+    lib = liberty.read(liberty.default_liberty())
+    ff, source = gate_energy.wire_capacitance(lib)
+    assert ff == pytest.approx(0.1774) and "wire-load model" in source
+    assert gate_energy.link_pJ(lib, 100.0) == pytest.approx(0.5 * 0.1774e-3 * 100 * 1.1**2)
+    bare = replace(lib, wire=None)
+    assert gate_energy.wire_capacitance(bare)[0] == gate_energy.WIRE_FF_PER_UM
+    assert "Weste" in gate_energy.wire_capacitance(bare)[1]
+    with pytest.raises(ValueError, match="length_um must be at least 0, not -1"):
+        gate_energy.link_pJ(lib, -1)
+
+
+def test_a_link_toggles_with_what_its_flits_change(nangate_lib, tmp_path):
+    """The router's output link makes the transitions of its flits: a run of equal flits
+    almost none (its valid and the first word), flits whose time field flips every bit at
+    least those bits each."""
+    width, addr = 8, 4
+    same = [(3, 0x5A)] * 64
+    flipping = [(3, 0x00 if i % 2 else 0xFF) for i in range(64)]
+    cache: dict = {}
+    quiet = gate_compare.router_energy(same, width, addr, nangate_lib, tmp_path, "icarus", 10.0,
+                                       cache)
+    busy = gate_compare.router_energy(flipping, width, addr, nangate_lib, tmp_path, "icarus",
+                                      10.0, cache)
+    assert quiet["link_toggles_per_flit"] * 64 <= 2 + 2 * 32  # valid twice, each bit twice
+    assert busy["link_toggles_per_flit"] >= width - 0.5
+    assert busy["per_hop_pJ"] > quiet["per_hop_pJ"] and busy["area_um2"] > 0
