@@ -414,12 +414,13 @@ def price_linear(pr: Pricing, name: str, tiles, design: str, codes: torch.Tensor
     router = pr.router(flits, width, config0.in_addr_width)
     hops = pr.hops(name, len(flits))
     idle_routers = max(len(tiles) * cycles - hops, 0.0)
-    parts = {"router_hops": hops * router["per_hop_pJ"],
+    moves = {"router_hops": hops * router["per_hop_pJ"],
              "link_wires": pr.wires(router, hops, area)}
+    parts = {**moves, "routers_idle_clock": idle_routers * router["idle_per_clock_pJ"]}
     return _piece(
         name, sram_read=sram_bits * pr.sram_bit_pJ, compute=compute,
-        movement=math.fsum(parts.values()),
-        idle=idle + idle_routers * router["idle_per_clock_pJ"], gated_logic=gated,
+        movement=math.fsum(moves.values()),
+        idle=idle + parts["routers_idle_clock"], gated_logic=gated,
         flits=len(flits), hops=hops, cycles=cycles,
         cells={"tile": cells, "router": router["cells"]}, counters=dict(counters),
         sram_bits={"read": sram_bits, "write": 0}, tiles=len(tiles), parts=parts)
@@ -862,13 +863,15 @@ def price_norm(pr: Pricing, name: str, ucfg, add, norm, thetas, r: torch.Tensor,
     router = pr.router(flits, FLIT_BITS, index_width(hidden))
     hops = pr.hops(name, len(flits))
     cycles = sum(m["cycles_per_row"])
-    parts = {"router_hops": hops * router["per_hop_pJ"],
+    moves = {"router_hops": hops * router["per_hop_pJ"],
              "link_wires": pr.wires(router, hops, m["area_um2"])}
+    parts = {**moves,
+             "routers_idle_clock": max(cycles - hops, 0.0) * router["idle_per_clock_pJ"]}
     return _piece(
         name, sram_read=read * pr.sram_bit_pJ, sram_write=write * pr.sram_bit_pJ,
         nonlinear=(e["free_per_row"] - e["idle_clock_per_row"]) * n,
-        movement=math.fsum(parts.values()), parts=parts,
-        idle=e["idle_clock_per_row"] * n + max(cycles - hops, 0.0) * router["idle_per_clock_pJ"],
+        movement=math.fsum(moves.values()), parts=parts,
+        idle=e["idle_clock_per_row"] * n + parts["routers_idle_clock"],
         gated_logic=e["gated_per_row"] * n, flits=len(flits), hops=hops, cycles=cycles,
         cells={"unit": m["cells"], "router": router["cells"]},
         counters={"rows": n, "channels": n * hidden}, sram_bits={"read": read, "write": write})
