@@ -340,6 +340,8 @@ def block_document(st: BlockSetup, runs, model: dict, dims, *, block: int,
                 "model": {c: m[f"{c}_J"] * 1e12 for c in (*MODEL_COMPONENTS, "total")},
             },
             "gates_per_token_pJ": None if g is None else g.per_token(),
+            "gates_parts_per_token_pJ": None if g is None else {
+                p.piece: {k: v / g.tokens for k, v in p.parts.items()} for p in g.pieces},
         })
     return {
         "schema": "matterhorn.block/1",
