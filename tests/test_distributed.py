@@ -284,3 +284,37 @@ def test_a_job_tells_the_console_of_its_map(workers):
     assert sorted(line.split(" in ")[0] for line in heard) == ["job 0", "job 1"]
     pids = {int(line.rsplit(" ", 1)[1]) for line in heard}
     assert (pids == {os.getpid()}) == (workers == 1)
+
+
+
+class Held(SchedulerPlugin):
+    """The most tasks named ``prefix...`` the scheduler held at once, not yet finished."""
+
+    def __init__(self, prefix: str):
+        self.prefix, self.held, self.most = prefix, set(), 0
+
+    def transition(self, key, start, finish, *args, **kwargs):
+        if not str(key).startswith(self.prefix):
+            return
+        if finish in ("memory", "erred", "forgotten"):
+            self.held.discard(key)
+        else:
+            self.held.add(key)
+        self.most = max(self.most, len(self.held))
+
+
+def _nap(x):
+    time.sleep(0.3)
+    return x
+
+
+def test_jobs_go_out_as_workers_come_free(two_workers):
+    """A map hands the cluster a job per worker thread and the next as one finishes: a job
+    never waits in a busy worker's queue while another worker is free (a queued job carrying a
+    whole network is too big for Dask's work stealing to move)."""
+    c, _ = two_workers
+    held = Held("held")
+    c.scheduler.add_plugin(held, name="held")
+    with cluster.executor(c.scheduler_address) as ex:
+        assert ex.map(_nap, range(6), names=["held"] * 6) == list(range(6))
+    assert held.most == 2  # the two workers' threads, never more

@@ -174,21 +174,34 @@ class Executor:
         run = uuid.uuid4().hex[:8]
         # what the jobs tell, as the scheduler forwards it: (time, line)
         self.client.subscribe_topic(TOPIC, lambda event: told(event[1]))
-        # the index keeps two items of the same name apart (Dask shares a key's result)
-        futures = [
-            self.client.submit(fn, x, key=f"{name}-{run}.{i}", pure=False)
-            for i, (x, name) in enumerate(zip(items, names, strict=True))
-        ]
-        where = {f.key: i for i, f in enumerate(futures)}
-        out: list = [None] * len(futures)
+        # a job per worker thread, the next as one finishes: Dask assigns a job to a worker
+        # when it is submitted, and does not move a queued job that carries a whole network to
+        # a worker that has come free (its work stealing weighs the move against the job)
+        slots = max(sum(self.client.nthreads().values()), 1)
+        todo = iter(enumerate(zip(items, names, strict=True)))
+        where: dict = {}
+        running = as_completed(loop=self.client.loop)
+
+        def submit_next() -> None:
+            for i, (x, name) in todo:
+                # the index keeps two items of the same name apart (Dask shares a key's result)
+                fut = self.client.submit(fn, x, key=f"{name}-{run}.{i}", pure=False)
+                where[fut.key] = i, fut
+                running.add(fut)
+                return
+
+        out: list = [None] * len(items)
         try:
-            for fut in as_completed(futures, loop=self.client.loop):
-                i = where[fut.key]
+            for _ in range(slots):
+                submit_next()
+            for fut in running:
+                i, _ = where[fut.key]
                 out[i] = result = fut.result()  # fetched once
                 done(result, names[i])
+                submit_next()
             return out
         finally:  # on an error or an interrupt, what has not started yet does not start
-            self.client.cancel([f for f in futures if not f.done()])
+            self.client.cancel([f for _, f in where.values() if not f.done()])
             self.client.unsubscribe_topic(TOPIC)
 
 
