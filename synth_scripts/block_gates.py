@@ -403,7 +403,8 @@ def price_linear(pr: Pricing, name: str, tiles, design: str, codes: torch.Tensor
         idle += tile["idle_clock_pJ"] * n
         gated += tile["gated_pJ"] * n
         sram_bits += run.sram_bits
-        counters.update(sum((Counter(c) for c in run.counters), Counter()))
+        for c in run.counters:  # update, not +: a counter that stayed 0 is kept
+            counters.update(c)
         cycles = max(cycles, tile["cycles"] * n)  # the tiles run side by side
         cells = max(cells, tile["cells"])
         area = max(area, tile["area_um2"])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -170,6 +171,34 @@ def test_the_arithmetic_of_a_result():
     doc = json.loads(json.dumps(g.to_json()))
     assert doc["unit"] == "pJ per token" and doc["detail"]["query"]["cycles_per_token"] == 0.25
     assert _pieces(3, -1, 21) == [(3, 0xFFFF), (3, 0x1F)] and _pieces(0, 5, 16) == [(0, 5)]
+
+
+def test_a_layer_that_took_no_event_counts_zero(monkeypatch):
+    """A linear piece whose tiles all took no event (MiniLM's FFN-contract input at k = 2)
+    keeps its ``events_in`` counter at 0: the deliveries count 0 there, not a KeyError."""
+    from types import SimpleNamespace
+
+    from regression.block import _deliveries
+    from synth_scripts import block_gates as bg
+    from synth_scripts import gate_compare
+
+    run = SimpleNamespace(windows=1, sram_bits=0, counters=[{"events_in": 0}, {"events_in": 0}],
+                          flits=[[]])
+    tile = {"free_pJ": 1.0, "idle_clock_pJ": 0.5, "gated_pJ": 0.75, "cycles": 10,
+            "cells": 5, "area_um2": 100.0}
+    router = {"per_hop_pJ": 1.0, "idle_per_clock_pJ": 0.1, "cells": 3, "area_um2": 44.0,
+              "link_toggles_per_flit": 0.0}
+    monkeypatch.setattr(gate_compare, "run_tile", lambda *a, **k: run)
+    monkeypatch.setattr(gate_compare, "tile_energy", lambda *a, **k: tile)
+    pr = SimpleNamespace(lib_path=None, work=Path("unused"), sim="icarus", clock_ns=10.0,
+                         cache={}, netlist_dir=None, sram_bit_pJ=0.1,
+                         hops=lambda name, n: float(n), router=lambda *a, **k: router,
+                         wires=lambda *a, **k: 0.0)
+    config = SimpleNamespace(time_width=4, in_addr_width=6)
+    p = bg.price_linear(pr, "ffn_contract", [(None, config), (None, config)], "mttfs-k2", None)
+    assert p.counters == {"events_in": 0} and p.tiles == 2
+    pieces = {name: p for name in PIECES}
+    assert _deliveries(pieces, False)["ffn_contract_in"] == 0
 
 
 def _setup(model):
