@@ -335,11 +335,11 @@ class Pricing:
 
     def sources(self) -> dict[str, str]:
         """Where each component's cost comes from."""
+        from synth_scripts.gate_energy import wire_capacitance
+
         at = (f"{self.library} ({self.liberty}), {self.clock_ns:g} ns clock, {self.sim} "
               "replay")
         bit = f"{self.sram_bit_pJ:.4g} pJ/bit"
-        from synth_scripts.gate_energy import wire_capacitance
-
         wire = wire_capacitance(self.lib)[1]
         return {
             "compute": "gate-level replay of each piece's own netlist on its recorded RTL "
