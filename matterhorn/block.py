@@ -21,9 +21,9 @@ from pathlib import Path
 
 from regression.block import DESIGNS, PIECES, TILE_NEURONS, seq_max_of
 
-__all__ = ["BlockSetup", "GatesSetup", "PIECE_SIGNALS", "block_document", "check_checkpoint",
-           "check_designs", "hops_per_flit", "markdown", "model_energy", "plot", "ratio", "run",
-           "setup", "verdict", "write"]
+__all__ = ["KEPT_SCHEMA", "BlockSetup", "GatesSetup", "PIECE_SIGNALS", "block_document",
+           "check_checkpoint", "check_designs", "design_key", "hops_per_flit", "kept",
+           "markdown", "model_energy", "plot", "ratio", "run", "setup", "verdict", "write"]
 
 #: The paper's per-block ratio of M-TTFS k = 1 to the dense QNN (BERT-base, its energy table:
 #: 48.27 / 71.54 mJ).
@@ -40,17 +40,25 @@ PIECE_SIGNALS = {
     "norm_attn": ("attn_sum", "residual_in"), "ffn_expand": ("ffn_expand_in",),
     "ffn_contract": ("ffn_contract_in",), "norm_ffn": ("ffn_sum", "residual_mid"),
 }
+#: Schema of a design's result, kept as the design ends (``DIR/designs/<design>.json``).
+KEPT_SCHEMA = "matterhorn.block-design/1"
+#: The packages whose sources make a design's result: a kept result names their digest.
+MADE_BY = ("golden_models", "networks", "regression", "rtl_gen", "synth_scripts", "matterhorn",
+           "toolkit_base")
 
 
 @dataclass(frozen=True)
 class BlockSetup:
-    """What a run is about: the network, its tokenizer, its name and the sentences."""
+    """What a run is about: the network, its tokenizer, its name, the sentences, and
+    (``source``) what the network was made from: the random block's seed, or the digest of
+    the model folder's files and of the checkpoint's."""
 
     qnn: object
     tokenizer: object
     name: str
     sentences: list[str]
     seq_max: int
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,14 @@ class GatesSetup:
     sim: str
     work: Path
     clock_ns: float = 10.0
+
+    def identity(self) -> dict:
+        """What the gates' figures depend on: the liberty's bytes, the simulator, the clock
+        (not the folders)."""
+        import hashlib
+
+        return {"liberty": hashlib.sha256(Path(self.liberty).read_bytes()).hexdigest(),
+                "sim": self.sim, "clock_ns": self.clock_ns}
 
 
 def check_designs(designs, ks) -> list[str]:
@@ -107,17 +123,21 @@ def setup(model: str, sentences: int, *, block: int = 0, seed: int = 0,
     evaluation split that fit the block's sequence length, lengths spread."""
     from networks.corpus import load_corpus, spread_by_length
     from networks.integer import integer_mode_
+    from toolkit_base.files import folder_digest
 
     corpus = load_corpus("pydoc-topics")
     if model == "random":
         from networks.block import random_block_model
 
         qnn, tok = random_block_model(seed=seed)
-        name = "random"
+        name, made_of = "random", f"random block, seed {seed}"
     else:
         from networks.hf_folder import load_model, resolve_model
 
         source = resolve_model(model)
+        made_of = f"{source.key} {folder_digest(source.folder)}"
+        if checkpoint is not None:
+            made_of += f", checkpoint {folder_digest(checkpoint)}"
         float_model, tok = load_model(source)
         if checkpoint is None:
             from networks.ptq import convert
@@ -135,16 +155,71 @@ def setup(model: str, sentences: int, *, block: int = 0, seed: int = 0,
     seq_max = seq_max_of(qnn.cfg)
     picked = spread_by_length(corpus.evaluation, tok, sentences, longest=seq_max,
                               what="evaluation sentences", name="--sentences")
-    return BlockSetup(qnn, tok, name, picked, seq_max)
+    return BlockSetup(qnn, tok, name, picked, seq_max, made_of)
+
+
+def design_key(st: BlockSetup, design: str, *, block: int, tile_neurons: int,
+               gates: GatesSetup | None) -> dict:
+    """What ``design``'s result in a run is made of: the network, the sentences, the block,
+    the tiles, the gates' liberty, simulator and clock, and the toolkit's sources
+    (:data:`MADE_BY`). A result kept with the same key is the result this run would give."""
+    import importlib
+
+    from toolkit_base.files import folder_digest
+
+    code = {m: folder_digest(Path(importlib.import_module(m).__file__).parent, (".py",))
+            for m in MADE_BY}
+    return {"network": st.source, "sentences": list(st.sentences), "block": block,
+            "tile_neurons": tile_neurons, "design": design,
+            "gates": None if gates is None else gates.identity(), "code": code}
+
+
+def kept(keep, key: dict) -> tuple | None:
+    """The result ``(BlockRun, BlockGates or None)`` kept in folder ``keep`` for the design
+    of ``key`` (:func:`design_key`) by an earlier run, or None when there is none, it is
+    unreadable or it was made of anything else."""
+    from regression.block import BlockRun
+    from synth_scripts.block_gates import BlockGates
+
+    if keep is None:
+        return None
+    try:
+        doc = json.loads((Path(keep) / f"{key['design']}.json").read_text(encoding="utf-8"))
+        if doc.get("schema") != KEPT_SCHEMA or doc.get("key") != key:
+            return None
+        return (BlockRun.load(doc["run"]),
+                None if doc["gates"] is None else BlockGates.load(doc["gates"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _keep(keep, key: dict, result: tuple) -> None:
+    """Keep a design's result in ``keep/<design>.json`` (written whole or not at all)."""
+    from toolkit_base.files import write_atomic
+
+    run, priced = result
+    doc = {"schema": KEPT_SCHEMA, "key": key, "run": run.dump(),
+           "gates": None if priced is None else priced.dump()}
+    Path(keep).mkdir(parents=True, exist_ok=True)
+    write_atomic(Path(keep) / f"{key['design']}.json", json.dumps(doc) + "\n")
 
 
 def _design(job, *, cache: dict | None = None, steps=None) -> tuple:
     """One design of a run: through the block's pieces and, with gates, priced in them;
-    ``(BlockRun, BlockGates or None)``. ``job``: ``(setup, design, block, tile_neurons,
-    placement, gates)``, plain data, so that a worker process can take it."""
+    ``(BlockRun, BlockGates or None)``, kept in folder ``keep`` (when given) under ``key``
+    (:func:`design_key`) as it ends. ``job``: ``(setup, design, block, tile_neurons,
+    placement, gates, keep, key)``, plain data, so that a worker process can take it."""
+    st, d, block, tile_neurons, placement, gates, keep, key = job
+    result = _measure(st, d, block, tile_neurons, placement, gates, cache=cache, steps=steps)
+    if keep is not None:
+        _keep(keep, key, result)
+    return result
+
+
+def _measure(st, d, block, tile_neurons, placement, gates, *, cache, steps) -> tuple:
+    """:func:`_design`'s work."""
     from regression.block import run_block
 
-    st, d, block, tile_neurons, placement, gates = job
     n = len(st.sentences)
     if steps is not None:
         steps.start(f"{d}: {n} sentence{'s' if n > 1 else ''} through the block's pieces")
@@ -209,13 +284,16 @@ def _said(result) -> str:
 
 
 def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEURONS,
-        steps=None, gates: GatesSetup | None = None, jobs: int = 1) -> dict:
+        steps=None, gates: GatesSetup | None = None, jobs: int = 1, keep=None) -> dict:
     """Every design of ``designs`` over the sentences, and with ``gates`` each priced in our
     gates on the same sentences; the ``block.json`` document. ``steps``: a
     :class:`toolkit_base.console.Steps` told of each design and each pricing (with ``jobs``
     > 1, of each design as it ends). ``jobs``: designs run at a time, each in a worker
     process of a local cluster (:func:`toolkit_base.cluster.executor`); the worker prices
-    with netlists of its own, the same ones."""
+    with netlists of its own, the same ones. ``keep``: a folder where each design's result
+    is kept as it ends (:func:`kept`): a design kept there by an earlier run of the same
+    network, sentences, gates and sources is taken, not run again, so a run that failed or
+    was stopped goes on where it was."""
     import warnings
 
     from rtl_gen.block_map import BlockShape, place_block
@@ -223,24 +301,41 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
 
     placement = place_block(BlockShape.of(st.qnn.cfg, seq_max=st.seq_max,
                                           tile_neurons=tile_neurons))
-    todo = [(st, d, block, tile_neurons, placement, gates) for d in designs]
-    with executor(workers=jobs, jobs=len(todo)) as ex, warnings.catch_warnings():
+    keys = {d: design_key(st, d, block=block, tile_neurons=tile_neurons, gates=gates)
+            for d in designs}
+    done = {}
+    for d in designs:
+        result = kept(keep, keys[d])
+        if result is not None:
+            done[d] = result
+            if steps is not None:
+                steps.say(f"{d}: taken from {Path(keep) / f'{d}.json'} (an earlier run's, "
+                          "the same network, sentences and sources)")
+    todo = [(st, d, block, tile_neurons, placement, gates, keep, keys[d])
+            for d in designs if d not in done]
+    with executor(workers=jobs, jobs=max(len(todo), 1)) as ex, warnings.catch_warnings():
         # the network travels to each worker with its design (MiniLM: about 150 MiB): Dask's
         # advice on large graphs is not the user's business
         warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
-        if ex.client is None:
+        if not todo:
+            results = []
+        elif ex.client is None:
+            if steps is not None:  # two steps a design: its pieces, then its pricing
+                steps.set_total(len(todo) * (2 if gates else 1))
             cache: dict = {}  # netlists shared by the designs
-            done = [_design(job, cache=cache, steps=steps) for job in todo]
+            results = [_design(job, cache=cache, steps=steps) for job in todo]
         else:
+            names = [job[1] for job in todo]
             if steps is not None:  # a step per design, told as it ends
                 steps.set_total(len(todo))
-                steps.start(f"{', '.join(designs)}: {min(jobs, len(todo))} at a time, each in a "
+                steps.start(f"{', '.join(names)}: {min(jobs, len(todo))} at a time, each in a "
                             "worker process")
-            done = ex.map(_design_in_worker, todo, names=list(designs),
-                          progress=lambda r: steps.advance(_said(r)) if steps else None,
-                          told=steps.say if steps is not None else lambda line: None)
-    runs = [r for r, _ in done]
-    priced = {r.design: g for r, g in done if g is not None}
+            results = ex.map(_design_in_worker, todo, names=names,
+                             progress=lambda r: steps.advance(_said(r)) if steps else None,
+                             told=steps.say if steps is not None else lambda line: None)
+    done.update({job[1]: r for job, r in zip(todo, results, strict=True)})
+    runs = [done[d][0] for d in designs]
+    priced = {d: done[d][1] for d in designs if done[d][1] is not None}
     dims = _dims(st)
     return block_document(st, runs, model_energy(runs, dims), dims, block=block,
                           tile_neurons=tile_neurons, placement=placement, gates=priced or None)

@@ -364,6 +364,20 @@ class BlockRun:
         """Deliveries per value per time step at each position (the paper's spike rate)."""
         return {p: self.deliveries[p] / (self.values[p] * self.T) for p in self.deliveries}
 
+    def dump(self) -> dict:
+        """Everything of the run as plain JSON data: :meth:`load` rebuilds it, equal."""
+        # not dataclasses.asdict: it rebuilds a Counter from its (name, count) pairs
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["pieces"] = [{**{f.name: getattr(p, f.name) for f in dataclasses.fields(p)},
+                          "counters": dict(p.counters)} for p in self.pieces]
+        return out
+
+    @classmethod
+    def load(cls, data: dict) -> BlockRun:
+        """The run :meth:`dump` gave ``data`` of."""
+        pieces = [PieceRun(**{**p, "counters": Counter(p["counters"])}) for p in data["pieces"]]
+        return cls(**{**data, "pieces": pieces})
+
 
 def _deliveries(pieces: dict[str, PieceRun], dense: bool) -> dict[str, int]:
     name = "codes_in" if dense else "events_in"

@@ -32,14 +32,10 @@ __all__ = [
 def _generator_digest() -> str:
     """Digest of the generator's sources, so cached Verilog is regenerated when they change."""
     import rtl_gen
+    from toolkit_base.files import folder_digest
 
-    h = hashlib.sha256()
-    root = Path(rtl_gen.__file__).parent
     # the register map's SystemRDL (rtl_gen/regmap) shapes the AXI wrappers' Verilog too
-    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".rdl")):
-        h.update(path.relative_to(root).as_posix().encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()
+    return folder_digest(Path(rtl_gen.__file__).parent, (".py", ".rdl"))
 
 
 def params_key(params: Mapping) -> str:

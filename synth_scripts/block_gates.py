@@ -77,6 +77,7 @@ the routers gated too), as :func:`synth_scripts.gate_compare.measure_design` rep
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections import Counter
@@ -194,6 +195,16 @@ class BlockGates:
         """The block's :data:`TOTALS` in pJ per token."""
         per = self.per_token()
         return {k: math.fsum(e[k] for e in per.values()) for k in TOTALS}
+
+    def dump(self) -> dict:
+        """Everything of the measurement as plain JSON data: :meth:`load` rebuilds it, equal
+        (:meth:`to_json` is the report's, per token)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def load(cls, data: dict) -> BlockGates:
+        """The measurement :meth:`dump` gave ``data`` of."""
+        return cls(**{**data, "pieces": [PieceGates(**p) for p in data["pieces"]]})
 
     def to_json(self) -> dict:
         return {

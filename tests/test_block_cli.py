@@ -58,3 +58,47 @@ def test_designs_in_worker_processes_make_the_same_document(tmp_path):
     told = [line for line in heard.lines if line.startswith("  ")]
     for d in ("dense", "mttfs-k1"):
         assert any(line.startswith(f"  {d}: 1 sentence through") for line in told), heard.lines
+
+
+def test_each_design_is_kept_as_it_ends_and_a_later_run_takes_it(tmp_path, monkeypatch, capsys):
+    """A design's result is kept in ``DIR/designs`` as it ends: when the next design fails the
+    run still leaves it, the command says so, and the same command takes it instead of
+    running it again and gives the document of a run from scratch. A result of another
+    network, sentences or sources is not taken."""
+    from matterhorn import block
+    from regression.block import BlockRun
+
+    st = block.setup("random", 1)
+    fresh = block.run(st, ["dense", "mttfs-k1"])
+    real = block._measure
+
+    def fail_k1(st, d, *args, **kw):
+        if d == "mttfs-k1":
+            raise RuntimeError("mttfs-k1 failed")
+        return real(st, d, *args, **kw)
+
+    out = tmp_path / "b"
+    argv = ["block", "--sentences", "1", "--design", "dense", "--design", "mttfs", "--k", "1",
+            "--out", str(out)]
+    monkeypatch.setattr(block, "_measure", fail_k1)
+    assert main(argv) != 0
+    assert f"kept in {out / 'designs'}: dense" in capsys.readouterr().err
+    assert sorted(p.name for p in (out / "designs").iterdir()) == ["dense.json"]
+    assert not (out / "block.json").exists()
+    kept = json.loads((out / "designs" / "dense.json").read_text())
+    assert kept["schema"] == block.KEPT_SCHEMA
+    assert BlockRun.load(json.loads(json.dumps(kept["run"]))) == BlockRun.load(kept["run"])
+
+    taken = []
+    monkeypatch.setattr(block, "_measure",
+                        lambda st, d, *a, **kw: taken.append(d) or real(st, d, *a, **kw))
+    assert main(argv) == 0
+    assert taken == ["mttfs-k1"]  # dense was taken from the earlier run
+    assert "dense: taken from" in capsys.readouterr().err
+    assert json.loads((out / "block.json").read_text()) == json.loads(json.dumps(fresh))
+
+    key = block.design_key(st, "dense", block=0, tile_neurons=48, gates=None)
+    assert block.kept(out / "designs", key) is not None
+    for other in ({"sentences": ["Another sentence."]}, {"network": "random block, seed 1"},
+                  {"code": {**key["code"], "rtl_gen": "0" * 64}}):
+        assert block.kept(out / "designs", {**key, **other}) is None

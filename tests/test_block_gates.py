@@ -171,6 +171,9 @@ def test_the_arithmetic_of_a_result():
     doc = json.loads(json.dumps(g.to_json()))
     assert doc["unit"] == "pJ per token" and doc["detail"]["query"]["cycles_per_token"] == 0.25
     assert _pieces(3, -1, 21) == [(3, 0xFFFF), (3, 0x1F)] and _pieces(0, 5, 16) == [(0, 5)]
+    # what a run keeps of it (matterhorn.block.kept): all of it, through JSON
+    pieces[2].parts["router_hops"] = 0.1 + 0.2  # a float that prints long
+    assert BlockGates.load(json.loads(json.dumps(g.dump()))) == g
 
 
 def test_a_layer_that_took_no_event_counts_zero(monkeypatch):

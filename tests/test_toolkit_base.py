@@ -12,7 +12,14 @@ import pytest
 from golden_models.counters import COUNTER_DEFINITIONS, COUNTER_NAMES, Counters
 from rtl_gen.params import RTLConfig
 from toolkit_base.checks import MAX_RTL_T, check_int, check_integer, check_rtl_T
-from toolkit_base.files import copy_atomic, locked, replace_dir, staging_dir, write_atomic
+from toolkit_base.files import (
+    copy_atomic,
+    folder_digest,
+    locked,
+    replace_dir,
+    staging_dir,
+    write_atomic,
+)
 from toolkit_base.tables import markdown_table
 
 
@@ -74,6 +81,22 @@ def test_locked_makes_a_second_process_wait(tmp_path):
     assert took >= released
     with locked(lock):  # free again, and reentrant across blocks of one process
         pass
+
+
+def test_folder_digest_names_the_files_wherever_the_folder_is(tmp_path):
+    for where in ("a", "b"):
+        (tmp_path / where / "sub").mkdir(parents=True)
+        (tmp_path / where / "x.py").write_text("x = 1\n")
+        (tmp_path / where / "sub" / "w.bin").write_bytes(b"\0\1")
+    (tmp_path / "b" / ".cache").write_text("not a file of the folder's")
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert folder_digest(a) == folder_digest(b)
+    assert folder_digest(a, (".py",)) != folder_digest(a)
+    (b / "sub" / "w.bin").write_bytes(b"\0\2")
+    assert folder_digest(a) != folder_digest(b)
+    assert folder_digest(a, (".py",)) == folder_digest(b, (".py",))
+    (b / "x.py").rename(b / "y.py")  # a file's name counts too
+    assert folder_digest(a, (".py",)) != folder_digest(b, (".py",))
 
 
 def test_markdown_table():

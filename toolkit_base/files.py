@@ -8,6 +8,7 @@ is removed and the destination is left as it was.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ from pathlib import Path
 __all__ = [
     "OWNER_FILE",
     "copy_atomic",
+    "folder_digest",
     "locked",
     "owned_files",
     "public",
@@ -180,3 +182,18 @@ def replace_owned(stage: str | os.PathLike, out: str | os.PathLike, *, also_own=
         if not any(out.iterdir()):
             out.rmdir()
     return new
+
+
+def folder_digest(folder: str | os.PathLike, suffixes=None) -> str:
+    """SHA-256 of the files under ``folder`` (those ending in one of ``suffixes``, or all but
+    hidden ones): each one's path relative to ``folder`` and its bytes, in path order. Names
+    what a result was made of (sources, a model's files), wherever the folder is."""
+    root = Path(folder)
+    h = hashlib.sha256()
+    paths = sorted(p for p in root.rglob("*") if p.is_file()
+                   and (p.suffix in suffixes if suffixes is not None
+                        else not any(part.startswith(".") for part in p.relative_to(root).parts)))
+    for path in paths:
+        h.update(path.relative_to(root).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()

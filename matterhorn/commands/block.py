@@ -4,6 +4,7 @@ every design, bit-exact; its energy per block (docs/rtl_block.md)."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 HELP = ("run real sentences through a whole encoder block's hardware pieces (projections, "
         "attention with run-time keys and values, softmax, add + LayerNorm, FFN) as dense, TTFS "
@@ -44,7 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "own netlists)")
     parser.add_argument("--out", default="build/block", metavar="DIR",
                         help="output folder (block.json, block.md, block.png; with --gates "
-                        "the netlists and replays in DIR/gates)")
+                        "the netlists and replays in DIR/gates; each design's result in "
+                        "DIR/designs as it ends, which a later run of the same network, "
+                        "sentences and options into DIR takes instead of running it again)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,8 +74,6 @@ def run(args: argparse.Namespace) -> int:
     block.check_checkpoint(args.model, args.checkpoint)
     gates = None
     if args.gates:
-        from pathlib import Path
-
         from matterhorn.commands import check_liberty
         from matterhorn.compare import check_liberties, default_liberties
 
@@ -85,9 +86,18 @@ def run(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(1)
     st = block.setup(args.model, args.sentences, block=args.block, checkpoint=args.checkpoint)
-    with console.steps("block", len(designs) * (2 if gates else 1)) as bar:
-        doc = block.run(st, designs, block=args.block, tile_neurons=args.tile_neurons,
-                        steps=bar, gates=gates, jobs=args.jobs)
+    keep = Path(args.out) / "designs"
+    try:
+        with console.steps("block", len(designs) * (2 if gates else 1)) as bar:
+            doc = block.run(st, designs, block=args.block, tile_neurons=args.tile_neurons,
+                            steps=bar, gates=gates, jobs=args.jobs, keep=keep)
+    except BaseException:
+        ended = [d for d in designs if block.kept(keep, block.design_key(
+            st, d, block=args.block, tile_neurons=args.tile_neurons, gates=gates)) is not None]
+        if ended:
+            console.note(f"kept in {keep}: {', '.join(ended)} (the same command takes them "
+                         "and runs the rest)")
+        raise
     block.write(doc, args.out)
     for line in block.verdict(doc):
         console.out(line)
