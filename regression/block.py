@@ -140,14 +140,14 @@ def _tile(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, den
         if dense:
             beats = [{"code": int(c) & tmask, "last": 0} for c in q.tolist()]
             beats.append({"code": 0, "last": 1})
-            image = dense_load_beats(cfg, layer)
         else:
             index, time = encode_events(q, layer.in_mask)
             beats = [{"addr": int(a), "tau": int(t), "last": 0}
                      for a, t in zip(index.tolist(), time.tolist(), strict=True)]
             beats.append({"addr": 0, "tau": 0, "last": 1})
-            image = load_beats(cfg, layer)
-        windows.append(Window(image if n == 0 else None, beats))
+        # the image is loaded once, before the first window
+        image = None if n else (dense_load_beats if dense else load_beats)(cfg, layer)
+        windows.append(Window(image, beats))
     names = dense_counters(cfg) if dense else cfg.tile_counters
     runs = TileDriver(block.build(cfg), windows, names).run()
     out = []

@@ -705,7 +705,7 @@ def simulate_attention(  # noqa: C901, PLR0915 -- the bench of a sequence, its t
         query_beats,
         sequence_beats,
     )
-    from rtl_gen.simulation import check_probability, run_simulator, stream_put
+    from rtl_gen.simulation import check_probability, packer, run_simulator, stream_put
 
     check_probability("o_ready", o_ready)
     check_probability("i_valid", i_valid)
@@ -716,22 +716,27 @@ def simulate_attention(  # noqa: C901, PLR0915 -- the bench of a sequence, its t
     ports = [n for n in _ports_of(dut) if n.startswith("cnt_")]
     results: list[list[AttentionWindow]] = []
 
+    pack = packer(dut.i)
+
     async def window(ctx, beats):
-        beats, events, cycles = list(beats), [], 0
+        # each beat packed once and set when it is first offered (it stays until taken)
+        beats, events, cycles, n = [pack(b) for b in beats], [], 0, 0
+        if beats:
+            ctx.set(*beats[0])
         while True:
             if cycles >= max_cycles:
                 raise RuntimeError(f"the window did not end in {max_cycles} clocks")
-            offer = bool(beats) and (i_valid >= 1.0 or rng.random() < i_valid)
+            offer = n < len(beats) and (i_valid >= 1.0 or rng.random() < i_valid)
             ctx.set(dut.i.valid, offer)
-            if beats:
-                ctx.set(dut.i.payload, beats[0])
             ready = o_ready >= 1.0 or rng.random() < o_ready
             ctx.set(dut.o.ready, ready)
             _, _, i_ready, valid, payload = await ctx.tick().sample(
                 dut.i.ready, dut.o.valid, dut.o.payload)
             cycles += 1
             if offer and i_ready:
-                beats.pop(0)
+                n += 1
+                if n < len(beats):
+                    ctx.set(*beats[n])
             if valid and ready:
                 if payload.last:
                     break

@@ -24,7 +24,13 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from rtl_gen.simulation import check_probability, marked_output, read_counters, run_simulator
+from rtl_gen.simulation import (
+    check_probability,
+    marked_output,
+    packer,
+    read_counters,
+    run_simulator,
+)
 
 __all__ = ["Beat", "TileDriver", "Window", "WindowRun"]
 
@@ -113,6 +119,7 @@ class TileDriver:
         self.results: list[WindowRun] = []
         self._rng = random.Random(seed)
         self._out_layout = dut.o.payload.shape()
+        self._packers = {port: packer(port) for port in (dut.load, dut.i)}
         self._cycle = 0
         self._window = 0
         self._output: list[dict[str, int]] = []
@@ -122,8 +129,9 @@ class TileDriver:
         if self.on_beat is not None:
             self.on_beat(Beat(port, payload, self._cycle, self._window))
 
-    async def _clock(self, ctx, stream=None, payload=None, *, output: bool = True) -> bool:
-        """One clock edge, offering ``payload`` on ``stream`` if given; True if it was taken.
+    async def _clock(self, ctx, stream=None, offer=None, *, output: bool = True) -> bool:
+        """One clock edge, offering a beat on ``stream`` if given; True if it was taken.
+        ``offer``: the beat's fields and ``(signal, value)`` that drive its payload.
 
         With ``output``, ``o.ready`` is drawn for this clock and an output beat is taken;
         without it (while loading) ``o.ready`` is low.
@@ -133,7 +141,7 @@ class TileDriver:
         ctx.set(o.ready, ready)
         if stream is not None:
             ctx.set(stream.valid, 1)
-            ctx.set(stream.payload, payload)
+            ctx.set(*offer[1])
             _, _, valid, out, taken = await ctx.tick().sample(o.valid, o.payload, stream.ready)
         else:
             _, _, valid, out = await ctx.tick().sample(o.valid, o.payload)
@@ -147,14 +155,15 @@ class TileDriver:
                 self._last_out = self._cycle
         if taken:
             ctx.set(stream.valid, 0)
-            self._beat("load" if stream is self.dut.load else "i", dict(payload))
+            self._beat("load" if stream is self.dut.load else "i", dict(offer[0]))
         return bool(taken)
 
     async def _put(self, ctx, stream, payload, *, gaps: bool, output: bool) -> int:
         """Offer ``payload`` until taken (after random bubbles with ``gaps``); its edge."""
+        offer = (payload, self._packers[stream](payload))  # packed once, offered until taken
         while gaps and self.i_valid < 1.0 and self._rng.random() >= self.i_valid:
             await self._clock(ctx)
-        while not await self._clock(ctx, stream, payload, output=output):
+        while not await self._clock(ctx, stream, offer, output=output):
             pass
         return self._cycle
 

@@ -127,3 +127,28 @@ def test_elaborated_leaves_no_unused_elaboratable():
     assert unused_warnings(probe) == []
     # the direct call it replaces leaves the component unused, and Amaranth says so
     assert unused_warnings(lambda: NeuronTile(cfg).elaborate(None)) != []
+
+
+def test_a_payload_packed_once_is_the_constant_amaranth_builds():
+    """``rtl_gen.simulation.packer``: the bits of ``layout.const(payload)`` (signed fields in
+    two's complement, wide values cut to their field), for the tiles' own streams and a
+    layout of every kind of field; a nested layout is left to Amaranth."""
+    import random
+
+    from amaranth.hdl import signed, unsigned
+    from amaranth.lib import data, stream
+
+    from rtl_gen.simulation import packer
+
+    cfg = RTLConfig(n_in=24, tile_neurons=8, T=8, k=1)
+    ports = [DenseTile(cfg).load, DenseTile(cfg).i, NeuronTile(cfg).load, NeuronTile(cfg).i,
+             stream.Signature(data.StructLayout({"a": unsigned(3), "b": signed(5),
+                                                  "c": unsigned(70)})).create()]
+    rng = random.Random(0)
+    for port in ports:
+        layout, pack = port.payload.shape(), packer(port)
+        for _ in range(50):
+            payload = {name: rng.randrange(-(1 << 72), 1 << 72) for name, _ in layout}
+            assert pack(payload) == (port.payload.as_value(), layout.const(payload).as_bits())
+    nested = stream.Signature(data.StructLayout({"x": data.StructLayout({"y": 2})})).create()
+    assert packer(nested)({"x": {"y": 1}}) == (nested.payload, {"x": {"y": 1}})
