@@ -720,16 +720,22 @@ def simulate_attention(  # noqa: C901, PLR0915 -- the bench of a sequence, its t
 
     async def window(ctx, beats):
         # each beat packed once and set when it is first offered (it stays until taken)
+        # (valid and ready set only when they change: every ctx.set settles the whole design)
         beats, events, cycles, n = [pack(b) for b in beats], [], 0, 0
+        offered = was_ready = None
         if beats:
             ctx.set(*beats[0])
         while True:
             if cycles >= max_cycles:
                 raise RuntimeError(f"the window did not end in {max_cycles} clocks")
             offer = n < len(beats) and (i_valid >= 1.0 or rng.random() < i_valid)
-            ctx.set(dut.i.valid, offer)
+            if offer != offered:
+                ctx.set(dut.i.valid, offer)
+                offered = offer
             ready = o_ready >= 1.0 or rng.random() < o_ready
-            ctx.set(dut.o.ready, ready)
+            if ready != was_ready:
+                ctx.set(dut.o.ready, ready)
+                was_ready = ready
             _, _, i_ready, valid, payload = await ctx.tick().sample(
                 dut.i.ready, dut.o.valid, dut.o.payload)
             cycles += 1

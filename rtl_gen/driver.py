@@ -120,6 +120,11 @@ class TileDriver:
         self._rng = random.Random(seed)
         self._out_layout = dut.o.payload.shape()
         self._packers = {port: packer(port) for port in (dut.load, dut.i)}
+        # what the driver holds on the tile's inputs: each is set only when it changes, since
+        # every ctx.set of a testbench settles the whole design
+        self._ready = False
+        self._valid = dict.fromkeys(self._packers, False)
+        self._offered = dict.fromkeys(self._packers)
         self._cycle = 0
         self._window = 0
         self._output: list[dict[str, int]] = []
@@ -137,11 +142,23 @@ class TileDriver:
         without it (while loading) ``o.ready`` is low.
         """
         o = self.dut.o
-        ready = output and (self.o_ready >= 1.0 or self._rng.random() < self.o_ready)
-        ctx.set(o.ready, ready)
+        ready = bool(output and (self.o_ready >= 1.0 or self._rng.random() < self.o_ready))
+        if ready != self._ready:
+            ctx.set(o.ready, ready)
+            self._ready = ready
+        # a stream's valid stays high from one taken beat to the next one offered on the next
+        # clock (the tile sees the same values at every edge as if it fell in between)
+        for port, high in self._valid.items():
+            if high and port is not stream:
+                ctx.set(port.valid, 0)
+                self._valid[port] = False
         if stream is not None:
-            ctx.set(stream.valid, 1)
-            ctx.set(*offer[1])
+            if not self._valid[stream]:
+                ctx.set(stream.valid, 1)
+                self._valid[stream] = True
+            if self._offered[stream] is not offer:
+                ctx.set(*offer[1])
+                self._offered[stream] = offer
             _, _, valid, out, taken = await ctx.tick().sample(o.valid, o.payload, stream.ready)
         else:
             _, _, valid, out = await ctx.tick().sample(o.valid, o.payload)
@@ -154,7 +171,7 @@ class TileDriver:
             if beat["last"]:
                 self._last_out = self._cycle
         if taken:
-            ctx.set(stream.valid, 0)
+            self._offered[stream] = None  # taken: the next beat, even an equal one, is new
             self._beat("load" if stream is self.dut.load else "i", dict(offer[0]))
         return bool(taken)
 
