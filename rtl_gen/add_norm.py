@@ -438,16 +438,24 @@ def add_norm_testbench(dut, config: RTLConfig, rows, load, out: list, *,  # noqa
                 raise ValueError(f"a row has {len(r)} and {len(v)} entries, the unit {n}")
             todo = {"r": list(r), "v": list(v)}
             got, start = [], None
+            # each input set only when it changes (every ctx.set settles the whole design)
+            driven = {"r": None, "v": None, "o": None}  # valid, valid, ready
+            fresh = {"r": True, "v": True}  # the head of todo is not on the payload yet
             while len(got) < n:
                 offers = {}
                 for name in ("r", "v"):
                     port = getattr(dut, name)
                     offers[name] = bool(todo[name]) and (i_valid >= 1.0 or rng.random() < i_valid)
-                    if offers[name]:
+                    if offers[name] and fresh[name]:
                         ctx.set(port.payload, {name: todo[name][0]})
-                    ctx.set(port.valid, offers[name])
+                        fresh[name] = False
+                    if driven[name] != offers[name]:
+                        ctx.set(port.valid, offers[name])
+                        driven[name] = offers[name]
                 ready = o_ready >= 1.0 or rng.random() < o_ready
-                ctx.set(dut.o.ready, ready)
+                if driven["o"] != ready:
+                    ctx.set(dut.o.ready, ready)
+                    driven["o"] = ready
                 _, _, r_rdy, v_rdy, o_val, o_pay = await ctx.tick().sample(
                     dut.r.ready, dut.v.ready, dut.o.valid, dut.o.payload)
                 clock += 1
@@ -455,6 +463,7 @@ def add_norm_testbench(dut, config: RTLConfig, rows, load, out: list, *,  # noqa
                     if offers[name] and rdy:
                         start = clock if start is None else start
                         todo[name].pop(0)
+                        fresh[name] = True
                 if o_val and ready:
                     got.append((int(o_pay.r), [int(o_pay.q[p]) for p in range(NORM_CODES)]))
             for name in ("r", "v"):
