@@ -426,6 +426,43 @@ def add_norm_testbench(dut, config: RTLConfig, rows, load, out: list, *,  # noqa
     rng = random.Random(seed)
     n = config.hidden
 
+    async def row(ctx, r, v, clock: int) -> tuple[list, int, int]:
+        """One row in, its ``n`` outputs out: ``(outputs, clock of the first input, clock)``."""
+        todo = {"r": list(r), "v": list(v)}
+        got, start = [], None
+        # each input set only when it changes (every ctx.set settles the whole design)
+        driven = {"r": None, "v": None, "o": None}  # valid, valid, ready
+        fresh = {"r": True, "v": True}  # the head of todo is not on the payload yet
+        while len(got) < n:
+            offers = {}
+            for name in ("r", "v"):
+                port = getattr(dut, name)
+                offers[name] = bool(todo[name]) and (i_valid >= 1.0 or rng.random() < i_valid)
+                if offers[name] and fresh[name]:
+                    ctx.set(port.payload, {name: todo[name][0]})
+                    fresh[name] = False
+                if driven[name] != offers[name]:
+                    ctx.set(port.valid, offers[name])
+                    driven[name] = offers[name]
+            ready = o_ready >= 1.0 or rng.random() < o_ready
+            if driven["o"] != ready:
+                ctx.set(dut.o.ready, ready)
+                driven["o"] = ready
+            _, _, r_rdy, v_rdy, o_val, o_pay = await ctx.tick().sample(
+                dut.r.ready, dut.v.ready, dut.o.valid, dut.o.payload)
+            clock += 1
+            for name, rdy in (("r", r_rdy), ("v", v_rdy)):
+                if offers[name] and rdy:
+                    start = clock if start is None else start
+                    todo[name].pop(0)
+                    fresh[name] = True
+            if o_val and ready:
+                got.append((int(o_pay.r), [int(o_pay.q[p]) for p in range(NORM_CODES)]))
+        for name in ("r", "v"):
+            ctx.set(getattr(dut, name).valid, 0)
+        ctx.set(dut.o.ready, 0)
+        return got, start, clock
+
     async def bench(ctx):
         clock = 0
         for target, addr, data in load:
@@ -436,39 +473,7 @@ def add_norm_testbench(dut, config: RTLConfig, rows, load, out: list, *,  # noqa
         for r, v in rows:
             if len(r) != n or len(v) != n:
                 raise ValueError(f"a row has {len(r)} and {len(v)} entries, the unit {n}")
-            todo = {"r": list(r), "v": list(v)}
-            got, start = [], None
-            # each input set only when it changes (every ctx.set settles the whole design)
-            driven = {"r": None, "v": None, "o": None}  # valid, valid, ready
-            fresh = {"r": True, "v": True}  # the head of todo is not on the payload yet
-            while len(got) < n:
-                offers = {}
-                for name in ("r", "v"):
-                    port = getattr(dut, name)
-                    offers[name] = bool(todo[name]) and (i_valid >= 1.0 or rng.random() < i_valid)
-                    if offers[name] and fresh[name]:
-                        ctx.set(port.payload, {name: todo[name][0]})
-                        fresh[name] = False
-                    if driven[name] != offers[name]:
-                        ctx.set(port.valid, offers[name])
-                        driven[name] = offers[name]
-                ready = o_ready >= 1.0 or rng.random() < o_ready
-                if driven["o"] != ready:
-                    ctx.set(dut.o.ready, ready)
-                    driven["o"] = ready
-                _, _, r_rdy, v_rdy, o_val, o_pay = await ctx.tick().sample(
-                    dut.r.ready, dut.v.ready, dut.o.valid, dut.o.payload)
-                clock += 1
-                for name, rdy in (("r", r_rdy), ("v", v_rdy)):
-                    if offers[name] and rdy:
-                        start = clock if start is None else start
-                        todo[name].pop(0)
-                        fresh[name] = True
-                if o_val and ready:
-                    got.append((int(o_pay.r), [int(o_pay.q[p]) for p in range(NORM_CODES)]))
-            for name in ("r", "v"):
-                ctx.set(getattr(dut, name).valid, 0)
-            ctx.set(dut.o.ready, 0)
+            got, start, clock = await row(ctx, r, v, clock)
             out.append(NormRow([g[0] for g in got],
                                [[g[1][p] for g in got] for p in range(NORM_CODES)],
                                clock - start + 1, clock))
