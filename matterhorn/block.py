@@ -311,7 +311,9 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
             if steps is not None:
                 steps.say(f"{d}: taken from {Path(keep) / f'{d}.json'} (an earlier run's, "
                           "the same network, sentences and sources)")
-    todo = [(st, d, block, tile_neurons, placement, gates, keep, keys[d])
+    # a worker process writes its design's file: the folder by its absolute path
+    where = None if keep is None else Path(keep).resolve()
+    todo = [(st, d, block, tile_neurons, placement, gates, where, keys[d])
             for d in designs if d not in done]
     with executor(workers=jobs, jobs=max(len(todo), 1)) as ex, warnings.catch_warnings():
         # the network travels to each worker with its design (MiniLM: about 150 MiB): Dask's

@@ -52,8 +52,11 @@ def test_designs_in_worker_processes_make_the_same_document(tmp_path):
     st = block.setup("random", 1)
     one = block.run(st, ["dense", "mttfs-k1"])
     heard = Heard()
-    two = block.run(st, ["dense", "mttfs-k1"], jobs=2, steps=heard)
+    two = block.run(st, ["dense", "mttfs-k1"], jobs=2, steps=heard, keep=tmp_path / "kept")
     assert two == one
+    # each worker kept its design as it ended
+    assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == ["dense.json",
+                                                                      "mttfs-k1.json"]
     # each worker's steps reach the run's console while the design runs
     told = [line for line in heard.lines if line.startswith("  ")]
     for d in ("dense", "mttfs-k1"):
