@@ -25,7 +25,7 @@ import socket
 import sys
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 
 from toolkit_base.checks import check_int
 
@@ -322,6 +322,11 @@ def executor(
             _quiet_logs()
             raise
         finally:
+            if local is not None:
+                # nor is a worker's heartbeat that finds the scheduler gone as the cluster
+                # closes (a loaded machine's race: "Failed to communicate with scheduler")
+                with suppress(Exception):
+                    client.run(_quiet_logs)
             client.close()
     finally:
         _unblock(masked)
