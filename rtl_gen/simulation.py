@@ -34,8 +34,11 @@ def packer(stream):
     what ``ctx.set`` takes to drive it, ``(signal, bits)``, the bits being those
     ``layout.const(payload)`` holds. ``ctx.set`` with a mapping builds that constant on every
     call, about a millisecond for a tile's load beat; a driver that packs each beat once and
-    offers it on many clocks saves it. A layout with a field that is itself a layout is left
-    to Amaranth: its payloads are passed as they are, ``(stream.payload, payload)``."""
+    offers it on many clocks saves it. Unlike :func:`rtl_gen.layouts.pack` (the checked
+    packing, about a millisecond a beat too) a value too wide for its field is cut, as
+    ``layout.const`` cuts it: the driver's beats come from the generator's own images and
+    encoders. A layout with a field that is itself a layout is left to Amaranth: its
+    payloads are passed as they are, ``(stream.payload, payload)``."""
     from amaranth.hdl import Shape, ShapeCastable
 
     layout = stream.payload.shape()
