@@ -1,0 +1,397 @@
+"""A whole encoder block's pieces in the fast harness, on a compiled simulator.
+
+:func:`run_block_fast` is :func:`regression.block.run_block_pieces` on the generated Verilog:
+each piece of :data:`regression.block.PIECES` runs in :class:`regression.fast_rtl.FastHarness`
+on Verilator (or Icarus, for a short case), its stimulus and the golden QNN's response in
+the harness's memories, every output beat and every counter of every window compared inside
+the simulation. Nothing crosses into Python during a run, so MiniLM's eight sentences take
+minutes where the Amaranth simulator takes hours (docs/rtl_block.md, "Speed").
+
+=============  ===========================================================================
+piece          one run
+=============  ===========================================================================
+linear layers  every tile of the layer (:func:`regression.block.tile_slices`), loaded one
+               after the other, each followed by every token of every sentence
+attention      the attention path (the spiking or the dense design's), each sentence's start,
+               key and value writes, then its tokens
+norms          the add+LayerNorm unit in the Amaranth simulator (its own stream protocol;
+               a few seconds a sentence), every row of every sentence after one load
+=============  ===========================================================================
+
+Each piece takes the golden QNN's values at its input (the captured ones), not the piece
+before it's output: every output is compared with those values, so with 0 mismatches they
+are the same, and a piece that mismatches does not hide the pieces after it. The expected
+output beats are the captured values (the golden QNN's), the expected counters the golden
+layer's (:meth:`golden_models.IntegerLayer.run_events`, ``run_sums``,
+:func:`golden_models.dense.run_dense`, ``run_dense_sums``; the attention path's
+:func:`rtl_gen.attn_images.attention_reference`, ``dense_reference``).
+
+A piece's ``cycles`` are the harness's clocks from start to done: every window and every
+load (the weights of each tile, each sentence's keys and values), where the Amaranth
+simulator's run counts each window from its first input beat to its output marker.
+
+The tiles are generated with their configuration register's reset values set to zero (the
+masks are loaded with each tile's image), so the tiles of one shape share one build, whatever
+the layer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+import torch
+
+from golden_models import encode_events
+from regression.block import PIECES, TILE_NEURONS, PieceRun, _norm, _tile_config, tile_slices
+
+__all__ = ["DEFAULT_ROOT", "RTL_SIMS", "run_block_fast"]
+
+#: Where the generated Verilog, the builds and the runs go by default (builds cached by content).
+DEFAULT_ROOT = Path("build") / "block"
+#: The simulators a block's pieces run on: the Amaranth simulator, or the generated Verilog
+#: in the fast harness.
+RTL_SIMS = ("amaranth", "icarus", "verilator")
+#: The testbench of the fast harness.
+_BENCH = "cocotb_tests.tb_fast"
+#: The linear pieces: input position, golden output (codes or tensors), raw sums.
+_LINEAR = {
+    "query": ("q_proj_in", "query", False), "key": ("k_proj_in", "key", False),
+    "value": ("v_proj_in", "value", False), "attn_out": ("attn_out_in", "attn_sum", True),
+    "ffn_expand": ("ffn_expand_in", "ffn_contract_in", False),
+    "ffn_contract": ("ffn_contract_in", "ffn_sum", True),
+}
+
+
+def _packer(layout):
+    """A function packing a mapping of ``layout``'s fields (a flat struct layout, or a stream's
+    field records of a manifest) into its word, each value cut to its field (two's complement
+    for a signed one), as ``layout.const`` does; much faster than :func:`rtl_gen.layouts.pack`
+    for the hundreds of thousands of beats of a long run."""
+    from amaranth.hdl import Shape
+
+    if isinstance(layout, list):
+        fields = {f["name"]: (int(f["offset"]), (1 << int(f["width"])) - 1) for f in layout}
+    else:
+        fields = {name: (f.offset, (1 << Shape.cast(f.shape).width) - 1) for name, f in layout}
+
+    def pack(values) -> int:
+        word = 0
+        for name, value in values.items():
+            offset, mask = fields[name]
+            word |= (int(value) & mask) << offset
+        return word
+
+    return pack
+
+
+def _seq(payload: int, kind: int, first: bool) -> int:
+    """A sequence-memory word (:mod:`regression.fast_rtl`): a window's first beat starts it
+    and waits for the design to be quiet; a load's first beat waits too."""
+    from regression.fast import _seq_word
+
+    return _seq_word(payload, kind, start=first and kind == 1, barrier=first)
+
+
+@dataclasses.dataclass
+class _Vectors:
+    """A run's memories as they are built: sequence, expected outputs, counters."""
+
+    ports: tuple
+    widths: dict
+    seq: list = dataclasses.field(default_factory=list)
+    out: list = dataclasses.field(default_factory=list)
+    cnt: list = dataclasses.field(default_factory=list)
+    beats_in: int = 0
+    beats_load: int = 0
+    windows: int = 0
+    events: int = 0
+    events_out: int = 0
+    totals: dict = dataclasses.field(default_factory=dict)
+
+    def load(self, words) -> None:
+        self.seq += [_seq(w, 0, j == 0) for j, w in enumerate(words)]
+        self.beats_load += len(words)
+
+    def window(self, words_in, words_out, counters: dict) -> None:
+        from regression.fast import _counter_word
+
+        self.seq += [_seq(w, 1, j == 0) for j, w in enumerate(words_in)]
+        self.out += words_out
+        values = [counters[p] for p in self.ports]
+        self.cnt.append(_counter_word(values, self.ports, self.widths))
+        for p, v in zip(self.ports, values, strict=True):
+            self.totals[p] = self.totals.get(p, 0) + int(v)
+        self.beats_in += len(words_in)
+        self.windows += 1
+        self.events += len(words_in) + len(words_out) - 2
+        self.events_out += len(words_out) - 1
+
+    def fast(self):
+        from regression.fast import FastVectors
+
+        return FastVectors(self.seq, self.out, self.cnt, self.ports, self.widths, self.events,
+                           self.events_out, self.windows, self.beats_in, self.beats_load,
+                           {p: self.totals.get(p, 0) for p in self.ports})
+
+
+def _run(sim: str, rtl_dir: Path, manifest: dict, top: str, vectors: _Vectors, *, T: int,
+         root: Path, name: str) -> dict:
+    """Build (cached) and run the harness around ``top`` on ``vectors``; the bench's report,
+    with ``passed`` and, for a run that did not pass, ``error``."""
+    from regression import sim as sims
+    from regression.fast import build_fast, fast_config
+    from toolkit_base.files import write_atomic
+
+    config = fast_config(vectors.fast(), seed=0, T=T, bench=name)
+    build = build_fast(sim, rtl_dir, manifest, top, config, root)
+    run_dir = root / "runs" / name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for fname, text in config.pop("run_files").items():
+        write_atomic(run_dir / fname, text)
+    res = sims.run(build, _BENCH, config, run_dir, seed=0)
+    report = dict(res.report)
+    report["passed"] = bool(res.passed)
+    if not res.passed:
+        report["error"] = ("; ".join(report.get("mismatch_examples") or [])
+                           or f"the bench failed: {res.tail(5)}")
+    return report
+
+
+def _account(run: PieceRun, report: dict, names: dict, checked: int) -> None:
+    """A run's verdict, counters (``names``: port -> the name the Amaranth run counts it
+    by) and clocks into ``run``."""
+    run.checked += checked
+    bad = int(report.get("mismatches", 0)) or int(not report.get("passed"))
+    run.mismatches += bad
+    if bad and run.first_mismatch is None:
+        run.first_mismatch = f"{run.piece}: {report.get('error', 'failed')}"
+    for port, value in report.get("counter_totals_rtl", {}).items():
+        run.counters[names.get(port, port)] += int(value)
+    run.cycles += int(report.get("cycles", 0))
+
+
+def _tile_params(layer, raw_sums: bool) -> dict:
+    """The generated tile of ``layer``: its configuration with the configuration register's
+    reset values zero (the masks come with each image)."""
+    cfg = dataclasses.replace(_tile_config(layer, raw_sums=raw_sums), i_max_in=0, i_max_out=0,
+                              k=0)
+    return cfg.as_dict()
+
+
+def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, dense: bool,
+            raw_sums: bool, tile_neurons: int, sim: str, root: Path, name: str) -> None:
+    """Every tile of ``layer`` in one run per tile shape: each tile's image, then every token
+    of ``inputs [N, n_in]``; ``want [N, n_out]``: the golden codes (before the output mask) or
+    the golden raw sums."""
+    from golden_models import CodeSpace
+    from golden_models.dense import run_dense, run_dense_sums
+    from regression.cache import generate_rtl, module_entry
+    from rtl_gen import registry
+    from rtl_gen.dense import dense_load_beats
+    from rtl_gen.layouts import (
+        dense_in_layout,
+        dense_out_layout,
+        dense_pack,
+        in_event_layout,
+        load_layout,
+        out_event_layout,
+        sum_out_layout,
+    )
+    from rtl_gen.params import RTLConfig
+    from rtl_gen.tile import load_beats
+
+    slices = tile_slices(layer, tile_neurons)
+    run.tiles = len(slices)
+    shapes: dict[str, list] = {}
+    for lo, hi, sub in slices:
+        params = _tile_params(sub, raw_sums)
+        shapes.setdefault(json.dumps(params, sort_keys=True), []).append((lo, hi, sub))
+    top = registry.block("dense_tile" if dense else "tile").module
+    for n, (key, tiles) in enumerate(shapes.items()):
+        params = json.loads(key)
+        rtl_dir, manifest = generate_rtl(params, root, modules=(top,))
+        entry = module_entry(manifest, top)
+        cfg = RTLConfig(**params)
+        tw = cfg.time_width
+        pin = _packer(dense_in_layout(cfg) if dense else in_event_layout(cfg))
+        lout = (sum_out_layout(cfg) if raw_sums
+                else dense_out_layout(cfg) if dense else out_event_layout(cfg))
+        pout, pload = _packer(lout), _packer(load_layout(cfg))
+        marker_in, marker_out = pin({"last": 1}), pout({"last": 1})
+        vec = _Vectors(tuple(c["port"] for c in entry["counters"]),
+                       {c["port"]: int(c["width"]) for c in entry["counters"]})
+        counter_names = {c["name"]: c["port"] for c in entry["counters"]}
+        # a token's input beats are the same for every tile of the layer: packed once
+        if dense:
+            words = [[pin({"code": c}) for c in q.tolist()] + [marker_in] for q in inputs]
+            events = [None] * len(inputs)
+        else:
+            events = [encode_events(q, layer.in_mask) for q in inputs]
+            words = [[pin({"addr": a, "tau": t})
+                      for a, t in zip(i.tolist(), t_.tolist(), strict=True)] + [marker_in]
+                     for i, t_ in events]
+        checked = 0
+        for lo, hi, sub in tiles:
+            image = (dense_load_beats if dense else load_beats)(cfg, sub)
+            vec.load([pload({"target": t, "addr": a, "data": d}) for t, a, d in image])
+            if dense:
+                c_tile, c_out = CodeSpace(cfg.T, cfg.family).c, sub.out_mask.space.c
+                pack = dense_pack(cfg)
+            for i, q in enumerate(inputs):
+                w = want[i, lo:hi].tolist()
+                if raw_sums:
+                    counters = (run_dense_sums(sub, q)[1] if dense
+                                else sub.run_sums(*events[i])[1])
+                    out = [pout({"addr": j, "sum": v}) for j, v in enumerate(w)]
+                elif dense:
+                    counters = run_dense(sub, q).counters
+                    codes = [(c_tile - (c_out - v)) & ((1 << tw) - 1) for v in w]
+                    out = [pout({"addr": a, "codes": sum(c << (p * tw) for p, c in
+                                                          enumerate(codes[a:a + pack]))})
+                           for a in range(0, hi - lo, pack)]
+                else:
+                    counters = sub.run_events(*events[i]).counters
+                    gi, gt = encode_events(want[i, lo:hi], sub.out_mask)
+                    out = [pout({"addr": a, "t": t})
+                           for a, t in zip(gi.tolist(), gt.tolist(), strict=True)]
+                checked += len(w) if (raw_sums or dense) else len(out)
+                c = counters.as_dict()
+                vec.window(words[i], [*out, marker_out],
+                           {counter_names[k]: v for k, v in c.items()})
+        report = _run(sim, rtl_dir, manifest, top, vec, T=cfg.T, root=root,
+                      name=f"{name}-{run.piece}-{n}-{sim}")
+        _account(run, report, {c["port"]: c["name"] for c in entry["counters"]}, checked)
+
+
+def _attention_rtl(cfg, dense: bool, root: Path) -> tuple[Path, dict, str]:
+    """The attention path's Verilog (the dense design's, or the spiking one's) of ``cfg``
+    under ``root/rtl/attention-<key>``, and a manifest for the harness: ``(folder, manifest,
+    module)``. Cached by the design's parameters and the generator's sources."""
+    import rtl_gen
+    from rtl_gen.attention import AttentionSystem, attention_manifest, head_counters
+    from rtl_gen.generate import LINT_WAIVERS, port_list, stream_ports, to_verilog
+    from toolkit_base.files import folder_digest, write_atomic
+
+    top = "dense_attention" if dense else "mttfs_attention"
+    params = {**cfg.as_dict(), "dense": dense}
+    src = folder_digest(Path(rtl_gen.__file__).parent, suffixes=(".py",))
+    key = hashlib.sha256(json.dumps({"p": params, "src": src},
+                                    sort_keys=True).encode()).hexdigest()[:16]
+    folder = root / "rtl" / f"attention-{key}"
+    path = folder / "manifest.json"
+    if path.is_file():
+        return folder, json.loads(path.read_text()), top
+    comp = AttentionSystem(cfg, instances=True, dense=dense)
+    text = to_verilog(comp, top)
+    widths = head_counters(cfg, dense=dense)
+    entry = {"file": f"{top}.v", "ports": port_list(comp), "streams": stream_ports(comp),
+             "counters": [{"name": n, "port": f"cnt_{n}", "width": w} for n, w in widths.items()],
+             **attention_manifest(comp)}
+    manifest = {"parameters": params, "modules": {top: entry},
+                "lint": {"waivers": list(LINT_WAIVERS)}}
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(folder / entry["file"], text)
+    write_atomic(path, json.dumps(manifest, indent=2) + "\n")  # last: the folder is complete
+    return folder, manifest, top
+
+
+def _attention(run: PieceRun, qnn, block: int, sequences, *, dense: bool, sim: str,
+               root: Path, name: str) -> None:
+    """Every sentence through the attention path in one run: the configuration, then per
+    sentence its start, its key and value writes and its tokens."""
+    from networks.attention import attention_path
+    from regression.block import attention_config
+    from rtl_gen.attn_images import (
+        attention_reference,
+        config_beats,
+        dense_reference,
+        kv_beats,
+        sequence_beats,
+    )
+    from rtl_gen.attn_params import attn_load_layout
+    from rtl_gen.layouts import pack
+
+    cfg = attention_config(qnn, block)
+    path = attention_path(qnn.layers[block])
+    rtl_dir, manifest, top = _attention_rtl(cfg, dense, root)
+    entry = manifest["modules"][top]
+    lload = attn_load_layout(cfg)
+    pin, pout = (_packer(entry["streams"][s]["fields"]) for s in ("i", "o"))
+    sign_mask = (1 << cfg.time_width) - 1
+    vec = _Vectors(tuple(c["port"] for c in entry["counters"]),
+                   {c["port"]: int(c["width"]) for c in entry["counters"]})
+    vec.load([pack(lload, b) for b in config_beats(cfg, path)])
+    checked = 0
+    writes = {}
+    for s in sequences:
+        q, k, v, valid = s.codes["query"], s.codes["key"], s.codes["value"], s.valid
+        vec.load([pack(lload, b) for b in sequence_beats(cfg, valid) + kv_beats(cfg, k, v)])
+        refs = (dense_reference if dense else attention_reference)(cfg, path, q, k, v, valid)
+        want = s.codes["attn_out_in"]
+        for i, ref in enumerate(refs):
+            if dense:
+                # the golden QNN's codes, in the design's order (every head, address order)
+                out = [pout({"addr": a, "t": int(want[i, a]) & sign_mask}) for a, _ in ref["out"]]
+            else:
+                gi, gt = encode_events(want[i], path.ctx_mask)
+                out = [pout({"addr": a, "t": t})
+                       for a, t in zip(gi.tolist(), gt.tolist(), strict=True)]
+            checked += len(out)
+            vec.window([pin(b) for b in ref["query"]], [*out, pout({"last": 1})],
+                       ref["counters"])
+        for port, value in refs[0]["counters"].items():
+            if "_writes" in port:  # a sequence's writes, counted once (as the Amaranth run)
+                writes[port] = writes.get(port, 0) + int(value)
+    report = _run(sim, rtl_dir, manifest, top, vec, T=cfg.T, root=root,
+                  name=f"{name}-attention-{sim}")
+    # counted by port, as the Amaranth run counts the attention path's
+    _account(run, report, {}, checked)
+    # the harness sums every window's counters; a write counter holds its sequence's writes in
+    # every window of the sequence: counted once a sequence, as the Amaranth run counts them
+    for port, value in writes.items():
+        run.counters[port] = value
+
+
+def run_block_fast(qnn, sequences, *, block: int = 0, dense: bool = False,
+                   tile_neurons: int = TILE_NEURONS, sim: str = "verilator",
+                   root=DEFAULT_ROOT, name: str = "block") -> list[PieceRun]:
+    """:func:`regression.block.run_block_pieces` in the fast harness on ``sim`` (``"verilator"``
+    or ``"icarus"``): captured sequences (:class:`networks.block.BlockSequence`, with the
+    design's masks) through every piece of block ``block``; one :class:`PieceRun` per piece of
+    :data:`regression.block.PIECES`. ``root``: the generated Verilog, the builds (cached by
+    content, shared by every run into it) and ``runs/<name>-<piece>-...``."""
+    from networks.block import block_layers
+    from regression import sim as sims
+    from regression.units import minilm_config
+
+    if sim not in ("icarus", "verilator"):
+        raise ValueError(f"sim must be icarus or verilator, not {sim!r}")
+    sims.ensure_simulator(sim)
+    sequences = list(sequences)
+    root = Path(root).resolve()
+    layer = qnn.layers[block]
+    blk, layers = layer.int_block, block_layers(layer)
+    nxt = qnn.layers[block + 1].int_block if block + 1 < len(qnn.layers) else None
+    runs = {p: PieceRun(p) for p in PIECES}
+
+    def cat(name, tensors=False):
+        return torch.cat([(s.tensors if tensors else s.codes)[name] for s in sequences])
+
+    for piece, (p_in, out, raw) in _LINEAR.items():
+        _linear(runs[piece], layers[piece], cat(p_in), cat(out, tensors=raw), dense=dense,
+                raw_sums=raw, tile_neurons=tile_neurons, sim=sim, root=root, name=name)
+    _attention(runs["attention"], qnn, block, sequences, dense=dense, sim=sim, root=root,
+               name=name)
+    ucfg = minilm_config(qnn)
+    feeds = ("q_proj_in", "k_proj_in", "v_proj_in")
+    _norm(runs["norm_attn"], ucfg, blk.add_attn, blk.norm_attn,
+          [blk.encoders["ffn_expand_in"]], cat("r_in", True), cat("attn_sum", True),
+          cat("r1", True), [cat("ffn_expand_in")])
+    _norm(runs["norm_ffn"], ucfg, blk.add_ffn, blk.norm_ffn,
+          [nxt.encoders[p] for p in feeds] if nxt else [], cat("r1", True),
+          cat("ffn_sum", True), cat("r_out", True),
+          [torch.cat([s.next_codes[p] for s in sequences]) for p in feeds] if nxt else [])
+    return [runs[p] for p in PIECES]
