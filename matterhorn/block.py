@@ -159,10 +159,11 @@ def setup(model: str, sentences: int, *, block: int = 0, seed: int = 0,
 
 
 def design_key(st: BlockSetup, design: str, *, block: int, tile_neurons: int,
-               gates: GatesSetup | None) -> dict:
+               gates: GatesSetup | None, rtl: str = "amaranth") -> dict:
     """What ``design``'s result in a run is made of: the network, the sentences, the block,
-    the tiles, the gates' liberty, simulator and clock, and the toolkit's sources
-    (:data:`MADE_BY`). A result kept with the same key is the result this run would give."""
+    the tiles, the pieces' simulator, the gates' liberty, simulator and clock, and the
+    toolkit's sources (:data:`MADE_BY`). A result kept with the same key is the result this
+    run would give."""
     import importlib
 
     from toolkit_base.files import folder_digest
@@ -170,7 +171,7 @@ def design_key(st: BlockSetup, design: str, *, block: int, tile_neurons: int,
     code = {m: folder_digest(Path(importlib.import_module(m).__file__).parent, (".py",))
             for m in MADE_BY}
     return {"network": st.source, "sentences": list(st.sentences), "block": block,
-            "tile_neurons": tile_neurons, "design": design,
+            "tile_neurons": tile_neurons, "design": design, "rtl": rtl,
             "gates": None if gates is None else gates.identity(), "code": code}
 
 
@@ -208,23 +209,27 @@ def _design(job, *, cache: dict | None = None, steps=None) -> tuple:
     """One design of a run: through the block's pieces and, with gates, priced in them;
     ``(BlockRun, BlockGates or None)``, kept in folder ``keep`` (when given) under ``key``
     (:func:`design_key`) as it ends. ``job``: ``(setup, design, block, tile_neurons,
-    placement, gates, keep, key)``, plain data, so that a worker process can take it."""
-    st, d, block, tile_neurons, placement, gates, keep, key = job
-    result = _measure(st, d, block, tile_neurons, placement, gates, cache=cache, steps=steps)
+    placement, gates, keep, key, rtl)``, plain data, so that a worker process can take it
+    (``rtl``: the pieces' simulator and the folder of its builds, :func:`run`)."""
+    st, d, block, tile_neurons, placement, gates, keep, key, rtl = job
+    result = _measure(st, d, block, tile_neurons, placement, gates, rtl, cache=cache,
+                      steps=steps)
     if keep is not None:
         _keep(keep, key, result)
     return result
 
 
-def _measure(st, d, block, tile_neurons, placement, gates, *, cache, steps) -> tuple:
+def _measure(st, d, block, tile_neurons, placement, gates, rtl, *, cache, steps) -> tuple:
     """:func:`_design`'s work."""
     from regression.block import run_block
 
     n = len(st.sentences)
+    sim, root = rtl
     if steps is not None:
-        steps.start(f"{d}: {n} sentence{'s' if n > 1 else ''} through the block's pieces")
+        steps.start(f"{d}: {n} sentence{'s' if n > 1 else ''} through the block's pieces "
+                    f"({sim})")
     run = run_block(st.qnn, st.tokenizer, st.sentences, d, block=block,
-                    tile_neurons=tile_neurons)
+                    tile_neurons=tile_neurons, sim=sim, root=root)
     if steps is not None:
         steps.advance(f"{d}: {run.mismatches} mismatches")
     if gates is None:
@@ -284,7 +289,8 @@ def _said(result) -> str:
 
 
 def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEURONS,
-        steps=None, gates: GatesSetup | None = None, jobs: int = 1, keep=None) -> dict:
+        steps=None, gates: GatesSetup | None = None, jobs: int = 1, keep=None,
+        rtl: str = "amaranth", rtl_root=None) -> dict:
     """Every design of ``designs`` over the sentences, and with ``gates`` each priced in our
     gates on the same sentences; the ``block.json`` document. ``steps``: a
     :class:`toolkit_base.console.Steps` told of each design and each pricing (with ``jobs``
@@ -293,7 +299,10 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
     with netlists of its own, the same ones. ``keep``: a folder where each design's result
     is kept as it ends (:func:`kept`): a design kept there by an earlier run of the same
     network, sentences, gates and sources is taken, not run again, so a run that failed or
-    was stopped goes on where it was."""
+    was stopped goes on where it was. ``rtl``: the pieces' simulator
+    (:func:`regression.block.run_block`: ``"amaranth"``, or the fast harness on
+    ``"verilator"`` or ``"icarus"``, its Verilog and builds in ``rtl_root``, default
+    :data:`regression.block_fast.DEFAULT_ROOT`)."""
     import warnings
 
     from rtl_gen.block_map import BlockShape, place_block
@@ -301,8 +310,12 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
 
     placement = place_block(BlockShape.of(st.qnn.cfg, seq_max=st.seq_max,
                                           tile_neurons=tile_neurons))
-    keys = {d: design_key(st, d, block=block, tile_neurons=tile_neurons, gates=gates)
+    from regression.block_fast import DEFAULT_ROOT
+
+    keys = {d: design_key(st, d, block=block, tile_neurons=tile_neurons, gates=gates, rtl=rtl)
             for d in designs}
+    # a worker process builds and runs by the absolute path
+    fast = (rtl, Path(DEFAULT_ROOT if rtl_root is None else rtl_root).resolve())
     done = {}
     for d in designs:
         result = kept(keep, keys[d])
@@ -313,7 +326,7 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
                           "the same network, sentences and sources)")
     # a worker process writes its design's file: the folder by its absolute path
     where = None if keep is None else Path(keep).resolve()
-    todo = [(st, d, block, tile_neurons, placement, gates, where, keys[d])
+    todo = [(st, d, block, tile_neurons, placement, gates, where, keys[d], fast)
             for d in designs if d not in done]
     with executor(workers=jobs, jobs=max(len(todo), 1)) as ex, warnings.catch_warnings():
         # the network travels to each worker with its design (MiniLM: about 150 MiB): Dask's
@@ -340,7 +353,8 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
     priced = {d: done[d][1] for d in designs if done[d][1] is not None}
     dims = _dims(st)
     return block_document(st, runs, model_energy(runs, dims), dims, block=block,
-                          tile_neurons=tile_neurons, placement=placement, gates=priced or None)
+                          tile_neurons=tile_neurons, placement=placement, gates=priced or None,
+                          rtl=rtl)
 
 
 def hops_per_flit(placement, counts) -> dict[str, float]:
@@ -399,7 +413,8 @@ def _dims(st: BlockSetup):
 
 
 def block_document(st: BlockSetup, runs, model: dict, dims, *, block: int,
-                   tile_neurons: int, placement=None, gates: dict | None = None) -> dict:
+                   tile_neurons: int, placement=None, gates: dict | None = None,
+                   rtl: str = "amaranth") -> dict:
     """``block.json``: the run's parameters, and per design its checks, deliveries, clocks
     and energy per block: the paper's model at the measured rates and, when ``gates`` (design
     -> :class:`synth_scripts.block_gates.BlockGates`) is given, our gates (per token on the
@@ -452,6 +467,7 @@ def block_document(st: BlockSetup, runs, model: dict, dims, *, block: int,
         "sentences": len(st.sentences),
         "tokens": runs[0].tokens,
         "tile_neurons": tile_neurons,
+        "rtl_sim": rtl,
         "mesh": placement.document(),
         "workload": {"batch": dims.batch, "seq": dims.seq,
                      "what": "energy per block of B sequences of S tokens: the paper's model "
@@ -492,6 +508,11 @@ def ratio(doc: dict, design: str = "mttfs-k1", source: str = "model") -> float |
     return by[design]["total"] / by["dense"]["total"]
 
 
+#: How the verdict names the pieces' simulator.
+_RTL_SIM = {"amaranth": "Amaranth simulator", "icarus": "Icarus, fast harness",
+            "verilator": "Verilator, fast harness"}
+
+
 def verdict(doc: dict) -> list[str]:
     """The answer, first: the checks, then the ratio in our gates (when measured) and in the
     paper's model, against the paper's."""
@@ -500,7 +521,7 @@ def verdict(doc: dict) -> list[str]:
     names = ", ".join(d["design"] for d in doc["designs"])
     n = doc["sentences"]
     lines = [f"{doc['model']} block {doc['block']}, {n} sentence{'s' if n > 1 else ''} "
-             f"({doc['tokens']} tokens): "
+             f"({doc['tokens']} tokens, {_RTL_SIM[doc.get('rtl_sim', 'amaranth')]}): "
              + (f"0 mismatches in {checked} values checked ({names})" if bad == 0 else
                 f"FAIL: {bad} mismatches in {checked} values checked ({names})")]
     g = ratio(doc, source="gates")

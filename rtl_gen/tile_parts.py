@@ -457,11 +457,13 @@ class SumEmitter(ConfigComponent):
         active = Signal(name="active")
         idx = Signal(range(N + 1), name="idx")
         take = self.o.valid & self.o.ready
+        marker = idx == N
         m.d.comb += [
             self.o.valid.eq(active),
-            self.o.payload.addr.eq(idx),
-            self.o.payload.sum.eq(Array(self.v)[idx]),
-            self.o.payload.last.eq(idx == N),
+            # the marker is {last: 1} and nothing else (not the address past the last neuron)
+            self.o.payload.addr.eq(Mux(marker, 0, idx)),
+            self.o.payload.sum.eq(Mux(marker, 0, Array(self.v)[idx])),
+            self.o.payload.last.eq(marker),
             self.sent.eq(take & (idx != N)),
             self.done.eq(take & (idx == N)),
         ]

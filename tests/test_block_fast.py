@@ -1,0 +1,110 @@
+# amaranth: UnusedElaboratable=no
+"""A whole encoder block's pieces in the fast harness (regression.block_fast): the small random
+block on Verilator and on Icarus agrees with the Amaranth simulator's run of the same pieces,
+value for value and counter for counter; a golden value planted wrong is caught inside the
+simulation, in the piece that produces it.
+
+The builds are cached under ``build/block-tests`` (the Verilog of a tile and of the attention
+path of each design; about a minute on Verilator the first time)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import torch
+
+from networks.block import capture_block, random_block_model
+from regression.block import PIECES, design_masks, run_block, run_block_pieces
+from regression.block_fast import run_block_fast
+
+ROOT = Path(__file__).resolve().parents[1] / "build" / "block-tests"
+#: Two sentences: 8 and 10 tokens with [CLS] and [SEP].
+SENTENCES = ["A short sentence of six words.", "Another sentence, with eight words in it."]
+#: The design and simulator of each case: a spiking design on Verilator, the dense one on Icarus.
+CASES = [("mttfs-k1", "verilator"), ("dense", "icarus")]
+
+
+@pytest.fixture(scope="module")
+def model():
+    return random_block_model(seq=12)
+
+
+@pytest.fixture(scope="module")
+def captured(model):
+    qnn, tok = model
+    out = {}
+    for design, _ in CASES:
+        with design_masks(qnn, design):
+            out[design] = capture_block(qnn, tok, SENTENCES)
+    return out
+
+
+def _fast(model, seqs, design, sim, name):
+    qnn, _ = model
+    with design_masks(qnn, design):
+        return run_block_fast(qnn, seqs, dense=design == "dense", sim=sim, root=ROOT, name=name)
+
+
+@pytest.mark.parametrize(("design", "sim"), CASES)
+def test_the_fast_harness_agrees_with_the_amaranth_run(model, captured, design, sim):
+    qnn, _ = model
+    seqs = captured[design]
+    fast = _fast(model, seqs, design, sim, f"{design}-clean")
+    with design_masks(qnn, design):
+        slow = run_block_pieces(qnn, seqs, dense=design == "dense")
+    assert [p.piece for p in fast] == list(PIECES)
+    for f, s in zip(fast, slow, strict=True):
+        assert f.mismatches == 0, (f.piece, f.first_mismatch)
+        assert f.checked == s.checked > 0, f.piece
+        assert f.counters == s.counters, f.piece
+        assert f.tiles == s.tiles
+        # the harness's clocks hold the loads too: never fewer than the windows' own
+        assert f.cycles >= s.cycles > 0, f.piece
+
+
+def _planted(seqs, name: str, tensors: bool = False):
+    """The sequences with one golden value of ``name`` (codes, or a tensor) moved to the other
+    end of its range (a code moved by one may stay in the dead zone, silent either way)."""
+    s0 = seqs[0]
+    where = dict(s0.tensors if tensors else s0.codes)
+    bad = where[name].contiguous().clone()
+    flat = bad.view(-1)
+    lo, hi = int(flat.min()), int(flat.max())
+    flat[3] = lo if int(flat[3]) != lo else hi
+    where[name] = bad
+    s0 = dataclasses.replace(s0, **{"tensors" if tensors else "codes": where})
+    return [s0, *seqs[1:]]
+
+
+@pytest.mark.parametrize(("name", "tensors", "piece"), [
+    ("query", False, "query"),            # a projection's output codes
+    ("attn_sum", True, "attn_out"),       # a raw sum
+    ("attn_out_in", False, "attention"),  # the attention path's output
+])
+def test_a_golden_value_planted_wrong_is_caught_in_its_piece(model, captured, name, tensors,
+                                                              piece):
+    seqs = _planted(captured["mttfs-k1"], name, tensors)
+    runs = {r.piece: r for r in _fast(model, seqs, "mttfs-k1", "verilator", f"planted-{name}")}
+    assert runs[piece].mismatches >= 1, piece
+    assert runs[piece].first_mismatch.startswith(piece)
+
+
+def test_run_block_takes_the_simulator(model):
+    qnn, tok = model
+    run = run_block(qnn, tok, SENTENCES[:1], "mttfs-k1", sim="verilator", root=ROOT)
+    assert run.mismatches == 0 and run.tokens == 8
+    with pytest.raises(ValueError, match="sim must be one of amaranth, icarus, verilator"):
+        run_block(qnn, tok, SENTENCES[:1], "mttfs-k1", sim="questa")
+
+
+def test_a_codes_mismatch_counts_every_value(model, captured):
+    """A window whose expected codes are all wrong counts in the piece, not only once."""
+    seqs = captured["mttfs-k1"]
+    c = dict(seqs[0].codes)
+    c["ffn_contract_in"] = torch.zeros_like(c["ffn_contract_in"]) + 1
+    seqs = [dataclasses.replace(seqs[0], codes=c), *seqs[1:]]
+    runs = {r.piece: r for r in _fast(model, seqs, "mttfs-k1", "verilator", "planted-ffn")}
+    assert runs["ffn_expand"].mismatches > 1
+    assert runs["query"].mismatches == 0
