@@ -87,12 +87,13 @@ def _packer(layout):
     return pack
 
 
-def _seq(payload: int, kind: int, first: bool) -> int:
-    """A sequence-memory word (:mod:`regression.fast_rtl`): a window's first beat starts it
-    and waits for the design to be quiet; a load's first beat waits too."""
+def _seq(payloads, kind: int) -> list[int]:
+    """The sequence-memory words (:mod:`regression.fast_rtl`) of a load (``kind`` 0) or a
+    window (1): its first beat waits for the design to be quiet, and starts the window."""
     from regression.fast import _seq_word
 
-    return _seq_word(payload, kind, start=first and kind == 1, barrier=first)
+    return [_seq_word(p, kind, start=j == 0 and kind == 1, barrier=j == 0)
+            for j, p in enumerate(payloads)]
 
 
 @dataclasses.dataclass
@@ -111,14 +112,16 @@ class _Vectors:
     events_out: int = 0
     totals: dict = dataclasses.field(default_factory=dict)
 
-    def load(self, words) -> None:
-        self.seq += [_seq(w, 0, j == 0) for j, w in enumerate(words)]
-        self.beats_load += len(words)
+    def load(self, payloads) -> None:
+        self.seq += _seq(payloads, 0)
+        self.beats_load += len(payloads)
 
     def window(self, words_in, words_out, counters: dict) -> None:
+        """A window: ``words_in``, its input beats' sequence words (:func:`_seq`, kind 1),
+        ``words_out`` its expected output beats, marker included."""
         from regression.fast import _counter_word
 
-        self.seq += [_seq(w, 1, j == 0) for j, w in enumerate(words_in)]
+        self.seq += words_in
         self.out += words_out
         values = [counters[p] for p in self.ports]
         self.cnt.append(_counter_word(values, self.ports, self.widths))
@@ -226,12 +229,14 @@ def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, d
         counter_names = {c["name"]: c["port"] for c in entry["counters"]}
         # a token's input beats are the same for every tile of the layer: packed once
         if dense:
-            words = [[pin({"code": c}) for c in q.tolist()] + [marker_in] for q in inputs]
+            words = [_seq([pin({"code": c}) for c in q.tolist()] + [marker_in], 1)
+                     for q in inputs]
             events = [None] * len(inputs)
         else:
             events = [encode_events(q, layer.in_mask) for q in inputs]
-            words = [[pin({"addr": a, "tau": t})
-                      for a, t in zip(i.tolist(), t_.tolist(), strict=True)] + [marker_in]
+            words = [_seq([pin({"addr": a, "tau": t})
+                           for a, t in zip(i.tolist(), t_.tolist(), strict=True)]
+                          + [marker_in], 1)
                      for i, t_ in events]
         checked = 0
         for lo, hi, sub in tiles:
@@ -340,7 +345,7 @@ def _attention(run: PieceRun, qnn, block: int, sequences, *, dense: bool, sim: s
                 out = [pout({"addr": a, "t": t})
                        for a, t in zip(gi.tolist(), gt.tolist(), strict=True)]
             checked += len(out)
-            vec.window([pin(b) for b in ref["query"]], [*out, pout({"last": 1})],
+            vec.window(_seq([pin(b) for b in ref["query"]], 1), [*out, pout({"last": 1})],
                        ref["counters"])
         for port, value in refs[0]["counters"].items():
             if "_writes" in port:  # a sequence's writes, counted once (as the Amaranth run)

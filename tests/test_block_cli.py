@@ -105,3 +105,25 @@ def test_each_design_is_kept_as_it_ends_and_a_later_run_takes_it(tmp_path, monke
     for other in ({"sentences": ["Another sentence."]}, {"network": "random block, seed 1"},
                   {"code": {**key["code"], "rtl_gen": "0" * 64}}):
         assert block.kept(out / "designs", {**key, **other}) is None
+
+
+def test_the_pieces_on_icarus_give_the_amaranth_runs_answer(tmp_path, capsys):
+    """``--rtl icarus``: the generated Verilog in the fast harness (builds in DIR/fast); the
+    same checks, deliveries and energy as the Amaranth simulator's run, only the clocks
+    (the harness counts the loads too) and the simulator named differ."""
+    docs = {}
+    for rtl in ("amaranth", "icarus"):
+        out = tmp_path / rtl
+        code = main(["block", "--sentences", "1", "--design", "dense", "--design", "mttfs",
+                     "--k", "1", "--rtl", rtl, "--out", str(out)])
+        printed = capsys.readouterr().out
+        assert code == 0, printed
+        docs[rtl] = validate(json.loads((out / "block.json").read_text()), "block", "block.json")
+    assert "Icarus, fast harness" in printed.splitlines()[0]
+    assert docs["icarus"]["rtl_sim"] == "icarus" and docs["amaranth"]["rtl_sim"] == "amaranth"
+    assert (tmp_path / "icarus" / "fast" / "sim" / "icarus").is_dir()
+    for a, b in zip(docs["amaranth"]["designs"], docs["icarus"]["designs"], strict=True):
+        assert b["mismatches"] == 0
+        for key in ("checked", "events", "rates_percent", "traffic", "energy_pJ"):
+            assert a[key] == b[key], (a["design"], key)
+        assert b["cycles"] > a["cycles"]
