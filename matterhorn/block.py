@@ -229,7 +229,8 @@ def _measure(st, d, block, tile_neurons, placement, gates, rtl, *, cache, steps)
         steps.start(f"{d}: {n} sentence{'s' if n > 1 else ''} through the block's pieces "
                     f"({sim})")
     run = run_block(st.qnn, st.tokenizer, st.sentences, d, block=block,
-                    tile_neurons=tile_neurons, sim=sim, root=root)
+                    tile_neurons=tile_neurons, sim=sim, root=root,
+                    told=steps.say if steps is not None else None)
     if steps is not None:
         steps.advance(f"{d}: {run.mismatches} mismatches")
     if gates is None:

@@ -429,13 +429,14 @@ def flit_counts(qnn, sequences, *, block: int = 0, dense: bool, seq_max: int
 
 
 def run_block(qnn, tokenizer, sentences, design: str, *, block: int = 0,
-              tile_neurons: int = TILE_NEURONS, sim: str = "amaranth", root=None) -> BlockRun:
+              tile_neurons: int = TILE_NEURONS, sim: str = "amaranth", root=None,
+              told=None) -> BlockRun:
     """``sentences`` through block ``block``'s hardware pieces as ``design``
     (:data:`DESIGNS`), each sentence alone, in tiles of at most ``tile_neurons`` neurons, on
     ``sim``: the Amaranth simulator (:func:`run_block_pieces`), or ``"verilator"`` /
     ``"icarus"``, the generated Verilog in the fast harness
     (:func:`regression.block_fast.run_block_fast`, its Verilog, builds and runs under
-    ``root``)."""
+    ``root``; ``told`` hears of each piece as it ends)."""
     from networks.block import capture_block
     from regression.block_fast import DEFAULT_ROOT, RTL_SIMS, run_block_fast
 
@@ -449,7 +450,8 @@ def run_block(qnn, tokenizer, sentences, design: str, *, block: int = 0,
         else:
             pieces = run_block_fast(qnn, seqs, block=block, dense=design == "dense",
                                     tile_neurons=tile_neurons, sim=sim,
-                                    root=DEFAULT_ROOT if root is None else root, name=design)
+                                    root=DEFAULT_ROOT if root is None else root, name=design,
+                                    told=told)
         flits = flit_counts(qnn, seqs, block=block, dense=design == "dense",
                             seq_max=seq_max_of(qnn.layers[block].cfg))
     values = Counter()

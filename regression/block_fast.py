@@ -38,8 +38,10 @@ the layer.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
+import time
 from pathlib import Path
 
 import torch
@@ -362,12 +364,13 @@ def _attention(run: PieceRun, qnn, block: int, sequences, *, dense: bool, sim: s
 
 def run_block_fast(qnn, sequences, *, block: int = 0, dense: bool = False,
                    tile_neurons: int = TILE_NEURONS, sim: str = "verilator",
-                   root=DEFAULT_ROOT, name: str = "block") -> list[PieceRun]:
+                   root=DEFAULT_ROOT, name: str = "block", told=None) -> list[PieceRun]:
     """:func:`regression.block.run_block_pieces` in the fast harness on ``sim`` (``"verilator"``
     or ``"icarus"``): captured sequences (:class:`networks.block.BlockSequence`, with the
     design's masks) through every piece of block ``block``; one :class:`PieceRun` per piece of
     :data:`regression.block.PIECES`. ``root``: the generated Verilog, the builds (cached by
-    content, shared by every run into it) and ``runs/<name>-<piece>-...``."""
+    content, shared by every run into it) and ``runs/<name>-<piece>-...``. ``told``: called
+    with a line as each piece ends (its mismatches and seconds, the build included)."""
     from networks.block import block_layers
     from regression import sim as sims
     from regression.units import minilm_config
@@ -385,18 +388,27 @@ def run_block_fast(qnn, sequences, *, block: int = 0, dense: bool = False,
     def cat(name, tensors=False):
         return torch.cat([(s.tensors if tensors else s.codes)[name] for s in sequences])
 
-    for piece, (p_in, out, raw) in _LINEAR.items():
-        _linear(runs[piece], layers[piece], cat(p_in), cat(out, tensors=raw), dense=dense,
-                raw_sums=raw, tile_neurons=tile_neurons, sim=sim, root=root, name=name)
-    _attention(runs["attention"], qnn, block, sequences, dense=dense, sim=sim, root=root,
-               name=name)
     ucfg = minilm_config(qnn)
     feeds = ("q_proj_in", "k_proj_in", "v_proj_in")
-    _norm(runs["norm_attn"], ucfg, blk.add_attn, blk.norm_attn,
-          [blk.encoders["ffn_expand_in"]], cat("r_in", True), cat("attn_sum", True),
-          cat("r1", True), [cat("ffn_expand_in")])
-    _norm(runs["norm_ffn"], ucfg, blk.add_ffn, blk.norm_ffn,
-          [nxt.encoders[p] for p in feeds] if nxt else [], cat("r1", True),
-          cat("ffn_sum", True), cat("r_out", True),
-          [torch.cat([s.next_codes[p] for s in sequences]) for p in feeds] if nxt else [])
+    work = {piece: functools.partial(_linear, runs[piece], layers[piece], cat(p_in),
+                                     cat(out, tensors=raw), dense=dense, raw_sums=raw,
+                                     tile_neurons=tile_neurons, sim=sim, root=root, name=name)
+            for piece, (p_in, out, raw) in _LINEAR.items()}
+    work["attention"] = functools.partial(_attention, runs["attention"], qnn, block, sequences,
+                                          dense=dense, sim=sim, root=root, name=name)
+    work["norm_attn"] = functools.partial(
+        _norm, runs["norm_attn"], ucfg, blk.add_attn, blk.norm_attn,
+        [blk.encoders["ffn_expand_in"]], cat("r_in", True), cat("attn_sum", True),
+        cat("r1", True), [cat("ffn_expand_in")])
+    work["norm_ffn"] = functools.partial(
+        _norm, runs["norm_ffn"], ucfg, blk.add_ffn, blk.norm_ffn,
+        [nxt.encoders[p] for p in feeds] if nxt else [], cat("r1", True),
+        cat("ffn_sum", True), cat("r_out", True),
+        [torch.cat([s.next_codes[p] for s in sequences]) for p in feeds] if nxt else [])
+    for piece in PIECES:
+        t0 = time.perf_counter()
+        work[piece]()
+        if told is not None:
+            told(f"{name}: {piece} {runs[piece].mismatches} mismatches "
+                 f"({time.perf_counter() - t0:.0f} s)")
     return [runs[p] for p in PIECES]
