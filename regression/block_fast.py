@@ -56,6 +56,10 @@ DEFAULT_ROOT = Path("build") / "block"
 #: The simulators a block's pieces run on: the Amaranth simulator, or the generated Verilog
 #: in the fast harness.
 RTL_SIMS = ("amaranth", "icarus", "verilator")
+#: Words of the harness's memories, the same for every run: one build serves every run of a
+#: piece's shape, whatever the sentences and the design (a run holds what fits; the rest
+#: goes to the next run). About 2 MiB of stimulus and of expected output a run.
+DEPTHS = {"seq": 1 << 18, "out": 1 << 18, "cnt": 1 << 12}
 #: The testbench of the fast harness.
 _BENCH = "cocotb_tests.tb_fast"
 #: The linear pieces: input position, golden output (codes or tensors), raw sums.
@@ -114,25 +118,29 @@ class _Vectors:
     events_out: int = 0
     totals: dict = dataclasses.field(default_factory=dict)
 
-    def load(self, payloads) -> None:
-        self.seq += _seq(payloads, 0)
-        self.beats_load += len(payloads)
+    def load(self, words) -> None:
+        """Load beats: their sequence words (:func:`_seq`, kind 0)."""
+        self.seq += words
+        self.beats_load += len(words)
 
-    def window(self, words_in, words_out, counters: dict) -> None:
+    def window(self, words_in, words_out, counter_word: int, counters: list) -> None:
         """A window: ``words_in``, its input beats' sequence words (:func:`_seq`, kind 1),
-        ``words_out`` its expected output beats, marker included."""
-        from regression.fast import _counter_word
-
+        ``words_out`` its expected output beats, marker included; its counters' word and
+        values (in :attr:`ports` order)."""
         self.seq += words_in
         self.out += words_out
-        values = [counters[p] for p in self.ports]
-        self.cnt.append(_counter_word(values, self.ports, self.widths))
-        for p, v in zip(self.ports, values, strict=True):
+        self.cnt.append(counter_word)
+        for p, v in zip(self.ports, counters, strict=True):
             self.totals[p] = self.totals.get(p, 0) + int(v)
         self.beats_in += len(words_in)
         self.windows += 1
         self.events += len(words_in) + len(words_out) - 2
         self.events_out += len(words_out) - 1
+
+    def fits(self, seq: int, out: int, cnt: int) -> bool:
+        """``seq``, ``out`` and ``cnt`` more words still fit :data:`DEPTHS`."""
+        return (len(self.seq) + seq <= DEPTHS["seq"] and len(self.out) + out <= DEPTHS["out"]
+                and len(self.cnt) + cnt <= DEPTHS["cnt"])
 
     def fast(self):
         from regression.fast import FastVectors
@@ -140,6 +148,78 @@ class _Vectors:
         return FastVectors(self.seq, self.out, self.cnt, self.ports, self.widths, self.events,
                            self.events_out, self.windows, self.beats_in, self.beats_load,
                            {p: self.totals.get(p, 0) for p in self.ports})
+
+
+@dataclasses.dataclass
+class _Window:
+    """One window of a unit: its input beats' sequence words, its expected output words
+    (marker included), its counters (port -> value) and the values it checks."""
+
+    seq: list
+    out: list
+    counters: dict
+    checked: int
+
+
+class _Runs:
+    """A piece's runs on one build: units (a load, then its windows) go into the harness's
+    memories of the fixed :data:`DEPTHS` until the next one does not fit; then the memories
+    run and a new run starts, with ``prefix`` (the load words every run begins with) and the
+    unit's own load; a unit longer than a run is split, its load repeated in each part."""
+
+    def __init__(self, run: PieceRun, sim: str, rtl_dir: Path, manifest: dict, top: str, *,
+                 T: int, root: Path, name: str, names: dict, prefix=()):
+        entry = manifest["modules"][top]
+        self.piece, self.sim, self.rtl_dir, self.manifest, self.top = run, sim, rtl_dir, \
+            manifest, top
+        self.T, self.root, self.name, self.names = T, root, name, names
+        self.ports = tuple(c["port"] for c in entry["counters"])
+        self.widths = {c["port"]: int(c["width"]) for c in entry["counters"]}
+        self.prefix = list(prefix)
+        self.vec, self.checked, self.runs = None, 0, 0
+
+    def _fresh(self) -> None:
+        self.vec = _Vectors(self.ports, self.widths)
+        self.vec.load(self.prefix)
+        self.checked = 0
+
+    def unit(self, load: list, windows: list[_Window]) -> None:
+        from regression.fast import _counter_word
+
+        i = 0
+        while i < len(windows):
+            if self.vec is None:
+                self._fresh()
+            part = []
+            seq, out = len(load), 0
+            for w in windows[i:]:
+                if not self.vec.fits(seq + len(w.seq), out + len(w.out), len(part) + 1):
+                    break
+                seq, out = seq + len(w.seq), out + len(w.out)
+                part.append(w)
+            if not part:
+                if self.vec.windows == 0:
+                    raise ValueError(f"{self.piece.piece}: a window of {len(windows[i].seq)} "
+                                     f"beats does not fit the harness's {DEPTHS} words")
+                self.flush()
+                continue
+            self.vec.load(load)
+            for w in part:
+                values = [w.counters[p] for p in self.ports]
+                self.vec.window(w.seq, w.out, _counter_word(values, self.ports, self.widths),
+                                values)
+                self.checked += w.checked
+            i += len(part)
+
+    def flush(self) -> None:
+        """Run what is in the memories (nothing when empty)."""
+        if self.vec is None or self.vec.windows == 0:
+            return
+        report = _run(self.sim, self.rtl_dir, self.manifest, self.top, self.vec, T=self.T,
+                      root=self.root, name=f"{self.name}-{self.piece.piece}-{self.runs}-{self.sim}")
+        _account(self.piece, report, self.names, self.checked)
+        self.runs += 1
+        self.vec = None
 
 
 def _run(sim: str, rtl_dir: Path, manifest: dict, top: str, vectors: _Vectors, *, T: int,
@@ -151,6 +231,7 @@ def _run(sim: str, rtl_dir: Path, manifest: dict, top: str, vectors: _Vectors, *
     from toolkit_base.files import write_atomic
 
     config = fast_config(vectors.fast(), seed=0, T=T, bench=name)
+    config["depths"] = dict(DEPTHS)  # one build for every run of the piece's shape
     build = build_fast(sim, rtl_dir, manifest, top, config, root)
     run_dir = root / "runs" / name
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -188,9 +269,9 @@ def _tile_params(layer, raw_sums: bool) -> dict:
 
 def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, dense: bool,
             raw_sums: bool, tile_neurons: int, sim: str, root: Path, name: str) -> None:
-    """Every tile of ``layer`` in one run per tile shape: each tile's image, then every token
-    of ``inputs [N, n_in]``; ``want [N, n_out]``: the golden codes (before the output mask) or
-    the golden raw sums."""
+    """Every tile of ``layer``, on one build per tile shape: each tile's image, then every
+    token of ``inputs [N, n_in]`` (:class:`_Runs`); ``want [N, n_out]``: the golden codes
+    (before the output mask) or the golden raw sums."""
     from golden_models import CodeSpace
     from golden_models.dense import run_dense, run_dense_sums
     from regression.cache import generate_rtl, module_entry
@@ -226,9 +307,10 @@ def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, d
                 else dense_out_layout(cfg) if dense else out_event_layout(cfg))
         pout, pload = _packer(lout), _packer(load_layout(cfg))
         marker_in, marker_out = pin({"last": 1}), pout({"last": 1})
-        vec = _Vectors(tuple(c["port"] for c in entry["counters"]),
-                       {c["port"]: int(c["width"]) for c in entry["counters"]})
         counter_names = {c["name"]: c["port"] for c in entry["counters"]}
+        runs = _Runs(run, sim, rtl_dir, manifest, top, T=cfg.T, root=root,
+                     name=f"{name}-s{n}" if n else name,
+                     names={c["port"]: c["name"] for c in entry["counters"]})
         # a token's input beats are the same for every tile of the layer: packed once
         if dense:
             words = [_seq([pin({"code": c}) for c in q.tolist()] + [marker_in], 1)
@@ -240,13 +322,13 @@ def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, d
                            for a, t in zip(i.tolist(), t_.tolist(), strict=True)]
                           + [marker_in], 1)
                      for i, t_ in events]
-        checked = 0
         for lo, hi, sub in tiles:
             image = (dense_load_beats if dense else load_beats)(cfg, sub)
-            vec.load([pload({"target": t, "addr": a, "data": d}) for t, a, d in image])
+            load = _seq([pload({"target": t, "addr": a, "data": d}) for t, a, d in image], 0)
             if dense:
                 c_tile, c_out = CodeSpace(cfg.T, cfg.family).c, sub.out_mask.space.c
                 pack = dense_pack(cfg)
+            windows = []
             for i, q in enumerate(inputs):
                 w = want[i, lo:hi].tolist()
                 if raw_sums:
@@ -264,13 +346,12 @@ def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, d
                     gi, gt = encode_events(want[i, lo:hi], sub.out_mask)
                     out = [pout({"addr": a, "t": t})
                            for a, t in zip(gi.tolist(), gt.tolist(), strict=True)]
-                checked += len(w) if (raw_sums or dense) else len(out)
-                c = counters.as_dict()
-                vec.window(words[i], [*out, marker_out],
-                           {counter_names[k]: v for k, v in c.items()})
-        report = _run(sim, rtl_dir, manifest, top, vec, T=cfg.T, root=root,
-                      name=f"{name}-{run.piece}-{n}-{sim}")
-        _account(run, report, {c["port"]: c["name"] for c in entry["counters"]}, checked)
+                windows.append(_Window(words[i], [*out, marker_out],
+                                       {counter_names[k]: v
+                                        for k, v in counters.as_dict().items()},
+                                       len(w) if (raw_sums or dense) else len(out)))
+            runs.unit(load, windows)
+        runs.flush()
 
 
 def _attention_rtl(cfg, dense: bool, root: Path) -> tuple[Path, dict, str]:
@@ -307,7 +388,7 @@ def _attention_rtl(cfg, dense: bool, root: Path) -> tuple[Path, dict, str]:
 
 def _attention(run: PieceRun, qnn, block: int, sequences, *, dense: bool, sim: str,
                root: Path, name: str) -> None:
-    """Every sentence through the attention path in one run: the configuration, then per
+    """Every sentence through the attention path (:class:`_Runs`): the configuration, then per
     sentence its start, its key and value writes and its tokens."""
     from networks.attention import attention_path
     from regression.block import attention_config
@@ -328,16 +409,17 @@ def _attention(run: PieceRun, qnn, block: int, sequences, *, dense: bool, sim: s
     lload = attn_load_layout(cfg)
     pin, pout = (_packer(entry["streams"][s]["fields"]) for s in ("i", "o"))
     sign_mask = (1 << cfg.time_width) - 1
-    vec = _Vectors(tuple(c["port"] for c in entry["counters"]),
-                   {c["port"]: int(c["width"]) for c in entry["counters"]})
-    vec.load([pack(lload, b) for b in config_beats(cfg, path)])
-    checked = 0
+    # counted by port, as the Amaranth run counts the attention path's
+    runs = _Runs(run, sim, rtl_dir, manifest, top, T=cfg.T, root=root, name=name, names={},
+                 prefix=_seq([pack(lload, b) for b in config_beats(cfg, path)], 0))
     writes = {}
     for s in sequences:
         q, k, v, valid = s.codes["query"], s.codes["key"], s.codes["value"], s.valid
-        vec.load([pack(lload, b) for b in sequence_beats(cfg, valid) + kv_beats(cfg, k, v)])
+        load = _seq([pack(lload, b) for b in sequence_beats(cfg, valid) + kv_beats(cfg, k, v)],
+                    0)
         refs = (dense_reference if dense else attention_reference)(cfg, path, q, k, v, valid)
         want = s.codes["attn_out_in"]
+        windows = []
         for i, ref in enumerate(refs):
             if dense:
                 # the golden QNN's codes, in the design's order (every head, address order)
@@ -346,16 +428,13 @@ def _attention(run: PieceRun, qnn, block: int, sequences, *, dense: bool, sim: s
                 gi, gt = encode_events(want[i], path.ctx_mask)
                 out = [pout({"addr": a, "t": t})
                        for a, t in zip(gi.tolist(), gt.tolist(), strict=True)]
-            checked += len(out)
-            vec.window(_seq([pin(b) for b in ref["query"]], 1), [*out, pout({"last": 1})],
-                       ref["counters"])
+            windows.append(_Window(_seq([pin(b) for b in ref["query"]], 1),
+                                   [*out, pout({"last": 1})], ref["counters"], len(out)))
+        runs.unit(load, windows)
         for port, value in refs[0]["counters"].items():
             if "_writes" in port:  # a sequence's writes, counted once (as the Amaranth run)
                 writes[port] = writes.get(port, 0) + int(value)
-    report = _run(sim, rtl_dir, manifest, top, vec, T=cfg.T, root=root,
-                  name=f"{name}-attention-{sim}")
-    # counted by port, as the Amaranth run counts the attention path's
-    _account(run, report, {}, checked)
+    runs.flush()
     # the harness sums every window's counters; a write counter holds its sequence's writes in
     # every window of the sequence: counted once a sequence, as the Amaranth run counts them
     for port, value in writes.items():
