@@ -48,9 +48,12 @@ PREFIX = "mttfs_fast_"
 #: (Amaranth's Verilog initializes every register, so X handling may be the fast one).
 VERILATOR_ARGS = ("--timing", "-CFLAGS", "-fcoroutines", "-O3", "--x-assign", "fast",
                   "--x-initial", "fast")
-#: ``make`` variables of a harness build: the model and the runtime (VPI, scheduler) compiled
-#: with ``-O2`` (the wheel: ``-Os``).
-MAKE_ARGS = ("OPT_FAST=-O2", "OPT_GLOBAL=-O2")
+#: The C++ optimization of a harness build by default (``make``'s ``OPT_FAST`` and
+#: ``OPT_GLOBAL``): the model and the runtime (VPI, scheduler) compiled with ``-O2`` (the
+#: wheel: ``-Os``).
+DEFAULT_OPT = "-O2"
+#: The C++ optimizations :func:`build_fast` takes.
+OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3")
 
 
 def probability_256(p: float, name: str) -> int:
@@ -239,11 +242,13 @@ def _harness_name(top: str) -> str:
 
 
 def build_fast(sim_name: str, rtl_dir: Path, manifest: Mapping, top: str, config: Mapping,
-               root: Path | str, waves: bool = False) -> sim.Build:
+               root: Path | str, waves: bool = False, opt: str = DEFAULT_OPT) -> sim.Build:
     """Build the harness around module ``top`` of the generated set ``rtl_dir`` for the run
     ``config`` (:func:`fast_config`; cached): the harness's Verilog under ``root/rtl/fast-<key>``,
     the build under ``root/sim/<sim>/``. The key covers the module's ports, the counter ports,
-    the memory depths and the harness's sources, so stimuli of similar size share one build."""
+    the memory depths and the harness's sources, so stimuli of similar size share one build.
+    ``opt``: the C++ optimization of a Verilator build (:data:`OPT_LEVELS`; ``-O1`` compiles
+    MiniLM's twelve-head attention path in half the time of ``-O2`` and runs it as fast)."""
     from regression import fast_rtl, soak_rtl
     from regression.cache import module_entry, params_key, verilator_waivers
     from toolkit_base.files import write_atomic
@@ -261,12 +266,15 @@ def build_fast(sim_name: str, rtl_dir: Path, manifest: Mapping, top: str, config
         src.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(src, fast_verilog(entry, top, counter_ports, depths))
     dut = [rtl_dir / f for f in entry.get("depends", [])] + [rtl_dir / entry["file"]]
-    bkey = params_key({"p": manifest.get("parameters"), "h": key, "w": waves})
+    if opt not in OPT_LEVELS:
+        raise ValueError(f"opt must be one of {', '.join(OPT_LEVELS)}, not {opt!r}")
+    parts = {"p": manifest.get("parameters"), "h": key, "w": waves}
+    bkey = params_key(parts if opt == DEFAULT_OPT else {**parts, "opt": opt})
     return sim.build(sim_name, [*dut, src], name,
                      Path(root) / "sim" / sim_name / f"{name}-{bkey}", waves=waves,
                      extra_args=[*VERILATOR_ARGS, *verilator_waivers(manifest)],
                      public=fast_rtl.bench_access(counter_ports),
-                     make_args=MAKE_ARGS)
+                     make_args=(f"OPT_FAST={opt}", f"OPT_GLOBAL={opt}"))
 
 
 def hex_text(words: Sequence[int]) -> str:
