@@ -493,6 +493,6 @@ def run_block_fast(qnn, sequences, *, block: int = 0, dense: bool = False,
         t0 = time.perf_counter()
         work[piece]()
         if told is not None:
-            told(f"{name}: {piece} {runs[piece].mismatches} mismatches "
-                 f"({time.perf_counter() - t0:.0f} s)")
+            told(f"{name}: {piece}, {runs[piece].mismatches} mismatches in "
+                 f"{time.perf_counter() - t0:.0f} s")
     return [runs[p] for p in PIECES]
