@@ -145,7 +145,7 @@ def test_a_real_sentence_through_minilms_block_on_verilator(minilm, minilm_qnn, 
 @pytest.mark.slow
 def test_minilms_block_on_eight_sentences_every_design(tmp_path):
     """The deliverable's run (`matterhorn block --model minilm --rtl verilator`): eight
-    evaluation sentences, every design, 0 mismatches (about 20 minutes on two cores with the
+    evaluation sentences, every design, 0 mismatches (13 minutes on two cores with the
     builds; docs/rtl_block.md)."""
     from matterhorn.cli import main
 
