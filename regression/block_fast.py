@@ -67,35 +67,21 @@ DEPTHS = {"seq": 1 << 18, "out": 1 << 18, "cnt": 1 << 12}
 OPT = "-O1"
 #: The testbench of the fast harness.
 _BENCH = "cocotb_tests.tb_fast"
-#: The linear pieces: input position, golden output (codes or tensors), raw sums.
-_LINEAR = {
-    "query": ("q_proj_in", "query", False), "key": ("k_proj_in", "key", False),
-    "value": ("v_proj_in", "value", False), "attn_out": ("attn_out_in", "attn_sum", True),
-    "ffn_expand": ("ffn_expand_in", "ffn_contract_in", False),
-    "ffn_contract": ("ffn_contract_in", "ffn_sum", True),
-}
+#: The integer tensor a raw-sum layer must produce (the others: the codes of the position
+#: they feed, :data:`networks.block.LINEARS`).
+_RAW_SUMS = {"attn_out": "attn_sum", "ffn_contract": "ffn_sum"}
 
 
 def _packer(layout):
-    """A function packing a mapping of ``layout``'s fields (a flat struct layout, or a stream's
-    field records of a manifest) into its word, each value cut to its field (two's complement
-    for a signed one), as ``layout.const`` does; much faster than :func:`rtl_gen.layouts.pack`
-    for the hundreds of thousands of beats of a long run."""
+    """:func:`rtl_gen.simulation.field_packer` of a flat struct layout, or of a stream's field
+    records in a manifest (``name``, ``offset``, ``width``)."""
     from amaranth.hdl import Shape
 
+    from rtl_gen.simulation import field_packer
+
     if isinstance(layout, list):
-        fields = {f["name"]: (int(f["offset"]), (1 << int(f["width"])) - 1) for f in layout}
-    else:
-        fields = {name: (f.offset, (1 << Shape.cast(f.shape).width) - 1) for name, f in layout}
-
-    def pack(values) -> int:
-        word = 0
-        for name, value in values.items():
-            offset, mask = fields[name]
-            word |= (int(value) & mask) << offset
-        return word
-
-    return pack
+        return field_packer({f["name"]: (int(f["offset"]), int(f["width"])) for f in layout})
+    return field_packer({name: (f.offset, Shape.cast(f.shape).width) for name, f in layout})
 
 
 def _seq(payloads, kind: int) -> list[int]:
@@ -175,8 +161,8 @@ class _Runs:
     def __init__(self, run: PieceRun, sim: str, rtl_dir: Path, manifest: dict, top: str, *,
                  T: int, root: Path, name: str, names: dict, prefix=()):
         entry = manifest["modules"][top]
-        self.piece, self.sim, self.rtl_dir, self.manifest, self.top = run, sim, rtl_dir, \
-            manifest, top
+        self.piece, self.sim, self.top = run, sim, top
+        self.rtl_dir, self.manifest = rtl_dir, manifest
         self.T, self.root, self.name, self.names = T, root, name, names
         self.ports = tuple(c["port"] for c in entry["counters"])
         self.widths = {c["port"]: int(c["width"]) for c in entry["counters"]}
@@ -455,7 +441,7 @@ def run_block_fast(qnn, sequences, *, block: int = 0, dense: bool = False,
     :data:`regression.block.PIECES`. ``root``: the generated Verilog, the builds (cached by
     content, shared by every run into it) and ``runs/<name>-<piece>-...``. ``told``: called
     with a line as each piece ends (its mismatches and seconds, the build included)."""
-    from networks.block import block_layers
+    from networks.block import LINEARS, block_layers
     from regression import sim as sims
     from regression.units import minilm_config
 
@@ -475,9 +461,10 @@ def run_block_fast(qnn, sequences, *, block: int = 0, dense: bool = False,
     ucfg = minilm_config(qnn)
     feeds = ("q_proj_in", "k_proj_in", "v_proj_in")
     work = {piece: functools.partial(_linear, runs[piece], layers[piece], cat(p_in),
-                                     cat(out, tensors=raw), dense=dense, raw_sums=raw,
+                                     cat(_RAW_SUMS[piece], True) if out is None else cat(out),
+                                     dense=dense, raw_sums=out is None,
                                      tile_neurons=tile_neurons, sim=sim, root=root, name=name)
-            for piece, (p_in, out, raw) in _LINEAR.items()}
+            for piece, (p_in, out) in LINEARS.items()}
     work["attention"] = functools.partial(_attention, runs["attention"], qnn, block, sequences,
                                           dense=dense, sim=sim, root=root, name=name)
     work["norm_attn"] = functools.partial(

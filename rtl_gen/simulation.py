@@ -22,6 +22,7 @@ __all__ = [
     "marked_output",
     "packer",
     "read_counters",
+    "field_packer",
     "run_simulator",
     "stream_get",
     "stream_put",
@@ -29,16 +30,32 @@ __all__ = [
 ]
 
 
+def field_packer(fields):
+    """A function that packs a mapping of field values into one word: ``fields`` maps each
+    field's name to its ``(offset, width)``. A value too wide for its field is cut (a negative
+    one to its two's complement), as ``layout.const`` cuts it; unlike
+    :func:`rtl_gen.layouts.pack`, the checked packing, it costs microseconds a beat, for
+    beats the generator's own images and encoders made."""
+    masks = {name: (offset, (1 << width) - 1) for name, (offset, width) in fields.items()}
+
+    def word(values) -> int:
+        out = 0
+        for name, value in values.items():
+            offset, mask = masks[name]
+            out |= (int(value) & mask) << offset
+        return out
+
+    return word
+
+
 def packer(stream):
     """A function that turns a payload of ``stream`` (a mapping of its fields' integers) into
     what ``ctx.set`` takes to drive it, ``(signal, bits)``, the bits being those
-    ``layout.const(payload)`` holds. ``ctx.set`` with a mapping builds that constant on every
-    call, about a millisecond for a tile's load beat; a driver that packs each beat once and
-    offers it on many clocks saves it. Unlike :func:`rtl_gen.layouts.pack` (the checked
-    packing, about a millisecond a beat too) a value too wide for its field is cut, as
-    ``layout.const`` cuts it: the driver's beats come from the generator's own images and
-    encoders. A layout with a field that is itself a layout is left to Amaranth: its
-    payloads are passed as they are, ``(stream.payload, payload)``."""
+    ``layout.const(payload)`` holds (:func:`field_packer`). ``ctx.set`` with a mapping builds
+    that constant on every call, about a millisecond for a tile's load beat; a driver that
+    packs each beat once and offers it on many clocks saves it. A layout with a field that is
+    itself a layout is left to Amaranth: its payloads are passed as they are,
+    ``(stream.payload, payload)``."""
     from amaranth.hdl import Shape, ShapeCastable
 
     layout = stream.payload.shape()
@@ -46,17 +63,10 @@ def packer(stream):
     for name, field in layout:
         if isinstance(field.shape, ShapeCastable):
             return lambda payload: (stream.payload, payload)
-        fields[name] = (field.offset, (1 << Shape.cast(field.shape).width) - 1)
+        fields[name] = (field.offset, Shape.cast(field.shape).width)
     signal = stream.payload.as_value()
-
-    def pack(payload) -> tuple:
-        word = 0
-        for name, value in payload.items():
-            offset, mask = fields[name]
-            word |= (int(value) & mask) << offset
-        return signal, word
-
-    return pack
+    word = field_packer(fields)
+    return lambda payload: (signal, word(payload))
 
 
 async def stream_put(ctx, stream, payload) -> int:
