@@ -306,13 +306,12 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
     :data:`regression.block_fast.DEFAULT_ROOT`)."""
     import warnings
 
+    from regression.block_fast import DEFAULT_ROOT
     from rtl_gen.block_map import BlockShape, place_block
     from toolkit_base.cluster import executor
 
     placement = place_block(BlockShape.of(st.qnn.cfg, seq_max=st.seq_max,
                                           tile_neurons=tile_neurons))
-    from regression.block_fast import DEFAULT_ROOT
-
     keys = {d: design_key(st, d, block=block, tile_neurons=tile_neurons, gates=gates, rtl=rtl)
             for d in designs}
     # a worker process builds and runs by the absolute path
