@@ -347,29 +347,26 @@ def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, d
 
 def _attention_rtl(cfg, dense: bool, root: Path) -> tuple[Path, dict, str]:
     """The attention path's Verilog (the dense design's, or the spiking one's) of ``cfg``
-    under ``root/rtl/attention-<key>``, and a manifest for the harness: ``(folder, manifest,
-    module)``. Cached by the design's parameters and the generator's sources."""
-    import rtl_gen
+    under ``root/rtl/attention-<digest of the Verilog>``, and a manifest for the harness:
+    ``(folder, manifest, module)``. The Verilog is made every time (a few seconds for
+    MiniLM's twelve heads) and the folder named by its text, so a change of the generator
+    that leaves it alone rebuilds nothing."""
     from rtl_gen.attention import AttentionSystem, attention_manifest, head_counters
     from rtl_gen.generate import LINT_WAIVERS, port_list, stream_ports, to_verilog
-    from toolkit_base.files import folder_digest, write_atomic
+    from toolkit_base.files import write_atomic
 
     top = "dense_attention" if dense else "mttfs_attention"
-    params = {**cfg.as_dict(), "dense": dense}
-    src = folder_digest(Path(rtl_gen.__file__).parent, suffixes=(".py",))
-    key = hashlib.sha256(json.dumps({"p": params, "src": src},
-                                    sort_keys=True).encode()).hexdigest()[:16]
-    folder = root / "rtl" / f"attention-{key}"
+    comp = AttentionSystem(cfg, instances=True, dense=dense)
+    text = to_verilog(comp, top)
+    folder = root / "rtl" / f"attention-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
     path = folder / "manifest.json"
     if path.is_file():
         return folder, json.loads(path.read_text()), top
-    comp = AttentionSystem(cfg, instances=True, dense=dense)
-    text = to_verilog(comp, top)
     widths = head_counters(cfg, dense=dense)
     entry = {"file": f"{top}.v", "ports": port_list(comp), "streams": stream_ports(comp),
              "counters": [{"name": n, "port": f"cnt_{n}", "width": w} for n, w in widths.items()],
              **attention_manifest(comp)}
-    manifest = {"parameters": params, "modules": {top: entry},
+    manifest = {"parameters": {**cfg.as_dict(), "dense": dense}, "modules": {top: entry},
                 "lint": {"waivers": list(LINT_WAIVERS)}}
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(folder / entry["file"], text)
