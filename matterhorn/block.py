@@ -72,14 +72,18 @@ class GatesSetup:
     sim: str
     work: Path
     clock_ns: float = 10.0
+    #: Sentences replayed at gate level, window by window (the first, the shortest), every
+    #: other one priced by their fits (:mod:`synth_scripts.block_calibration`); 0: every
+    #: sentence replayed
+    sample: int = 0
 
     def identity(self) -> dict:
-        """What the gates' figures depend on: the liberty's bytes, the simulator, the clock
-        (not the folders)."""
+        """What the gates' figures depend on: the liberty's bytes, the simulator, the clock,
+        the sample (not the folders)."""
         import hashlib
 
         return {"liberty": hashlib.sha256(Path(self.liberty).read_bytes()).hexdigest(),
-                "sim": self.sim, "clock_ns": self.clock_ns}
+                "sim": self.sim, "clock_ns": self.clock_ns, "sample": self.sample}
 
 
 def check_designs(designs, ks) -> list[str]:
@@ -239,16 +243,25 @@ def _measure(st, d, block, tile_neurons, placement, gates, rtl, *, cache, steps)
         if steps is not None:
             steps.advance(f"{d}: not priced in gates (its pieces mismatch)")
         return run, None
-    from matterhorn.block_gates import capture, measure_block_gates
+    from matterhorn.block_gates import activity, capture, measure_block_gates
 
-    if steps is not None:
-        steps.start(f"{d}: priced in gates ({Path(gates.liberty).name})")
     seqs = capture(st.qnn, st.tokenizer, st.sentences, d, block=block)
+    n = gates.sample if 0 < gates.sample < len(seqs) else len(seqs)
+    if steps is not None:
+        steps.start(f"{d}: priced in gates ({Path(gates.liberty).name})"
+                    + (f", {n} of {len(seqs)} sentences replayed" if n < len(seqs) else ""))
+    hpf = hops_per_flit(placement, run.flits)
     priced = measure_block_gates(
-        st.qnn, seqs, d, lib_path=gates.liberty, work=Path(gates.work) / d, sim=gates.sim,
+        st.qnn, seqs[:n], d, lib_path=gates.liberty, work=Path(gates.work) / d, sim=gates.sim,
         block=block, clock_ns=gates.clock_ns, cache=cache,
         netlist_dir=Path(gates.work) / "netlists", told=steps.say if steps is not None else None,
-        hops_per_flit=hops_per_flit(placement, run.flits), tile_neurons=tile_neurons)
+        hops_per_flit=hpf, tile_neurons=tile_neurons, windows=n < len(seqs))
+    if n < len(seqs):
+        from synth_scripts.block_calibration import calibrate
+
+        act = activity(st.qnn, seqs, d, block=block, tile_neurons=tile_neurons)
+        priced = calibrate(priced, act, tokens=run.tokens, sentences=len(seqs),
+                           deliveries=run.deliveries, values=run.values, hops_per_flit=hpf)
     if steps is not None:
         steps.advance(f"{d}: {priced.totals()['total']:.0f} pJ per token in gates")
     return run, priced
@@ -496,6 +509,7 @@ def _gates_document(gates: dict) -> dict:
         "scaling_divide_by": g0.divide_by,
         "sources": dict(g0.sources),
         "seconds": {d: round(g.seconds, 1) for d, g in gates.items()},
+        "method": {d: g.method or {"calibrated": False} for d, g in gates.items()},
         "model_vs_gates": model_ratios(list(gates.values())),
     }
 
@@ -529,8 +543,11 @@ def verdict(doc: dict) -> list[str]:
         by = {d["design"]: d["energy_pJ"]["gates"] for d in doc["designs"]}
         gated = by["mttfs-k1"]["gated_total"] / by["dense"]["gated_total"]
         logic = _logic(by["mttfs-k1"]) / _logic(by["dense"])
+        m = doc["gates"].get("method", {}).get("mttfs-k1", {})
+        how = (f", {m['sample_sentences']} sentence{'s' if m['sample_sentences'] > 1 else ''} "
+               "replayed, the rest by its fits" if m.get("calibrated") else "")
         lines.append(f"In our gates ({doc['gates']['library']}, {doc['gates']['clock_ns']:g} ns "
-                     f"clock), an M-TTFS k=1 block costs {g:.3f}x the dense INT4 block "
+                     f"clock{how}), an M-TTFS k=1 block costs {g:.3f}x the dense INT4 block "
                      f"(clock-gated {gated:.3f}x; without the SRAM bits, which are the PDK "
                      f"table's per-bit figure and not our gates, {logic:.3f}x).")
     r = ratio(doc)
@@ -606,6 +623,17 @@ def _gates_markdown(doc: dict) -> list[str]:
              f"times {w['batch'] * w['seq']} tokens; at the library's node, not scaled. The SRAM "
              f"columns are bits x {gd['sram_pJ_per_bit']:.4g} pJ per bit, the PDK table's "
              "figure, not our gates (where each cost comes from: below)."), ""]
+    method = gd.get("method", {})
+    sampled = {d: m for d, m in method.items() if m.get("calibrated")}
+    if sampled:
+        m = next(iter(sampled.values()))
+        lines += [(f"Replayed at gate level on {m['sample_sentences']} of the "
+                   f"{doc['sentences']} sentences ({m['sample_tokens']} tokens: "
+                   f"{', '.join(sampled)}), each window of each tile and attention node priced "
+                   "on its own; every window of every sentence priced by those windows' fit to "
+                   "its counters (the golden QNN's, equal to the RTL's); SRAM bits, flits and "
+                   "hops counted; the add+LayerNorm units per row "
+                   "(synth_scripts.block_calibration, docs/block_gates.md)."), ""]
     rows = []
     for d in priced:
         e = d["energy_pJ"]["gates"]

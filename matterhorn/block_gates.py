@@ -21,25 +21,28 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import torch
 
 from regression.block import TILE_NEURONS
 from synth_scripts.block_gates import (
+    NODE_COMPONENT,
     PIECES,
     RAW_SUMS,
     TOTALS,
     AttentionSequence,
     BlockGates,
     Pricing,
+    piece_flits,
     price_attention,
     price_linear,
     price_norm,
 )
 from synth_scripts.block_gates import validate_attention as _validate_attention
 
-__all__ = ["MODEL_COMPONENTS", "MODEL_PIECES", "capture", "measure_block_gates", "model_ratios",
-           "validate_attention"]
+__all__ = ["MODEL_COMPONENTS", "MODEL_PIECES", "activity", "capture", "measure_block_gates",
+           "model_ratios", "validate_attention"]
 
 #: The model's components (``energy_model``: Move, W-read, KV-write, Compute) and ours.
 MODEL_COMPONENTS = {"move": "movement", "wread": "sram_read", "kvwrite": "sram_write",
@@ -174,7 +177,7 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
                         block: int = 0, clock_ns: float = 10.0,
                         hops_per_flit: Mapping[str, float] | None = None,
                         cache: dict | None = None, tile_neurons: int = TILE_NEURONS,
-                        netlist_dir=None, told=None) -> BlockGates:
+                        netlist_dir=None, told=None, windows: bool = False) -> BlockGates:
     """Price ``design`` (:data:`regression.block.DESIGNS`) of block ``block`` of ``qnn`` (integer
     mode, masks calibrated) in gates on ``sequences`` (:class:`networks.block.BlockSequence`,
     captured with the design's masks: :func:`capture`), piece by piece
@@ -206,6 +209,9 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
         processes, and a later run into it maps and builds nothing again.
     told : callable, optional
         Called with a line as each piece is priced (e.g. ``Steps.say``).
+    windows : bool
+        Price each window of each tile and attention node on its own too
+        (``PieceGates.samples``: what :func:`synth_scripts.block_calibration.calibrate` fits).
 
     Raises
     ------
@@ -222,7 +228,7 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
         raise ValueError("sequences must hold at least one captured sentence")
     t0 = time.perf_counter()
     pr = Pricing.prepare(lib_path, work, sim=sim, clock_ns=clock_ns, cache=cache,
-                         hops_per_flit=hops_per_flit, netlist_dir=netlist_dir)
+                         hops_per_flit=hops_per_flit, netlist_dir=netlist_dir, windows=windows)
     jobs = _jobs(qnn, sequences, design, block, pr, tile_neurons)
     pieces = {}
     for name in PIECES:
@@ -246,6 +252,71 @@ def measure_block_gates(qnn, sequences, design: str, *, lib_path, work, sim: str
         dims={"hidden": cfg.hidden_size, "ffn": cfg.intermediate_size,
               "heads": cfg.num_attention_heads, "weight_bits": layer.query.weight_bits},
         seconds=time.perf_counter() - t0)
+
+
+# -- every sentence from a sample ------------------------------------------------------------------
+
+
+def activity(qnn, sequences, design: str, *, block: int = 0,
+             tile_neurons: int = TILE_NEURONS) -> dict:
+    """Piece -> :class:`synth_scripts.block_calibration.PieceActivity` of ``design`` on
+    ``sequences`` (captured with its masks): every window of every tile and attention node
+    with its counters from the golden QNN (:func:`synth_scripts.gate_compare.golden_counters`,
+    the attention path's references), in the order the pricing's samples keep; the input
+    flits; the SRAM bits; the rows of the add+LayerNorm units."""
+    from networks.attention import attention_path
+    from networks.block import LINEARS, block_layers
+    from regression.block import _tile_config, attention_config, design_masks, tile_slices
+    from rtl_gen.attn_images import attention_reference, dense_reference
+    from synth_scripts.block_calibration import PieceActivity
+    from synth_scripts.block_gates import _attention_counters, _attention_sram, window_features
+    from synth_scripts.gate_compare import golden_counters, tile_sram_bits
+
+    dense = design == "dense"
+    layer = qnn.layers[block]
+    with design_masks(qnn, design):
+        layers = block_layers(layer)
+        path = attention_path(layer)
+    out = {}
+    configs = {}
+    for name, (p_in, _) in LINEARS.items():
+        codes = _cat(sequences, p_in)
+        tiles = [(sub, _tile_config(sub, raw_sums=name in RAW_SUMS))
+                 for _, _, sub in tile_slices(layers[name], tile_neurons)]
+        configs[name] = tiles[0][1]
+        windows, total, bits = [], Counter(), 0
+        for i, (sub, cfg) in enumerate(tiles):
+            for row in codes:
+                x = golden_counters(sub, design, cfg, row)
+                windows.append({"unit": "tile", "instance": i, "x": x})
+                total.update(x)
+                bits += tile_sram_bits(cfg, x)
+        flits = sum(len(f) for f in piece_flits(tiles[0][1], dense, codes, layers[name].in_mask))
+        out[name] = PieceActivity(name, windows, flits, {"read": bits, "write": 0}, dict(total))
+    acfg = attention_config(qnn, block)
+    reference = dense_reference if dense else attention_reference
+    counters = [[ref["counters"] for ref in reference(acfg, path, s.codes["query"],
+                                                      s.codes["key"], s.codes["value"],
+                                                      s.valid)]
+                for s in sequences]
+    windows = [{"unit": part, "instance": h, "x": x} for h in range(acfg.heads)
+               for part in NODE_COMPONENT for x in window_features(counters, h, part)]
+    total = _attention_counters([[_Counted(c) for c in wins] for wins in counters])
+    read, write = _attention_sram(acfg, total)
+    flits = sum(len(f) for n in ("query", "key", "value")
+                for f in piece_flits(configs["query"], dense, _cat(sequences, n),
+                                     layers[n].out_mask))
+    out["attention"] = PieceActivity("attention", windows, flits, {"read": read, "write": write},
+                                     dict(total), inner_hops=int(total["cnt_hops"]))
+    rows = sum(s.length for s in sequences)
+    for name in ("norm_attn", "norm_ffn"):
+        out[name] = PieceActivity(name, [], 0, {}, {}, rows=rows)
+    return out
+
+
+@dataclass(frozen=True)
+class _Counted:
+    counters: dict
 
 
 # -- against the paper's model ---------------------------------------------------------------------

@@ -102,6 +102,7 @@ __all__ = [
     "price_linear",
     "price_norm",
     "validate_attention",
+    "window_features",
 ]
 
 #: The pieces of a block in data-flow order (:data:`regression.block.PIECES`).
@@ -143,6 +144,14 @@ class PieceGates:
     #: Tiles the piece ran on (a linear piece: the run's tiles of at most ``tile_neurons``):
     #: what :func:`regression.block._deliveries` divides a layer's input counters by.
     tiles: int = 1
+    #: With ``Pricing.windows``: each window of each tile or node priced on its own, ``{"unit":
+    #: kind, "instance": i, "x": its counters, "logic", "idle", "gated": pJ, "cycles"}``
+    #: (what :mod:`synth_scripts.block_calibration` fits)
+    samples: list[dict] = field(default_factory=list)
+    #: What its movement and routers' idle clock cost a unit (pJ): ``per_hop`` (the router),
+    #: ``wire_per_hop``, ``idle_per_clock`` (a router's idle clock); the attention path's own
+    #: mesh ``inner_per_hop``, ``inner_wire_per_hop``
+    unit_costs: dict[str, float] = field(default_factory=dict)
 
     def check(self) -> None:
         """The components add up to the free-running total; the gated total adds SRAM,
@@ -183,6 +192,9 @@ class BlockGates:
     T: int
     dims: dict[str, int]
     seconds: float
+    #: How the figures were made when not by replaying every window: ``{"calibrated": True,
+    #: "sample_sentences", "sample_tokens", "fits", ...}`` (:mod:`synth_scripts.block_calibration`)
+    method: dict = field(default_factory=dict)
 
     def piece(self, name: str) -> PieceGates:
         return next(p for p in self.pieces if p.piece == name)
@@ -230,6 +242,7 @@ class BlockGates:
                                  "seconds": round(p.seconds, 1)}
                        for p in self.pieces},
             "seconds": round(self.seconds, 1),
+            "method": self.method or {"calibrated": False},
         }
 
 
@@ -297,15 +310,18 @@ class Pricing:
     hops_per_flit: Mapping[str, float]
     netlist_dir: Path
     lib: object  # the parsed liberty (synth_scripts.liberty.Library): its wires
+    #: each window of each tile and node priced on its own too (``PieceGates.samples``)
+    windows: bool = False
 
     @classmethod
     def prepare(cls, lib_path, work, *, sim: str = "verilator", clock_ns: float = 10.0,
                 cache: dict | None = None,
                 hops_per_flit: Mapping[str, float] | None = None,
-                netlist_dir=None) -> Pricing:
+                netlist_dir=None, windows: bool = False) -> Pricing:
         """Read the liberty at ``lib_path`` (its working copy in ``work/lib``). ``cache``
         (kept by the caller across designs) holds a section per liberty; ``netlist_dir``
-        (default ``work/netlists``) is where the netlists are mapped and built."""
+        (default ``work/netlists``) is where the netlists are mapped and built; ``windows``:
+        :attr:`windows`."""
         from synth_scripts import liberty, scaling
 
         work = Path(work)
@@ -316,7 +332,7 @@ class Pricing:
                    scaling.sram_bit_pJ(lib), lib.pdk.sram_bit["source"], rule["divide_by"],
                    cache.setdefault(lib.sha256, {}), dict(hops_per_flit or {}),
                    Path(netlist_dir) if netlist_dir is not None else work / "netlists",
-                   lib.library)
+                   lib.library, windows)
 
     def router(self, flits, payload_width: int, addr_width: int, *, mesh=None,
                kind: str = "routers") -> dict:
@@ -389,6 +405,22 @@ class Pricing:
         }
 
 
+def _unit_costs(pr: Pricing, router: dict, area: float, prefix: str = "") -> dict:
+    """``PieceGates.unit_costs`` of a router moving flits between nodes of ``area`` um^2."""
+    out = {"per_hop": router["per_hop_pJ"], "wire_per_hop": pr.wires(router, 1.0, area)}
+    if not prefix:
+        out["idle_per_clock"] = router["idle_per_clock_pJ"]
+    return {f"{prefix}{k}": v for k, v in out.items()}
+
+
+def _sample(unit: str, instance: int, counters: Mapping[str, int], window: dict) -> dict:
+    """One window of one tile or node priced on its own (``PieceGates.samples``)."""
+    return {"unit": unit, "instance": instance, "x": {k: int(v) for k, v in counters.items()},
+            "logic": window["free_pJ"] - window["idle_clock_pJ"],
+            "idle": window["idle_clock_pJ"], "gated": window["gated_pJ"],
+            "cycles": window["cycles"]}
+
+
 # -- the linear pieces -------------------------------------------------------------------------
 
 
@@ -402,13 +434,15 @@ def price_linear(pr: Pricing, name: str, tiles, design: str, codes: torch.Tensor
     from synth_scripts.gate_compare import run_tile, tile_energy
 
     compute = idle = gated = area = 0.0
-    sram_bits, cycles, counters, cells = 0, 0, Counter(), 0
+    sram_bits, cycles, counters, cells, samples = 0, 0, Counter(), 0, []
     config0 = tiles[0][1]  # every tile's input: the layer's n_in, its code width
     for i, (layer, config) in enumerate(tiles):
         run = run_tile(layer, design, codes, config=config)
         tile = tile_energy(layer, design, run, pr.lib_path, pr.work / name / f"tile{i}", pr.sim,
                            pr.clock_ns, pr.cache.setdefault("tiles", {}), config=config,
-                           one_replay=True, netlist_dir=pr.netlist_dir)
+                           one_replay=True, netlist_dir=pr.netlist_dir, windows=pr.windows)
+        samples += [_sample("tile", i, c, w)
+                    for c, w in zip(run.counters, tile.get("windows", ()), strict=False)]
         n = run.windows
         compute += (tile["free_pJ"] - tile["idle_clock_pJ"]) * n
         idle += tile["idle_clock_pJ"] * n
@@ -435,7 +469,8 @@ def price_linear(pr: Pricing, name: str, tiles, design: str, codes: torch.Tensor
         idle=idle + parts["routers_idle_clock"], gated_logic=gated,
         flits=len(flits), hops=hops, cycles=cycles,
         cells={"tile": cells, "router": router["cells"]}, counters=dict(counters),
-        sram_bits={"read": sram_bits, "write": 0}, tiles=len(tiles), parts=parts)
+        sram_bits={"read": sram_bits, "write": 0}, tiles=len(tiles), parts=parts,
+        samples=samples, unit_costs=_unit_costs(pr, router, area))
 
 
 # -- the attention path --------------------------------------------------------------------------
@@ -518,6 +553,7 @@ class _AttentionRecorder:
         from synth_scripts import gatelevel
 
         top, _ = elaborated(dut)
+        self.dut = dut
         self.nodes = _node_probes(top)
         probes = {}
         for (h, part), (comp, mems, writers) in self.nodes.items():
@@ -552,6 +588,20 @@ class _AttentionRecorder:
             ports[f"{wpath}.writing"] = {"dir": "in", "width": 1}
             values[f"{wpath}.writing"] = self.trace.values[f"{prefix}{wpath}.writing"]
         return gatelevel.Trace(ports, values)
+
+    def window_marks(self, start: int, windows: int) -> list[int]:
+        """The trace's cycle where each of the ``windows`` windows after clock ``start`` begins:
+        ``start``, then the clock after each output marker taken on the system's ``o`` (a
+        sentence's start and its key and value writes fall in its first window)."""
+        v = self.trace.values
+        last = self.dut.o.payload.shape()["last"].offset
+        ends = [c for c, (valid, ready, word) in enumerate(zip(
+            v["o__valid"], v["o__ready"], v["o__payload"], strict=True))
+            if c >= start and valid and ready and (word >> last) & 1]
+        if len(ends) != windows:
+            raise RuntimeError(f"the attention path took {len(ends)} output markers after its "
+                               f"configuration, not one per window ({windows})")
+        return [start, *(c + 1 for c in ends[:-1])]
 
     def flits(self, h: int, part: str) -> list[tuple[int, int]]:
         """The flits an injector sent: ``(addr, t)`` of each handshake on its ``o``."""
@@ -667,14 +717,38 @@ def _attention_sram(acfg, counters: Counter) -> tuple[int, int]:
     return read, write
 
 
-def _node_energies(pr: Pricing, acfg, rec, start: int, design: str) -> tuple[dict, dict]:
+def window_features(counters, h: int, part: str) -> list[dict[str, int]]:
+    """Per window of ``counters`` (per sequence, per window the attention path's counter ports
+    and their values) the counters of head ``h``'s node ``part``, named without the head
+    (``cnt_qk_<name>_h<h>`` -> ``<name>``); a write counter (which holds its sequence's writes
+    in each of its windows) in the sequence's first window only."""
+    head, out = f"_h{h}", []
+    for wins in counters:
+        for i, w in enumerate(wins):
+            x = {}
+            for port, value in w.items():
+                name = port.removeprefix("cnt_")
+                if name.startswith(f"{part}_") and name.endswith(head):
+                    name = name[len(part) + 1:-len(head)]
+                    x[name] = int(value) if i == 0 or "_writes" not in name else 0
+            out.append(x)
+    return out
+
+
+def _node_energies(pr: Pricing, acfg, rec, start: int, design: str,
+                   windows=None) -> tuple[dict, dict, list]:
     """Each head's nodes replayed from clock ``start`` (after the configuration): their
-    energies summed per component (``compute``, ``nonlinear``, ``idle``, ``gated``) and their
-    cells."""
+    energies summed per component (``compute``, ``nonlinear``, ``idle``, ``gated``), their
+    cells, and with ``pr.windows`` each window of each node priced on its own (``windows``:
+    the run's, per sequence; ``PieceGates.samples``)."""
     from synth_scripts.gate_compare import replay_energy
 
     energy = Counter()
-    cells = {}
+    cells, samples = {}, []
+    marks = counted = None
+    if pr.windows:
+        marks = rec.window_marks(start, sum(len(w) for w in windows))
+        counted = [[w.counters for w in wins] for wins in windows]
     for h in range(acfg.heads):
         for part, component in NODE_COMPONENT.items():
             net = _node_netlist(pr, acfg, part, design == "dense")
@@ -684,14 +758,17 @@ def _node_energies(pr: Pricing, acfg, rec, start: int, design: str) -> tuple[dic
                               pr.work / "attention" / design / f"h{h}_{part}", pr.sim,
                               pr.clock_ns,
                               enable_ports=("busy", "i__valid", "load__valid", *writing),
-                              hold=1, one_replay=True)
+                              hold=1, one_replay=True, marks=marks)
+            if marks is not None:
+                samples += [_sample(part, h, x, w) for x, w in
+                            zip(window_features(counted, h, part), e["windows"], strict=True)]
             energy[component] += e["free_pJ"] - e["idle_clock_pJ"]
             energy["idle"] += e["idle_clock_pJ"]
             energy["gated"] += e["gated_pJ"]
             energy[f"{part}_logic"] += e["free_pJ"] - e["idle_clock_pJ"]
             energy[f"{part}_idle_clock"] += e["idle_clock_pJ"]
             cells[part] = e["cells"]
-    return energy, cells
+    return energy, cells, samples
 
 
 @dataclass
@@ -704,6 +781,7 @@ class _PathRun:
     start: int  # the clock after the configuration
     energy: Counter  # the nodes' components (_node_energies)
     cells: dict
+    samples: list  # each window of each node, with Pricing.windows
     counters: Counter
     inner: list  # the flits the injectors sent into the path's mesh
     router: dict  # the path's router (router_energy) on those flits
@@ -718,12 +796,12 @@ def _path_run(pr: Pricing, acfg, path, sequences, design: str) -> _PathRun:
 
     rec, windows = _run_attention(acfg, path, sequences, design == "dense")
     start = _config_end(rec.trace, len(config_beats(acfg, path)))
-    energy, cells = _node_energies(pr, acfg, rec, start, design)
+    energy, cells, samples = _node_energies(pr, acfg, rec, start, design, windows)
     inner = [f for h in range(acfg.heads) for x in (0, 1) for f in rec.flits(h, f"inject_x{x}")]
     router = pr.router(inner, acfg.flit_value_width, acfg.flit_addr_width,
                        mesh=(acfg.heads, 3), kind="attention_routers")
-    return _PathRun(rec, windows, start, energy, cells, _attention_counters(windows), inner,
-                    router)
+    return _PathRun(rec, windows, start, energy, cells, samples, _attention_counters(windows),
+                    inner, router)
 
 
 def price_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSequence],
@@ -765,7 +843,9 @@ def price_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSequen
         idle=energy["idle"] + idle_routers * arouter["idle_per_clock_pJ"],
         gated_logic=energy["gated"], flits=len(flits) + len(run.inner), hops=hops + inner_hops,
         cycles=cycles, cells=cells, counters=dict(counters),
-        sram_bits={"read": read, "write": write}, parts=parts)
+        sram_bits={"read": read, "write": write}, parts=parts, samples=run.samples,
+        unit_costs={**_unit_costs(pr, router, area), "idle_per_clock":
+                    arouter["idle_per_clock_pJ"], **_unit_costs(pr, arouter, area, "inner_")})
 
 
 def _whole_trace(rec, comp, cut: dict[str, int]):
@@ -886,4 +966,5 @@ def price_norm(pr: Pricing, name: str, ucfg, add, norm, thetas, r: torch.Tensor,
         idle=e["idle_clock_per_row"] * n + parts["routers_idle_clock"],
         gated_logic=e["gated_per_row"] * n, flits=len(flits), hops=hops, cycles=cycles,
         cells={"unit": m["cells"], "router": router["cells"]},
-        counters={"rows": n, "channels": n * hidden}, sram_bits={"read": read, "write": write})
+        counters={"rows": n, "channels": n * hidden}, sram_bits={"read": read, "write": write},
+        unit_costs=_unit_costs(pr, router, m["area_um2"]))

@@ -21,7 +21,7 @@ workload's input windows (:data:`golden_models.workloads.DESIGNS`): ``dense`` by
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -68,6 +68,8 @@ class TileRun:
     counters: list[dict]  # per window, as the tile counted (equal to the golden counters)
     flits: list[list[tuple[int, int]]]  # per window: the (addr, payload) of the input flits
     sram_bits: int  # SRAM array bits read over all windows
+    #: the trace's cycle where each window after the load starts (the first the load's end)
+    marks: list[int] = field(default_factory=list)
 
 
 def _flits(cfg, dense: bool, beats: list[dict]) -> list[tuple[int, int]]:
@@ -92,33 +94,53 @@ def tile_block(design: str):
     return next(b for b in registry.tiles() if b.design == want)
 
 
+def _golden(block, cfg, layer, row):
+    """The golden model's window on codes ``row``: its output (the raw sums with
+    ``cfg.raw_sums``; the dense design's codes; the spiking design's events ``(index, t)``) and
+    its counters."""
+    from golden_models import encode_events
+    from golden_models.dense import run_dense_sums
+
+    dense = block.node.i == "codes"
+    if cfg.raw_sums:
+        return (run_dense_sums(layer, row) if dense
+                else layer.run_sums(*encode_events(row, layer.in_mask)))
+    if dense:
+        return block.node.run(layer, row)
+    return block.node.run(layer, encode_events(row, layer.in_mask))
+
+
+def golden_counters(layer, design: str, config, row) -> dict[str, int]:
+    """The counters of ``design``'s tile (configuration ``config``, as :func:`run_tile`'s) on
+    one window of codes ``row``, from the golden model: what the tile counts (:func:`run_tile`
+    checks they are equal)."""
+    return _golden(tile_block(design), config, layer, row)[1].as_dict()
+
+
 def _check_window(block, cfg, layer, design: str, n: int, row, run) -> dict:
     """The golden model's window ``n`` (codes ``row``) against the tile's ``run``: its output
     (codes, events, or with ``cfg.raw_sums`` the integer sums) and counters; returns the
     golden counters."""
-    from golden_models import CodeSpace, encode_events
-    from golden_models.dense import run_dense_sums
+    from golden_models import CodeSpace
     from rtl_gen.dense import unpack_codes
 
     dense = block.node.i == "codes"
+    out, ref_counters = _golden(block, cfg, layer, row)
     if cfg.raw_sums:
-        v, ref_counters = (run_dense_sums(layer, row) if dense
-                           else layer.run_sums(*encode_events(row, layer.in_mask)))
-        if [(b["addr"], b["sum"]) for b in run.output[:-1]] != list(enumerate(v.tolist())):
+        if [(b["addr"], b["sum"]) for b in run.output[:-1]] != list(enumerate(out.tolist())):
             raise AssertionError(f"{design}: window {n}: RTL sums differ from the golden "
                                  "layer's raw sums")
     elif dense:
-        want_out, ref_counters = block.node.run(layer, row)
         pairs = []
         for b in run.output[:-1]:
             pairs += unpack_codes(cfg, b["addr"], b["codes"], layer.n_out)
         # a beat carries c - tau in the tile's (input) family: its code in the output's
         shift = layer.out_mask.space.c - CodeSpace(cfg.T, cfg.family).c
-        if [q + shift for _, q in sorted(pairs)] != want_out.tolist():
+        if [q + shift for _, q in sorted(pairs)] != out.tolist():
             raise AssertionError(f"{design}: window {n}: RTL codes differ from the golden "
                                  "dense model")
     else:
-        (index, t), ref_counters = block.node.run(layer, encode_events(row, layer.in_mask))
+        index, t = out
         events = [(b["addr"], b["t"]) for b in run.output[:-1]]
         if events != list(zip(index.tolist(), t.tolist(), strict=True)):
             raise AssertionError(f"{design}: window {n}: RTL events differ from the golden "
@@ -190,14 +212,20 @@ def run_tile(layer, design: str, codes: torch.Tensor, *, mesh: tuple[int, int] =
     trace = gatelevel.record(dut, driver.testbench, extra_inputs=extra, top=top)
     counters = [_check_window(block, cfg, layer, design, n, row, run)
                 for n, (row, run) in enumerate(zip(codes, driver.results, strict=True))]
-    G = cfg.groups
-    # a window reads its weight rows, the init rows and, unless it sends raw sums, a threshold
-    # row per step of the walk and lane group
-    walk = 0 if cfg.raw_sums else (cfg.T - 1) * G * cfg.theta_row_width
-    bits = sum(c["weight_row_reads"] * cfg.weight_row_width + walk + G * cfg.init_row_width
-               for c in counters)
+    bits = sum(tile_sram_bits(cfg, c) for c in counters)
+    # a window's cycles run to its output marker: the next one's start there
+    marks = [load_cycles, *(r.cycles["last_out"] for r in driver.results[:-1])]
     return TileRun(trace, load_cycles, len(windows), counters,
-                   [_flits(cfg, dense, beats) for beats in inputs], bits)
+                   [_flits(cfg, dense, beats) for beats in inputs], bits, marks)
+
+
+def tile_sram_bits(cfg, counters: dict[str, int]) -> int:
+    """The SRAM array bits a tile of configuration ``cfg`` reads in a window with
+    ``counters``: its weight rows, the init rows and, unless it sends raw sums, a threshold row
+    per step of the walk and lane group."""
+    G = cfg.groups
+    walk = 0 if cfg.raw_sums else (cfg.T - 1) * G * cfg.theta_row_width
+    return counters["weight_row_reads"] * cfg.weight_row_width + walk + G * cfg.init_row_width
 
 
 def _slice(trace, start: int, stop: int):
@@ -208,14 +236,16 @@ def _slice(trace, start: int, stop: int):
 
 def tile_energy(layer, design: str, run: TileRun, lib_path: Path, work: Path, sim: str,
                 clock_ns: float, netlists: dict, *, mesh: tuple[int, int] = MESH,
-                config=None, one_replay: bool = False, netlist_dir: Path | None = None) -> dict:
+                config=None, one_replay: bool = False, netlist_dir: Path | None = None,
+                windows: bool = False) -> dict:
     """Gate-level energy of the windows (the load phase subtracted), free-running and gated.
 
     ``netlists`` caches the mapped tile netlists by kind (``dense``, ``mttfs``) across designs;
     with ``config`` (the tile's :class:`rtl_gen.params.RTLConfig`, as :func:`run_tile`'s) by
     kind and the digest of the tile's Verilog, so tiles that generate the same Verilog share
     one netlist. ``one_replay``: :func:`replay_energy`'s. ``netlist_dir``: where the netlist is
-    mapped (a folder named by kind and digest in it; default ``work``).
+    mapped (a folder named by kind and digest in it; default ``work``). ``windows`` (with
+    ``one_replay``): each window priced on its own too (:func:`replay_energy`'s ``marks``).
     """
     import hashlib
     from dataclasses import replace
@@ -239,13 +269,14 @@ def tile_energy(layer, design: str, run: TileRun, lib_path: Path, work: Path, si
         netlists[key] = gatelevel.map_netlist(text, f"{kind}_tile", lib_path, where,
                                               cut_macros={MACRO_NAME: "RDATA"})
     return replay_energy(netlists[key], run.trace, run.load_cycles, run.windows,
-                         work / design, sim, clock_ns, one_replay=one_replay)
+                         work / design, sim, clock_ns, one_replay=one_replay,
+                         marks=run.marks if windows else None)
 
 
 def replay_energy(net, trace, load_cycles: int, windows: int, work: Path, sim: str,
                   clock_ns: float, *, enable_ports: tuple[str, ...] = (
                       "busy", "i__valid", "load__valid"), hold: int = 0,
-                  one_replay: bool = False) -> dict:
+                  one_replay: bool = False, marks: list[int] | None = None) -> dict:
     """Replay ``trace`` on the mapped ``net`` and its first ``load_cycles`` clocks alone, and
     price the difference (what the ``windows`` after the load cost) per window.
 
@@ -258,6 +289,11 @@ def replay_energy(net, trace, load_cycles: int, windows: int, work: Path, sim: s
     With ``one_replay``, the trace is replayed once and only its clocks after the load are
     counted (``gatelevel.replay(start=...)``) instead of subtracting a replay of the load
     alone: half the builds; the clock at the boundary is the only difference.
+
+    With ``marks`` (``one_replay`` only: the cycles where the windows after the load start,
+    the first ``load_cycles``), each window is priced on its own as well: ``windows``, per
+    window ``free_pJ``, ``gated_pJ``, ``idle_clock_pJ``, ``cycles`` and ``busy_cycles`` (what
+    :mod:`synth_scripts.calibration` fits).
     """
     from synth_scripts import gate_energy, gatelevel
 
@@ -275,10 +311,23 @@ def replay_energy(net, trace, load_cycles: int, windows: int, work: Path, sim: s
         return per_cycle * (e.cycles - e.enabled_cycles)
 
     n = windows
+    per_window = None
+    if marks is not None and not one_replay:
+        raise ValueError("marks need one_replay")
     if one_replay:
-        tog = gatelevel.replay(net, trace, work / "all", sim=sim, start=load_cycles)
-        e = gate_energy.energy(net, tog, clock_ns=clock_ns, enable=enable(trace)[load_cycles:])
+        tog = gatelevel.replay(net, trace, work / "all", sim=sim, start=load_cycles,
+                               marks=marks)
+        on = enable(trace)[load_cycles:]
+        e = gate_energy.energy(net, tog, clock_ns=clock_ns, enable=on)
         free, gated, idle = e.free["total"], e.gated["total"], idle_clock(e)
+        if marks is not None:
+            per_window = []
+            for i, lo in enumerate(tog.segment_starts):
+                seg = tog.segment(i)
+                w = gate_energy.energy(net, seg, clock_ns=clock_ns, enable=on[lo:lo + seg.cycles])
+                per_window.append({"free_pJ": w.free["total"], "gated_pJ": w.gated["total"],
+                                   "idle_clock_pJ": idle_clock(w), "cycles": seg.cycles,
+                                   "busy_cycles": w.enabled_cycles})
     else:
         full, tog = measure(trace, "all")
         load, _ = measure(_slice(trace, 0, load_cycles), "load")
@@ -287,7 +336,8 @@ def replay_energy(net, trace, load_cycles: int, windows: int, work: Path, sim: s
         idle = idle_clock(full) - idle_clock(load)
     cycles = trace.cycles - load_cycles
     busy = sum(enable(_slice(trace, load_cycles, trace.cycles)))
-    return {
+    out = {} if per_window is None else {"windows": per_window}
+    return out | {
         "free_pJ": free / n,
         "gated_pJ": gated / n,
         "idle_clock_pJ": idle / n,

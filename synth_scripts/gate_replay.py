@@ -42,6 +42,19 @@ class Toggles:
     flop_changes: list[int]  # per edge: flip-flop outputs that changed at it
     simulator: str
     seconds: float  # wall time of the simulation run (not the build)
+    #: With ``marks``: per segment of the counted cycles, each net's transitions (in the order
+    #: of ``nets``), the segments' first cycles (counted from the first counted one)
+    segments: list[list[int]] | None = None
+    segment_starts: list[int] | None = None
+
+    def segment(self, i: int) -> Toggles:
+        """Segment ``i`` of a replay with ``marks`` as a replay of its own."""
+        if self.segments is None:
+            raise ValueError("the replay was not cut into segments (replay(marks=...))")
+        lo = self.segment_starts[i]
+        hi = (self.segment_starts[i + 1] if i + 1 < len(self.segment_starts) else self.cycles)
+        return Toggles(hi - lo, dict(zip(self.nets, self.segments[i], strict=True)),
+                       self.flop_changes[lo:hi], self.simulator, 0.0)
 
     @property
     def cycles_per_s(self) -> float:
@@ -49,6 +62,7 @@ class Toggles:
 
     def to_json(self) -> dict:
         d = asdict(self)
+        d.pop("segments")
         d["cycles_per_s"] = round(self.cycles_per_s, 1)
         d["seconds"] = round(self.seconds, 3)
         return d
@@ -190,12 +204,14 @@ def _testbench(net, ins: list[tuple[str, int]], outs: list[tuple[str, int]],
     return "\n".join(lines)
 
 
-def _count(path: Path, counted: list[str], flops: list[str], cycles: int, start: int = 0):
+def _count(path: Path, counted: list[str], flops: list[str], cycles: int, start: int = 0,
+           marks: list[int] | None = None):
     """Per-net toggle counts and per-cycle flip-flop changes from the changed-bit words, of the
-    cycles from ``start`` on.
+    cycles from ``start`` on, and with ``marks`` (the first cycle of each segment, counted from
+    ``start``, the first 0) each segment's per-net counts.
 
     Line ``c`` is the XOR of the samples ``c`` and ``c+1`` (``cycles`` lines), bit ``i`` (from
-    the LSB) the net ``counted[i]``. Returns ``(None, None)`` for a truncated file.
+    the LSB) the net ``counted[i]``. Returns ``(None, None, None)`` for a truncated file.
     """
     import numpy as np
 
@@ -203,7 +219,7 @@ def _count(path: Path, counted: list[str], flops: list[str], cycles: int, start:
     text = path.read_text(encoding="ascii").translate(str.maketrans("xzXZ", "0000"))
     lines = text.split()
     if len(lines) != cycles:
-        return None, None
+        return None, None, None
     lines = lines[start:]
     nb = len(counted)
     nbytes = (len(lines[0]) + 1) // 2 if lines else 0
@@ -215,7 +231,9 @@ def _count(path: Path, counted: list[str], flops: list[str], cycles: int, start:
     counts = bits.sum(axis=0, dtype=np.int64).tolist()
     changes = (bits[:, fcols].sum(axis=1, dtype=np.int64).tolist() if fcols
                else [0] * len(lines))
-    return counts, changes
+    segments = (None if marks is None else
+                np.add.reduceat(bits, marks, axis=0, dtype=np.int32).tolist())
+    return counts, changes, segments
 
 
 def _port(name: str) -> str:
@@ -295,7 +313,8 @@ def _build(net, tb: str, sim: str) -> list[str]:
     return [str(exe)] if sim == "verilator" else [toolchain.require("vvp"), "-n", str(exe)]
 
 
-def replay(net, trace, workdir, *, sim: str = "verilator", start: int = 0) -> Toggles:
+def replay(net, trace, workdir, *, sim: str = "verilator", start: int = 0,
+           marks: list[int] | None = None) -> Toggles:
     """Simulate ``net`` on ``trace``: check outputs each cycle, count every net's toggles.
 
     Toggles are counted between consecutive samples taken once per clock, after the inputs of
@@ -320,6 +339,13 @@ def replay(net, trace, workdir, *, sim: str = "verilator", start: int = 0) -> To
         raise ValueError("trace has no cycles")
     if not 0 <= start < trace.cycles:
         raise ValueError(f"start must be in 0..{trace.cycles - 1}, not {start!r}")
+    if marks is not None:
+        marks = [int(m) for m in marks]
+        pairs = zip(marks, marks[1:], strict=False)
+        if (not marks or marks[0] != start or any(b <= a for a, b in pairs)
+                or marks[-1] >= trace.cycles):
+            raise ValueError(f"marks must increase from start ({start}) and stay below the "
+                             f"trace's {trace.cycles} cycles")
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     ins, outs = _check_ports(net, trace)
@@ -356,7 +382,9 @@ def replay(net, trace, workdir, *, sim: str = "verilator", start: int = 0) -> To
         tail = "\n".join(log.strip().splitlines()[-10:])
         last = tail.splitlines()[-1] if tail else "no output"
         raise flow.ToolError(f"{sim} replay of {net.top} did not finish: {last}", tail)
-    counts, changes = _count(workdir / "diffs.txt", counted, flops, trace.cycles, start)
+    rel = None if marks is None else [m - start for m in marks]
+    counts, changes, segments = _count(workdir / "diffs.txt", counted, flops, trace.cycles,
+                                       start, rel)
     if counts is None:
         raise flow.ToolError(f"{sim} replay of {net.top} wrote truncated counts")
     # counted: the changed-bit words go (a bit per net and cycle: MiniLM's block wrote 2.9 GB
@@ -368,4 +396,6 @@ def replay(net, trace, workdir, *, sim: str = "verilator", start: int = 0) -> To
         flop_changes=changes,
         simulator=sim,
         seconds=seconds,
+        segments=segments,
+        segment_starts=rel,
     )

@@ -434,3 +434,30 @@ def test_a_folder_maps_its_netlist_once(tmp_path, monkeypatch):
     assert [c.type for c in again.cells] == [c.type for c in first.cells]
     other = mapped(Chain, "ctr", nangate(), tmp_path)
     assert len(runs) > n and other.to_json()["inputs"] != first.to_json()["inputs"]
+
+
+@pytest.mark.parametrize("sim", gl.SIMULATORS)
+def test_segments_split_the_counted_cycles(counter, sim):
+    """``replay(marks=...)``: each segment's toggles are the replay of those cycles alone; the
+    segments add up to the whole count; their energies to the whole energy."""
+    net, trace, stim, wd = counter
+    marks = [10, 37, 80, 81]
+    tg = gl.replay(net, trace, wd / f"seg_{sim}", sim=sim, start=10, marks=marks)
+    assert tg.segment_starts == [0, 27, 70, 71]
+    segs = [tg.segment(i) for i in range(len(marks))]
+    assert [s.cycles for s in segs] == [27, 43, 1, trace.cycles - 81]
+    for ref in tg.nets:
+        assert sum(s.nets[ref] for s in segs) == tg.nets[ref]
+    # count[0] changes at edge c exactly when en was high at c
+    bit = _net_of(net, "count[0]")
+    bounds = [*marks, trace.cycles]
+    for s, lo, hi in zip(segs, bounds, bounds[1:], strict=False):
+        assert s.nets[bit] == sum(en for en, _ in stim[lo:hi])
+    whole = ge.energy(net, tg)
+    parts = [ge.energy(net, s) for s in segs]
+    assert sum(p.free["total"] for p in parts) == pytest.approx(whole.free["total"], rel=1e-4)
+    for bad in ([11, 20], [10, 10], [10, trace.cycles]):
+        with pytest.raises(ValueError, match="marks must increase from start"):
+            gl.replay(net, trace, wd / "seg_bad", sim=sim, start=10, marks=bad)
+    with pytest.raises(ValueError, match="not cut into segments"):
+        gl.replay(net, trace, wd / "seg_none", sim=sim).segment(0)

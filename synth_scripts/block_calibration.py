@@ -1,0 +1,262 @@
+"""A block priced in our gates on every sentence of a run, from gate-level replays of a sample.
+
+Replaying every window of every piece at gate level (:mod:`synth_scripts.block_gates`) costs
+about an hour of replays per design for MiniLM's block on nine tokens; the run's eight
+sentences (231 tokens, keys and values up to 76) would take most of a day. What this module
+does instead, for one design:
+
+1. **A sample priced window by window.** The design is priced on a sample of the run's
+   sentences as :func:`matterhorn.block_gates.measure_block_gates` prices any run, with each
+   window of each tile and each attention node priced on its own as well
+   (``Pricing(windows=True)``: the replay cut into windows at their output markers,
+   :func:`synth_scripts.gate_compare.replay_energy`'s ``marks``; ``PieceGates.samples``).
+2. **A fit per unit.** For each piece and each unit kind in it (a linear piece's tiles; the
+   attention path's query x key, softmax and probability x value nodes, every head together),
+   each window's logic energy, idle clock, clock-gated energy and clocks are fitted as a
+   non-negative linear function of the window's counters (an intercept and every counter
+   the unit keeps, each scaled to its largest value; ``scipy.optimize.nnls``): :func:`fit`.
+3. **Every window of the run priced by its counters.** The counters of every window of every
+   tile and node over all the sentences are the golden QNN's (the run checked the RTL's are
+   equal: :class:`PieceActivity`, :func:`matterhorn.block_gates.activity`); each window is
+   priced by its unit's fit: :func:`calibrate`.
+
+What is counted, not fitted: the SRAM bits (from the same counters, by the same formulas as
+the pricing), the movement (the run's flits x their hops x the sample's per-hop energy of
+the router and of the link wire, the same product as the pricing's), the routers' idle clock
+(their idle clocks x the sample's per-clock energy), and the add+LayerNorm units (every row
+is the hidden width, so a row costs what the sample's rows cost on average: its figures x
+the run's rows over the sample's).
+
+:func:`compare` sets a calibrated design beside one priced in full on the same sentences:
+the method's validation (docs/block_gates.md) prices a sentence outside the sample both ways.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from synth_scripts.block_gates import (
+    NODE_COMPONENT,
+    PIECES,
+    TOTALS,
+    BlockGates,
+    PieceGates,
+    _piece,
+)
+
+__all__ = ["TARGETS", "Fit", "PieceActivity", "calibrate", "compare", "fit"]
+
+#: What is fitted per window: its logic energy, its idle clock, its clock-gated energy (pJ) and
+#: its clocks.
+TARGETS = ("logic", "idle", "gated", "cycles")
+#: The pieces of a block that are the add+LayerNorm units (priced per row).
+NORMS = ("norm_attn", "norm_ffn")
+
+
+@dataclass
+class Fit:
+    """One unit kind's windows fitted (:func:`fit`): per target of :data:`TARGETS`, the
+    coefficients of the intercept and of each counter of ``names`` (on counters divided by
+    ``scale``), non-negative; ``samples`` windows; ``rel_error``: per target, the sum of the
+    absolute residuals over the sum of the target on those windows."""
+
+    names: list[str]
+    scale: list[float]
+    coef: dict[str, list[float]]
+    samples: int
+    rel_error: dict[str, float] = field(default_factory=dict)
+
+    def predict(self, x: Mapping[str, int]) -> dict[str, float]:
+        """Each target of a window with counters ``x`` (a counter it lacks is 0)."""
+        row = [1.0, *(x.get(n, 0) / s for n, s in zip(self.names, self.scale, strict=True))]
+        return {t: math.fsum(a * b for a, b in zip(c, row, strict=True))
+                for t, c in self.coef.items()}
+
+
+def fit(samples: Sequence[dict]) -> dict[str, Fit]:
+    """Per unit kind of ``samples`` (``PieceGates.samples``), each target of :data:`TARGETS`
+    as a non-negative combination of an intercept and the window's counters."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    by_unit: dict[str, list[dict]] = defaultdict(list)
+    for s in samples:
+        by_unit[s["unit"]].append(s)
+    out = {}
+    for unit, rows in by_unit.items():
+        names = sorted({n for r in rows for n in r["x"]})
+        scale = [float(max(max(abs(r["x"].get(n, 0)) for r in rows), 1)) for n in names]
+        a = np.array([[1.0, *(r["x"].get(n, 0) / s for n, s in zip(names, scale, strict=True))]
+                      for r in rows])
+        coef, err = {}, {}
+        for t in TARGETS:
+            y = np.array([float(r[t]) for r in rows])
+            c, _ = nnls(a, y, maxiter=50 * a.shape[1])
+            coef[t] = c.tolist()
+            total = float(np.abs(y).sum())
+            err[t] = float(np.abs(a @ c - y).sum()) / total if total else 0.0
+        out[unit] = Fit(names, scale, coef, len(rows), err)
+    return out
+
+
+@dataclass
+class PieceActivity:
+    """What one piece does over every sentence of a run, from the golden QNN
+    (:func:`matterhorn.block_gates.activity`): per window of each tile or node its counters
+    (``{"unit", "instance", "x"}``, as ``PieceGates.samples`` name them; an add+LayerNorm
+    piece has none), its input ``flits``, the SRAM bits it reads and writes, its counters
+    summed as the pricing sums them, the hops inside the attention path (``cnt_hops``) and
+    the rows (an add+LayerNorm piece)."""
+
+    piece: str
+    windows: list[dict]
+    flits: int
+    sram_bits: dict[str, int]
+    counters: dict[str, int]
+    inner_hops: int = 0
+    rows: int = 0
+
+
+def _scaled(p: PieceGates, by: float) -> PieceGates:
+    """An add+LayerNorm piece's figures for ``by`` times its rows."""
+    e = {k: v * by for k, v in p.energy_pJ.items()}
+    return PieceGates(p.piece, e, flits=round(p.flits * by), hops=p.hops * by,
+                      cycles=p.cycles * by, cells=dict(p.cells),
+                      counters={k: round(v * by) for k, v in p.counters.items()},
+                      sram_bits={k: round(v * by) for k, v in p.sram_bits.items()},
+                      parts={k: v * by for k, v in p.parts.items()}, tiles=p.tiles,
+                      unit_costs=dict(p.unit_costs))
+
+
+def _predicted(fits: dict[str, Fit], windows: Sequence[dict]) -> list[dict[str, float]]:
+    out = []
+    for w in windows:
+        if w["unit"] not in fits:
+            raise ValueError(f"no window of unit {w['unit']!r} was priced in the sample")
+        out.append({"unit": w["unit"], "instance": w["instance"],
+                    **fits[w["unit"]].predict(w["x"])})
+    return out
+
+
+def _linear(p: PieceGates, act: PieceActivity, fits, hops: float, sram_bit_pJ: float):
+    pred = _predicted(fits, act.windows)
+    per_tile = Counter()
+    for w in pred:
+        per_tile[w["instance"]] += w["cycles"]
+    cycles = max(per_tile.values(), default=0.0)  # the tiles run side by side
+    u = p.unit_costs
+    moves = {"router_hops": hops * u["per_hop"], "link_wires": hops * u["wire_per_hop"]}
+    parts = {**moves, "routers_idle_clock":
+             max(p.tiles * cycles - hops, 0.0) * u["idle_per_clock"]}
+    read = act.sram_bits["read"]
+    return _piece(
+        p.piece, sram_read=read * sram_bit_pJ, compute=math.fsum(w["logic"] for w in pred),
+        movement=math.fsum(moves.values()),
+        idle=math.fsum(w["idle"] for w in pred) + parts["routers_idle_clock"],
+        gated_logic=math.fsum(w["gated"] for w in pred), flits=act.flits, hops=hops,
+        cycles=cycles, cells=dict(p.cells), counters=dict(act.counters),
+        sram_bits={"read": read, "write": 0}, tiles=p.tiles, parts=parts,
+        unit_costs=dict(p.unit_costs))
+
+
+def _attention(p: PieceGates, act: PieceActivity, fits, hops: float, sram_bit_pJ: float,
+               heads: int):
+    pred = _predicted(fits, act.windows)
+    # the nodes' windows are the path's: a window lasts as long as its slowest node's
+    n = len(pred) // (heads * len(NODE_COMPONENT))
+    longest = [0.0] * n
+    energy = Counter()
+    for i, w in enumerate(pred):
+        j = i % n  # each node's windows in order
+        longest[j] = max(longest[j], w["cycles"])
+        comp = NODE_COMPONENT[w["unit"]]
+        energy[comp] += w["logic"]
+        energy["idle"] += w["idle"]
+        energy["gated"] += w["gated"]
+        energy[f"{w['unit']}_logic"] += w["logic"]
+        energy[f"{w['unit']}_idle_clock"] += w["idle"]
+    cycles = math.fsum(longest)
+    inner = act.inner_hops
+    u = p.unit_costs
+    moves = {"input_movement": hops * u["per_hop"], "input_link_wires": hops * u["wire_per_hop"],
+             "inner_movement": inner * u["inner_per_hop"],
+             "inner_link_wires": inner * u["inner_wire_per_hop"]}
+    idle_routers = max(3 * heads * cycles - hops - inner, 0.0) * u["idle_per_clock"]
+    parts = {k: v for k, v in energy.items() if k.startswith(tuple(NODE_COMPONENT))}
+    parts.update(moves, routers_idle_clock=idle_routers)
+    read, write = act.sram_bits["read"], act.sram_bits["write"]
+    return _piece(
+        "attention", sram_read=read * sram_bit_pJ, sram_write=write * sram_bit_pJ,
+        compute=energy["compute"], nonlinear=energy["nonlinear"],
+        movement=math.fsum(moves.values()), idle=energy["idle"] + idle_routers,
+        gated_logic=energy["gated"], flits=act.flits + inner, hops=hops + inner, cycles=cycles,
+        cells=dict(p.cells), counters=dict(act.counters), sram_bits={"read": read,
+                                                                     "write": write},
+        parts=parts, unit_costs=dict(p.unit_costs))
+
+
+def calibrate(sample: BlockGates, activity: Mapping[str, PieceActivity], *, tokens: int,
+              sentences: int, deliveries: Mapping[str, int], values: Mapping[str, int],
+              hops_per_flit: Mapping[str, float] | None = None) -> BlockGates:
+    """The design of ``sample`` (priced with ``Pricing(windows=True)`` on a sample of the run's
+    sentences) priced on the whole run: every window of ``activity`` (piece -> its
+    :class:`PieceActivity` over the run's ``sentences`` and ``tokens``) by its unit's
+    :func:`fit`, the SRAM bits, flits and rows counted (module docstring). ``deliveries`` and
+    ``values``: the run's (:class:`regression.block.BlockRun`); ``hops_per_flit``: each
+    piece's hops per input flit on the placement (default one). The result's ``method``
+    names the sample and each fit."""
+    hpf = dict(hops_per_flit or {})
+    heads = sample.dims["heads"]
+    pieces, fits_doc = [], {}
+    for name in PIECES:
+        p, act = sample.piece(name), activity[name]
+        if name in NORMS:
+            rows = p.counters["rows"]
+            pieces.append(_scaled(p, act.rows / rows))
+            fits_doc[name] = {"rows": {"samples": rows, "per": "row"}}
+            continue
+        if not p.samples:
+            raise ValueError(f"{sample.design}: piece {name} was priced without its windows "
+                             "(Pricing(windows=True))")
+        fits = fit(p.samples)
+        fits_doc[name] = {u: {"samples": f.samples, "counters": f.names,
+                              "rel_error": {t: round(e, 4) for t, e in f.rel_error.items()}}
+                          for u, f in fits.items()}
+        hops = act.flits * float(hpf.get(name, 1.0))
+        if name == "attention":
+            pieces.append(_attention(p, act, fits, hops, sample.sram_bit_pJ, heads))
+        else:
+            pieces.append(_linear(p, act, fits, hops, sample.sram_bit_pJ))
+    method = {"calibrated": True, "sample_sentences": sample.sentences,
+              "sample_tokens": sample.tokens, "sample_seconds": round(sample.seconds, 1),
+              "fits": fits_doc,
+              "how": "each window of each tile and attention node of the sample priced at "
+                     "gate level; per piece and unit kind its logic, idle clock, gated energy "
+                     "and clocks fitted as a non-negative linear function of its counters; "
+                     "every window of the run priced by its counters (the golden QNN's, equal "
+                     "to the RTL's); SRAM bits, flits and hops counted; the add+LayerNorm "
+                     "units per row (synth_scripts.block_calibration)"}
+    return BlockGates(
+        design=sample.design, tokens=tokens, sentences=sentences, pieces=pieces,
+        library=sample.library, liberty=sample.liberty, clock_ns=sample.clock_ns,
+        simulator=sample.simulator, sram_bit_pJ=sample.sram_bit_pJ,
+        divide_by=sample.divide_by, sources=dict(sample.sources), deliveries=dict(deliveries),
+        values=dict(values), T=sample.T, dims=dict(sample.dims), seconds=sample.seconds,
+        method=method)
+
+
+def compare(calibrated: BlockGates, measured: BlockGates) -> dict:
+    """``calibrated`` against ``measured`` (the same design and sentences priced in full):
+    per piece and per component of :data:`TOTALS`, both in pJ per token and the relative
+    error (calibrated / measured - 1), and the block's totals."""
+    def row(a: dict, b: dict) -> dict:
+        return {k: {"calibrated": a[k], "measured": b[k],
+                    "error": (a[k] / b[k] - 1) if b[k] else None} for k in TOTALS}
+
+    ca, me = calibrated.per_token(), measured.per_token()
+    return {"design": measured.design, "tokens": measured.tokens,
+            "pieces": {p: row(ca[p], me[p]) for p in PIECES},
+            "block": row(calibrated.totals(), measured.totals())}

@@ -1,0 +1,101 @@
+# amaranth: UnusedElaboratable=no
+"""The block's calibrated pricing (synth_scripts.block_calibration): the fit of each unit's
+windows to their counters, and (slow) the tiny block's sentence outside the sample priced both
+ways, calibrated and replayed."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from synth_scripts.block_calibration import TARGETS, fit
+
+
+def _windows(truth: dict, n: int, seed: int = 0) -> list[dict]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        x = {"events": rng.randrange(0, 300), "rows": rng.randrange(0, 40), "spare": 0}
+        out.append({"unit": "tile", "instance": i % 3, "x": x,
+                    **{t: c0 + sum(c * x[k] for k, c in cs.items())
+                       for t, (c0, cs) in truth.items()}})
+    return out
+
+
+TRUTH = {"logic": (50.0, {"events": 2.5, "rows": 7.0}), "idle": (9.0, {"rows": 0.5}),
+         "gated": (40.0, {"events": 2.4, "rows": 7.5}), "cycles": (30.0, {"events": 1.0})}
+
+
+def test_a_linear_unit_is_fitted_exactly():
+    fits = fit(_windows(TRUTH, 40))
+    f = fits["tile"]
+    assert f.samples == 40 and f.names == ["events", "rows", "spare"]
+    assert all(f.rel_error[t] < 1e-9 for t in TARGETS)
+    # an unseen window: the model's own figures
+    got = f.predict({"events": 1000, "rows": 3})
+    for t, (c0, cs) in TRUTH.items():
+        want = c0 + sum(c * {"events": 1000, "rows": 3}[k] for k, c in cs.items())
+        assert got[t] == pytest.approx(want, rel=1e-9)
+    assert f.predict({}) == pytest.approx({t: c0 for t, (c0, _) in TRUTH.items()})
+
+
+def test_the_fit_keeps_its_coefficients_non_negative():
+    """A unit whose energy falls with a counter is not extrapolated below its intercept: a
+    counter is never worth negative energy (a window with more of it costs no less)."""
+    falling = {"logic": (500.0, {"events": -1.0}), "idle": (1.0, {}), "gated": (1.0, {}),
+               "cycles": (1.0, {})}
+    f = fit(_windows(falling, 30))["tile"]
+    assert all(c >= 0 for cs in f.coef.values() for c in cs)
+    assert f.rel_error["logic"] > 0.01  # it cannot follow the fall
+    assert f.predict({"events": 10_000})["logic"] >= 0
+
+
+def test_units_are_fitted_apart():
+    a = _windows(TRUTH, 20)
+    b = [{**w, "unit": "sm", "logic": 2 * w["logic"]} for w in _windows(TRUTH, 20, seed=1)]
+    fits = fit(a + b)
+    assert set(fits) == {"tile", "sm"}
+    x = {"events": 10, "rows": 2}
+    assert fits["sm"].predict(x)["logic"] == pytest.approx(2 * fits["tile"].predict(x)["logic"])
+
+
+# -- the tiny block, a sentence outside the sample ----------------------------------------------
+
+DIMS = {"hidden": 8, "heads": 2, "ffn": 16, "seq": 8}
+SAMPLE, HELD_OUT = "Two words.", "Three more words here."
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design", ["dense", "mttfs-k1"])
+def test_a_held_out_sentence_calibrated_against_its_replay(design, nangate_lib, tmp_path):
+    """The tiny block's sample sentence replayed window by window; a longer sentence priced by
+    the fits and replayed in full: the counted parts (SRAM bits, movement) agree exactly, the
+    block's total within 10 %; in the sample itself the fit reproduces every piece within
+    the fit's residual."""
+    from matterhorn.block_gates import activity, capture, measure_block_gates
+    from networks.block import random_block_model
+    from synth_scripts.block_calibration import calibrate, compare
+
+    qnn, tok = random_block_model(**DIMS)
+    sample, held = (capture(qnn, tok, [s], design) for s in (SAMPLE, HELD_OUT))
+    cache: dict = {}
+    kw = {"lib_path": nangate_lib, "sim": "icarus", "cache": cache, "tile_neurons": 8,
+          "netlist_dir": tmp_path / "netlists"}
+    priced = measure_block_gates(qnn, sample, design, work=tmp_path / "s", windows=True, **kw)
+    assert all(p.samples for p in priced.pieces if p.piece not in ("norm_attn", "norm_ffn"))
+    full = measure_block_gates(qnn, held, design, work=tmp_path / "h", **kw)
+    for seqs, measured in ((sample, priced), (held, full)):
+        cal = calibrate(priced, activity(qnn, seqs, design, tile_neurons=8),
+                        tokens=measured.tokens, sentences=1, deliveries=measured.deliveries,
+                        values=measured.values)
+        assert cal.method["calibrated"] and cal.method["sample_tokens"] == priced.tokens
+        c = compare(cal, measured)
+        for k in ("sram_read", "sram_write", "movement"):
+            assert c["block"][k]["calibrated"] == pytest.approx(c["block"][k]["measured"],
+                                                                rel=1e-6), k
+        tol = 0.03 if measured is priced else 0.10
+        assert abs(c["block"]["total"]["error"]) < tol, c["block"]["total"]
+        assert cal.deliveries == measured.deliveries
+        assert {p.piece: p.counters for p in cal.pieces if p.piece != "norm_attn"} == {
+            p.piece: p.counters for p in measured.pieces if p.piece != "norm_attn"}
