@@ -300,7 +300,7 @@ def activity(qnn, sequences, design: str, *, block: int = 0,
                                                       s.valid)]
                 for s in sequences]
     windows = [{"unit": part, "instance": h, "x": x} for h in range(acfg.heads)
-               for part in NODE_COMPONENT for x in window_features(counters, h, part)]
+               for part in NODE_COMPONENT for x in window_features(counters, h)]
     total = _attention_counters([[_Counted(c) for c in wins] for wins in counters])
     read, write = _attention_sram(acfg, total)
     flits = sum(len(f) for n in ("query", "key", "value")

@@ -47,7 +47,7 @@ from synth_scripts.block_gates import (
     _piece,
 )
 
-__all__ = ["TARGETS", "Fit", "PieceActivity", "calibrate", "compare", "fit"]
+__all__ = ["NO_INTERCEPT", "TARGETS", "Fit", "PieceActivity", "calibrate", "compare", "fit"]
 
 #: What is fitted per window: its logic energy, its idle clock, its clock-gated energy (pJ) and
 #: its clocks.
@@ -56,18 +56,26 @@ TARGETS = ("logic", "idle", "gated", "cycles")
 NORMS = ("norm_attn", "norm_ffn")
 
 
+#: Unit kinds fitted without an intercept: the attention path's nodes. Every cost of theirs
+#: grows with the keys of the sentence (a window's scores), and all the windows of one
+#: sentence have the same keys: a sample of one sentence cannot tell a fixed cost per window
+#: from a cost per key, and a fixed cost would not grow with a longer sentence's keys.
+NO_INTERCEPT = tuple(NODE_COMPONENT)
+
+
 @dataclass
 class Fit:
     """One unit kind's windows fitted (:func:`fit`): per target of :data:`TARGETS`, the
-    coefficients of the intercept and of each counter of ``names`` (on counters divided by
-    ``scale``), non-negative; ``samples`` windows; ``rel_error``: per target, the sum of the
-    absolute residuals over the sum of the target on those windows."""
+    coefficients of the intercept (0 without one) and of each counter of ``names`` (on
+    counters divided by ``scale``), non-negative; ``samples`` windows; ``rel_error``: per
+    target, the sum of the absolute residuals over the sum of the target on those windows."""
 
     names: list[str]
     scale: list[float]
     coef: dict[str, list[float]]
     samples: int
     rel_error: dict[str, float] = field(default_factory=dict)
+    intercept: bool = True
 
     def predict(self, x: Mapping[str, int]) -> dict[str, float]:
         """Each target of a window with counters ``x`` (a counter it lacks is 0)."""
@@ -76,9 +84,10 @@ class Fit:
                 for t, c in self.coef.items()}
 
 
-def fit(samples: Sequence[dict]) -> dict[str, Fit]:
+def fit(samples: Sequence[dict], no_intercept=NO_INTERCEPT) -> dict[str, Fit]:
     """Per unit kind of ``samples`` (``PieceGates.samples``), each target of :data:`TARGETS`
-    as a non-negative combination of an intercept and the window's counters."""
+    as a non-negative combination of an intercept (not for the kinds of ``no_intercept``) and
+    the window's counters."""
     import numpy as np
     from scipy.optimize import nnls
 
@@ -89,7 +98,8 @@ def fit(samples: Sequence[dict]) -> dict[str, Fit]:
     for unit, rows in by_unit.items():
         names = sorted({n for r in rows for n in r["x"]})
         scale = [float(max(max(abs(r["x"].get(n, 0)) for r in rows), 1)) for n in names]
-        a = np.array([[1.0, *(r["x"].get(n, 0) / s for n, s in zip(names, scale, strict=True))]
+        one = 0.0 if unit in no_intercept else 1.0
+        a = np.array([[one, *(r["x"].get(n, 0) / s for n, s in zip(names, scale, strict=True))]
                       for r in rows])
         coef, err = {}, {}
         for t in TARGETS:
@@ -98,7 +108,7 @@ def fit(samples: Sequence[dict]) -> dict[str, Fit]:
             coef[t] = c.tolist()
             total = float(np.abs(y).sum())
             err[t] = float(np.abs(a @ c - y).sum()) / total if total else 0.0
-        out[unit] = Fit(names, scale, coef, len(rows), err)
+        out[unit] = Fit(names, scale, coef, len(rows), err, intercept=bool(one))
     return out
 
 

@@ -717,19 +717,21 @@ def _attention_sram(acfg, counters: Counter) -> tuple[int, int]:
     return read, write
 
 
-def window_features(counters, h: int, part: str) -> list[dict[str, int]]:
+def window_features(counters, h: int) -> list[dict[str, int]]:
     """Per window of ``counters`` (per sequence, per window the attention path's counter ports
-    and their values) the counters of head ``h``'s node ``part``, named without the head
-    (``cnt_qk_<name>_h<h>`` -> ``<name>``); a write counter (which holds its sequence's writes
-    in each of its windows) in the sequence's first window only."""
+    and their values) the counters of head ``h``'s three nodes, named without the head
+    (``cnt_qk_<name>_h<h>`` -> ``qk_<name>``; a node's window lasts as long as its head's
+    slowest node works), a write counter (which holds its sequence's writes in each of its
+    windows) in the sequence's first window only, and ``sequence_start`` (1 in that window:
+    the sequence's start and its key and value writes fall in it)."""
     head, out = f"_h{h}", []
     for wins in counters:
         for i, w in enumerate(wins):
-            x = {}
+            x = {"sequence_start": int(i == 0)}
             for port, value in w.items():
                 name = port.removeprefix("cnt_")
-                if name.startswith(f"{part}_") and name.endswith(head):
-                    name = name[len(part) + 1:-len(head)]
+                if name.endswith(head) and name.split("_", 1)[0] in NODE_COMPONENT:
+                    name = name[:-len(head)]
                     x[name] = int(value) if i == 0 or "_writes" not in name else 0
             out.append(x)
     return out
@@ -761,7 +763,7 @@ def _node_energies(pr: Pricing, acfg, rec, start: int, design: str,
                               hold=1, one_replay=True, marks=marks)
             if marks is not None:
                 samples += [_sample(part, h, x, w) for x, w in
-                            zip(window_features(counted, h, part), e["windows"], strict=True)]
+                            zip(window_features(counted, h), e["windows"], strict=True)]
             energy[component] += e["free_pJ"] - e["idle_clock_pJ"]
             energy["idle"] += e["idle_clock_pJ"]
             energy["gated"] += e["gated_pJ"]

