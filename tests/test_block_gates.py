@@ -194,7 +194,7 @@ def test_a_layer_that_took_no_event_counts_zero(monkeypatch):
     monkeypatch.setattr(gate_compare, "run_tile", lambda *a, **k: run)
     monkeypatch.setattr(gate_compare, "tile_energy", lambda *a, **k: tile)
     pr = SimpleNamespace(lib_path=None, work=Path("unused"), sim="icarus", clock_ns=10.0,
-                         cache={}, netlist_dir=None, sram_bit_pJ=0.1,
+                         windows=False, cache={}, netlist_dir=None, sram_bit_pJ=0.1,
                          hops=lambda name, n: float(n), router=lambda *a, **k: router,
                          wires=lambda *a, **k: 0.0)
     config = SimpleNamespace(time_width=4, in_addr_width=6)

@@ -234,6 +234,10 @@ CASES = [
          "liberty 'bad.lib' defines no cells", _write("bad.lib", "library (x) {\n")),
     Case("block --liberty any.lib --out o", "file:liberty",
          "--liberty 'any.lib' prices in gates: add --gates"),
+    Case("block --gates --sentences 3 --gate-sentences 4 --out o", "number",
+         "gate_sentences must be in 0..3, not 4"),
+    Case("block --gate-sentences 2 --out o", "number",
+         "--gate-sentences 2 prices in gates: add --gates"),
 ]
 
 
