@@ -87,9 +87,9 @@ SAMPLE, HELD_OUT = ["Two words.", "Three words here."], "One more sentence of wo
 @pytest.mark.parametrize("design", ["dense", "mttfs-k1"])
 def test_a_held_out_sentence_calibrated_against_its_replay(design, nangate_lib, tmp_path):
     """The tiny block's two sample sentences replayed window by window; a longer sentence
-    priced by the fits and replayed in full: the counted parts (SRAM bits, movement) agree
-    exactly, the block's total within 10 %; on the sample itself the fit reproduces the
-    block within 3 %."""
+    priced by the fits and replayed in full: the SRAM bits agree exactly, the movement within
+    2 % (exactly on the sample), the block's total within 10 %; on the sample itself the fit
+    reproduces the block within 3 %."""
     from matterhorn.block_gates import activity, capture, measure_block_gates
     from networks.block import random_block_model
     from synth_scripts.block_calibration import calibrate, compare
@@ -111,9 +111,12 @@ def test_a_held_out_sentence_calibrated_against_its_replay(design, nangate_lib, 
                         values=measured.values)
         assert cal.method["calibrated"] and cal.method["sample_tokens"] == priced.tokens
         c = compare(cal, measured)
-        for k in ("sram_read", "sram_write", "movement"):
+        # the router's energy a hop is measured on each run's own first flits: the held-out
+        # sentence's hops priced at the sample's figure move a little
+        for k, rel in (("sram_read", 1e-6), ("sram_write", 1e-6),
+                       ("movement", 1e-6 if measured is priced else 0.02)):
             assert c["block"][k]["calibrated"] == pytest.approx(c["block"][k]["measured"],
-                                                                rel=1e-6), k
+                                                                rel=rel), k
         tol = 0.03 if measured is priced else 0.10
         assert abs(c["block"]["total"]["error"]) < tol, c["block"]["total"]
         assert cal.deliveries == measured.deliveries
