@@ -545,7 +545,7 @@ def verdict(doc: dict) -> list[str]:
         logic = _logic(by["mttfs-k1"]) / _logic(by["dense"])
         m = doc["gates"].get("method", {}).get("mttfs-k1", {})
         how = (f", {m['sample_sentences']} sentence{'s' if m['sample_sentences'] > 1 else ''} "
-               "replayed, the rest by its fits" if m.get("calibrated") else "")
+               "replayed, the rest by their fits" if m.get("calibrated") else "")
         lines.append(f"In our gates ({doc['gates']['library']}, {doc['gates']['clock_ns']:g} ns "
                      f"clock{how}), an M-TTFS k=1 block costs {g:.3f}x the dense INT4 block "
                      f"(clock-gated {gated:.3f}x; without the SRAM bits, which are the PDK "
