@@ -21,7 +21,6 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import torch
 
@@ -132,12 +131,21 @@ def validate_attention(qnn, sequences, design: str, *, lib_path, work, sim: str 
                                _attention_sequences(sequences), design)
 
 
+def _tiles(layers: dict, name: str, tile_neurons: int) -> list:
+    """Linear piece ``name``'s tiles as the run partitions it: ``(layer, config)`` per tile of
+    at most ``tile_neurons`` neurons (raw sums for :data:`RAW_SUMS`)."""
+    from regression.block import _tile_config, tile_slices
+
+    return [(sub, _tile_config(sub, raw_sums=name in RAW_SUMS))
+            for _, _, sub in tile_slices(layers[name], tile_neurons)]
+
+
 def _jobs(qnn, sequences, design: str, block: int, pr: Pricing, tile_neurons: int) -> dict:
     """Each piece's pricing call (function and arguments), from the QNN with the design's
     masks; each linear layer in the run's tiles of at most ``tile_neurons``."""
     from networks.attention import attention_path
     from networks.block import LINEARS, block_layers
-    from regression.block import _tile_config, attention_config, design_masks, tile_slices
+    from regression.block import attention_config, design_masks
     from regression.units import minilm_config
 
     dense = design == "dense"
@@ -146,9 +154,7 @@ def _jobs(qnn, sequences, design: str, block: int, pr: Pricing, tile_neurons: in
         layers = block_layers(layer)
         path = attention_path(layer)
     _check_capture(sequences, layers, dense)
-    tiles = {name: [(sub, _tile_config(sub, raw_sums=name in RAW_SUMS))
-                    for _, _, sub in tile_slices(layers[name], tile_neurons)]
-             for name in LINEARS}
+    tiles = {name: _tiles(layers, name, tile_neurons) for name in LINEARS}
     jobs = {name: (price_linear, pr, name, tiles[name], design, _cat(sequences, p_in))
             for name, (p_in, _) in LINEARS.items()}
     attention = _attention_sequences(sequences)
@@ -266,7 +272,7 @@ def activity(qnn, sequences, design: str, *, block: int = 0,
     flits; the SRAM bits; the rows of the add+LayerNorm units."""
     from networks.attention import attention_path
     from networks.block import LINEARS, block_layers
-    from regression.block import _tile_config, attention_config, design_masks, tile_slices
+    from regression.block import attention_config, design_masks
     from rtl_gen.attn_images import attention_reference, dense_reference
     from synth_scripts.block_calibration import PieceActivity
     from synth_scripts.block_gates import _attention_counters, _attention_sram, window_features
@@ -281,8 +287,7 @@ def activity(qnn, sequences, design: str, *, block: int = 0,
     configs = {}
     for name, (p_in, _) in LINEARS.items():
         codes = _cat(sequences, p_in)
-        tiles = [(sub, _tile_config(sub, raw_sums=name in RAW_SUMS))
-                 for _, _, sub in tile_slices(layers[name], tile_neurons)]
+        tiles = _tiles(layers, name, tile_neurons)
         configs[name] = tiles[0][1]
         windows, total, bits = [], Counter(), 0
         for i, (sub, cfg) in enumerate(tiles):
@@ -301,7 +306,7 @@ def activity(qnn, sequences, design: str, *, block: int = 0,
                 for s in sequences]
     windows = [{"unit": part, "instance": h, "x": x} for h in range(acfg.heads)
                for part in NODE_COMPONENT for x in window_features(counters, h)]
-    total = _attention_counters([[_Counted(c) for c in wins] for wins in counters])
+    total = _attention_counters(counters)
     read, write = _attention_sram(acfg, total)
     flits = sum(len(f) for n in ("query", "key", "value")
                 for f in piece_flits(configs["query"], dense, _cat(sequences, n),
@@ -312,11 +317,6 @@ def activity(qnn, sequences, design: str, *, block: int = 0,
     for name in ("norm_attn", "norm_ffn"):
         out[name] = PieceActivity(name, [], 0, {}, {}, rows=rows)
     return out
-
-
-@dataclass(frozen=True)
-class _Counted:
-    counters: dict
 
 
 # -- against the paper's model ---------------------------------------------------------------------

@@ -44,7 +44,10 @@ from synth_scripts.block_gates import (
     TOTALS,
     BlockGates,
     PieceGates,
+    _moved,
     _piece,
+    attention_movement_parts,
+    movement_parts,
 )
 
 __all__ = ["NO_INTERCEPT", "TARGETS", "Fit", "PieceActivity", "calibrate", "compare", "fit"]
@@ -157,14 +160,11 @@ def _linear(p: PieceGates, act: PieceActivity, fits, hops: float, sram_bit_pJ: f
     for w in pred:
         per_tile[w["instance"]] += w["cycles"]
     cycles = max(per_tile.values(), default=0.0)  # the tiles run side by side
-    u = p.unit_costs
-    moves = {"router_hops": hops * u["per_hop"], "link_wires": hops * u["wire_per_hop"]}
-    parts = {**moves, "routers_idle_clock":
-             max(p.tiles * cycles - hops, 0.0) * u["idle_per_clock"]}
+    parts = movement_parts(p.unit_costs, hops, p.tiles, cycles)
     read = act.sram_bits["read"]
     return _piece(
         p.piece, sram_read=read * sram_bit_pJ, compute=math.fsum(w["logic"] for w in pred),
-        movement=math.fsum(moves.values()),
+        movement=_moved(parts),
         idle=math.fsum(w["idle"] for w in pred) + parts["routers_idle_clock"],
         gated_logic=math.fsum(w["gated"] for w in pred), flits=act.flits, hops=hops,
         cycles=cycles, cells=dict(p.cells), counters=dict(act.counters),
@@ -190,18 +190,14 @@ def _attention(p: PieceGates, act: PieceActivity, fits, hops: float, sram_bit_pJ
         energy[f"{w['unit']}_idle_clock"] += w["idle"]
     cycles = math.fsum(longest)
     inner = act.inner_hops
-    u = p.unit_costs
-    moves = {"input_movement": hops * u["per_hop"], "input_link_wires": hops * u["wire_per_hop"],
-             "inner_movement": inner * u["inner_per_hop"],
-             "inner_link_wires": inner * u["inner_wire_per_hop"]}
-    idle_routers = max(3 * heads * cycles - hops - inner, 0.0) * u["idle_per_clock"]
+    moves = attention_movement_parts(p.unit_costs, hops, inner, heads, cycles)
     parts = {k: v for k, v in energy.items() if k.startswith(tuple(NODE_COMPONENT))}
-    parts.update(moves, routers_idle_clock=idle_routers)
+    parts.update(moves)
     read, write = act.sram_bits["read"], act.sram_bits["write"]
     return _piece(
         "attention", sram_read=read * sram_bit_pJ, sram_write=write * sram_bit_pJ,
-        compute=energy["compute"], nonlinear=energy["nonlinear"],
-        movement=math.fsum(moves.values()), idle=energy["idle"] + idle_routers,
+        compute=energy["compute"], nonlinear=energy["nonlinear"], movement=_moved(moves),
+        idle=energy["idle"] + moves["routers_idle_clock"],
         gated_logic=energy["gated"], flits=act.flits + inner, hops=hops + inner, cycles=cycles,
         cells=dict(p.cells), counters=dict(act.counters), sram_bits={"read": read,
                                                                      "write": write},

@@ -97,6 +97,8 @@ __all__ = [
     "BlockGates",
     "PieceGates",
     "Pricing",
+    "attention_movement_parts",
+    "movement_parts",
     "piece_flits",
     "price_attention",
     "price_linear",
@@ -413,6 +415,32 @@ def _unit_costs(pr: Pricing, router: dict, area: float, prefix: str = "") -> dic
     return {f"{prefix}{k}": v for k, v in out.items()}
 
 
+def movement_parts(u: Mapping[str, float], hops: float, routers: int,
+                   cycles: float) -> dict[str, float]:
+    """A tile's or unit's piece's movement from its ``unit_costs`` ``u`` (pJ): the hops of its
+    input flits through the routers and on the link wires, and the idle clock of its
+    ``routers`` on the clocks of the piece's ``cycles`` they move nothing."""
+    return {"router_hops": hops * u["per_hop"], "link_wires": hops * u["wire_per_hop"],
+            "routers_idle_clock": max(routers * cycles - hops, 0.0) * u["idle_per_clock"]}
+
+
+def attention_movement_parts(u: Mapping[str, float], hops: float, inner: float, heads: int,
+                             cycles: float) -> dict[str, float]:
+    """The attention path's movement from its ``unit_costs`` ``u`` (pJ): its input flits'
+    ``hops`` and the ``inner`` hops of its own mesh, each through a router and on the link
+    wires, and the idle clock of its three routers a head on the clocks they move nothing."""
+    return {"input_movement": hops * u["per_hop"], "input_link_wires": hops * u["wire_per_hop"],
+            "inner_movement": inner * u["inner_per_hop"],
+            "inner_link_wires": inner * u["inner_wire_per_hop"],
+            "routers_idle_clock": max(3 * heads * cycles - hops - inner, 0.0)
+            * u["idle_per_clock"]}
+
+
+def _moved(parts: Mapping[str, float]) -> float:
+    """The movement of ``parts``: everything but the routers' idle clock."""
+    return math.fsum(v for k, v in parts.items() if k != "routers_idle_clock")
+
+
 def _sample(unit: str, instance: int, counters: Mapping[str, int], window: dict) -> dict:
     """One window of one tile or node priced on its own (``PieceGates.samples``)."""
     return {"unit": unit, "instance": instance, "x": {k: int(v) for k, v in counters.items()},
@@ -459,18 +487,15 @@ def price_linear(pr: Pricing, name: str, tiles, design: str, codes: torch.Tensor
     width = dense_pack(config0) * config0.time_width if dense else config0.time_width
     router = pr.router(flits, width, config0.in_addr_width)
     hops = pr.hops(name, len(flits))
-    idle_routers = max(len(tiles) * cycles - hops, 0.0)
-    moves = {"router_hops": hops * router["per_hop_pJ"],
-             "link_wires": pr.wires(router, hops, area)}
-    parts = {**moves, "routers_idle_clock": idle_routers * router["idle_per_clock_pJ"]}
+    u = _unit_costs(pr, router, area)
+    parts = movement_parts(u, hops, len(tiles), cycles)
     return _piece(
-        name, sram_read=sram_bits * pr.sram_bit_pJ, compute=compute,
-        movement=math.fsum(moves.values()),
+        name, sram_read=sram_bits * pr.sram_bit_pJ, compute=compute, movement=_moved(parts),
         idle=idle + parts["routers_idle_clock"], gated_logic=gated,
         flits=len(flits), hops=hops, cycles=cycles,
         cells={"tile": cells, "router": router["cells"]}, counters=dict(counters),
         sram_bits={"read": sram_bits, "write": 0}, tiles=len(tiles), parts=parts,
-        samples=samples, unit_costs=_unit_costs(pr, router, area))
+        samples=samples, unit_costs=u)
 
 
 # -- the attention path --------------------------------------------------------------------------
@@ -690,14 +715,15 @@ def _run_attention(acfg, path, sequences: Sequence[AttentionSequence], dense: bo
     return rec, windows
 
 
-def _attention_counters(windows) -> Counter:
-    """The attention path's counters over the run: the per-window ones summed, the key and
-    value writes (counted per sequence) from each sequence's last window."""
+def _attention_counters(counters) -> Counter:
+    """The attention path's counters over the run from each window's (per sequence, per
+    window its counter ports and their values): the per-window ones summed, the key and value
+    writes (counted per sequence) from each sequence's last window."""
     total = Counter()
-    for wins in windows:
+    for wins in counters:
         for w in wins:
-            total.update({n: v for n, v in w.counters.items() if "_writes" not in n})
-        total.update({n: v for n, v in wins[-1].counters.items() if "_writes" in n})
+            total.update({n: v for n, v in w.items() if "_writes" not in n})
+        total.update({n: v for n, v in wins[-1].items() if "_writes" in n})
     return total
 
 
@@ -802,8 +828,8 @@ def _path_run(pr: Pricing, acfg, path, sequences, design: str) -> _PathRun:
     inner = [f for h in range(acfg.heads) for x in (0, 1) for f in rec.flits(h, f"inject_x{x}")]
     router = pr.router(inner, acfg.flit_value_width, acfg.flit_addr_width,
                        mesh=(acfg.heads, 3), kind="attention_routers")
-    return _PathRun(rec, windows, start, energy, cells, samples, _attention_counters(windows),
-                    inner, router)
+    counters = _attention_counters([[w.counters for w in wins] for wins in windows])
+    return _PathRun(rec, windows, start, energy, cells, samples, counters, inner, router)
 
 
 def price_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSequence],
@@ -826,28 +852,24 @@ def price_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSequen
     hops = pr.hops("attention", len(flits))
     inner_hops = counters["cnt_hops"]
     cycles = run.cycles
-    # three routers a head, idle on the clocks they move nothing
-    idle_routers = max(3 * acfg.heads * cycles - hops - inner_hops, 0.0)
     cells.update(router=router["cells"], attention_router=arouter["cells"])
     # a node's pitch: the mean area of a head's three nodes
     area = math.fsum(_node_netlist(pr, acfg, part, dense).area()
                      for part in NODE_COMPONENT) / len(NODE_COMPONENT)
+    # the path's own routers are idle on the clocks they move nothing
+    u = {**_unit_costs(pr, router, area), "idle_per_clock": arouter["idle_per_clock_pJ"],
+         **_unit_costs(pr, arouter, area, "inner_")}
+    moves = attention_movement_parts(u, hops, inner_hops, acfg.heads, cycles)
     parts = {k: v for k, v in energy.items() if k.startswith(tuple(NODE_COMPONENT))}
-    moves = {"input_movement": hops * router["per_hop_pJ"],
-             "input_link_wires": pr.wires(router, hops, area),
-             "inner_movement": inner_hops * arouter["per_hop_pJ"],
-             "inner_link_wires": pr.wires(arouter, inner_hops, area)}
-    parts.update(moves, routers_idle_clock=idle_routers * arouter["idle_per_clock_pJ"])
+    parts.update(moves)
     return _piece(
         "attention", sram_read=read * pr.sram_bit_pJ, sram_write=write * pr.sram_bit_pJ,
-        compute=energy["compute"], nonlinear=energy["nonlinear"],
-        movement=math.fsum(moves.values()),
-        idle=energy["idle"] + idle_routers * arouter["idle_per_clock_pJ"],
+        compute=energy["compute"], nonlinear=energy["nonlinear"], movement=_moved(moves),
+        idle=energy["idle"] + moves["routers_idle_clock"],
         gated_logic=energy["gated"], flits=len(flits) + len(run.inner), hops=hops + inner_hops,
         cycles=cycles, cells=cells, counters=dict(counters),
         sram_bits={"read": read, "write": write}, parts=parts, samples=run.samples,
-        unit_costs={**_unit_costs(pr, router, area), "idle_per_clock":
-                    arouter["idle_per_clock_pJ"], **_unit_costs(pr, arouter, area, "inner_")})
+        unit_costs=u)
 
 
 def _whole_trace(rec, comp, cut: dict[str, int]):
@@ -957,16 +979,14 @@ def price_norm(pr: Pricing, name: str, ucfg, add, norm, thetas, r: torch.Tensor,
     router = pr.router(flits, FLIT_BITS, index_width(hidden))
     hops = pr.hops(name, len(flits))
     cycles = sum(m["cycles_per_row"])
-    moves = {"router_hops": hops * router["per_hop_pJ"],
-             "link_wires": pr.wires(router, hops, m["area_um2"])}
-    parts = {**moves,
-             "routers_idle_clock": max(cycles - hops, 0.0) * router["idle_per_clock_pJ"]}
+    u = _unit_costs(pr, router, m["area_um2"])
+    parts = movement_parts(u, hops, 1, cycles)
     return _piece(
         name, sram_read=read * pr.sram_bit_pJ, sram_write=write * pr.sram_bit_pJ,
         nonlinear=(e["free_per_row"] - e["idle_clock_per_row"]) * n,
-        movement=math.fsum(moves.values()), parts=parts,
+        movement=_moved(parts), parts=parts,
         idle=e["idle_clock_per_row"] * n + parts["routers_idle_clock"],
         gated_logic=e["gated_per_row"] * n, flits=len(flits), hops=hops, cycles=cycles,
         cells={"unit": m["cells"], "router": router["cells"]},
         counters={"rows": n, "channels": n * hidden}, sram_bits={"read": read, "write": write},
-        unit_costs=_unit_costs(pr, router, m["area_um2"]))
+        unit_costs=u)
