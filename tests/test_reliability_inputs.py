@@ -49,6 +49,7 @@ NAME_OPTIONS = {
     "synth": {"scheduler", "system"},
     "energy": {"preset", "task", "event_cost"},
     "prove": {"only"},
+    "sram": {"shapes"},
     "finetune": {"start"},
     "layer": {"layer"},
 }
@@ -238,6 +239,12 @@ CASES = [
          "gate_sentences must be in 0..3, not 4"),
     Case("block --gate-sentences 2 --out o", "number",
          "--gate-sentences 2 prices in gates: add --gates"),
+    Case("sram --shapes 12x32 --out o", "name:shapes",
+         "macro words must be a power of two >= 16 (OpenRAM's smallest array), not 12"),
+    Case(f"sram --out {RO}", "out", f"output folder '{RO}' cannot be written"),
+    Case("sram --period 0 --out o", "number", "--period must be positive, not 0.0"),
+    Case("sram --out o", "out", "freepdk45_macros.json: field 'technology' is missing",
+         _write("o/freepdk45_macros.json", '{"schema": "matterhorn.sram_macros/1"}')),
 ]
 
 
@@ -403,4 +410,4 @@ def test_every_input_is_covered():
 
 def test_commands_covered_count():
     # the figure docs/reliability.md gives
-    assert len({c.command for c in CASES}) == len(COMMANDS) == 13
+    assert len({c.command for c in CASES}) == len(COMMANDS) == 14

@@ -132,9 +132,13 @@ def test_pricing_by_access():
     # the other bank's six macros on every access, all twelve on an idle cycle
     assert p.deselected == pytest.approx((13 * 6 + 7 * 12) * e["deselected_pJ"])
     assert p.leakage == pytest.approx(12 * e["leakage_uW"] * 1e-6 * 20 * 10e-9 * 1e12)
-    gated = pricing.memory_energy(mem, reads=10, writes=3, cycles=20, clock_ns=10.0, table=tab)
-    assert gated.deselected == pytest.approx(13 * 6 * e["deselected_pJ"])
+    gated = pricing.memory_energy(mem, reads=10, writes=3, idle_cycles=7, clock_ns=10.0,
+                                  gated=True, table=tab)
+    assert (gated.read, gated.write, gated.deselected) == (p.read, p.write, 0.0)
     assert gated.leakage == pytest.approx(p.leakage)
+    longer = pricing.memory_energy(mem, reads=10, writes=3, cycles=40, clock_ns=10.0, table=tab)
+    assert longer.deselected == pytest.approx(13 * 6 * e["deselected_pJ"])
+    assert longer.leakage == pytest.approx(2 * p.leakage)
     key = MemoryShape("weights.mem", 32, 512, granularity=4)  # 16 macros of 64x32
     k = pricing.memory_energy(key, reads=0, granule_writes=5, clock_ns=1.0, table=tab)
     e64 = tab.entry(Shape(64, 32))

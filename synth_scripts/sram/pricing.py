@@ -10,8 +10,11 @@ entry of the table (:mod:`synth_scripts.sram.table`):
 | a read (a word) | ``width`` reads; the other ``width x (depth - 1)`` macros deselected |
 | a write of a whole word | ``width`` writes; the others deselected |
 | a write of one granule (a key code) | one write; the other ``width x depth - 1`` deselected |
-| idle, clock running | every macro deselected |
-| clock stopped (gated) | nothing but leakage |
+| idle | every macro deselected |
+
+With ``gated``, a macro's clock runs only in the cycles it is read or written (the deselected
+macros and idle cycles cost nothing but leakage): the figure beside the block's clock-gated
+total; without, every macro's clock runs every cycle of the run.
 
 A granule is ``MemoryShape.granularity`` bits; the macro has no write mask, so a whole macro
 word is driven: an upper bound of a masked write. And leakage: every macro's ``leakage_uW``
@@ -67,15 +70,15 @@ def _count(name: str, value: int) -> int:
 
 def memory_energy(memory: MemoryShape, *, reads: int, writes: int = 0,
                   granule_writes: int = 0, idle_cycles: int = 0, cycles: int | None = None,
-                  clock_ns: float, table: MacroTable | None = None,
+                  clock_ns: float, gated: bool = False, table: MacroTable | None = None,
                   corner: str = NOMINAL, shapes: tuple[Shape, ...] = MACRO_SHAPES
                   ) -> MemoryEnergy:
     """``memory``'s energy over a run (module docstring).
 
     ``reads``, ``writes`` (whole words) and ``granule_writes`` are the cycles with each kind of
-    access; ``idle_cycles`` the cycles with none while its clock runs (0 when its clock is
-    gated off while idle); ``cycles`` the run's length for leakage (default: the sum of the
-    four); ``clock_ns`` its period. The table defaults to the shipped one.
+    access; ``idle_cycles`` the cycles with none; ``cycles`` the run's length for leakage
+    (default: the sum of the four); ``clock_ns`` its period; ``gated``: the macros' clocks run
+    only when they are accessed. The table defaults to the shipped one.
     """
     reads, writes = _count("reads", reads), _count("writes", writes)
     granule_writes, idle_cycles = (_count("granule_writes", granule_writes),
@@ -95,7 +98,7 @@ def memory_energy(memory: MemoryShape, *, reads: int, writes: int = 0,
     n, w = b.macros, b.width
     read = reads * w * e["read_pJ"]
     write = (writes * w + granule_writes) * e["write_pJ"]
-    deselected = e["deselected_pJ"] * (
+    deselected = 0.0 if gated else e["deselected_pJ"] * (
         (reads + writes) * (n - w) + granule_writes * (n - 1) + idle_cycles * n)
     leakage = n * e["leakage_uW"] * 1e-6 * cycles * clock_ns * 1e-9 * 1e12
     return MemoryEnergy(read, write, deselected, leakage, b,
