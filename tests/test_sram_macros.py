@@ -53,7 +53,7 @@ def test_a_malformed_table_is_one_line(tmp_path):
     bad["macros"][0]["read_pJ"] = -1
     path = tmp_path / "t.json"
     path.write_text(json.dumps(bad))
-    with pytest.raises(ValueError, match=r"t\.json: field 'macros\.0\.read_pJ'"):
+    with pytest.raises(ValueError, match=r"t\.json: field 'macros\[0\]\.read_pJ'"):
         table.load(path)
     del bad["macros"][0]["provenance"]
     with pytest.raises(ValueError, match="provenance"):
@@ -203,6 +203,9 @@ def test_trimming_keeps_the_accessed_row_and_every_bit_line_load(macro16):
     for f in loads:
         per_net[f[1]] = per_net.get(f[1], 0) + int(f[-1].removeprefix("mult="))
     assert len(per_net) == 64 and set(per_net.values()) == {15}
+    # half the trimmed rows hold a 0, half a 1: each bit line sees both rails
+    rails = {(f[1], f[2]): int(f[-1].removeprefix("mult=")) for f in loads}
+    assert sorted({rails[("bl_0_0", r)] for r in ("gnd", "vdd")}) == [7, 8]
     # the kept row's cells are whole, no other row's is left in the array
     array = small[small.index(f".SUBCKT {macro16.top}_bitcell_array"):]
     array = array[:array.index(".ENDS")]
@@ -265,3 +268,15 @@ def test_leakage_of_sky130_cells_by_hand(sky130_lib):
     assert w == pytest.approx((0.0104575 + 0.0001958) / 2 * 1e-9) and how == "state mean of 2"
     w, _ = liberty.cell_leakage(lib, "sky130_fd_sc_hd__dfxtp_1")
     assert w == pytest.approx(0.008438635e-9, rel=1e-5)
+
+
+def test_the_command_shows_the_table_and_refuses_a_bad_shape(capsys):
+    from matterhorn.cli import main
+
+    assert main(["sram", "--show"]) == 0
+    out = capsys.readouterr().out
+    assert "| 256x32 | TT_1V_25C |" in out and "OpenRAM analytical pJ/bit" in out
+    assert "| M-TTFS | score | weights.mem | 32x512 | 4 | 16 x 1 x 64x32 |" in out
+    assert main(["sram", "--shapes", "64x31x2"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "matterhorn sram: error: a macro shape is WORDSxBITS (e.g. 64x32), not '64x31x2'")
