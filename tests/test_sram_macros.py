@@ -252,7 +252,8 @@ def test_the_smallest_macro_measured_again_matches_the_table(tmp_path):
 
 def test_leakage_of_nangate_cells_by_hand(nangate_lib):
     lib = liberty.read(nangate_lib)
-    # NanGate 45: INV_X1's states !A 10.102224 and A 18.604146 nW (cell_leakage_power 14.353185)
+    # NanGate 45: INV_X1's states !A 10.102224 and A 18.604146 nW (cell_leakage_power 14.353185);
+    # DFF_X1's cell_leakage_power 79.112308 nW
     w, how = liberty.cell_leakage(lib, "INV_X1")
     assert w == pytest.approx((10.102224 + 18.604146) / 2 * 1e-9) and how == "state mean of 2"
     assert w == pytest.approx(14.353185e-9, rel=1e-6)
@@ -269,7 +270,11 @@ def test_leakage_of_sky130_cells_by_hand(sky130_lib):
     # sky130 HD tt: inv_1's states A 0.0104575 and !A 0.0001958 nW
     w, how = liberty.cell_leakage(lib, "sky130_fd_sc_hd__inv_1")
     assert w == pytest.approx((0.0104575 + 0.0001958) / 2 * 1e-9) and how == "state mean of 2"
-    w, _ = liberty.cell_leakage(lib, "sky130_fd_sc_hd__dfxtp_1")
+    # dfxtp_1's eight CLK/D/Q states, and its cell_leakage_power 0.008438635 nW
+    states = (0.009126, 0.0080516, 0.0084678, 0.0081494, 0.0092298, 0.0080467, 0.008041,
+              0.0083967)
+    w, how = liberty.cell_leakage(lib, "sky130_fd_sc_hd__dfxtp_1")
+    assert w == pytest.approx(sum(states) / 8 * 1e-9) and how == "state mean of 8"
     assert w == pytest.approx(0.008438635e-9, rel=1e-5)
 
 
