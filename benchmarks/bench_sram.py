@@ -47,6 +47,7 @@ OPENRAM_CHAR = textwrap.dedent('''
     d.targ_read_ports, d.targ_write_ports = d.read_ports, d.write_ports
     t = time.monotonic()
     ok, res = d.run_delay_simulation()
+    openram.end_openram()  # removes its temporary folder
     print("RESULT " + json.dumps({"ok": ok, "results": res, "seconds": time.monotonic() - t},
                                  default=float))
 ''')
