@@ -87,7 +87,7 @@ def openram_own(shape: Shape, bench: spice.Bench, work: Path) -> dict:
     (conda / "bin" / "activate").write_text("conda() { :; }\n")
     root = macros.openram_dir()
     env = dict(os.environ, CONDA_HOME=str(conda), OPENRAM_HOME=str(root / "compiler"),
-               OPENRAM_TECH=str(root / "technology"))
+               OPENRAM_TECH=str(root / "technology"), OPENRAM_TMP=str(work / "openram_temp"))
     start = time.monotonic()
     proc = subprocess.run([sys.executable, "-c", OPENRAM_CHAR, str(cfg), str(work / "sram.sp"),
                            str(bench.period_ns), str(bench.load_ff), str(bench.slew_ns)],

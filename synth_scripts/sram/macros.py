@@ -166,8 +166,9 @@ def generate(shape: Shape, work: str | os.PathLike, *, vdd: float = 1.0,
     cfg = work / f"{name}_config.py"
     cfg.write_text(_CONFIG.format(bits=shape.bits, words=shape.words, tech=TECH, vdd=vdd,
                                   temp=temp, out=f"{work}/", name=name))
+    # its temporary files in the work folder, not /tmp (it empties its folder, keeps it)
     env = dict(os.environ, OPENRAM_HOME=str(root / "compiler"),
-               OPENRAM_TECH=str(root / "technology"))
+               OPENRAM_TECH=str(root / "technology"), OPENRAM_TMP=str(work / "openram_temp"))
     start = time.monotonic()
     proc = subprocess.run([sys.executable, str(root / "sram_compiler.py"), str(cfg)], cwd=work,
                           env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
