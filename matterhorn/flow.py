@@ -163,13 +163,12 @@ def stage_generate(cfg: FlowConfig, out: Path) -> dict:
 def stage_regress(cfg: FlowConfig, out: Path, say: Callable[[str], None]) -> dict:
     """A short regression (one parameter set, every bench) on the chosen simulators."""
     from regression import run_regression
+    from regression.summary import failure_counts, job_line
 
     def job_done(r) -> str:
-        state = "pass" if r.passed else "FAIL"
-        line = (f"{r.job.bench} on {r.job.sim} {state} (build {r.build_seconds:.1f}s, run "
-                f"{r.run_seconds:.1f}s)")
+        line = job_line(r, f"build {r.build_seconds:.1f}s, run {r.run_seconds:.1f}s")
         say(f"regress: {line}")
-        return line  # the step's line on the console
+        return line  # the step's line on the console (a failed job's always shown)
 
     summary = run_regression(
         T=cfg.T, k=cfg.k, sims=cfg.sims, seed=cfg.seed, out_dir=out, quick=True,
@@ -183,10 +182,8 @@ def stage_regress(cfg: FlowConfig, out: Path, say: Callable[[str], None]) -> dic
             f"jobs compared no event (the mask drops every code at T={cfg.T}, k={cfg.k})"
         )
     if summary["status"] != "passed":
-        raise RuntimeError(
-            f"regression failed: {summary['failed']} of {summary['configurations']} jobs, "
-            f"{summary['mismatches']} mismatches (see {out.name}/regress_summary.json)"
-        )
+        raise RuntimeError(f"regression failed: {failure_counts(summary)} (see "
+                           f"{out.name}/regress_summary.json)")
     return figures
 
 
