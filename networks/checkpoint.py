@@ -29,7 +29,7 @@ from golden_models.codespace import CodeSpace
 from golden_models.mask import Mask
 from networks.bert import BertEncoder, QLinear, QuantPoint
 from networks.integer import IntegerSpec, integer_mode_
-from toolkit_base.files import replace_dir, staging_dir
+from toolkit_base.files import replace_dir, staging_dir, write_atomic
 from toolkit_base.jsonfile import read_json
 from toolkit_base.schemas import validate
 
@@ -59,13 +59,14 @@ def state_of(qnn: BertEncoder) -> dict[str, torch.Tensor]:
 
 def save(qnn: BertEncoder, doc: dict, out: Path | str) -> Path:
     """Write the checkpoint folder ``out`` (tensors + one-run document), atomically."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save
 
     validate(doc, "finetune", DOCUMENT)
     out = Path(out)
     with staging_dir(out.parent, prefix=".checkpoint-") as tmp:
-        save_file(state_of(qnn), str(tmp / TENSORS))
-        (tmp / DOCUMENT).write_text(json.dumps(doc, indent=1) + "\n", "utf-8")
+        # write_atomic, not safetensors' save_file (0600): the modes the umask gives
+        write_atomic(tmp / TENSORS, save(state_of(qnn)))
+        write_atomic(tmp / DOCUMENT, json.dumps(doc, indent=1) + "\n")
         replace_dir(tmp, out)
     return out
 

@@ -23,12 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {p.parent.name for p in ROOT.glob("*/__init__.py")}
 
 #: Third-party modules the flow may reach without the main install having them: each is
-#: behind an extra that the flow probes before use, and leaves its stage's real-model part out
-#: (with a note) when the extra is missing. module -> (extra, the probe that guards it).
-OPTIONAL = {
-    "safetensors": ("models", "networks.hf_folder.shipped_available"),
-    "tokenizers": ("models", "networks.hf_folder.shipped_available"),
-}
+#: behind an extra that the toolkit probes before use (``networks.hf_folder.MODEL_PACKAGES``:
+#: the flow leaves its real-model part out, with a note, and a command given a model folder
+#: says how to install the extra). module -> its extra.
+OPTIONAL = {"safetensors": "models", "tokenizers": "models"}
 
 
 def canonical(name: str) -> str:
@@ -136,7 +134,7 @@ def missing_from_main(third: dict[str, set[str]]) -> list[str]:
             out.append(f"{module} (imported by {', '.join(sorted(where))}) is installed by "
                        "no distribution here")
         elif not owners & main:
-            extra, _ = OPTIONAL.get(module, (None, None))
+            extra = OPTIONAL.get(module)
             if extra is not None and owners & extras.get(extra, set()):
                 continue
             out.append(f"{module} (imported by {', '.join(sorted(where))}) comes from "
@@ -176,11 +174,15 @@ def test_a_guarded_import_is_optional(tmp_path):
     assert reached_third_party(["matterhorn.flow"], tmp_path) == {}
 
 
-@pytest.mark.parametrize("module", sorted(OPTIONAL))
-def test_optional_modules_are_probed(module):
-    """An optional module is named by the probe the flow calls before using it."""
-    _, probe = OPTIONAL[module]
-    mod, func = probe.rsplit(".", 1)
-    tree = ast.parse(module_file(mod, ROOT).read_text(encoding="utf-8"))
-    body = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == func)
-    assert repr(module) in ast.unparse(body)
+def test_optional_modules_are_probed():
+    """The optional modules are the ones the toolkit probes before reading a model, and the
+    probes use that one list."""
+    from networks import hf_folder
+
+    assert set(OPTIONAL) == set(hf_folder.MODEL_PACKAGES)
+    _, extras = declared()
+    assert {canonical(m) for m in OPTIONAL} <= extras["models"]
+    tree = ast.parse(module_file("networks.hf_folder", ROOT).read_text(encoding="utf-8"))
+    for func in ("shipped_available", "require_model_packages"):
+        body = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == func)
+        assert "MODEL_PACKAGES" in ast.unparse(body), func
