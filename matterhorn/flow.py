@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from golden_models.codespace import check_k, check_T
-from toolkit_base.checks import check_out_dir, check_rtl_T, check_seed, unique
+from toolkit_base.checks import check_file, check_out_dir, check_rtl_T, check_seed, unique
 
 #: Stage names in run order.
 STAGES = ("generate", "regress", "stats", "synth", "energy", "compare", "block")
@@ -113,13 +113,9 @@ class FlowConfig:
             if stage not in STAGES:
                 raise ValueError(f"stage must be one of {STAGES}, not {stage!r}")
         if self.liberty is not None:
-            self.liberty = Path(self.liberty)
-            if not self.liberty.is_file():
-                raise FileNotFoundError(f"liberty file {str(self.liberty)!r} does not exist")
+            self.liberty = check_file(self.liberty, "liberty file")
         if self.rates_file is not None:
-            self.rates_file = Path(self.rates_file)
-            if not self.rates_file.is_file():
-                raise FileNotFoundError(f"rates file {str(self.rates_file)!r} does not exist")
+            self.rates_file = check_file(self.rates_file, "rates file")
         from synth_scripts.run import check_clock
 
         self.clock_ns = check_clock(self.clock_ns)

@@ -17,8 +17,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {p.parent.name for p in ROOT.glob("*/__init__.py")}
 

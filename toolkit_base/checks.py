@@ -1,4 +1,5 @@
-"""Integer parameter checks shared by several packages, each check and message written once.
+"""Parameter checks shared by several packages (integers, seeds, output folders, the files and
+folders a user names), each check and message written once.
 
 The code space checks of the paper (``T`` a power of two up to 256, ``k``, ``I_max``) live in
 :mod:`golden_models.codespace` and build on :func:`check_integer`; the generated RTL supports a
@@ -7,9 +8,14 @@ smaller range of ``T``, and :func:`check_rtl_T` is the one place that says so.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 __all__ = [
     "MAX_RTL_T",
     "MAX_SEED",
+    "check_file",
+    "check_folder",
     "check_int",
     "check_integer",
     "check_out_dir",
@@ -100,6 +106,29 @@ def check_out_dir(path: object, name: str = "output folder") -> str:
     if os.path.exists(text) and not os.path.isdir(text):
         raise ValueError(f"{name} {text!r} exists and is not a directory")
     return path  # type: ignore[return-value]
+
+
+def check_file(path: object, what: str) -> Path:
+    """``path`` as a ``Path`` if it names a file, else one line naming it: ``IsADirectoryError``
+    for a folder (``liberty file 'x' is a folder, not a file``), ``FileNotFoundError`` when
+    nothing is there."""
+    p = Path(os.fspath(path))
+    if p.is_dir():
+        raise IsADirectoryError(f"{what} {str(path)!r} is a folder, not a file")
+    if not p.is_file():
+        raise FileNotFoundError(f"{what} {str(path)!r} does not exist")
+    return p
+
+
+def check_folder(path: object, what: str) -> Path:
+    """``path`` as a ``Path`` if it names a folder, else one line naming it:
+    ``NotADirectoryError`` for a file, ``FileNotFoundError`` when nothing is there."""
+    p = Path(os.fspath(path))
+    if p.exists() and not p.is_dir():
+        raise NotADirectoryError(f"{what} {str(path)!r} is a file, not a folder")
+    if not p.is_dir():
+        raise FileNotFoundError(f"{what} {str(path)!r} does not exist")
+    return p
 
 
 def _existing(text: str) -> str:
