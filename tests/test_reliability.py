@@ -136,6 +136,10 @@ CASES = [
     ),
     ("finetune --model minilm --k 1 --scale-lr -1 --out out",
      "scale_lr must be a number in [0, 1), not -1.0"),
+    ("attention --longest 8 --out out",
+     ("--longest 8: none of the calibration sentences has at most 8 tokens (the shortest has "
+      "10); give --longest 10 or more")),
+    ("synth --out out --liberty .", "liberty file '.' is a folder, not a file"),
     ("synth --system 0x2 --out out", "mesh_rows must be in 1..16, not 0"),
     ("synth --system 2x17 --out out", "mesh_cols must be in 1..16, not 17"),
     ("prove --out ''", f"{_EMPTY} ''"),
