@@ -121,6 +121,10 @@ CASES = [
     Case(f"generate --out {RO}", "out", f"output folder '{RO}' cannot be written"),
     Case("generate --out file.txt/o", "out", "'file.txt' is a file, not a folder"),
     Case("generate --out o --lanes 9", "number", "lanes must be in 1..8, not 9"),
+    # before: the move out of the staging folder failed after the elaboration, naming
+    # '.rtl_gen-*/mttfs_tile.v'
+    Case("generate --out o", "out", "output folder 'o' holds a folder 'mttfs_tile.v' where the "
+         "command writes a file", _write("o/mttfs_tile.v/notes.txt", "the user's")),
     Case(f"regress --T 4 --out {RO}", "out", f"output folder '{RO}' cannot be written"),
     Case("regress --T 4 --out o", "out", "output folder 'o' holds a file 'sim' where",
          _write("o/sim", "a file of the user's")),

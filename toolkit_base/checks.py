@@ -143,7 +143,7 @@ def _existing(text: str) -> str:
     return text
 
 
-def check_out_writable(path: object, name: str = "output folder", *, subdirs=(),
+def check_out_writable(path: object, name: str = "output folder", *, subdirs=(), files=(),
                        beside: bool = False) -> str:
     """:func:`check_out_dir`, and the command can write there: return ``path`` or raise.
 
@@ -156,13 +156,13 @@ def check_out_writable(path: object, name: str = "output folder", *, subdirs=(),
       folder is made there and removed at once, so read-only folders, read-only file systems
       and immutable folders are all caught;
     - ``subdirs``, the folders the command keeps inside ``path`` (``sim``, ``jobs``, ...), are
-      folders where they exist.
+      folders where they exist; ``files``, the files it writes there, are not.
 
     Raises
     ------
     TypeError, ValueError
         As :func:`check_out_dir`; a part of the way that is a file; a folder of ``subdirs``
-        that is a file.
+        that is a file; a file of ``files`` that is a folder.
     PermissionError
         A folder on the way cannot be written; the message names it and the reason.
     """
@@ -176,6 +176,10 @@ def check_out_writable(path: object, name: str = "output folder", *, subdirs=(),
         if os.path.lexists(inner) and not os.path.isdir(inner):
             raise ValueError(f"{name} {text!r} holds a file {sub!r} where the command keeps its "
                              f"{sub}/ folder; move that file or choose another folder")
+    for file in files:
+        if os.path.isdir(os.path.join(text, file)):
+            raise ValueError(f"{name} {text!r} holds a folder {file!r} where the command writes "
+                             "a file; move that folder or choose another folder")
     places = [_existing(text)]
     if beside and places[0] == text:  # it exists: the staging folder goes beside it
         places.append(_existing(os.path.dirname(text.rstrip(os.sep)) or "."))
