@@ -211,6 +211,7 @@ def stage_stats(cfg: FlowConfig, out: Path) -> dict:
 
 
 def stage_synth(cfg: FlowConfig, out: Path) -> dict:
+    from energy_model.unit_costs import borrowed
     from synth_scripts.run import synthesize
 
     report = synthesize(cfg.T, cfg.k, out, liberty_file=cfg.liberty, clock_ns=cfg.clock_ns)
@@ -221,6 +222,13 @@ def stage_synth(cfg: FlowConfig, out: Path) -> dict:
         "unit_costs_pJ": {
             key: entry.get("value") for key, entry in report.get("unit_costs_pJ", {}).items()
         },
+        # at the library's own node, and which costs are the paper's (not synthesized here)
+        "unit_costs_pJ_native": {
+            key: entry.get("value")
+            for key, entry in report.get("unit_costs_pJ_native", {}).items()
+        },
+        "borrowed": sorted(key for key, entry in report.get("unit_costs_pJ", {}).items()
+                           if borrowed(entry.get("provenance", ""))),
     }
 
 
@@ -259,9 +267,13 @@ def stage_block(cfg: FlowConfig, out: Path) -> dict:
     if bad:
         raise RuntimeError(f"the block's pieces differ from the integer QNN: {bad} mismatches "
                            "(block/block.md)")
+    spiking = next(d for d in doc["designs"] if d["design"] == f"mttfs-k{cfg.k}")
+    rates = spiking["rates_percent"].values()
     return {"report": "block/block.md", "verdict": block.verdict(doc),
             "tokens": doc["tokens"], "checked": sum(d["checked"] for d in doc["designs"]),
-            "model_ratio": block.ratio(doc, f"mttfs-k{cfg.k}")}
+            "model_ratio": block.ratio(doc, f"mttfs-k{cfg.k}"),
+            # the share of values that send an event (rate per step times T), over positions
+            "events_per_value": round(sum(rates) / len(rates) * cfg.T / 100, 4)}
 
 
 def movement_errors(doc: dict) -> dict[str, list[float]]:
