@@ -171,8 +171,12 @@ async def test_axi(dut):
             await write(status_addr, tlast_bit)
             if (await read(status_addr))[0] & tlast_bit:
                 errors.append(f"run {n}: STATUS.tlast_error not cleared by writing 1")
-    if state["checked"] < len(runs):
-        errors.append(f"only {state['checked']} reads while running were checked")
+    # a run with events lasts long enough for a read while it runs; one whose codes the mask
+    # drops (T = 4, k = 3) may end first: that job checks nothing and is reported as such
+    busy = sum(1 for run in runs if int(run["events"]) > 0)
+    if state["checked"] < busy:
+        errors.append(f"only {state['checked']} reads while running were checked in "
+                      f"{busy} runs with events")
 
     write_report({
         "bench": f"axi_{cfg['kind']}",

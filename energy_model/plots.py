@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from energy_model.histogram import Histogram  # noqa: E402
-from energy_model.model import EnergyReport  # noqa: E402
+from energy_model.model import COMPONENT_LABELS, COMPONENTS, EnergyReport  # noqa: E402
 from energy_model.quantity import format_sig  # noqa: E402
 from energy_model.sensitivity import Sweep  # noqa: E402
 from golden_models.codespace import CodeSpace  # noqa: E402
@@ -50,10 +50,10 @@ def costs_label(report: EnergyReport) -> str:
     borrowed = report.borrowed()
     if all(c.borrowed for c in report.unit_costs.values()):
         return "the paper's unit costs (22 nm)"
-    names = {"move": "Move", "wread": "W-read", "compute": "Compute"}
     if not borrowed:
         return "our synthesized unit costs"
-    return ("our synthesized unit costs, " + " and ".join(names[c] for c in borrowed)
+    return ("our synthesized unit costs, "
+            + " and ".join(COMPONENT_LABELS[c] for c in COMPONENTS if c in borrowed)
             + " at the paper's (borrowed)")
 
 
@@ -70,10 +70,9 @@ def plot_breakdown(report: EnergyReport, path: str | Path) -> Path:
     names = [r.name for r in rows]
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.6))
     left = [0.0] * len(rows)
-    labels = {"move": "Move", "wread": "W-read", "kvwrite": "KV-write", "compute": "Compute"}
-    for comp in ("move", "wread", "kvwrite", "compute"):
+    for comp in COMPONENTS:
         values = [getattr(r.energy, comp).mJ for r in rows]
-        ax.barh(names, values, left=left, color=_COLORS[comp], label=labels[comp])
+        ax.barh(names, values, left=left, color=_COLORS[comp], label=COMPONENT_LABELS[comp])
         left = [a + b for a, b in zip(left, values, strict=True)]
     top = max(left)
     for i, r in enumerate(rows):

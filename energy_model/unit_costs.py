@@ -74,6 +74,13 @@ def _denominator_of(key: str) -> str | None:
 BORROWED_MARK = "carried from the paper"
 
 
+def borrowed(provenance: str) -> bool:
+    """Whether a unit cost of this provenance is the paper's, not measured on our gates: from
+    its table (provenance ``paper: ...``), or carried from it by a synthesis report where the
+    open flow cannot produce it (``... carried from the paper ...``)."""
+    return provenance.startswith("paper") or BORROWED_MARK in provenance
+
+
 @dataclass(frozen=True)
 class UnitCost:
     """One unit cost.
@@ -101,10 +108,8 @@ class UnitCost:
 
     @property
     def borrowed(self) -> bool:
-        """Whether the cost is the paper's, not measured on our gates: from its table
-        (provenance ``paper: ...``), or carried from it by a synthesis report where the open
-        flow cannot produce it (``... carried from the paper ...``)."""
-        return self.provenance.startswith("paper") or BORROWED_MARK in self.provenance
+        """Whether the cost is the paper's, not measured on our gates (:func:`borrowed`)."""
+        return borrowed(self.provenance)
 
     def to_json(self) -> dict:
         return {

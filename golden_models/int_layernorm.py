@@ -140,10 +140,7 @@ class IntLayerNorm:
             )
         if n * 2 ** (w + RECIP_BITS + 1) >= 2**62:
             raise ValueError(f"in_bits={w} with a row of {n}: N*h*F exceeds 62 bits")
-        top = 2 ** (GAIN_BITS - 1) * self.norm_bound + int(self.bias.abs().max()) * 2 ** (
-            self.gain_shift + NORM_FRAC_BITS - BIAS_FRAC_BITS
-        )
-        if top >= 2**62:
+        if self.acc_top(n, int(self.bias.abs().max()), self.gain_shift) >= 2**62:
             raise ValueError(
                 f"gain_shift={self.gain_shift} and biases up to {int(self.bias.abs().max())} "
                 "overflow 62 bits: the output scale is too fine for the LayerNorm's shifts"
@@ -159,9 +156,22 @@ class IntLayerNorm:
 
     @property
     def norm_bound(self) -> int:
-        """Largest ``|n|``: ``2**f * sqrt(N - 1)`` with the reciprocal's slack, plus rounding."""
-        spread = math.sqrt(max(self.n - 1, 0)) * (1 + 2**-RECIP_BITS)
+        """Largest ``|n|`` (:meth:`row_norm_bound` of the row)."""
+        return self.row_norm_bound(self.n)
+
+    @staticmethod
+    def row_norm_bound(n: int) -> int:
+        """Largest ``|n|`` of a row of ``n``: ``2**f * sqrt(N - 1)`` with the reciprocal's
+        slack, plus rounding."""
+        spread = math.sqrt(max(n - 1, 0)) * (1 + 2**-RECIP_BITS)
         return math.ceil(2**NORM_FRAC_BITS * spread) + 1
+
+    @staticmethod
+    def acc_top(n: int, bias_max: int, gain_shift: int) -> int:
+        """The bound of ``|G*n + (B << (g+f-b))|`` (the accumulator, which must stay below
+        ``2**62``) for a row of ``n``, biases up to ``bias_max`` and shift ``gain_shift``."""
+        lift = gain_shift + NORM_FRAC_BITS - BIAS_FRAC_BITS
+        return 2 ** (GAIN_BITS - 1) * IntLayerNorm.row_norm_bound(n) + bias_max * 2**lift
 
     def widths(self) -> dict[str, int]:
         """Register widths (bits) of the unit's intermediates, each from its exact bound.
@@ -205,7 +215,17 @@ class IntLayerNorm:
     ) -> IntLayerNorm:
         """Constants of the LayerNorm ``gamma * norm(h) + beta`` with output scale ``s_out``.
 
-        ``g`` is the largest shift (at most 40) at which every gain fits ``GAIN_BITS``.
+        ``g`` is the largest shift (at most 40) at which every gain fits ``GAIN_BITS`` and the
+        accumulator ``G*n + (B << (g+f-b))`` stays below ``2**62`` (a layer whose gains are
+        all zero, or tiny, would otherwise take the cap and lift its biases past 62 bits).
+
+        Raises
+        ------
+        ValueError
+            One line naming the value: a gain too large for ``GAIN_BITS`` at ``g = 0`` (the
+            output scale is too coarse), or a bias ``|beta| / s_out`` at or beyond the output
+            stream's range ``2**(out_bits-1)`` (the width of the hardware's bias field,
+            ``out_bits + b`` signed bits: docs/rtl_units.md).
         """
         gamma = torch.as_tensor(gamma, dtype=torch.float64).reshape(-1)
         beta = torch.as_tensor(beta, dtype=torch.float64).reshape(-1)
@@ -225,8 +245,19 @@ class IntLayerNorm:
                 f"gain |gamma|/s_out up to {top!r} does not fit {GAIN_BITS} signed bits: "
                 "the output scale is too coarse"
             )
+        check_int("out_bits", out_bits, 2, 32)
+        lifted = torch.round(beta / s_out * 2.0**BIAS_FRAC_BITS)
+        b_top = float(lifted.abs().max()) if beta.numel() else 0.0
+        if not b_top < 2.0 ** (out_bits - 1 + BIAS_FRAC_BITS):
+            raise ValueError(
+                f"|beta| / s_out up to {b_top / 2**BIAS_FRAC_BITS:.6g} is beyond the output "
+                f"stream's range (below 2**{out_bits - 1} = {2 ** (out_bits - 1)})"
+            )
+        bias = lifted.to(torch.int64)
+        b_max = int(b_top)
+        while g > 0 and cls.acc_top(int(gamma.numel()), b_max, g) >= 2**62:
+            g -= 1
         gain = torch.round(ratio * 2.0**g).to(torch.int64)
-        bias = torch.round(beta / s_out * 2.0**BIAS_FRAC_BITS).to(torch.int64)
         return cls(int(gamma.numel()), in_bits, out_bits, gain, bias, g)
 
     def __call__(self, h: torch.Tensor) -> torch.Tensor:

@@ -84,13 +84,18 @@ class ResidualAdd:
         if mult.numel() and (int(mult.min()) < 0 or int(mult.max()) >= 2**MULT_BITS):
             raise ValueError(f"mult must be in 0..2**{MULT_BITS}-1")
         b_max = int(bias.abs().max()) if bias.numel() else 0
-        top = 2**MULT_BITS * self.acc_bound + b_max * 2 ** (self.shift - BIAS_FRAC_BITS)
-        if top >= 2**62:
+        if self.acc_top(self.acc_bound, b_max, self.shift) >= 2**62:
             raise ValueError(
                 f"M * V + B overflows 62 bits (shift {self.shift}, sums up to {self.acc_bound})"
             )
         object.__setattr__(self, "mult", mult)
         object.__setattr__(self, "bias", bias)
+
+    @staticmethod
+    def acc_top(acc_bound: int, bias_max: int, shift: int) -> int:
+        """The bound of ``|M*V + (B << (S-b))|`` (the accumulator, which must stay below
+        ``2**62``) for sums up to ``acc_bound``, biases up to ``bias_max`` and shift ``S``."""
+        return 2**MULT_BITS * acc_bound + bias_max * 2 ** (shift - BIAS_FRAC_BITS)
 
     @classmethod
     def from_float(
@@ -103,18 +108,43 @@ class ResidualAdd:
         acc_bound: int,
     ) -> ResidualAdd:
         """The add of a layer whose real output is ``bias + scale * V``, into a stream of scale
-        ``s_stream``."""
+        ``s_stream``.
+
+        ``S`` is the largest shift at which every multiplier fits ``MULT_BITS``, at most
+        ``61 - MULT_BITS - bit_length(acc_bound)`` and small enough that the accumulator
+        ``M*V + (B << (S-b))`` stays below ``2**62`` (a near-zero scale would otherwise take
+        the largest shift and lift the biases past 62 bits).
+
+        Raises
+        ------
+        ValueError
+            One line naming the value: a ratio ``scale / s_stream`` too large for a
+            ``MULT_BITS`` multiplier at ``S = b``, or a bias ``|bias| / s_stream`` at or beyond
+            ``2**sum_bits`` (twice the sum's range: the width of the hardware's bias field,
+            ``sum_bits + b + 1`` signed bits, docs/rtl_units.md).
+        """
         if not (isinstance(s_stream, (int, float)) and math.isfinite(s_stream) and s_stream > 0):
             raise ValueError(f"s_stream must be positive and finite, not {s_stream!r}")
-        check_int("acc_bound", acc_bound, 1, 2**36)
+        # a shift of at least b within 61 - MULT_BITS - bit_length(acc_bound) (below)
+        check_int("acc_bound", acc_bound, 1, 2 ** (61 - MULT_BITS - BIAS_FRAC_BITS) - 1)
         scale = torch.as_tensor(scale, dtype=torch.float64).reshape(-1)
         bias = torch.as_tensor(bias, dtype=torch.float64).reshape(-1)
+        check_int("sum_bits", sum_bits, 2, 40)
+        lifted = torch.round(bias / s_stream * 2.0**BIAS_FRAC_BITS)
+        b_top = float(lifted.abs().max()) if bias.numel() else 0.0
+        if not b_top < 2.0 ** (sum_bits + BIAS_FRAC_BITS):
+            raise ValueError(
+                f"|bias| / s_stream up to {b_top / 2**BIAS_FRAC_BITS:.6g} is beyond twice the "
+                f"sum's range (below 2**{sum_bits} = {2**sum_bits})"
+            )
+        b_max = int(b_top)
         max_shift = 61 - MULT_BITS - int(acc_bound).bit_length()
+        while max_shift > BIAS_FRAC_BITS and cls.acc_top(acc_bound, b_max, max_shift) >= 2**62:
+            max_shift -= 1
         mult, shift = fixed_multiplier(
             scale / s_stream, MULT_BITS, min_shift=BIAS_FRAC_BITS, max_shift=max_shift
         )
-        b = torch.round(bias / s_stream * 2.0**BIAS_FRAC_BITS).to(torch.int64)
-        return cls(stream_bits, sum_bits, acc_bound, mult, b, shift)
+        return cls(stream_bits, sum_bits, acc_bound, mult, lifted.to(torch.int64), shift)
 
     def widths(self) -> dict[str, int]:
         """Register widths (bits, all signed but ``mult``): the stream, the layer's sums, the

@@ -248,13 +248,9 @@ def default_liberties() -> list[Path]:
 def check_liberties(liberties: list) -> list[Path]:
     """The liberty files, each existing, without repeats; ``FileNotFoundError`` otherwise."""
     from synth_scripts import liberty
+    from toolkit_base.checks import check_file
 
-    libs = []
-    for p in liberties:
-        path = Path(p)
-        if not path.is_file():
-            raise FileNotFoundError(f"liberty file {str(p)!r} does not exist")
-        libs.append(path)
+    libs = [check_file(p, "liberty file") for p in liberties]
     if not libs:
         raise FileNotFoundError("no liberty: install the default with "
                                 f"'{liberty.DEFAULT_INSTALL}' or pass --liberty FILE")

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from golden_models.codespace import check_k, check_T
-from toolkit_base.checks import check_out_dir, check_rtl_T, check_seed, unique
+from toolkit_base.checks import check_file, check_out_dir, check_rtl_T, check_seed, unique
 
 #: Stage names in run order.
 STAGES = ("generate", "regress", "stats", "synth", "energy", "compare", "block")
@@ -113,13 +113,9 @@ class FlowConfig:
             if stage not in STAGES:
                 raise ValueError(f"stage must be one of {STAGES}, not {stage!r}")
         if self.liberty is not None:
-            self.liberty = Path(self.liberty)
-            if not self.liberty.is_file():
-                raise FileNotFoundError(f"liberty file {str(self.liberty)!r} does not exist")
+            self.liberty = check_file(self.liberty, "liberty file")
         if self.rates_file is not None:
-            self.rates_file = Path(self.rates_file)
-            if not self.rates_file.is_file():
-                raise FileNotFoundError(f"rates file {str(self.rates_file)!r} does not exist")
+            self.rates_file = check_file(self.rates_file, "rates file")
         from synth_scripts.run import check_clock
 
         self.clock_ns = check_clock(self.clock_ns)
@@ -163,13 +159,12 @@ def stage_generate(cfg: FlowConfig, out: Path) -> dict:
 def stage_regress(cfg: FlowConfig, out: Path, say: Callable[[str], None]) -> dict:
     """A short regression (one parameter set, every bench) on the chosen simulators."""
     from regression import run_regression
+    from regression.summary import failure_counts, job_line
 
     def job_done(r) -> str:
-        state = "pass" if r.passed else "FAIL"
-        line = (f"{r.job.bench} on {r.job.sim} {state} (build {r.build_seconds:.1f}s, run "
-                f"{r.run_seconds:.1f}s)")
+        line = job_line(r, f"build {r.build_seconds:.1f}s, run {r.run_seconds:.1f}s")
         say(f"regress: {line}")
-        return line  # the step's line on the console
+        return line  # the step's line on the console (a failed job's always shown)
 
     summary = run_regression(
         T=cfg.T, k=cfg.k, sims=cfg.sims, seed=cfg.seed, out_dir=out, quick=True,
@@ -183,10 +178,8 @@ def stage_regress(cfg: FlowConfig, out: Path, say: Callable[[str], None]) -> dic
             f"jobs compared no event (the mask drops every code at T={cfg.T}, k={cfg.k})"
         )
     if summary["status"] != "passed":
-        raise RuntimeError(
-            f"regression failed: {summary['failed']} of {summary['configurations']} jobs, "
-            f"{summary['mismatches']} mismatches (see {out.name}/regress_summary.json)"
-        )
+        raise RuntimeError(f"regression failed: {failure_counts(summary)} (see "
+                           f"{out.name}/regress_summary.json)")
     return figures
 
 
@@ -218,6 +211,7 @@ def stage_stats(cfg: FlowConfig, out: Path) -> dict:
 
 
 def stage_synth(cfg: FlowConfig, out: Path) -> dict:
+    from energy_model.unit_costs import borrowed
     from synth_scripts.run import synthesize
 
     report = synthesize(cfg.T, cfg.k, out, liberty_file=cfg.liberty, clock_ns=cfg.clock_ns)
@@ -228,6 +222,13 @@ def stage_synth(cfg: FlowConfig, out: Path) -> dict:
         "unit_costs_pJ": {
             key: entry.get("value") for key, entry in report.get("unit_costs_pJ", {}).items()
         },
+        # at the library's own node, and which costs are the paper's (not synthesized here)
+        "unit_costs_pJ_native": {
+            key: entry.get("value")
+            for key, entry in report.get("unit_costs_pJ_native", {}).items()
+        },
+        "borrowed": sorted(key for key, entry in report.get("unit_costs_pJ", {}).items()
+                           if borrowed(entry.get("provenance", ""))),
     }
 
 
@@ -266,9 +267,13 @@ def stage_block(cfg: FlowConfig, out: Path) -> dict:
     if bad:
         raise RuntimeError(f"the block's pieces differ from the integer QNN: {bad} mismatches "
                            "(block/block.md)")
+    spiking = next(d for d in doc["designs"] if d["design"] == f"mttfs-k{cfg.k}")
+    rates = spiking["rates_percent"].values()
     return {"report": "block/block.md", "verdict": block.verdict(doc),
             "tokens": doc["tokens"], "checked": sum(d["checked"] for d in doc["designs"]),
-            "model_ratio": block.ratio(doc, f"mttfs-k{cfg.k}")}
+            "model_ratio": block.ratio(doc, f"mttfs-k{cfg.k}"),
+            # the share of values that send an event (rate per step times T), over positions
+            "events_per_value": round(sum(rates) / len(rates) * cfg.T / 100, 4)}
 
 
 def movement_errors(doc: dict) -> dict[str, list[float]]:

@@ -29,7 +29,8 @@ from golden_models.codespace import CodeSpace
 from golden_models.mask import Mask
 from networks.bert import BertEncoder, QLinear, QuantPoint
 from networks.integer import IntegerSpec, integer_mode_
-from toolkit_base.files import replace_dir, staging_dir
+from toolkit_base.checks import check_folder
+from toolkit_base.files import replace_dir, staging_dir, write_atomic
 from toolkit_base.jsonfile import read_json
 from toolkit_base.schemas import validate
 
@@ -59,22 +60,21 @@ def state_of(qnn: BertEncoder) -> dict[str, torch.Tensor]:
 
 def save(qnn: BertEncoder, doc: dict, out: Path | str) -> Path:
     """Write the checkpoint folder ``out`` (tensors + one-run document), atomically."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save
 
     validate(doc, "finetune", DOCUMENT)
     out = Path(out)
     with staging_dir(out.parent, prefix=".checkpoint-") as tmp:
-        save_file(state_of(qnn), str(tmp / TENSORS))
-        (tmp / DOCUMENT).write_text(json.dumps(doc, indent=1) + "\n", "utf-8")
+        # write_atomic, not safetensors' save_file (0600): the modes the umask gives
+        write_atomic(tmp / TENSORS, save(state_of(qnn)))
+        write_atomic(tmp / DOCUMENT, json.dumps(doc, indent=1) + "\n")
         replace_dir(tmp, out)
     return out
 
 
 def read_document(folder: Path | str) -> dict:
     """The validated ``finetune.json`` of a checkpoint folder."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise FileNotFoundError(f"checkpoint folder {str(folder)!r} does not exist")
+    folder = check_folder(folder, "checkpoint folder")
     if not (folder / TENSORS).is_file() or not (folder / DOCUMENT).is_file():
         subs = sorted(p.name for p in folder.glob("k*") if (p / TENSORS).is_file())
         hint = f"; its checkpoints are {', '.join(subs)}" if subs else ""
@@ -88,12 +88,16 @@ def read_document(folder: Path | str) -> dict:
     return doc
 
 
-def check(folder: Path | str, *, model: str = "minilm", k_max: int | None = None) -> dict:
+def check(folder: Path | str, *, model: str = "minilm", k_max: int | None = None,
+          k: int | None = None, integer: bool | None = None) -> dict:
     """Return the document of the checkpoint ``folder`` if it can be loaded, else raise.
 
     What can be checked without the float model, before any work: the document
-    (:func:`read_document`), its model, its radius against ``k_max``, and the header of the
-    tensor file (a truncated or foreign file is refused here, not after the model is loaded).
+    (:func:`read_document`), its model, its radius against ``k_max`` (or ``k``, the radius
+    the caller expects), its mode against ``integer`` (True: integer, False: float
+    non-linearities; a network fine-tuned in one mode is not the other's), and the header of
+    the tensor file (a truncated or foreign file is refused here, not after the model is
+    loaded).
     """
     doc = read_document(folder)
     run = doc["runs"][0]
@@ -104,6 +108,17 @@ def check(folder: Path | str, *, model: str = "minilm", k_max: int | None = None
     if k_max is not None and run["k"] > k_max:
         raise ValueError(
             f"checkpoint {str(folder)!r} was fine-tuned at k={run['k']}, beyond k_max={k_max}"
+        )
+    if k is not None and run["k"] != k:
+        raise ValueError(f"checkpoint {str(folder)!r} was fine-tuned at k={run['k']}, not k={k}")
+    spec = doc.get("integer")
+    if integer is not None and integer != (spec is not None):
+        raise ValueError(
+            f"checkpoint {str(folder)!r} was fine-tuned in integer mode; load it in integer "
+            "mode (--integer)"
+            if spec is not None
+            else f"checkpoint {str(folder)!r} was fine-tuned with float non-linearities; it "
+            "cannot be measured in integer mode (fine-tune with --integer for that)"
         )
     _tensor_names(Path(folder) / TENSORS)
     return doc
@@ -150,19 +165,8 @@ def load(
     """
     from safetensors.torch import load_file
 
-    doc = check(folder, model=model)
-    run = doc["runs"][0]
+    doc = check(folder, model=model, k=k, integer=integer)
     spec = doc.get("integer")
-    if integer is not None and integer != (spec is not None):
-        raise ValueError(
-            f"checkpoint {str(folder)!r} was fine-tuned in integer mode; load it in integer "
-            "mode (--integer)"
-            if spec is not None
-            else f"checkpoint {str(folder)!r} was fine-tuned with float non-linearities; it "
-            "cannot be measured in integer mode (fine-tune with --integer for that)"
-        )
-    if k is not None and run["k"] != k:
-        raise ValueError(f"checkpoint {str(folder)!r} was fine-tuned at k={run['k']}, not k={k}")
     tensors = load_file(str(Path(folder) / TENSORS))
     qnn = copy.deepcopy(float_model).to(torch.float64)
 

@@ -223,7 +223,8 @@ def _stdlib_docstrings() -> list[str]:
 
 
 def spread_by_length(sentences, tokenizer, count: int, *, longest: int,
-                     what: str = "sentences", name: str = "count") -> list[str]:
+                     what: str = "sentences", name: str = "count",
+                     longest_name: str = "longest") -> list[str]:
     """``count`` of ``sentences`` of at most ``longest`` tokens (``tokenizer``'s), their
     lengths spread over the range (evenly spaced ranks of the sorted lengths, shortest and
     longest included).
@@ -231,11 +232,17 @@ def spread_by_length(sentences, tokenizer, count: int, *, longest: int,
     Raises
     ------
     ValueError
-        Fewer than ``count`` sentences fit: one line naming ``name`` (the option that set
-        ``count``) and how many do.
+        No sentence fits: one line naming ``longest_name`` (the option that set ``longest``)
+        and the shortest sentence's length; fewer than ``count`` fit: one line naming ``name``
+        (the option that set ``count``) and how many do.
     """
-    sized = sorted((int(tokenizer([s])[1].sum()), i, s) for i, s in enumerate(sentences))
-    sized = [x for x in sized if x[0] <= longest]
+    every = sorted((int(tokenizer([s])[1].sum()), i, s) for i, s in enumerate(sentences))
+    sized = [x for x in every if x[0] <= longest]
+    if not sized and every:
+        shortest = every[0][0]
+        raise ValueError(f"{longest_name} {longest}: none of the {what} has at most {longest} "
+                         f"tokens (the shortest has {shortest}); give {longest_name} {shortest} "
+                         "or more")
     if len(sized) < count:
         raise ValueError(f"{name} must be at most {len(sized)} ({what} of at most {longest} "
                          f"tokens), not {count}")

@@ -277,6 +277,7 @@ def finetune_minilm(
                 "after": after,
             }
             checkpoint.save(tuned, {**head, "runs": [run]}, Path(out) / f"k{cfg.k}")
+            _refresh_summary(Path(out))
             return tuned
 
         base = None  # the fine-tuned k = 0 QNN, the start of every k >= 1 (start="k0")
@@ -367,6 +368,19 @@ def _document(
             "adds forward, the float functions' gradients straight through; monotone GELU"
         )
     return doc
+
+
+def _refresh_summary(out: Path) -> None:
+    """After a checkpoint is written, the folder's summary describes the checkpoints in it
+    (a run stopped after it replaced ``k0`` left a summary of the old one). Where they come
+    from different settings (an earlier run's beside this one's), the stale summary files are
+    removed; the end of the run refuses the mix with its reason."""
+    (out / PLOT_FILE).unlink(missing_ok=True)  # drawn again at the end
+    try:
+        write_summary(out)
+    except ValueError:
+        for name in ("finetune.json", "summary.md"):
+            (out / name).unlink(missing_ok=True)
 
 
 def write_summary(out: Path | str, *, plot: Callable[[dict, Path], object] | None = None) -> dict:

@@ -29,11 +29,15 @@ from networks.bert import BertConfig, BertEncoder, Tokenizer, _our_name, model_d
 
 __all__ = [
     "FAMILY",
+    "MAX_DIMS",
+    "MODELS_EXTRA",
+    "MODEL_PACKAGES",
     "PAPER_SEQ",
     "SHIPPED",
     "ModelSource",
     "dims_of",
     "load_model",
+    "require_model_packages",
     "resolve_model",
     "shipped_available",
 ]
@@ -55,6 +59,18 @@ REQUIRED = ("hidden_size", "num_attention_heads", "num_hidden_layers", "intermed
 PRE_NORM_KEYS = ("pre_layer_norm", "prenorm", "pre_norm", "normalize_before")
 #: Token lengths the tokenizer truncates to (as for the shipped model), capped by positions.
 MAX_TOKENS = 256
+#: The largest value of each dimension the toolkit builds: the units' longest row
+#: (``golden_models.int_layernorm.MAX_ROW``) bounds the width and the positions, the FFN width
+#: four of them; blocks, vocabulary and token types at least a hundred times the largest
+#: encoders published (BERT-large: 24 blocks, 30,522 words, 2 types). Beyond them a folder is
+#: refused before anything is read or built (10**9 blocks would grow the model without end).
+MAX_DIMS = {"hidden_size": 4096, "num_attention_heads": 4096, "num_hidden_layers": 1024,
+            "intermediate_size": 4 * 4096, "vocab_size": 2**22, "max_position_embeddings": 4096,
+            "type_vocab_size": 1024}
+#: The packages that read a model folder (the ``models`` extra), and how to get them.
+MODEL_PACKAGES = ("safetensors", "tokenizers")
+MODELS_EXTRA = ("the models extra: pip install -e '.[models]' in the toolkit's environment "
+                "(./run test installs it)")
 
 
 @dataclass(frozen=True)
@@ -116,7 +132,7 @@ def shipped_available() -> bool:
     """Whether the shipped MiniLM and the packages that load it are installed."""
     import importlib.util
 
-    if any(importlib.util.find_spec(m) is None for m in ("safetensors", "tokenizers")):
+    if any(importlib.util.find_spec(m) is None for m in MODEL_PACKAGES):
         return False
     try:
         model_dir()
@@ -155,14 +171,35 @@ def resolve_model(model: object) -> ModelSource:
     return _source(folder, f"folder:{name}", name)
 
 
+def require_model_packages(what: str) -> None:
+    """Raise :class:`toolkit_base.toolchain.ToolNotFoundError` in one line naming the packages
+    of the ``models`` extra that are missing and how to install them, when ``what`` (e.g. the
+    model of ``--model FOLDER``) needs them."""
+    import importlib
+
+    from toolkit_base.toolchain import ToolNotFoundError
+
+    missing = []
+    for module in MODEL_PACKAGES:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise ToolNotFoundError(f"{what} needs the package{'s' * (len(missing) > 1)} "
+                                  f"{' and '.join(missing)}, not installed; install "
+                                  f"{MODELS_EXTRA}")
+
+
 def _source(folder: Path, key: str, name: str) -> ModelSource:
     from toolkit_base.jsonfile import read_json
 
+    require_model_packages(f"the model {name!r}")
     where = f"model folder {name!r}"
     if not (folder / "config.json").is_file():
         raise ValueError(f"{where} has no config.json (a Hugging Face model folder holds "
                          "config.json, the weights and the vocabulary)")
-    raw = read_json(folder / "config.json", f"{name}/config.json")
+    raw = read_json(folder / "config.json", f"{where}:")
     if not isinstance(raw, dict):
         raise ValueError(f"{name}/config.json must hold a JSON object")
     check_family(raw, where)
@@ -187,7 +224,10 @@ def check_family(raw: dict, where: str) -> None:
     (GELU, post-LayerNorm, absolute positions, an encoder), or a dimension that is missing or
     not a positive integer."""
     mtype = raw.get("model_type")
-    arch = [a for a in raw.get("architectures") or [] if isinstance(a, str)]
+    arch = raw.get("architectures") or []
+    if not isinstance(arch, list) or not all(isinstance(a, str) for a in arch):
+        raise ValueError(f"{where}: config.json's architectures must be a list of class names "
+                         f"such as [\"BertModel\"], not {json.dumps(arch)[:60]}")
     if raw.get("is_decoder") is True or any(a.endswith(("ForCausalLM", "LMHeadModel"))
                                             for a in arch):
         raise ValueError(f"{where} is a decoder ({', '.join(arch) or 'is_decoder'}); the "
@@ -217,6 +257,9 @@ def check_family(raw: dict, where: str) -> None:
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{where}: config.json's {key} must be a positive integer, not "
                              f"{v!r}")
+        if v > MAX_DIMS[key]:
+            raise ValueError(f"{where}: config.json's {key} {v} is beyond what the toolkit "
+                             f"builds (at most {MAX_DIMS[key]})")
     h, n = raw["hidden_size"], raw["num_attention_heads"]
     if h % n:
         raise ValueError(f"{where}: hidden_size {h} is not a multiple of num_attention_heads "
@@ -296,7 +339,11 @@ def _read_tensors(source: ModelSource) -> dict:
         else:
             tensors = torch.load(str(source.weights), map_location="cpu", weights_only=True)
     except Exception as exc:  # a truncated or foreign file: the library's own error types
-        raise ValueError(f"{where} cannot be read: {' '.join(str(exc).split())}") from None
+        # the first sentence only: torch's advice that follows (re-run with
+        # weights_only=False) would run code from an untrusted file
+        why = " ".join(str(exc).split()).split(". ")[0].rstrip(".")
+        raise ValueError(f"{where} cannot be read as a state dict of tensors "
+                         f"({type(exc).__name__}: {why[:160]})") from None
     if not isinstance(tensors, dict):
         raise ValueError(f"{where} holds no state dict")
     state = {}
@@ -324,14 +371,18 @@ class WordPieceTokenizer(Tokenizer):
 def _tokenizer(source: ModelSource) -> Tokenizer:
     max_length = min(MAX_TOKENS, source.config.max_position_embeddings)
     where = f"{source.name}/{source.vocab.name}"
+    lowercase = True
+    settings = source.folder / "tokenizer_config.json"
+    if source.vocab.name != "tokenizer.json" and settings.is_file():
+        from toolkit_base.jsonfile import read_json
+
+        raw = read_json(settings, f"model folder {source.name!r}:")
+        if not isinstance(raw, dict):
+            raise ValueError(f"{source.name}/{settings.name} must hold a JSON object")
+        lowercase = raw.get("do_lower_case", True) is not False
     try:
         if source.vocab.name == "tokenizer.json":
             return Tokenizer(source.vocab, max_length=max_length)
-        lowercase = True
-        settings = source.folder / "tokenizer_config.json"
-        if settings.is_file():
-            lowercase = json.loads(settings.read_text("utf-8")).get("do_lower_case", True) \
-                is not False
         return WordPieceTokenizer(source.vocab, max_length, lowercase)
     except Exception as exc:  # the tokenizers library's own errors
         raise ValueError(f"{where} cannot be read as a WordPiece vocabulary: "

@@ -31,6 +31,7 @@ stream is scaled back to float for pooling.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -239,9 +240,9 @@ def build_block(
     )
     query, key = pt["query"], pt["key"]
     sbits = score_bits(query.space, key.space, cfg.head_dim)
-    softmax = IntSoftmax.from_scale(
+    softmax = _derived("softmax", lambda: IntSoftmax.from_scale(
         query.alpha * key.alpha / math.sqrt(cfg.head_dim), row_max, sbits, spec.exp_frac_bits
-    )
+    ))
 
     def add(lin_name: str, p_in: str, s: float) -> ResidualAdd:
         lin, p = getattr(layer, lin_name), pt[p_in]
@@ -259,10 +260,21 @@ def build_block(
 
     return IntegerBlock(
         s_in, s_mid, s_out, encoders, tables, softmax,
-        add("attn_out", "attn_out_in", s_in), norm(layer.attn_norm, s_mid),
-        add("ffn_contract", "ffn_contract_in", s_mid), norm(layer.ffn_norm, s_out),
+        _derived("add_attn", lambda: add("attn_out", "attn_out_in", s_in)),
+        _derived("norm_attn", lambda: norm(layer.attn_norm, s_mid)),
+        _derived("add_ffn", lambda: add("ffn_contract", "ffn_contract_in", s_mid)),
+        _derived("norm_ffn", lambda: norm(layer.ffn_norm, s_out)),
         spec,
     )
+
+
+def _derived(unit: str, derive: Callable[[], object]) -> object:
+    """``derive()``, a unit's constants; a value its registers cannot hold is refused in one
+    line naming the unit (an :class:`IntegerBlock` field) and the value."""
+    try:
+        return derive()
+    except ValueError as exc:
+        raise ValueError(f"{unit}: {exc}") from None
 
 
 def integer_mode_(qnn: BertEncoder, spec: IntegerSpec | None = None) -> BertEncoder:
@@ -278,10 +290,13 @@ def integer_mode_(qnn: BertEncoder, spec: IntegerSpec | None = None) -> BertEnco
     check_integer_ready(qnn)
     check_spec(spec, qnn.cfg.hidden_size)
     scales = stream_scales(qnn, spec)
-    blocks = [
-        build_block(layer, spec, (scales[2 * i], scales[2 * i + 1], scales[2 * i + 2]))
-        for i, layer in enumerate(qnn.layers)
-    ]
+    blocks = []
+    for i, layer in enumerate(qnn.layers):
+        try:
+            blocks.append(
+                build_block(layer, spec, (scales[2 * i], scales[2 * i + 1], scales[2 * i + 2])))
+        except ValueError as exc:  # one line naming the block and the unit
+            raise ValueError(f"block {i}, {exc}") from None
     for layer, blk in zip(qnn.layers, blocks, strict=True):
         layer.int_block = blk
     qnn.integer = spec

@@ -139,7 +139,7 @@ def _minilm_stats(corpus, sentences, calibration, k_max, out, plot, checkpoint,
     if checkpoint is not None:
         from networks import checkpoint as ckpt
 
-        ckpt.check(checkpoint, model=source.key, k_max=k_max)
+        ckpt.check(checkpoint, model=source.key, k_max=k_max, integer=integer is not None)
     data = load_corpus(corpus)  # a corpus file is read and checked here
     with console.steps("stats", 4) as phase:
         return _measure(source, data, sentences, calibration, k_max, out, plot, checkpoint,

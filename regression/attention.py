@@ -93,7 +93,8 @@ def minilm_sentences(count: int = 8, *, longest: int = 64) -> list[str]:
     check_int("count", count, 1, 1 << 12)
     _, tok = load_minilm()
     return spread_by_length(load_corpus("pydoc-topics").calibration, tok, count,
-                            longest=longest, what="calibration sentences")
+                            longest=longest, what="calibration sentences", name="--sentences",
+                            longest_name="--longest")
 
 
 @functools.lru_cache(maxsize=4)

@@ -130,7 +130,10 @@ def _network(kind: str, job):
 
     p = dict(job.params)
     widths, neurons, (rows, cols), wb = NETWORKS[kind]
-    qnn = random_qnn(widths, T=int(p["T"]), k=int(p["k"]), weight_bits=wb, seed=job.seed)
+    # the family of the sweep's first parameter set (T = 8 runs asym), codes over every level
+    # so that every T and k sends events (a peaked sym network at T = 8, k = 2 sent none)
+    qnn = random_qnn(widths, T=int(p["T"]), k=int(p["k"]), weight_bits=wb, seed=job.seed,
+                     families=(p.get("family", "sym"),) * len(widths), distribution="uniform")
     layers = qnn.integer_layers()
     return qnn, layers, config_for_chain(layers, tile_neurons=neurons, mesh_rows=rows,
                                          mesh_cols=cols)
@@ -184,7 +187,9 @@ def job_config(kind: str, job, manifest: Mapping) -> dict:
 
 
 def plan(point) -> tuple | None:
-    """Once per sweep, at its first ``T`` and parameter set 0: ``(params, seed, stimulus)``."""
+    """Once per sweep, at its first ``T`` and parameter set 0: ``(params, seed, stimulus)``;
+    the set's family."""
     if point.variant or point.index:
         return None
-    return {"T": point.T, "k": point.ks[0]}, point.base_seed * 1000 + point.T, {}
+    return ({"T": point.T, "k": point.ks[0], "family": point.params["family"]},
+            point.base_seed * 1000 + point.T, {})

@@ -108,6 +108,11 @@ def execute_config(
                          failed_in=stage)
     t2 = time.perf_counter()
     report = dict(res.report)
+    if not res.verdict_reached:
+        why = "; ".join(res.reasons) or f"no test ran: {res.tail(15)}"
+        why = why.replace(f"{root}{os.sep}", "").replace(str(root), ".")
+        return JobResult(j, False, {}, f"the bench stopped before its verdict: {why}",
+                         t1 - t0, t2 - t1, failed_in="bench")
     error = ""
     if not res.passed:
         examples = report.get("mismatch_examples") or []

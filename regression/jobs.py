@@ -67,7 +67,8 @@ class JobResult:
     """The outcome of one job: ``passed``, the bench's ``report`` (docs/regress.md), why it
     failed (``error``), the build and run times, and ``failed_in``: where a job that never
     reached the bench's verdict failed (``"generate"``, ``"build"`` or ``"run"``: a tool or
-    a file, not a mismatch), empty otherwise."""
+    a file; ``"bench"``: the bench stopped before its verdict, e.g. a module it imports is
+    missing), empty otherwise. Such a job is an error of the job, never a mismatch."""
 
     job: Job
     passed: bool
@@ -84,9 +85,10 @@ class JobResult:
 
     @property
     def mismatches(self) -> int:
-        """Mismatched events, counters and stream-protocol errors (a failed bench without a
-        report counts one; a job that failed before the bench ran, none)."""
-        return int(self.report.get("mismatches", 0 if self.passed or self.failed_in else 1))
+        """Mismatched events, counters and stream-protocol errors, as the bench's report
+        counts them (a job that failed before the bench's verdict has none: it is an error of
+        the job, ``failed_in``)."""
+        return int(self.report.get("mismatches", 0))
 
     @property
     def counters_rtl(self) -> dict:

@@ -325,6 +325,8 @@ class RunResult:
         The bench's JSON report (empty if the bench wrote none).
     log : Path
         The simulator's log.
+    reasons : list of str
+        Why each failing test failed (``Type: message``, from the results file).
     """
 
     tests: int
@@ -332,10 +334,19 @@ class RunResult:
     failed: list[str] = field(default_factory=list)
     report: dict = field(default_factory=dict)
     log: Path | None = None
+    reasons: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
         return self.tests > 0 and self.failures == 0
+
+    @property
+    def verdict_reached(self) -> bool:
+        """Whether the bench reached its verdict: it passed, or it wrote its report (every
+        bench writes its report before it asserts on what it found). A bench that stopped
+        before (a module it imports is missing, an exception in its own code, a simulator
+        that never ran it) found no mismatch: the job failed, with no verdict."""
+        return self.passed or bool(self.report)
 
     def tail(self, lines: int = 40) -> str:
         """The end of the log, for error messages."""
@@ -344,15 +355,20 @@ class RunResult:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
 
-def _parse_results(path: Path) -> tuple[int, int, list[str]]:
+def _parse_results(path: Path) -> tuple[int, int, list[str], list[str]]:
+    """Tests, failures, the failed tests' names and why each failed (``Type: message``)."""
     if not path.is_file():
-        return 0, 0, []
-    tests, failed = 0, []
+        return 0, 0, [], []
+    tests, failed, why = 0, [], []
     for case in ET.parse(path).getroot().iter("testcase"):
         tests += 1
-        if case.find("failure") is not None or case.find("error") is not None:
+        bad = case.find("failure")
+        bad = bad if bad is not None else case.find("error")
+        if bad is not None:
             failed.append(case.get("name", "?"))
-    return tests, len(failed), failed
+            kind, message = bad.get("type", ""), " ".join(bad.get("message", "").split())
+            why.append(f"{kind}: {message}" if kind else message)
+    return tests, len(failed), failed, why
 
 
 def _runner_args(build_dir: Path, waves: bool, log_file: Path) -> dict:
@@ -426,8 +442,8 @@ def run(
     except (SystemExit, RuntimeError):
         # the runner exits the process on a failing test under pytest; the results say why
         pass
-    tests, failures, failed = _parse_results(results)
+    tests, failures, failed, why = _parse_results(results)
     report = {}
     if report_path.is_file():
         report = json.loads(report_path.read_text())
-    return RunResult(tests, failures, failed, report, log)
+    return RunResult(tests, failures, failed, report, log, why)

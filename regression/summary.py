@@ -8,9 +8,11 @@ from pathlib import Path
 
 from regression import coverage as cov
 from regression.jobs import JobResult
+from toolkit_base.console import Alert
 from toolkit_base.files import write_atomic
 
-__all__ = ["SCHEMA", "SUMMARY_FILE", "format_table", "job_status", "summarize", "write_summary"]
+__all__ = ["SCHEMA", "STATUS_LABEL", "SUMMARY_FILE", "failure_counts", "format_table", "job_line",
+           "job_status", "summarize", "write_summary"]
 
 #: Schema identifier of the summary JSON (docs/regress.md).
 SCHEMA = "matterhorn.regress_summary/1"
@@ -24,6 +26,21 @@ def job_status(r: JobResult) -> str:
     if not r.passed:
         return "fail"
     return "pass" if r.events > 0 else "vacuous"
+
+
+#: The table's and the console's word for each job status.
+STATUS_LABEL = {"pass": "PASS", "fail": "FAIL", "vacuous": "NONE"}
+
+
+def job_line(r: JobResult, detail: str = "") -> str:
+    """A finished job's line on the console: its status word, its name and ``detail``; a job
+    that did not pass is a :class:`toolkit_base.console.Alert` (always shown) and says why."""
+    status = job_status(r)
+    line = f"{STATUS_LABEL[status]} {r.job.name}" + (f" ({detail})" if detail else "")
+    if status == "pass":
+        return line
+    why = r.error[:160] if r.error else "checked no event: this is not a pass"
+    return Alert(f"{line}: {why}")
 
 
 def _row(r: JobResult) -> dict:
@@ -45,7 +62,8 @@ def _row(r: JobResult) -> dict:
         "events": events,
         "mismatches": r.mismatches,
         "resets": int(rep.get("resets", 0)),
-        "counters_equal": bool(golden) and golden == rtl,
+        # None: the bench's module has no counters (the non-linear units), nothing to compare
+        "counters_equal": (golden == rtl) if (golden or rtl) else None,
         "counter_totals_golden": golden,
         "counter_totals_rtl": rtl,
         "build_seconds": round(r.build_seconds, 3),
@@ -55,6 +73,19 @@ def _row(r: JobResult) -> dict:
         "error": r.error,
         "failed_in": r.failed_in,
     }
+
+
+def failure_counts(summary: Mapping) -> str:
+    """What failed, in words: the jobs that failed, those of them that stopped before their
+    bench's verdict (an error of the job: a tool, a file, a missing module) and the
+    mismatches the others found, e.g. ``2 of 12 jobs failed: 2 stopped before the bench's
+    verdict (2 in bench), 0 mismatches``."""
+    line = f"{summary['failed']} of {summary['configurations']} jobs failed"
+    stages = [r["failed_in"] for r in summary["jobs"] if r.get("failed_in")]
+    if stages:
+        where = ", ".join(f"{stages.count(s)} in {s}" for s in dict.fromkeys(stages))
+        line += f": {len(stages)} stopped before the bench's verdict ({where}),"
+    return f"{line} {summary['mismatches']} mismatches"
 
 
 def summarize(results: Sequence[JobResult], wall_seconds: float, parameters: Mapping) -> dict:
@@ -77,6 +108,7 @@ def summarize(results: Sequence[JobResult], wall_seconds: float, parameters: Map
     total_sim = sum(r["sim_seconds"] for r in rows)
     counts = {s: sum(r["status"] == s for r in rows) for s in ("pass", "fail", "vacuous")}
     mismatches = sum(r["mismatches"] for r in rows)
+    counted = [r for r in rows if r["passed"] and r["counters_equal"] is not None]
     if counts["fail"] or mismatches:
         status = "failed"
     elif counts["vacuous"] or not rows:
@@ -94,7 +126,9 @@ def summarize(results: Sequence[JobResult], wall_seconds: float, parameters: Map
         "vectors": sum(r["vectors"] for r in rows),
         "events": total_ev,
         "mismatches": mismatches,
-        "counters_equal": all(r["counters_equal"] for r in rows if r["passed"]),
+        "job_errors": sum(bool(r["failed_in"]) for r in rows),
+        "counters_equal": all(r["counters_equal"] for r in counted),
+        "counters_checked": len(counted),
         "coverage": cov.summary(merged),
         "wall_seconds": round(wall_seconds, 3),
         "events_per_second": round(total_ev / total_sim, 1) if total_sim > 0 else 0.0,
@@ -121,8 +155,8 @@ def format_table(summary: Mapping) -> str:
     lines = [head, "-" * len(head)]
     for r in summary["jobs"]:
         lines.append(
-            f"{r['name']:<44} {_LABEL[r.get('status', 'fail')]:<4} {r['vectors']:>5} "
-            f"{r['events']:>7} {r['mismatches']:>5} {'=' if r['counters_equal'] else '!=':>4} "
+            f"{r['name']:<44} {STATUS_LABEL[r.get('status', 'fail')]:<4} {r['vectors']:>5} "
+            f"{r['events']:>7} {r['mismatches']:>5} {_COUNTERS[r['counters_equal']]:>4} "
             f"{r['build_seconds']:>8.1f} {r['events_per_second']:>8.0f}"
         )
         if r["error"]:
@@ -174,5 +208,5 @@ def _coverage(c: Mapping) -> str:
     return f"coverage {c['percent']}% ({c['covered']}/{c['bins']} bins)"
 
 
-#: The table's word for each job status.
-_LABEL = {"pass": "PASS", "fail": "FAIL", "vacuous": "NONE"}
+#: The table's mark of a job's counters: equal, different, or none to compare.
+_COUNTERS = {True: "=", False: "!=", None: "-"}

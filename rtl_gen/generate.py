@@ -33,7 +33,7 @@ from rtl_gen.layouts import TARGETS
 from rtl_gen.params import RTLConfig, check_config
 from rtl_gen.registry import BLOCKS
 from rtl_gen.sram import MACRO_MODEL, MACRO_NAME
-from toolkit_base.checks import check_out_dir
+from toolkit_base.checks import check_out_writable
 from toolkit_base.files import staging_dir
 
 __all__ = [
@@ -406,7 +406,9 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike, modules=None) -> dic
     from rtl_gen.fusesoc import core_files, owned_files
 
     check_config(config)
-    out = Path(check_out_dir(out_dir))
+    own = {f"{name}.v" for name in MODULES} | {f"{MACRO_NAME}.v", MANIFEST} | owned_files(MODULES)
+    # before the elaboration: a folder where a file goes would fail its move, after the work
+    out = Path(check_out_writable(out_dir, files=sorted(own)))
     texts, manifest = elaborate(config, modules)
     files = {f"{name}.v": text for name, text in texts.items()}
     if config.sram_macro:
@@ -415,7 +417,6 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike, modules=None) -> dic
         files.update(companion_files(config))
     files.update(core_files(config, manifest))
     files[MANIFEST] = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
-    own = {f"{name}.v" for name in MODULES} | {f"{MACRO_NAME}.v", MANIFEST} | owned_files(MODULES)
 
     with staging_dir(out, prefix=".rtl_gen-") as tmp:
         for fname, text in files.items():

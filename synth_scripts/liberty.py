@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from synth_scripts import pdk as pdk_tables
+from toolkit_base.checks import check_file
 
 __all__ = [
     "DEFAULT_INSTALL",
@@ -90,13 +91,12 @@ def resolve(
     ------
     FileNotFoundError
         ``liberty`` does not exist, or ``PDK_ROOT`` is set but holds no sky130 HD library.
+    IsADirectoryError
+        ``liberty`` is a folder.
     """
     env = os.environ if environ is None else environ
     if liberty is not None:
-        path = Path(liberty)
-        if not path.is_file():
-            raise FileNotFoundError(f"liberty file {str(liberty)!r} does not exist")
-        return path
+        return check_file(liberty, "liberty file")
     root = env.get("PDK_ROOT")
     if not root:
         return default_liberty() if default else None

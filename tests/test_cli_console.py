@@ -282,6 +282,20 @@ def test_nested_steps_print_a_tenth_off_a_terminal(capsys, monkeypatch):
         "[synth 53/53] run 53", "[flow 1/1] synth done"]
 
 
+def test_a_failed_step_is_never_thinned_away(capsys, monkeypatch):
+    # before: the flow's regression printed every second of its 12 jobs, so a failed
+    # axi_tile (the 11th) never showed
+    monkeypatch.setattr(console, "is_terminal", lambda: False)
+    with console.steps("flow", 1) as flow:
+        with console.steps("regress", 12) as regress:
+            for i in range(1, 13):
+                regress.advance(console.Alert(f"FAIL job{i}") if i == 11 else f"PASS job{i}")
+        flow.advance("regress done")
+    lines = [re.sub(r", \d+ s\]", "]", x) for x in capsys.readouterr().err.splitlines()]
+    assert lines == [f"[regress {i}/12] PASS job{i}" for i in (2, 4, 6, 8, 10)] + [
+        "[regress 11/12] FAIL job11", "[regress 12/12] PASS job12", "[flow 1/1] regress done"]
+
+
 def test_every_steps_prints_every_nth(capsys, monkeypatch):
     monkeypatch.setattr(console, "is_terminal", lambda: False)
     with console.steps("train", 60, every=25) as bar:

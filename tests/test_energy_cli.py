@@ -274,3 +274,8 @@ def test_borrowed_costs_are_the_papers_and_the_carried_ones(tmp_path):
                            "costs (22 nm, borrowed, not our gates): ")
     assert "E_move_event 3.000 pJ/event/hop" in last
     assert "E_MAC4 " not in last and "E_ACC1 " in last
+    # the plots' title names the same columns (every component, KV-write included)
+    from energy_model.plots import costs_label
+
+    assert costs_label(report) == ("our synthesized unit costs, Move and W-read and KV-write and "
+                                   "Compute at the paper's (borrowed)")

@@ -112,6 +112,32 @@ def test_stats_on_a_checkpoint(run_dir, tmp_path, capsys):
     assert "Fine-tuned at k=1" in (out / "summary.md").read_text()
 
 
+def test_a_run_stopped_after_k0_leaves_a_summary_of_the_new_k0(run_dir, tmp_path,
+                                                                  monkeypatch):
+    # before: stopped while k = 1 trained, after k0 was replaced, the folder's finetune.json
+    # and summary.md still described the old k0
+    import shutil
+
+    from networks import finetune_report
+
+    out = tmp_path / "ft"
+    shutil.copytree(run_dir, out)
+    real, calls = finetune_report.train, []
+
+    def train(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # k = 1, after the new k0 was saved
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(finetune_report, "train", train)
+    short = [x if x != "2" else "1" for x in SHORT]  # k = 0 trains 1 step: not the old k0
+    assert main(["finetune", "--model", "minilm", "--k", "1", *short, "--out", str(out)]) == 130
+    doc = json.loads((out / "finetune.json").read_text())
+    k0 = json.loads((out / "k0" / "finetune.json").read_text())["runs"][0]
+    assert k0["config"]["steps"] == 1 and doc["runs"][0] == k0
+
+
 def test_start_conversion(tmp_path):
     """``--start conversion``: a radius k >= 1 trains ``--steps`` from the conversion, no k0."""
     out = tmp_path / "ft"

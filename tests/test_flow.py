@@ -151,7 +151,8 @@ def test_verdict_block_of_a_compare_stage(tmp_path):
 
     row = {"workload": "random", "shape": "64 x 8, 1-bit weights", "technology": "NanGate 45 nm",
            "k": 1, "gates": {"ttfs": 1.13, "mttfs-k0": 0.805, "mttfs-k1": 0.534,
-                             "mttfs-k2": 0.457}, "model": 0.554, "model_error": 0.0375}
+                             "mttfs-k2": 0.457}, "model": 0.554, "model_energy_error": -0.21,
+           "model_ratio_error": 0.0375}
     compare = {"status": "ok", "verdict": [row], "missing": ["minilm: not installed"],
                "movement_error": {"NanGate 45 nm": [0.2, 1.6]}}
     result = SimpleNamespace(config=SimpleNamespace(k=1), stages={"compare": compare})
@@ -159,7 +160,9 @@ def test_verdict_block_of_a_compare_stage(tmp_path):
     assert lines[0] == ("**Verdict: M-TTFS k=1 against dense INT4, energy per window in our "
                         "gates.**")
     assert ("| random (64 x 8, 1-bit weights) | NanGate 45 nm | 1.13x | 0.805x | **0.534x** | "
-            "0.457x | 0.554x (+4%) |") in lines
+            "0.457x | 0.554x (-21%) |") in lines
+    # the ratio's difference is named as such, not as the model's error
+    assert any("which differs from ours by +4% (random, NanGate 45 nm)" in x for x in lines)
     assert "Not run: minilm: not installed." in lines
     energy = _section_energy({"status": "ok", "runs": {}}, tmp_path, compare)
     assert ("measured the model's movement against our gates' (router netlist, same flits): "
@@ -202,3 +205,20 @@ def test_full_flow_on_defaults(tmp_path, nangate_lib):
     assert block["checked"] > 0 and block["verdict"][0].endswith("(dense, mttfs-k1)")
     assert "0 mismatches" in block["verdict"][0]
     assert (cfg.out_dir / "block" / "block.json").is_file()
+
+
+def test_the_synthesis_section_says_where_each_cost_is_from():
+    # before: E_MAC4 at 22 nm (0.1288) under "Liberty: NangateOpenCellLibrary", beside the
+    # paper's assumed E_move_event, neither marked
+    from matterhorn.report import _section_synth
+
+    stage = {"status": "ok", "liberty": {"library": "NangateOpenCellLibrary",
+                                         "file": "stdcells.lib"},
+             "unit_costs_pJ": {"E_MAC4": 0.1288, "E_move_event": 3.0},
+             "unit_costs_pJ_native": {"E_MAC4": 0.8776, "E_move_event": 3.0},
+             "borrowed": ["E_move_event"]}
+    lines = _section_synth(stage)
+    assert ("| E_MAC4 | 0.8776 | 0.1288 | synthesized here |") in lines
+    assert ("| E_move_event |  | 3 | the paper's (22 nm), borrowed: not made by this flow |"
+            ) in lines
+    assert any("NangateOpenCellLibrary's node (pJ)" in x for x in lines)

@@ -6,6 +6,7 @@ equals the QNN, a checkpoint that loads back bit for bit) and the run must be de
 """
 
 import json
+import os
 
 import pytest
 import torch
@@ -170,8 +171,15 @@ def test_finetuned_qnn_keeps_the_integer_contract(setup, tmp_path):
     assert sl.q_in.shape == (4, 384)
     # a checkpoint loads back bit for bit
     doc = _document("minilm", corpus, 8, len(ev), PTQConfig(), [_run(q0, q1)])
-    folder = checkpoint.save(tuned, doc, tmp_path / "k1")
+    old_umask = os.umask(0o022)
+    try:
+        folder = checkpoint.save(tuned, doc, tmp_path / "k1")
+    finally:
+        os.umask(old_umask)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k1"]  # no staging left behind
+    # the modes the umask gives (before: safetensors wrote the tensors 0600)
+    assert {p.name: p.stat().st_mode & 0o777 for p in folder.iterdir()} == {
+        "checkpoint.safetensors": 0o644, "finetune.json": 0o644}
     loaded, _ = checkpoint.load(folder, model, k=1)
     assert torch.equal(_qnn_embed(loaded, tok, ev, 1), _qnn_embed(tuned, tok, ev, 1))
     with pytest.raises(ValueError, match="fine-tuned at k=1, not k=2"):
@@ -226,7 +234,7 @@ def test_interrupted_save_leaves_no_checkpoint(setup, tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(safetensors.torch, "save_file", boom)
+    monkeypatch.setattr(safetensors.torch, "save", boom)
     positions = {n: 0.01 for n in POSITIONS}
     q["rates"]["positions"] = positions
     doc = _document("minilm", corpus, 8, 4, PTQConfig(), [_run(q, q)])

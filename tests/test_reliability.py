@@ -136,6 +136,10 @@ CASES = [
     ),
     ("finetune --model minilm --k 1 --scale-lr -1 --out out",
      "scale_lr must be a number in [0, 1), not -1.0"),
+    ("attention --longest 8 --out out",
+     ("--longest 8: none of the calibration sentences has at most 8 tokens (the shortest has "
+      "10); give --longest 10 or more")),
+    ("synth --out out --liberty .", "liberty file '.' is a folder, not a file"),
     ("synth --system 0x2 --out out", "mesh_rows must be in 1..16, not 0"),
     ("synth --system 2x17 --out out", "mesh_cols must be in 1..16, not 17"),
     ("prove --out ''", f"{_EMPTY} ''"),
@@ -197,6 +201,11 @@ TOOL_ROWS = [
      ("job `FAIL`, `failed_in` `build`, 0 mismatches, error `build failed: icarus build of "
      "mttfs_encoder failed (exit status 1): ...` (the first error line of `build.log`)"), 1,
      "test_reliability.py::test_build_failure_is_not_a_mismatch"),
+    ("regress", "a bench that cannot start (a module it imports is missing)",
+     ("job `FAIL`, `failed_in` `bench`, 0 mismatches, error `the bench stopped before its "
+      "verdict: ModuleNotFoundError: No module named 'cocotbext'`; the console shows the "
+      "failed job's line however thin its progress lines are"), 1,
+     "test_reliability.py::test_a_bench_that_cannot_start_is_an_error_not_a_mismatch"),
     ("regress", "`--workers 2`, SIGINT to the whole process group",
      ("`interrupted; the run is incomplete`, the last line on stderr after the jobs' progress "
      "lines, no worker's traceback"), 130,
@@ -566,6 +575,33 @@ def test_build_failure_is_not_a_mismatch(tmp_path, monkeypatch, capsys):
                             "x.v:1: error: simulated compile failure")
     assert job["build_seconds"] >= 0 and doc["mismatches"] == 0 and doc["status"] == "failed"
     assert "FAILED BEFORE THE BENCH'S VERDICT: 1 in build" in text
+
+
+def test_a_bench_that_cannot_start_is_an_error_not_a_mismatch(tmp_path, monkeypatch, capsys):
+    # before: a fresh install without cocotbext-axi ran `flow`'s regression to "2 mismatches"
+    # (the AXI benches' import failed inside the simulator; the cause only in results.xml)
+    import json
+
+    from regression.summary import failure_counts
+
+    shadow = tmp_path / "shadow" / "cocotbext"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'cocotbext'\", name='cocotbext')\n")
+    monkeypatch.syspath_prepend(str(shadow.parent))  # the simulator's Python gets sys.path
+    out = tmp_path / "r"
+    code = main(["regress", "--T", "16", "--bench", "axi_tile", "--quick", "--out", str(out)])
+    text = capsys.readouterr().out
+    assert code == 1, text
+    doc = json.loads((out / "regress_summary.json").read_text())
+    (job,) = doc["jobs"]
+    assert (job["status"], job["failed_in"], job["mismatches"]) == ("fail", "bench", 0)
+    assert job["error"] == ("the bench stopped before its verdict: ModuleNotFoundError: No "
+                            "module named 'cocotbext'")
+    assert (doc["mismatches"], doc["job_errors"], doc["status"]) == (0, 1, "failed")
+    assert failure_counts(doc) == ("1 of 1 jobs failed: 1 stopped before the bench's verdict "
+                                   "(1 in bench), 0 mismatches")
+    assert "FAILED BEFORE THE BENCH'S VERDICT: 1 in bench" in text
 
 
 def test_signal_landing_in_the_register_map_compiler_is_delivered_after_it():

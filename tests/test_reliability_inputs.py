@@ -91,6 +91,20 @@ def _both(*setups) -> Callable[[Path], None]:
     return setup
 
 
+def _float_checkpoint(rel: str) -> Callable[[Path], None]:
+    """A checkpoint folder fine-tuned with float non-linearities (no ``integer`` in its
+    document), with a tensor file whose header reads."""
+    def setup(root: Path) -> None:
+        import torch
+        from safetensors.torch import save
+
+        from tests.test_reliability_fuzz import finetune_seed
+
+        _write(f"{rel}/finetune.json", json.dumps(finetune_seed()))(root)
+        _write(f"{rel}/checkpoint.safetensors", save({"a.alpha": torch.ones(1)}))(root)
+    return setup
+
+
 MALFORMED_SYNTH = json.dumps({"schema": "matterhorn.synth_report/2",
                               "unit_costs_pJ": {"E_ACC4": {"value": "x", "unit": "pJ/op"}}})
 NAN_RATES = '{"T": 16, "spike_rate_percent": {"M-TTFS k=1": NaN}}'
@@ -108,6 +122,10 @@ CASES = [
     Case(f"generate --out {RO}", "out", f"output folder '{RO}' cannot be written"),
     Case("generate --out file.txt/o", "out", "'file.txt' is a file, not a folder"),
     Case("generate --out o --lanes 9", "number", "lanes must be in 1..8, not 9"),
+    # before: the move out of the staging folder failed after the elaboration, naming
+    # '.rtl_gen-*/mttfs_tile.v'
+    Case("generate --out o", "out", "output folder 'o' holds a folder 'mttfs_tile.v' where the "
+         "command writes a file", _write("o/mttfs_tile.v/notes.txt", "the user's")),
     Case(f"regress --T 4 --out {RO}", "out", f"output folder '{RO}' cannot be written"),
     Case("regress --T 4 --out o", "out", "output folder 'o' holds a file 'sim' where",
          _write("o/sim", "a file of the user's")),
@@ -156,6 +174,11 @@ CASES = [
          "checkpoint document finetune.json is not valid JSON",
          _both(_write("ckpt/finetune.json", "{not json"),
                _write("ckpt/checkpoint.safetensors", b"\0" * 16))),
+    Case("stats --model minilm --checkpoint file.txt --out o", "file:checkpoint",
+         "checkpoint folder 'file.txt' is a file, not a folder"),
+    Case("stats --model minilm --integer --checkpoint k1 --out o", "file:checkpoint",
+         "checkpoint 'k1' was fine-tuned with float non-linearities; it cannot be measured in "
+         "integer mode (fine-tune with --integer for that)", _float_checkpoint("k1")),
     Case("stats --model minilm --threads 0 --out o", "number", "threads must be at least 1"),
     Case("stats --model gpt --out o", "file:model",
          "--model 'gpt' is neither the shipped model 'minilm' nor an existing model folder"),
@@ -165,6 +188,8 @@ CASES = [
     Case(f"compare --out {RO}/new", "out", f"output folder '{RO}/new' cannot be written: no "
          f"entry can be made in '{RO}'"),
     Case("compare --k -1 --out o", "number", "k must be 0, 1 or 2 (the compared radii), not -1"),
+    Case("compare --liberty lib.d --out o", "file:liberty",
+         "liberty file 'lib.d' is a folder, not a file", _write("lib.d/x.lib", "")),
     Case("compare --liberty bad.lib --out o", "file:liberty", "liberty 'bad.lib' defines no cells",
          _write("bad.lib", "library (x) {\n")),
     Case("compare --slice slice.json --out o", "file:slice",

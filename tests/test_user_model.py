@@ -133,6 +133,11 @@ REFUSALS = [
     ({"file:vocab.txt": None}, ("has no WordPiece vocabulary: tokenizer.json or vocab.txt is "
                                "missing")),
     ({"file:config.json": None}, "has no config.json"),
+    ({"architectures": "BertModel"}, ("config.json's architectures must be a list of class "
+                                      "names such as [\"BertModel\"], not \"BertModel\"")),
+    ({"architectures": 5}, "config.json's architectures must be a list of class names"),
+    ({"num_hidden_layers": 10**9}, ("config.json's num_hidden_layers 1000000000 is beyond what "
+                                    "the toolkit builds (at most 1024)")),
     ({"file:model.safetensors": b"not a safetensors file"}, ("model.safetensors is not a "
                                                             "safetensors file")),
 ]
@@ -245,3 +250,43 @@ def test_compare_and_layer_take_the_folders_width(folder, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2, err
     assert "the layer's 64 outputs need 2 tiles of 48 neurons, the 1x1 mesh has 1 node" in err
+
+
+@pytest.mark.parametrize(("name", "data", "message"), [
+    ("tokenizer_config.json", b"{bad", ("model folder 'bad-model': tokenizer_config.json is not "
+                                        "valid JSON: ")),
+    ("pytorch_model.bin", bytes(range(256)) * 8, (
+        "bad-model/pytorch_model.bin cannot be read as a state dict of tensors (")),
+])
+def test_a_malformed_file_is_named(name, data, message, folder, tmp_path, capsys):
+    # before: a malformed tokenizer_config.json was reported as an unreadable vocab.txt, and a
+    # garbage pytorch_model.bin printed torch's advice to load it with weights_only=False
+    import shutil
+
+    bad = tmp_path / "bad-model"
+    shutil.copytree(folder, bad)
+    if name == "pytorch_model.bin":
+        (bad / "model.safetensors").unlink()
+    (bad / name).write_bytes(data)
+    assert main(["stats", "--model", str(bad), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err  # the progress line of the loading step, then the error
+    last = err.splitlines()[-1]
+    assert last.startswith("matterhorn stats: error: ") and message in last, err
+    assert "weights_only=False" not in err
+
+
+def test_a_folder_without_the_models_extra_names_the_package(folder, tmp_path):
+    # before: exit 70, "internal error: ModuleNotFoundError: No module named 'safetensors'"
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['safetensors'] = None; from matterhorn.cli import main; "
+            f"sys.exit(main(['stats', '--model', {str(folder)!r}, '--out', 'o']))")
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr == ("matterhorn stats: error: the model 'tiny-bert' needs the package "
+                          "safetensors, not installed; install the models extra: pip install -e "
+                          "'.[models]' in the toolkit's environment (./run test installs it)\n")
+    assert not (tmp_path / "o").exists()
+

@@ -1,4 +1,5 @@
-"""Integer parameter checks shared by several packages, each check and message written once.
+"""Parameter checks shared by several packages (integers, seeds, output folders, the files and
+folders a user names), each check and message written once.
 
 The code space checks of the paper (``T`` a power of two up to 256, ``k``, ``I_max``) live in
 :mod:`golden_models.codespace` and build on :func:`check_integer`; the generated RTL supports a
@@ -7,9 +8,14 @@ smaller range of ``T``, and :func:`check_rtl_T` is the one place that says so.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 __all__ = [
     "MAX_RTL_T",
     "MAX_SEED",
+    "check_file",
+    "check_folder",
     "check_int",
     "check_integer",
     "check_out_dir",
@@ -102,6 +108,29 @@ def check_out_dir(path: object, name: str = "output folder") -> str:
     return path  # type: ignore[return-value]
 
 
+def check_file(path: object, what: str) -> Path:
+    """``path`` as a ``Path`` if it names a file, else one line naming it: ``IsADirectoryError``
+    for a folder (``liberty file 'x' is a folder, not a file``), ``FileNotFoundError`` when
+    nothing is there."""
+    p = Path(os.fspath(path))
+    if p.is_dir():
+        raise IsADirectoryError(f"{what} {str(path)!r} is a folder, not a file")
+    if not p.is_file():
+        raise FileNotFoundError(f"{what} {str(path)!r} does not exist")
+    return p
+
+
+def check_folder(path: object, what: str) -> Path:
+    """``path`` as a ``Path`` if it names a folder, else one line naming it:
+    ``NotADirectoryError`` for a file, ``FileNotFoundError`` when nothing is there."""
+    p = Path(os.fspath(path))
+    if p.exists() and not p.is_dir():
+        raise NotADirectoryError(f"{what} {str(path)!r} is a file, not a folder")
+    if not p.is_dir():
+        raise FileNotFoundError(f"{what} {str(path)!r} does not exist")
+    return p
+
+
 def _existing(text: str) -> str:
     """The nearest of ``text`` and its parents that exists (as the user spelled it)."""
     import os
@@ -114,7 +143,7 @@ def _existing(text: str) -> str:
     return text
 
 
-def check_out_writable(path: object, name: str = "output folder", *, subdirs=(),
+def check_out_writable(path: object, name: str = "output folder", *, subdirs=(), files=(),
                        beside: bool = False) -> str:
     """:func:`check_out_dir`, and the command can write there: return ``path`` or raise.
 
@@ -127,13 +156,13 @@ def check_out_writable(path: object, name: str = "output folder", *, subdirs=(),
       folder is made there and removed at once, so read-only folders, read-only file systems
       and immutable folders are all caught;
     - ``subdirs``, the folders the command keeps inside ``path`` (``sim``, ``jobs``, ...), are
-      folders where they exist.
+      folders where they exist; ``files``, the files it writes there, are not.
 
     Raises
     ------
     TypeError, ValueError
         As :func:`check_out_dir`; a part of the way that is a file; a folder of ``subdirs``
-        that is a file.
+        that is a file; a file of ``files`` that is a folder.
     PermissionError
         A folder on the way cannot be written; the message names it and the reason.
     """
@@ -147,6 +176,10 @@ def check_out_writable(path: object, name: str = "output folder", *, subdirs=(),
         if os.path.lexists(inner) and not os.path.isdir(inner):
             raise ValueError(f"{name} {text!r} holds a file {sub!r} where the command keeps its "
                              f"{sub}/ folder; move that file or choose another folder")
+    for file in files:
+        if os.path.isdir(os.path.join(text, file)):
+            raise ValueError(f"{name} {text!r} holds a folder {file!r} where the command writes "
+                             "a file; move that folder or choose another folder")
     places = [_existing(text)]
     if beside and places[0] == text:  # it exists: the staging folder goes beside it
         places.append(_existing(os.path.dirname(text.rstrip(os.sep)) or "."))

@@ -98,6 +98,11 @@ def _write_err(text: str) -> None:
 NESTED_LINES = 10
 
 
+class Alert(str):
+    """A step's message that is always shown: off a terminal, :class:`Steps` thins its lines
+    to a tenth of the steps; a failed step's line is never thinned away."""
+
+
 class Steps:
     """Progress of ``total`` steps of one piece of work, on standard error.
 
@@ -163,7 +168,7 @@ class Steps:
                 self._bar.set_postfix_str(message[:60], refresh=False)
             self._bar.update(n)
             return
-        if self.done % self.every and self.done != self.total:
+        if self.done % self.every and self.done != self.total and not isinstance(message, Alert):
             return
         of = f"/{self.total}" if self.total else ""
         elapsed = time.monotonic() - self.t0

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 
 class ToolNotFoundError(RuntimeError):
-    """An external tool the command needs is not installed."""
+    """An external tool or package the command needs is not installed; the message names it
+    and how to install it."""
 
 
 class ToolError(RuntimeError):

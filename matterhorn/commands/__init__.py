@@ -25,9 +25,9 @@ def check_liberty(path) -> str:
     from pathlib import Path
 
     from synth_scripts import liberty
+    from toolkit_base.checks import check_file
 
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"liberty file {str(path)!r} does not exist")
+    check_file(path, "liberty file")
     with tempfile.TemporaryDirectory(prefix="matterhorn-liberty-") as tmp:
         liberty.prepare(Path(path), Path(tmp))
     return path

@@ -62,44 +62,34 @@ def run(args: argparse.Namespace) -> int:
     sims = unique(args.sim or ("icarus", "verilator"))
     for name in sims:
         sim.ensure_simulator(name)
+    from matterhorn import attention_report as report
+    from toolkit_base import console
+
+    report.retract(args.out)  # an interrupted run leaves no earlier run's report
     import torch
 
     torch.set_num_threads(1)
-    case = minilm_case(args.sentences, k=args.k, longest=args.longest)
-    lengths = [int(q.shape[0]) for q, *_ in case.sequences]
-    print(f"MiniLM block 0 attention: {heads} heads x {head_dim}, {len(lengths)} sentences of "
-          f"{min(lengths)} to {max(lengths)} tokens, k={args.k}, design seq_max={args.seq_max}")
-    ok = True
-    for name in sims:
-        r = run_attention(cfg, case, name, out_dir=args.out)
-        res, f = r.result, r.figures
-        if res.failed_in:
-            print(f"{name}: FAIL in {res.failed_in}, before the bench's verdict: {res.error}")
-            ok = False
-            continue
-        status = "PASS" if res.passed else f"FAIL: {res.error}"
-        print(f"{name}: {status}; {f['tokens']} tokens, {f['cycles']} cycles, "
-              f"{f['cycles_per_token']} cycles/token, {f['tokens_per_second']} tokens/s, "
-              f"{res.mismatches} mismatches, build {res.build_seconds:.1f} s, run "
-              f"{res.run_seconds:.1f} s")
-        ok = ok and res.passed
-        if res.passed:
-            _table(f)
-    return 0 if ok else 1
+    runs = {}
+    with console.steps("attention", 1 + len(sims)) as steps:
+        steps.start(f"converting MiniLM and picking {args.sentences} sentences (k={args.k})")
+        case = minilm_case(args.sentences, k=args.k, longest=args.longest)
+        lengths = [int(q.shape[0]) for q, *_ in case.sequences]
+        steps.advance(f"{len(lengths)} sentences of {min(lengths)} to {max(lengths)} tokens")
+        for name in sims:
+            steps.start(f"{name}: generating, building and running the attention path")
+            runs[name] = r = run_attention(cfg, case, name, out_dir=args.out)
+            line = report.result_line(name, r.result, r.figures)
+            steps.advance(line if r.passed else console.Alert(line))
+    doc = report.document({"heads": heads, "head_dim": head_dim, "seq_max": args.seq_max,
+                           "T": cfg.T}, args.k, lengths, runs)
+    path = report.write(doc, args.out)
+    console.out(f"MiniLM block 0 attention: {heads} heads x {head_dim}, {len(lengths)} "
+                f"sentences of {min(lengths)} to {max(lengths)} tokens, k={args.k}, design "
+                f"seq_max={args.seq_max}")
+    for name, r in runs.items():
+        console.out(report.result_line(name, r.result, r.figures))
+    console.detail(report.markdown(doc))
+    console.out(f"report: {path}")
+    return 0 if doc["passed"] else 1
 
 
-def _table(f: dict) -> None:
-    """Events per token, per position and head: the design's counters and the golden model's;
-    then the key and value writes of each sequence."""
-    from toolkit_base.tables import markdown_table
-
-    heads = len(f["events_per_token"]["query"])
-    rows = []
-    for pos in ("query", "attn_prob", "attn_out_in"):
-        rows.append([f"{pos} (design)", *map(str, f["events_per_token"][pos])])
-        rows.append([f"{pos} (golden)", *map(str, f["golden_events_per_token"][pos])])
-    print("\n".join(markdown_table(["events per token", *(f"h{h}" for h in range(heads))], rows)))
-    print("\n".join(markdown_table(
-        ["sequence", "tokens", "key writes", "value writes"],
-        [[str(i), str(s["tokens"]), str(s["key_writes"]), str(s["value_writes"])]
-         for i, s in enumerate(f["sequences"])])))

@@ -1,12 +1,12 @@
-"""``matterhorn flow``: generate, regress, measure, synthesize, estimate energy and compare in
-one go; the verdict first."""
+"""``matterhorn flow``: generate, regress, measure, synthesize, estimate energy, compare and run
+a block in one go; the verdict first."""
 
 from __future__ import annotations
 
 import argparse
 
-HELP = ("the whole flow (generate, regress, stats, synth, energy, compare) into one report "
-        "folder; prints the verdict")
+HELP = ("the whole flow, every stage from generate to block, into one report folder; prints "
+        "the verdict")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -6,9 +6,22 @@ import argparse
 import sys
 
 from matterhorn.commands import mesh_arg
+from rtl_gen.params import RTLConfig
 from rtl_gen.registry import BLOCKS
 
 HELP = "elaborate the Amaranth RTL to Verilog (one file per top-level block) + manifest.json"
+
+#: The units' sizes: option, RTLConfig field (its default is the option's), meaning.
+UNIT_OPTIONS = (
+    ("--seq-len", "seq_len", "longest softmax row (keys), 2..4096"),
+    ("--head-dim", "head_dim", "d_k: products in a raw attention score"),
+    ("--score-bits", "score_bits", "signed width of the raw scores (default: their range's)"),
+    ("--hidden", "hidden", "the add + LayerNorm row (the model's hidden size), 2..4096"),
+    ("--ffn-dim", "ffn_dim", "FFN width: the fan-in of the sums the add takes"),
+    ("--residual-bits", "residual_bits", "signed width of the residual stream, 4..24"),
+    ("--guard-bits", "guard_bits", "guard bits of the residual sum, 0..12"),
+    ("--exp-frac-bits", "exp_frac_bits", "fraction bits of the softmax exponent, 1..12"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="address bits of the AXI wrappers' AXI4-Lite slave")
     parser.add_argument("--axis-width", type=int, default=32, metavar="BITS",
                         help="TDATA bits of the AXI wrappers' AXI4-Stream ports: 8, 16, 32, 64")
+    units = parser.add_argument_group(
+        "the non-linear units (mttfs_softmax, mttfs_add_norm; docs/rtl_units.md)")
+    for option, field, meaning in UNIT_OPTIONS:
+        units.add_argument(option, type=int, default=getattr(RTLConfig, field), dest=field,
+                           help=meaning)
     parser.add_argument("--module", action="append", metavar="NAME",
                         choices=tuple(b.module for b in BLOCKS),
                         help="only this module and what its Verilog needs (repeatable; "
@@ -44,7 +62,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rtl_gen.generate import generate, lint
-    from rtl_gen.params import RTLConfig
     from toolkit_base import console
     from toolkit_base.checks import check_out_writable
     from toolkit_base.toolchain import require
@@ -62,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         weight_bits=args.weight_bits, n_in=args.n_in, tile_neurons=args.tile_neurons,
         lanes=args.lanes, mesh_rows=args.mesh[0], mesh_cols=args.mesh[1],
         sram_macro=args.sram_macro, axil_addr_width=args.axil_addr_width,
-        axis_width=args.axis_width,
+        axis_width=args.axis_width, **{field: getattr(args, field) for _, field, _ in UNIT_OPTIONS},
     )
     check_out_writable(args.out)  # staged in .rtl_gen-* inside it
     manifest = generate(config, args.out, args.module)

@@ -66,13 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from regression import BENCHES, format_table, run_regression
-    from regression.summary import job_status
+    from regression.summary import job_line
     from toolkit_base import console
-
-    def progress(result) -> str:
-        """The step's line (console progress): the job's state and name."""
-        state = {"pass": "PASS", "fail": "FAIL", "vacuous": "NONE"}[job_status(result)]
-        return f"{state} {result.job.name}"
 
     summary = run_regression(
         T=args.T,
@@ -84,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         out_dir=args.out,
         benches=tuple(args.bench or BENCHES),
         quick=args.quick,
-        progress=progress,
+        progress=job_line,
         scheduler=args.scheduler,
     )
     if args.json:

@@ -36,6 +36,7 @@ __all__ = ["SCHEMAS", "field_path", "schema", "validate"]
 
 #: The schema names (files ``<name>.json`` in this package).
 SCHEMAS = (
+    "attention",
     "block",
     "block_placement",
     "compare",
