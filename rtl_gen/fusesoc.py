@@ -64,7 +64,7 @@ def owned_files(modules) -> set[str]:
     names = set()
     for m in modules:
         names |= {f"{m}.core", f"tb_{m}.v", f"{m}.h", f"{m}_regs.md", f"{m}.vlt",
-                  SYNTH_SCRIPT.format(module=m)}
+                  f"{m}_driver.h", f"{m}_driver.c", SYNTH_SCRIPT.format(module=m)}
     return names | {"mttfs_axi.rdl"}
 
 
@@ -101,7 +101,9 @@ def _core(module: str, entry: dict, config: RTLConfig, lint_flags: list[str],
             "    files:\n",
             f"      - {files[0]}: {{file_type: cSource, is_include_file: true}}\n",
             f"      - {files[1]}: {{file_type: user}}\n",
-            f"      - {files[2]}: {{file_type: systemRDLSource}}\n",
+            f"      - {files[2]}: {{file_type: systemRDL}}\n",
+            *(f"      - {f}: {{file_type: cSource{', is_include_file: true' * f.endswith('.h')}}}\n"
+              for f in files[3:]),
         ]
     text += [
         "  tb:\n",
@@ -272,16 +274,18 @@ def core_files(config: RTLConfig, manifest: dict) -> dict[str, str]:
     flags = [f for f in manifest["lint"]["flags"] if f != "--lint-only"]
     files = {}
     kinds = {v: k for k, v in KINDS.items()}
+    prefix = manifest.get("prefix", "")
     for module, entry in manifest["modules"].items():
         if "file" not in entry:
             continue
+        base = module[len(prefix):]
         extra = [f"-Wno-{w['warning']}" for w in entry.get("lint_waivers", ())]
         params = ", ".join(f"{k}={v}" for k, v in config.as_dict().items())
-        what = DESCRIPTIONS.get(module, module)
+        what = DESCRIPTIONS.get(base, base)
         files[f"{module}.core"] = _core(module, entry, config, flags + extra,
                                         f"{what} ({params})")
         files[f"{module}.vlt"] = _waivers(module, entry, flags + extra)
-        regmap = register_map(kinds[module], config) if module in kinds else None
+        regmap = register_map(kinds[base], config) if base in kinds else None
         files[f"tb_{module}.v"] = _tb(module, entry, regmap)
         files[SYNTH_SCRIPT.format(module=module)] = _SYNTH_TCL.format(module=module)
     return files

@@ -44,14 +44,18 @@ __all__ = [
     "MODULES",
     "SCHEMA",
     "build_manifest",
+    "check_prefix",
     "collapse_zero_init",
     "components",
     "start_up_trigger",
     "elaborate",
     "generate",
     "lint",
+    "manifest_name",
     "port_list",
+    "prefix_modules",
     "to_verilog",
+    "with_prefix",
 ]
 
 SCHEMA = "matterhorn.rtl_manifest/1"
@@ -411,7 +415,82 @@ def elaborate(config: RTLConfig, modules=None) -> tuple[dict[str, str], dict[str
     return texts, build_manifest(config, comps, texts)
 
 
-def generate(config: RTLConfig, out_dir: str | os.PathLike, modules=None) -> dict[str, object]:
+#: A module prefix: the start of a Verilog and of a C identifier.
+_PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: A module declaration of Yosys's Verilog: ``module name(`` or ``module \\top.sub (``.
+_MODULE = re.compile(r"^module (\\\S+|[A-Za-z_][\w$]*)", re.MULTILINE)
+
+
+def check_prefix(prefix: object) -> str:
+    """``prefix`` if it can start every module, file and C name of a generated set: empty, or
+    letters, digits and ``_`` not starting with a digit; else ``TypeError``/``ValueError``."""
+    if not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a string, not {prefix!r}")
+    if prefix and not _PREFIX.fullmatch(prefix):
+        raise ValueError(f"prefix must be letters, digits and _ not starting with a digit (a "
+                         f"Verilog and C identifier's start), not {prefix!r}")
+    return prefix
+
+
+def manifest_name(prefix: str = "") -> str:
+    """The manifest's file name: ``manifest.json``, or ``<prefix>manifest.json``."""
+    return f"{check_prefix(prefix)}{MANIFEST}"
+
+
+def prefix_modules(texts: dict[str, str], prefix: str) -> dict[str, str]:
+    """The Verilog ``texts`` (file -> text) with every module they declare renamed
+    ``<prefix><name>`` (``\\<prefix><top>.<sub>`` for Amaranth's submodules), at its
+    declaration and at every instance of it in any of the texts, so two configurations'
+    files can be read in one tool run. Nothing else changes."""
+    check_prefix(prefix)
+    names = {m[1] for text in texts.values() for m in _MODULE.finditer(text)}
+    if not prefix or not names:
+        return dict(texts)
+    alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    # a declaration, or an instance: a line that starts with the module's name
+    use = re.compile(rf"^(module |[ \t]+)({alt})(?=[\s(])", re.MULTILINE)
+
+    def rename(m: re.Match) -> str:
+        name = m[2]
+        return m[1] + (f"\\{prefix}{name[1:]}" if name.startswith("\\") else prefix + name)
+
+    return {f: use.sub(rename, text) for f, text in texts.items()}
+
+
+def with_prefix(manifest: dict[str, object], prefix: str,
+                texts: dict[str, str]) -> dict[str, object]:
+    """The manifest of a set whose modules and files carry ``prefix``: module keys, files,
+    ``depends`` and the AXI files renamed, each file's sha256 of its renamed text (``texts``:
+    file -> text after :func:`prefix_modules`), and ``prefix`` recorded."""
+    out = dict(manifest)
+    modules = {}
+    for name, entry in manifest["modules"].items():
+        entry = dict(entry)
+        if "file" in entry:
+            entry["file"] = prefix + entry["file"]
+            entry["sha256"] = hashlib.sha256(texts[entry["file"]].encode()).hexdigest()
+        if "depends" in entry:
+            entry["depends"] = [prefix + f for f in entry["depends"]]
+        if "axi" in entry:
+            axi = dict(entry["axi"])
+            lite = dict(axi["s_axil"])
+            lite["register_map"] = prefix + lite["register_map"]
+            lite["files"] = [f if f.endswith(".rdl") else prefix + f for f in lite["files"]]
+            axi["s_axil"] = lite
+            entry["axi"] = axi
+        modules[prefix + name] = entry
+    out["modules"] = modules
+    if "sram_macro_model" in manifest:
+        macro = dict(manifest["sram_macro_model"])
+        macro["file"] = prefix + macro["file"]
+        macro["sha256"] = hashlib.sha256(texts[macro["file"]].encode()).hexdigest()
+        out["sram_macro_model"] = macro
+    out["prefix"] = prefix
+    return out
+
+
+def generate(config: RTLConfig, out_dir: str | os.PathLike, modules=None, *,
+             prefix: str = "") -> dict[str, object]:
     """Write ``<module>.v`` for each top-level block and ``manifest.json`` into ``out_dir``.
 
     Parameters
@@ -423,6 +502,10 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike, modules=None) -> dic
     modules : iterable of str, optional
         Only these top-level modules and the ones their Verilog needs (:func:`components`);
         the manifest lists what was generated. Every registered block by default.
+    prefix : str
+        Put before every module name and every file name (``manifest.json`` too), so sets of
+        several configurations live in one design and one folder (:func:`prefix_modules`);
+        empty by default: the registry's names.
 
     Returns
     -------
@@ -438,16 +521,21 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike, modules=None) -> dic
     from rtl_gen.fusesoc import core_files, owned_files
 
     check_config(config)
+    check_prefix(prefix)
     out = Path(check_out_dir(out_dir))
     texts, manifest = elaborate(config, modules)
     files = {f"{name}.v": text for name, text in texts.items()}
     if config.sram_macro:
         files[f"{MACRO_NAME}.v"] = MACRO_MODEL
+    files = {prefix + f: text for f, text in prefix_modules(files, prefix).items()}
+    manifest = with_prefix(manifest, prefix, files)
     if any("axi" in entry for entry in manifest["modules"].values()):  # the AXI wrappers'
-        files.update(companion_files(config))
+        files.update(companion_files(config, prefix))
     files.update(core_files(config, manifest))
-    files[MANIFEST] = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
-    own = {f"{name}.v" for name in MODULES} | {f"{MACRO_NAME}.v", MANIFEST} | owned_files(MODULES)
+    name = manifest_name(prefix)
+    files[name] = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
+    mods = [prefix + m for m in MODULES]
+    own = {f"{m}.v" for m in mods} | {f"{prefix}{MACRO_NAME}.v", name} | owned_files(mods)
 
     with staging_dir(out, prefix=".rtl_gen-") as tmp:
         for fname, text in files.items():
@@ -457,7 +545,7 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike, modules=None) -> dic
             if stale.is_file():
                 stale.unlink()
         # the manifest goes last: its presence says the Verilog next to it is complete
-        for fname in sorted(files, key=lambda f: f == MANIFEST):
+        for fname in sorted(files, key=lambda f: f == name):
             os.replace(tmp / fname, out / fname)
     return manifest
 
