@@ -35,7 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["DOMAIN", "OPSET", "export_qonnx", "point_output", "weight_output"]
+__all__ = ["DOMAIN", "OPSET", "SCHEMA", "compare_execution", "export_model", "export_qonnx",
+           "point_output", "run_golden", "weight_output"]
 
 #: The domain of QONNX's custom operators.
 DOMAIN = "qonnx.custom_op.general"
@@ -224,3 +225,111 @@ def export_qonnx(qnn, path: str | os.PathLike, seq_len: int, *,
     path = Path(path)
     write_atomic(path, model.SerializeToString())
     return path
+
+
+def run_golden(qnn, input_ids):
+    """The golden QNN on one sentence: every position's codes ``{(block, name): q}`` (after
+    the mask, as the consumer sees them), every position's float input divided by its scale
+    (``x / alpha``, where a code's rounding is decided) and the last hidden state."""
+    import torch
+
+    codes, levels = {}, {}
+
+    def observe(point, x):
+        if point.smooth is not None:
+            x = x / point.smooth.to(x.dtype)
+        levels[(point.block, point.name)] = (x / point.alpha).detach().clone()
+
+    def emit(point, q):
+        q_out = type(point).emit(point, q)
+        codes[(point.block, point.name)] = q_out.clone()
+        return q_out
+
+    saved = [(p, p.observer, p.emit) for p in qnn.points()]
+    try:
+        for p in qnn.points():
+            p.observer = observe
+            p.emit = (lambda q, p=p: emit(p, q))
+        with torch.no_grad():
+            hidden = qnn(input_ids)
+    finally:
+        for p, observer, _ in saved:
+            p.observer = observer
+            del p.emit
+    return codes, levels, hidden
+
+
+def compare_execution(qnn, path: str | os.PathLike, input_ids) -> dict:
+    """Execute the QONNX model at ``path`` in ``qonnx`` (its shapes inferred first, as a FINN
+    flow does) on ``input_ids`` ``[1, S]`` and compare it with the golden QNN: every code of
+    every position, and the last hidden state.
+
+    Returns ``{"codes", "codes_equal", "codes_differ", "differ_at_edge", "hidden_max_abs_diff"}``:
+    a code that differs counts as at an edge when the golden ``x / alpha`` lies within
+    ``1e-4`` of a rounding edge (``n + 1/2``), where float32 and float64 may round apart.
+    """
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.core.onnx_exec import execute_onnx
+    from qonnx.transformation.infer_shapes import InferShapes
+
+    codes, levels, hidden = run_golden(qnn, input_ids)
+    model = ModelWrapper(str(path)).transform(InferShapes())
+    ctx = execute_onnx(model, {"input_ids": input_ids.numpy().astype(np.int64)},
+                       return_full_exec_context=True)
+    total = differ = edge = 0
+    for (b, name), q in codes.items():
+        alpha = qnn.layers[b].points[name].alpha
+        got = np.round(ctx[point_output(b, name)].astype(np.float64) / alpha).astype(np.int64)
+        want = q.numpy()
+        bad = got != want
+        total += want.size
+        differ += int(bad.sum())
+        level = levels[(b, name)].numpy()
+        edge += int((bad & (np.abs(level - np.floor(level) - 0.5) < 1e-4)).sum())
+    diff = np.abs(ctx["last_hidden_state"].astype(np.float64) - hidden.numpy())
+    return {"codes": total, "codes_equal": total - differ, "codes_differ": differ,
+            "differ_at_edge": edge, "hidden_max_abs_diff": float(diff.max())}
+
+
+#: The schema id of ``qonnx.json``.
+SCHEMA = "matterhorn.qonnx_export/1"
+
+
+def export_model(model: str, out: str | os.PathLike, *, calibration: int = 32,
+                 corpus: str = "pydoc-topics", check: bool = True) -> dict:
+    """``matterhorn qonnx``: the post-training QNN of ``model`` (``minilm`` or a folder),
+    calibrated on ``calibration`` sentences, written as ``qnn.onnx`` in ``out`` at the length
+    of the corpus's first evaluation sentence, and ``qonnx.json`` saying what was written and,
+    with ``check`` (``qonnx`` installed), how its QONNX execution compares with the golden
+    QNN on that sentence. Returns the document."""
+    import json
+
+    from networks.corpus import load_corpus
+    from networks.hf_folder import load_model, resolve_model
+    from networks.ptq import PTQConfig, convert
+    from toolkit_base.checks import check_int, check_out_writable
+    from toolkit_base.files import write_atomic
+
+    source = resolve_model(model)
+    check_int("calibration", calibration, 1, 100_000)
+    check_out_writable(out)
+    data = load_corpus(corpus)
+    float_model, tok = load_model(source)
+    qnn = convert(float_model, tok, data.calibration[:calibration], PTQConfig())
+    ids, _ = tok([data.evaluation[0]])
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = export_qonnx(qnn, out / "qnn.onnx", ids.shape[1], name=source.name)
+    doc = {
+        "schema": SCHEMA,
+        "model": source.name,
+        "file": path.name,
+        "seq_len": int(ids.shape[1]),
+        "blocks": len(qnn.layers),
+        "quant_nodes": sum(1 for _ in qnn.points()) + 6 * len(qnn.layers),
+        "rounding": "HALF_UP (the golden QNN: floor(x + 1/2); equal but at negative exact halves)",
+        "calibration_sentences": min(calibration, len(data.calibration)),
+        "check": compare_execution(qnn, path, ids) if check else None,
+    }
+    write_atomic(out / "qonnx.json", json.dumps(doc, indent=2) + "\n")
+    return doc

@@ -177,6 +177,10 @@ def test_stats_on_a_relative(family, folders, tmp_path, capsys):
     assert code == 0, console
     doc = json.loads((out / "stats.json").read_text())
     assert doc["model"] == f"tiny-{family}" and len(doc["blocks"]) == 2
+    from toolkit_base.schemas import validate
+
+    validate(doc, "minilm_stats", "stats.json")
+    validate(json.loads((out / "rates.json").read_text()), "minilm_rates", "rates.json")
     assert doc["quality"]["k=0"]["bit_exact_qnn"] is True
 
 
