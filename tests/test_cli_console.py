@@ -370,3 +370,19 @@ def test_licence_is_the_one_the_readme_names():
 def test_commands_listed():
     assert set(_subparsers()) == set(COMMANDS)
     assert sys.modules.get("matterhorn.commands.demo") is not None
+
+
+@pytest.mark.parametrize("argv", [["-q", "demo"], ["demo", "-q"], ["--quiet", "demo"]])
+def test_console_flags_before_or_after_the_subcommand(argv, capsys):
+    """``matterhorn -q demo`` is ``matterhorn demo -q``: nothing printed, the same exit."""
+    small = ["--batch", "8", "--n-in", "8", "--n-out", "4"]
+    assert main([*argv, *small]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["demo", *small]) == 0
+    assert capsys.readouterr().out != ""
+
+
+def test_quiet_and_verbose_on_both_sides_is_one_line(capsys):
+    assert main(["-q", "demo", "-v"]) == 2
+    err = capsys.readouterr().err
+    assert err == "matterhorn demo: error: -q/--quiet and -v/--verbose cannot be given together\n"
