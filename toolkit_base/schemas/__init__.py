@@ -36,6 +36,7 @@ __all__ = ["SCHEMAS", "field_path", "schema", "validate"]
 SCHEMAS = (
     "block",
     "block_placement",
+    "build",
     "compare",
     "energy_report",
     "finetune",
