@@ -29,7 +29,7 @@ import json
 from rtl_gen.params import RTLConfig, check_config
 
 __all__ = ["GENERATOR_PARAMETERS", "LIBRARY", "SYNTH_SCRIPT", "config_tag", "core_files",
-           "generated_core", "owned_files", "run_generator", "vlnv"]
+           "generated_core", "owned_files", "run_generator", "version", "vlnv"]
 
 #: The vendor and library parts of every VLNV.
 LIBRARY = "matterhorn:mttfs"
@@ -46,11 +46,13 @@ TARGETS = {
 TB_TIMEOUT_NS = 100_000
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+def version() -> str:
+    """The toolkit's version (the cores' and the IP-XACT component's)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
 
     try:
-        return version("matterhorn-toolkit")
+        return installed("matterhorn-toolkit")
     except PackageNotFoundError:  # a source tree that was never installed
         return "0.0.0"
 
@@ -70,7 +72,7 @@ def config_tag(module: str, manifest: dict) -> str:
 
 def vlnv(module: str, manifest: dict) -> str:
     """The VLNV of ``module``'s core in the set ``manifest`` describes."""
-    return f"{LIBRARY}:{module}_{config_tag(module, manifest)}:{_version()}"
+    return f"{LIBRARY}:{module}_{config_tag(module, manifest)}:{version()}"
 
 
 def owned_files(modules) -> set[str]:
@@ -78,7 +80,8 @@ def owned_files(modules) -> set[str]:
     names = set()
     for m in modules:
         names |= {f"{m}.core", f"tb_{m}.v", f"{m}.h", f"{m}_regs.md", f"{m}.vlt",
-                  f"{m}_driver.h", f"{m}_driver.c", SYNTH_SCRIPT.format(module=m)}
+                  f"{m}_driver.h", f"{m}_driver.c", f"{m}_amba.v", f"{m}.xml",
+                  SYNTH_SCRIPT.format(module=m)}
     return names | {"mttfs_axi.rdl"}
 
 
@@ -104,6 +107,8 @@ def _core(module: str, manifest: dict, lint_flags: list[str], description: str) 
         # the lint waivers travel with the core: a user's Verilator run of a design that
         # instantiates it reads them for this module's file only
         f"      - {module}.vlt: {{file_type: vlt}}\n",
+        # the shell under AMBA's names (aclk, aresetn), docs/rtl_axi.md
+        *([f"      - {module}_amba.v\n"] if axi else []),
         "    file_type: verilogSource\n",
     ]
     if deps:
@@ -116,6 +121,7 @@ def _core(module: str, manifest: dict, lint_flags: list[str], description: str) 
             f"      - {files[0]}: {{file_type: cSource, is_include_file: true}}\n",
             f"      - {files[1]}: {{file_type: user}}\n",
             f"      - {files[2]}: {{file_type: systemRDL}}\n",
+            f"      - {module}.xml: {{file_type: user}}\n",
             *(f"      - {f}: {{file_type: cSource{', is_include_file: true' * f.endswith('.h')}}}\n"
               for f in files[3:]),
         ]

@@ -517,8 +517,9 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike, modules=None, *,
     TypeError, ValueError
         Bad arguments, before anything is written.
     """
+    from rtl_gen.amba import amba_files
     from rtl_gen.axi import companion_files
-    from rtl_gen.fusesoc import core_files, owned_files
+    from rtl_gen.fusesoc import core_files, owned_files, version
 
     check_config(config)
     check_prefix(prefix)
@@ -531,6 +532,7 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike, modules=None, *,
     manifest = with_prefix(manifest, prefix, files)
     if any("axi" in entry for entry in manifest["modules"].values()):  # the AXI wrappers'
         files.update(companion_files(config, prefix))
+        files.update(amba_files(config, manifest, version()))
     files.update(core_files(config, manifest))
     name = manifest_name(prefix)
     files[name] = json.dumps(manifest, indent=2, sort_keys=False) + "\n"

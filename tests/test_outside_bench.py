@@ -15,7 +15,7 @@ from rtl_gen.generate import generate
 HERE = Path(__file__).resolve().parent
 
 
-def _bench_data(config, qnn, layer, path: Path, windows: int = 4) -> None:
+def _bench_data(config, qnn, layer, path: Path, amba: bool = False, windows: int = 4) -> None:
     from golden_models import encode_events
     from rtl_gen.tile import load_beats
 
@@ -27,15 +27,19 @@ def _bench_data(config, qnn, layer, path: Path, windows: int = 4) -> None:
                     "out": list(zip(res.out_index.tolist(), res.out_time.tolist(), strict=True)),
                     "counters": {k: int(v) for k, v in res.counters.as_dict().items()}})
     path.write_text(json.dumps({
-        "seed": 1, "T": config.T, "k": config.k,
+        "seed": 1, "T": config.T, "k": config.k, "amba": amba,
         "load_words": -(-config.load_data_width // 32),
         "beats": [list(map(int, b)) for b in load_beats(config, layer)],
         "in_addr_width": config.in_addr_width, "out_addr_width": config.out_addr_width,
         "axis_width": config.axis_width, "windows": out}))
 
 
-@pytest.mark.parametrize("sim", ["icarus", "verilator"])
-def test_outside_bench_with_the_runners_defaults(sim, tmp_path, monkeypatch):
+@pytest.mark.parametrize(("sim", "amba"), [("icarus", False), ("verilator", False),
+                                         ("icarus", True)],
+                         ids=["icarus", "verilator", "icarus-amba"])
+def test_outside_bench_with_the_runners_defaults(sim, amba, tmp_path, monkeypatch):
+    """The bench on the wrapper, and (``amba``) on its AMBA shell ``mttfs_axi_tile_amba``:
+    ``aclk``, active-low ``aresetn``, cocotbext-axi's default ``s_axil_awaddr`` names."""
     from cocotb_tools.runner import get_runner
 
     from golden_models.qnn import random_qnn
@@ -50,15 +54,16 @@ def test_outside_bench_with_the_runners_defaults(sim, tmp_path, monkeypatch):
     config = config_for_chain(layers, tile_neurons=6, mesh_rows=1, mesh_cols=1)
     rtl = tmp_path / "rtl"
     generate(config, rtl, ["mttfs_axi_tile"])
-    _bench_data(config, qnn, layers[0], tmp_path / "bench.json")
-    sources = [rtl / "mttfs_tile.v", rtl / "mttfs_axi_tile.v"]
+    _bench_data(config, qnn, layers[0], tmp_path / "bench.json", amba)
+    top = "mttfs_axi_tile_amba" if amba else "mttfs_axi_tile"
+    sources = [rtl / "mttfs_tile.v", rtl / "mttfs_axi_tile.v", *([rtl / f"{top}.v"] * amba)]
     if sim == "verilator":  # the waivers that travel with the cores (docs/fusesoc.md)
         sources = [rtl / "mttfs_tile.vlt", rtl / "mttfs_axi_tile.vlt", *sources]
     runner = get_runner(sim)
-    runner.build(sources=sources, hdl_toplevel="mttfs_axi_tile", build_dir=tmp_path / "b",
+    runner.build(sources=sources, hdl_toplevel=top, build_dir=tmp_path / "b",
                  timescale=("1ns", "1ps"))
     monkeypatch.syspath_prepend(str(HERE / "outside"))
-    results = runner.test(hdl_toplevel="mttfs_axi_tile", test_module="tb_outside_axi",
+    results = runner.test(hdl_toplevel=top, test_module="tb_outside_axi",
                           test_dir=tmp_path / "b", extra_env={"OUTSIDE_BENCH":
                                                               str(tmp_path / "bench.json"),
                                                               "PYTHONPATH": str(HERE / "outside")})

@@ -129,11 +129,14 @@ def test_generate_a_subset_is_the_same_verilog(generated, tmp_path):
 
 
 def _companions(manifest) -> list[str]:
-    """The FuseSoC cores, the AXI wrappers' C headers and register tables (docs/fusesoc.md)."""
+    """The FuseSoC cores, the AXI wrappers' C headers, drivers and register tables
+    (docs/fusesoc.md), their AMBA shells and IP-XACT components (docs/rtl_axi.md)."""
+    from rtl_gen.amba import amba_files
     from rtl_gen.axi import companion_files
-    from rtl_gen.fusesoc import core_files
+    from rtl_gen.fusesoc import core_files, version
 
-    return [*core_files(SMALL, manifest), *companion_files(SMALL)]
+    return [*core_files(SMALL, manifest), *companion_files(SMALL),
+            *amba_files(SMALL, manifest, version())]
 
 
 def test_manifest_ports_match_verilog(generated):

@@ -42,19 +42,26 @@ async def outside_axi_tile(dut):
     with open(os.environ["OUTSIDE_BENCH"], encoding="utf-8") as f:
         cfg = json.load(f)
     rng = random.Random(cfg["seed"])
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-    dut.rst.value = 1
-    axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk, dut.rst)
-    src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_"), dut.clk, dut.rst)
-    sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_"), dut.clk, dut.rst)
+    # the wrapper (clk, rst, s_axil__awaddr) or its AMBA shell (aclk, aresetn, s_axil_awaddr)
+    amba = bool(cfg.get("amba"))
+    clk, rst = (dut.aclk, dut.aresetn) if amba else (dut.clk, dut.rst)
+    sep = "" if amba else "_"
+    cocotb.start_soon(Clock(clk, 10, unit="ns").start())
+    rst.value = 0 if amba else 1
+    level = {"reset_active_level": not amba}
+    axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil" + sep), clk, rst, **level)
+    src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis" + sep), clk, rst, **level)
+    sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis" + sep), clk, rst, **level)
     for ch in (axil.write_if.aw_channel, axil.write_if.w_channel, axil.write_if.b_channel,
                axil.read_if.ar_channel, axil.read_if.r_channel, src, sink):
         ch.set_pause_generator(pauses(random.Random(rng.random()), 0.3))
-    await ClockCycles(dut.clk, 5)
-    dut.rst.value = 0
-    await ClockCycles(dut.clk, 5)
+    await ClockCycles(clk, 5)
+    rst.value = 1 if amba else 0
+    await ClockCycles(clk, 5)
     # after reset under the simulator's own flags, nothing the bus models read is X
-    for name in ("s_axis__tready", "m_axis__tvalid", "s_axil__awready", "s_axil__arready"):
+    for bus, sig in (("s_axis", "tready"), ("m_axis", "tvalid"), ("s_axil", "awready"),
+                     ("s_axil", "arready")):
+        name = f"{bus}_{sep}{sig}"
         assert getattr(dut, name).value.is_resolvable, f"{name} is {getattr(dut, name).value}"
 
     async def read(addr):
@@ -85,7 +92,7 @@ async def outside_axi_tile(dut):
         assert got[-1] == 0, "the TLAST beat carries no event"
         events = [(w & ((1 << out_aw) - 1), w >> out_aw) for w in got[:-1]]
         assert events == [tuple(e) for e in window["out"]], f"window {n}: {events}"
-        await ClockCycles(dut.clk, 2)
+        await ClockCycles(clk, 2)
         counters = {c: (await read(COUNTERS + 4 * i))[0] for i, c in enumerate(COUNTER_NAMES)}
         assert counters == window["counters"], f"window {n}: {counters}"
         assert (await read(DONE))[0] == n + 1
