@@ -25,19 +25,15 @@ pytest.importorskip("tokenizers")
 SHAPE = {"hidden": 64, "heads": 4, "ffn": 160, "layers": 2}
 
 
-def _vocab() -> list[str]:
-    from tests.test_user_model import _vocab as vocab
-
-    return vocab()
-
-
 def write_relative(path: Path, family: str, **overrides) -> Path:
     """A random ``family`` encoder folder (``roberta``, ``distilbert``, ``electra``) as
     ``save_pretrained`` writes it, plus ``vocab.txt``."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import transformers as tf
 
-    vocab = _vocab()
+    from tests.test_user_model import wordpiece_vocab
+
+    vocab = wordpiece_vocab()
     torch.manual_seed(0)
     h, n, f, L = SHAPE["hidden"], SHAPE["heads"], SHAPE["ffn"], SHAPE["layers"]
     if family == "roberta":
