@@ -39,6 +39,7 @@ SCHEMAS = (
     "build",
     "compare",
     "energy_report",
+    "energy_sensitivity",
     "finetune",
     "flow",
     "golden_layers",
