@@ -45,6 +45,10 @@ def _coefficients(model, rates, unit_costs, options) -> tuple[dict[str, tuple[fl
     return coefficients, dense
 
 
+#: The schema id of ``energy_sensitivity.json`` (toolkit_base/schemas/energy_sensitivity.json).
+SCHEMA = "matterhorn.energy_sensitivity/1"
+
+
 @dataclass(frozen=True)
 class Sweep:
     """Closed-form sensitivity of every row to the event price.
@@ -95,6 +99,7 @@ class Sweep:
 
     def to_dict(self) -> dict:
         return {
+            "schema": SCHEMA,
             "dense_row": self.dense,
             "model": "total_J = a_J + b * event_cost_J",
             "rows": {

@@ -7,7 +7,8 @@ Each subcommand lives in ``matterhorn/commands/<name>.py`` and provides
 - ``run(args) -> int``: the call into the API, returning the exit status.
 
 Every subcommand also takes ``-q/--quiet`` (no output but errors), ``-v/--verbose`` (more of
-the result) and ``--debug`` (the traceback of any error; or ``MATTERHORN_DEBUG=1``): what the
+the result) and ``--debug`` (the traceback of any error; or ``MATTERHORN_DEBUG=1``), before
+the subcommand (``matterhorn -q demo``) or after it (``matterhorn demo -q``): what the
 console shows is :mod:`toolkit_base.console`'s. Help texts end each option with its default in
 one style, ``(default: X)`` (:class:`HelpFormatter`).
 
@@ -44,7 +45,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 
 #: Subcommands in the order ``--help`` lists them.
 COMMANDS = ("demo", "generate", "regress", "synth", "energy", "stats", "compare", "flow",
-            "prove", "finetune", "layer", "attention", "block", "sram")
+            "prove", "finetune", "layer", "attention", "block", "sram", "qonnx")
 
 
 def _integer(text: str) -> int:
@@ -119,17 +120,30 @@ def _load(name: str):
     return importlib.import_module(f"matterhorn.commands.{name}")
 
 
+#: The console options, every subcommand's and the command's own (before the subcommand):
+#: ``(flags, name, help)``.
+CONSOLE = (
+    (("-q", "--quiet"), "quiet", "print nothing but errors: no result lines, no progress"),
+    (("-v", "--verbose"), "verbose",
+     "print more of the result (the whole report where there is one)"),
+    (("--debug",), "debug", "show the traceback of an error (also: MATTERHORN_DEBUG=1)"),
+)
+
+
+def _console_options(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    """The console options on ``parser``; ``prefix`` names their destinations apart (the
+    command's own, given before the subcommand: ``matterhorn -q demo``)."""
+    group = parser.add_argument_group("console")
+    talk = group.add_mutually_exclusive_group()
+    for flags, name, text in CONSOLE:
+        where = group if name == "debug" else talk
+        where.add_argument(*flags, dest=prefix + name, action="store_true", help=text)
+
+
 def _common() -> argparse.ArgumentParser:
     """The options every subcommand takes."""
     common = argparse.ArgumentParser(add_help=False)
-    group = common.add_argument_group("console")
-    talk = group.add_mutually_exclusive_group()
-    talk.add_argument("-q", "--quiet", action="store_true",
-                      help="print nothing but errors: no result lines, no progress")
-    talk.add_argument("-v", "--verbose", action="store_true",
-                      help="print more of the result (the whole report where there is one)")
-    group.add_argument("--debug", action="store_true",
-                       help="show the traceback of an error (also: MATTERHORN_DEBUG=1)")
+    _console_options(common)
     return common
 
 
@@ -143,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"matterhorn {__version__}")
+    _console_options(parser, prefix="top_")  # also before the subcommand: matterhorn -q demo
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     common = _common()
     for name in COMMANDS:
@@ -182,6 +197,10 @@ def _set_console(args: argparse.Namespace) -> bool:
     """Set the console's level from the options; returns whether tracebacks are shown."""
     from toolkit_base import console
 
+    for name in ("quiet", "verbose", "debug"):  # given before the subcommand or after it
+        setattr(args, name, bool(getattr(args, name, False) or getattr(args, f"top_{name}", False)))
+    if args.quiet and args.verbose:
+        raise ValueError("-q/--quiet and -v/--verbose cannot be given together")
     debug = bool(getattr(args, "debug", False)) or _debug_env()
     if debug:
         console.set_level(console.DEBUG)
@@ -211,7 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # a bad option (one line printed), --help, --version
         return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
-    debug = _set_console(args)
+    try:
+        debug = _set_console(args)
+    except ValueError as exc:
+        print(f"matterhorn {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     try:
         with terminate_as_interrupt():  # SIGTERM unwinds like Ctrl-C: staging folders go
             return int(args._run(args) or 0)

@@ -85,6 +85,9 @@ class BertConfig:
     max_position_embeddings: int = 512
     type_vocab_size: int = 2
     layer_norm_eps: float = 1e-12
+    #: The position of the first token: 0 for BERT, ``pad_token_id + 1`` for RoBERTa, whose
+    #: position ids start after the padding row of the table.
+    position_offset: int = 0
 
     @classmethod
     def from_json(cls, path: Path) -> BertConfig:
@@ -98,6 +101,11 @@ class BertConfig:
     @property
     def head_dim(self) -> int:
         return self.hidden_size // self.num_attention_heads
+
+    @property
+    def positions(self) -> int:
+        """Tokens a sequence may hold: the position table's rows from the offset on."""
+        return self.max_position_embeddings - self.position_offset
 
 
 class QuantPoint(nn.Module):
@@ -294,11 +302,16 @@ class BertEncoder(nn.Module):
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must be [batch, seq], not {tuple(input_ids.shape)}")
         b, s = input_ids.shape
-        if s > self.cfg.max_position_embeddings:
-            raise ValueError(f"sequence length {s} exceeds {self.cfg.max_position_embeddings}")
+        if s > self.cfg.positions:
+            raise ValueError(f"sequence length {s} exceeds {self.cfg.positions}")
+        if input_ids.numel() and not 0 <= int(input_ids.min()) <= int(input_ids.max()) < \
+                self.cfg.vocab_size:
+            bad = int(input_ids.max()) if int(input_ids.min()) >= 0 else int(input_ids.min())
+            raise ValueError(f"token id {bad} is outside the model's vocabulary (vocab_size "
+                             f"{self.cfg.vocab_size}): the tokenizer is not this model's")
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        pos = torch.arange(s, device=input_ids.device)
+        pos = torch.arange(s, device=input_ids.device) + self.cfg.position_offset
         x = (
             self.word_embeddings(input_ids)
             + self.position_embeddings(pos)[None]
@@ -332,6 +345,11 @@ class Tokenizer:
         self._tok = _Tok.from_file(str(path))
         self._tok.no_padding()
         self._tok.enable_truncation(max_length=max_length)
+
+    @property
+    def vocab_size(self) -> int:
+        """Tokens of the vocabulary (added tokens included)."""
+        return self._tok.get_vocab_size(with_added_tokens=True)
 
     def __call__(self, sentences: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """Token ids and attention mask ``[B, S]`` (right-padded with id 0)."""

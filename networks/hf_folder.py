@@ -33,8 +33,11 @@ __all__ = [
     "MODELS_EXTRA",
     "MODEL_PACKAGES",
     "PAPER_SEQ",
+    "RELATIVES",
     "SHIPPED",
     "ModelSource",
+    "bert_view",
+    "check_tokenizer",
     "dims_of",
     "load_model",
     "require_model_packages",
@@ -46,6 +49,24 @@ __all__ = [
 SHIPPED = {"minilm": "all-MiniLM-L6-v2"}
 #: ``model_type`` values of the family the encoder implements.
 FAMILY = ("bert",)
+#: Encoders with BERT's arithmetic under other names and embeddings: ``model_type`` -> the
+#: prefix of their weights in a model with a head. :func:`bert_view` reads their configuration
+#: in BERT's terms and refuses, with the reason, what would change the arithmetic.
+RELATIVES = {"roberta": "roberta.", "xlm-roberta": "roberta.", "camembert": "roberta.",
+             "electra": "electra.", "distilbert": "distilbert."}
+#: DistilBERT's configuration keys -> BERT's.
+DISTILBERT_KEYS = {"dim": "hidden_size", "n_heads": "num_attention_heads",
+                   "n_layers": "num_hidden_layers", "hidden_dim": "intermediate_size",
+                   "activation": "hidden_act"}
+#: DistilBERT's module names -> BERT's (``transformer.layer.<i>.<theirs>``).
+DISTILBERT_MODULES = {
+    "attention.q_lin": "attention.self.query", "attention.k_lin": "attention.self.key",
+    "attention.v_lin": "attention.self.value", "attention.out_lin": "attention.output.dense",
+    "sa_layer_norm": "attention.output.LayerNorm", "ffn.lin1": "intermediate.dense",
+    "ffn.lin2": "output.dense", "output_layer_norm": "output.LayerNorm",
+}
+#: Rows a tokenizer may have fewer than the embedding table (tables padded to a multiple).
+VOCAB_SLACK = 128
 #: The sequence length of the paper's energy workload (capped by a model's positions).
 PAPER_SEQ = 128
 #: Weight files, in the order they are looked for.
@@ -89,6 +110,8 @@ class ModelSource:
         The shape read from ``config.json``.
     weights, vocab : Path
         The weight file and the vocabulary file found.
+    family : str
+        The folder's ``model_type``: ``bert`` or one of :data:`RELATIVES`.
     """
 
     key: str
@@ -97,6 +120,7 @@ class ModelSource:
     config: BertConfig
     weights: Path
     vocab: Path
+    family: str = "bert"
 
     @property
     def shipped(self) -> bool:
@@ -123,8 +147,8 @@ def dims_of(cfg: BertConfig) -> dict:
         "heads": cfg.num_attention_heads,
         "layers": cfg.num_hidden_layers,
         "head_dim": cfg.head_dim,
-        "max_positions": cfg.max_position_embeddings,
-        "seq": min(PAPER_SEQ, cfg.max_position_embeddings),
+        "max_positions": cfg.positions,
+        "seq": min(PAPER_SEQ, cfg.positions),
     }
 
 
@@ -202,6 +226,7 @@ def _source(folder: Path, key: str, name: str) -> ModelSource:
     raw = read_json(folder / "config.json", f"{where}:")
     if not isinstance(raw, dict):
         raise ValueError(f"{name}/config.json must hold a JSON object")
+    raw, family = bert_view(raw, where)
     check_family(raw, where)
     cfg = BertConfig(**{k: raw[k] for k in BertConfig.__dataclass_fields__ if k in raw})
     weights = next((folder / f for f in WEIGHT_FILES if (folder / f).is_file()), None)
@@ -215,8 +240,89 @@ def _source(folder: Path, key: str, name: str) -> ModelSource:
         raise ValueError(f"{where} has no WordPiece vocabulary: {' or '.join(VOCAB_FILES)} is "
                          "missing")
     if weights.suffix == ".safetensors":
-        _check_header(weights, cfg, name)
-    return ModelSource(key, name, folder, cfg, weights, vocab)
+        _check_header(weights, cfg, name, family)
+    return ModelSource(key, name, folder, cfg, weights, vocab, family)
+
+
+def bert_view(raw: dict, where: str) -> tuple[dict, str]:
+    """``config.json`` of a BERT relative (:data:`RELATIVES`) in BERT's terms, and its
+    ``model_type``; a BERT configuration (or anything else) as it is, for
+    :func:`check_family`.
+
+    - RoBERTa (and XLM-R, CamemBERT): BERT's blocks; position ids start at
+      ``pad_token_id + 1`` (``position_offset``); one token type.
+    - ELECTRA (the discriminator's encoder): BERT's blocks; refused when ``embedding_size``
+      differs from ``hidden_size`` (a projection of the embeddings BERT does not have).
+    - DistilBERT: BERT's blocks under other names (``dim``, ``n_heads``, ``n_layers``,
+      ``hidden_dim``, ``activation``), LayerNorm eps 1e-12, no token types (a zero row);
+      refused with sinusoidal position embeddings.
+    """
+    mtype = raw.get("model_type")
+    if mtype not in RELATIVES:
+        return raw, "bert"
+    view = {**raw, "model_type": "bert"}
+    if mtype == "distilbert":
+        if raw.get("sinusoidal_pos_embds") is True:
+            raise ValueError(f"{where} has sinusoidal position embeddings "
+                             "(sinusoidal_pos_embds: true); the toolkit's encoder learns "
+                             "absolute ones (BERT)")
+        for theirs, ours in DISTILBERT_KEYS.items():
+            if theirs in raw:
+                view[ours] = raw[theirs]
+        view.update(type_vocab_size=1, layer_norm_eps=1e-12)
+    elif mtype == "electra":
+        emb, h = raw.get("embedding_size", raw.get("hidden_size")), raw.get("hidden_size")
+        if emb != h:
+            raise ValueError(f"{where} has embedding_size {emb}, not hidden_size {h}: ELECTRA's "
+                             "projection of the embeddings is not in the toolkit's encoder "
+                             "(BERT); an ELECTRA whose embeddings are as wide as its blocks is")
+    else:
+        pad = raw.get("pad_token_id", 1)
+        if isinstance(pad, bool) or not isinstance(pad, int) or pad < 0:
+            raise ValueError(f"{where}: config.json's pad_token_id must be a non-negative "
+                             f"integer, not {pad!r}")
+        view["position_offset"] = pad + 1
+        if view.get("max_position_embeddings", 512) <= pad + 1:
+            raise ValueError(f"{where}: max_position_embeddings {view['max_position_embeddings']}"
+                             f" leaves no position after pad_token_id {pad}")
+    return view, mtype
+
+
+def _bert_key(key: str) -> str:
+    """A relative's weight name as BERT's: the model's prefix dropped, DistilBERT's modules
+    renamed (``transformer.layer.<i>.ffn.lin1.weight`` ->
+    ``encoder.layer.<i>.intermediate.dense.weight``)."""
+    for prefix in dict.fromkeys(RELATIVES.values()):
+        if key.startswith(prefix):
+            key = key[len(prefix):]
+            break
+    if key.startswith("transformer.layer."):
+        _, _, idx, rest = key.split(".", 3)
+        module, _, param = rest.rpartition(".")
+        if module in DISTILBERT_MODULES:
+            return f"encoder.layer.{idx}.{DISTILBERT_MODULES[module]}.{param}"
+    return key
+
+
+def _no_token_types(found: dict, cfg: BertConfig, family: str, zeros) -> None:
+    """DistilBERT has no token-type embedding: BERT's one row, all zero."""
+    if family == "distilbert":
+        found.setdefault("token_type_embeddings.weight", zeros((1, cfg.hidden_size)))
+
+
+def check_tokenizer(source: ModelSource, tokenizer) -> None:
+    """Raise ``ValueError`` when ``tokenizer`` is not the model's: ids past the embedding
+    table, or a vocabulary smaller than the table by more than its padding
+    (:data:`VOCAB_SLACK` rows, or half a small table: a tokenizer of another model would turn
+    words into unknown tokens silently)."""
+    n, rows = tokenizer.vocab_size, source.config.vocab_size
+    what = f"{source.name}/{source.vocab.name} has {n} tokens"
+    if n > rows:
+        raise ValueError(f"{what}, more than the {rows} rows of the embedding table "
+                         "(config.json's vocab_size): not this model's tokenizer")
+    if n < rows - min(VOCAB_SLACK, rows // 2):
+        raise ValueError(f"{what}, config.json's vocab_size is {rows}: not this model's "
+                         "tokenizer (its words would become unknown tokens)")
 
 
 def check_family(raw: dict, where: str) -> None:
@@ -295,7 +401,7 @@ def _expected_shapes(cfg: BertConfig) -> dict[str, tuple[int, ...]]:
 def _ours(key: str) -> str | None:
     """Our parameter name of a checkpoint key (``bert.`` prefix of a model with a head
     dropped), or None for tensors the encoder does not use."""
-    return _our_name(key[len("bert."):] if key.startswith("bert.") else key)
+    return _our_name(_bert_key(key[len("bert."):] if key.startswith("bert.") else key))
 
 
 def _check_shapes(found: dict[str, tuple[int, ...]], cfg: BertConfig, where: str) -> None:
@@ -310,7 +416,7 @@ def _check_shapes(found: dict[str, tuple[int, ...]], cfg: BertConfig, where: str
                              f"config.json's dimensions give {shape}")
 
 
-def _check_header(path: Path, cfg: BertConfig, name: str) -> None:
+def _check_header(path: Path, cfg: BertConfig, name: str, family: str = "bert") -> None:
     """Tensor names and shapes of a safetensors file against ``cfg``, from its header."""
     from safetensors import safe_open
 
@@ -324,6 +430,7 @@ def _check_header(path: Path, cfg: BertConfig, name: str) -> None:
     except Exception as exc:  # SafetensorError derives from Exception only
         raise ValueError(f"{name}/{path.name} is not a safetensors file: "
                          f"{' '.join(str(exc).split())}") from None
+    _no_token_types(found, cfg, family, tuple)
     _check_shapes(found, cfg, f"{name}/{path.name}")
 
 
@@ -351,6 +458,7 @@ def _read_tensors(source: ModelSource) -> dict:
         ours = _ours(key) if isinstance(key, str) else None
         if ours is not None and isinstance(value, torch.Tensor):
             state[ours] = value.to(torch.float32)
+    _no_token_types(state, source.config, source.family, torch.zeros)
     _check_shapes({k: tuple(v.shape) for k, v in state.items()}, source.config, where)
     return state
 
@@ -369,7 +477,7 @@ class WordPieceTokenizer(Tokenizer):
 
 
 def _tokenizer(source: ModelSource) -> Tokenizer:
-    max_length = min(MAX_TOKENS, source.config.max_position_embeddings)
+    max_length = min(MAX_TOKENS, source.config.positions)
     where = f"{source.name}/{source.vocab.name}"
     lowercase = True
     settings = source.folder / "tokenizer_config.json"
@@ -396,4 +504,6 @@ def load_model(source: ModelSource) -> tuple[BertEncoder, Tokenizer]:
     model = BertEncoder(source.config)
     model.load_state_dict(state, strict=True)
     model.eval()
-    return model, _tokenizer(source)
+    tokenizer = _tokenizer(source)
+    check_tokenizer(source, tokenizer)
+    return model, tokenizer

@@ -133,4 +133,6 @@ def build_module(
         build_dir,
         waves=waves,
         extra_args=verilator_waivers(manifest),
+        # the generated Verilog starts up under the runner's -g2012 (docs/regress.md)
+        icarus_args=sim.ICARUS_RUNNER_DEFAULTS,
     )

@@ -50,8 +50,13 @@ VERILATOR_BASE_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2", "--output
 #: (``reg x = 0;``) before any process runs. Amaranth's Verilog relies on that initialiser
 #: being an event at time 0 to wake its ``always @*`` blocks; without it a combinational output
 #: whose inputs never change after reset (``busy`` of an idle tile) stays X. ``-g2005`` (which
-#: wins over the runner's ``-g2012``) restores the Verilog-2005 semantics.
+#: wins over the runner's ``-g2012``) restores the Verilog-2005 semantics for Verilog written
+#: straight by Amaranth (the harnesses). The generated modules (``rtl_gen.generate.to_verilog``,
+#: :func:`rtl_gen.generate.start_up_trigger`) start up under either, and are built with the
+#: runner's defaults (:data:`ICARUS_RUNNER_DEFAULTS`), as a user's cocotb bench builds them.
 ICARUS_BASE_ARGS = ("-g2005",)
+#: No flag of ours: the runner's own (``-g2012``).
+ICARUS_RUNNER_DEFAULTS = ()
 
 #: Environment variables that carry the bench configuration and report path into the simulator.
 ENV_CONFIG = "MATTERHORN_TB_CONFIG"
@@ -180,6 +185,7 @@ def _build(
     extra_args: Sequence[str] = (),
     public: Mapping[str, str] | None = None,
     make_args: Sequence[str] = (),
+    icarus_args: Sequence[str] = ICARUS_BASE_ARGS,
 ) -> Build:
     """Compile ``sources`` for ``sim`` into ``build_dir``, unless an identical build is there.
 
@@ -193,7 +199,9 @@ def _build(
     Verilator from optimizing the design and makes it re-evaluate all logic downstream of a
     writable signal on every evaluation (the bench may have written it): a self-checking
     harness whose bench writes only a few inputs runs several times faster without it.
-    ``make_args`` are variables for its ``make`` (e.g. ``OPT_FAST=-O2``).
+    ``make_args`` are variables for its ``make`` (e.g. ``OPT_FAST=-O2``). ``icarus_args``: the
+    flags of an Icarus build (:data:`ICARUS_BASE_ARGS`; :data:`ICARUS_RUNNER_DEFAULTS` for the
+    generated modules).
     """
     from cocotb_tools.runner import get_runner
 
@@ -205,7 +213,7 @@ def _build(
     if sim == "verilator":
         args = [*VERILATOR_BASE_ARGS, *extra_args, *verilator_opt_args(make_args)]
     else:
-        args = list(ICARUS_BASE_ARGS)
+        args = list(icarus_args)
     build_dir = Path(build_dir).resolve()
     key = _digest(srcs, [sim, toplevel, repr(args), repr(waves),
                          repr(sorted(public.items())) if public is not None else "", *make_args])
@@ -220,7 +228,7 @@ def _build(
     if stamp.exists():
         stamp.unlink()
     runner_waves = waves
-    if sim == "icarus" and waves:
+    if sim == "icarus" and waves and "-g2005" in args:
         # the runner's dump module is SystemVerilog (a ``string``), which -g2005 rejects: use
         # a Verilog-2005 one that writes dump.fst (vvp -fst) into the run directory
         dump = build_dir / "matterhorn_dump.v"

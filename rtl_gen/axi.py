@@ -389,7 +389,8 @@ def manifest_entry(name: str, config: RTLConfig) -> dict[str, object]:
                        "tlast": "end marker, no event"},
             "s_axil": {"addr_width": config.axil_addr_width, "data_width": 32,
                        "register_map": regmap.name, "size": regmap.size,
-                       "files": [f"{name}.h", f"{name}_regs.md", "mttfs_axi.rdl"],
+                       "files": [f"{name}.h", f"{name}_regs.md", "mttfs_axi.rdl",
+                                 *(f"{name}_driver.{x}" for x in "hc" if kind == "tile")],
                        "parameters": dict(regmap.parameters)},
         },
     }
@@ -401,15 +402,18 @@ def block_manifest(config: RTLConfig, component: wiring.Component) -> dict[str, 
     return manifest_entry(BLOCKS[component.KIND][0], config)
 
 
-def companion_files(config: RTLConfig) -> dict[str, str]:
+def companion_files(config: RTLConfig, prefix: str = "") -> dict[str, str]:
     """File name -> text of what a user's software needs beside the wrappers' Verilog: per
     wrapper the C header and the Markdown register table (with the stream formats), and the
-    SystemRDL source they come from."""
+    SystemRDL source they come from, and the tile's C driver (:mod:`rtl_gen.firmware`); names
+    (files, C identifiers) after ``prefix``."""
+    from rtl_gen.firmware import tile_driver
     from rtl_gen.regmap import c_header, markdown, rdl_source
 
     files = {"mttfs_axi.rdl": rdl_source()}
     for kind, (name, block) in BLOCKS.items():
-        axi = manifest_entry(name, config)["axi"]
+        name, block = prefix + name, prefix + block
+        axi = manifest_entry(BLOCKS[kind][0], config)["axi"]
         rows = []
         for port in ("s_axis", "m_axis"):
             for f in axi[port]["fields"]:
@@ -422,6 +426,8 @@ def companion_files(config: RTLConfig) -> dict[str, str]:
             f"TDATA is {config.axis_width} bits; fields LSB first, other bits 0 "
             f"(docs/rtl_axi.md). The block is `{block}`.\n\n"
             "| port | field | bits | |\n| --- | --- | --- | --- |\n" + "\n".join(rows) + "\n")
-        files[f"{name}.h"] = c_header(kind, config)
-        files[f"{name}_regs.md"] = markdown(kind, config) + streams
+        files[f"{name}.h"] = c_header(kind, config, prefix)
+        if kind == "tile":
+            files.update(tile_driver(config, prefix))
+        files[f"{name}_regs.md"] = markdown(kind, config, prefix) + streams
     return files

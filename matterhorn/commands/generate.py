@@ -55,13 +55,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=tuple(b.module for b in BLOCKS),
                         help="only this module and what its Verilog needs (repeatable; "
                         "default: every module): " + ", ".join(b.module for b in BLOCKS))
+    parser.add_argument("--prefix", default="", metavar="NAME",
+                        help="put NAME before every module and file name, so several "
+                        "configurations live in one design and one folder (default: none)")
     parser.add_argument("--lint", action="store_true",
                         help="run verilator --lint-only -Wall (with the listed waivers) after")
     parser.add_argument("--out", default="build/rtl", metavar="DIR", help="output folder")
 
 
 def run(args: argparse.Namespace) -> int:
-    from rtl_gen.generate import generate, lint
+    from rtl_gen.generate import generate, lint, manifest_name
     from toolkit_base import console
     from toolkit_base.checks import check_out_writable
     from toolkit_base.toolchain import require
@@ -82,12 +85,13 @@ def run(args: argparse.Namespace) -> int:
         axis_width=args.axis_width, **{field: getattr(args, field) for _, field, _ in UNIT_OPTIONS},
     )
     check_out_writable(args.out)  # staged in .rtl_gen-* inside it
-    manifest = generate(config, args.out, args.module)
+    manifest = generate(config, args.out, args.module, prefix=args.prefix)
     derived = manifest["derived"]
     for name, entry in manifest["modules"].items():
         console.detail(f"{name}: {args.out}/{entry['file']} sha256 {entry['sha256'][:16]}")
     n = len(manifest["modules"])
-    console.out(f"wrote {n} module{'s' * (n != 1)} and manifest.json to {args.out}")
+    console.out(f"wrote {n} module{'s' * (n != 1)} and {manifest_name(args.prefix)} to "
+                f"{args.out}")
     console.out(f"accumulator: {derived['acc_width']} bits, |V| <= {derived['acc_bound']} "
           f"({derived['acc_bound_formula'].split(' (golden')[0]})")
     if args.lint:

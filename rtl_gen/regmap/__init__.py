@@ -160,9 +160,10 @@ def _words(bits: int) -> int:
     return -(-bits // REG_BITS)
 
 
-def _compile(kind: str, parameters: dict[str, int]):
-    """The elaborated ``systemrdl`` root of ``kind`` (raises ``ValueError`` with the compiler's
-    first message if the description does not compile)."""
+def _compile(kind: str, parameters: dict[str, int], name: str | None = None):
+    """The elaborated ``systemrdl`` root of ``kind``, its top instance named ``name`` (the
+    address map's by default); raises ``ValueError`` with the compiler's first message if the
+    description does not compile."""
     from systemrdl import RDLCompileError, RDLCompiler
 
     from toolkit_base.signals import deferred
@@ -174,7 +175,8 @@ def _compile(kind: str, parameters: dict[str, int]):
             # SIGTERM or Ctrl-C that lands there is delivered once the map is compiled
             with deferred():
                 compiler.compile_file(str(path))
-                return compiler.elaborate(KINDS[kind], KINDS[kind], parameters=parameters)
+                return compiler.elaborate(KINDS[kind], name or KINDS[kind],
+                                          parameters=parameters)
         except RDLCompileError as exc:
             raise ValueError(f"{RDL_FILE}: the {KINDS[kind]} register map does not compile "
                              f"with {parameters}") from exc
@@ -239,30 +241,49 @@ def register_map(kind: str, config: RTLConfig) -> RegisterMap:
     return _register_map(kind, tuple(sorted(params.items())))
 
 
-def _export(kind: str, config: RTLConfig, suffix: str, write) -> str:
-    root = _compile(kind, rdl_parameters(kind, config))
+def _export(kind: str, config: RTLConfig, suffix: str, write, prefix: str = "") -> str:
+    name = prefix + KINDS[kind]
+    root = _compile(kind, rdl_parameters(kind, config), name)
     # the exporters write files; the file name becomes the header guard, so it is the final one
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"{KINDS[kind]}{suffix}"
+        path = Path(tmp) / f"{name}{suffix}"
         write(root, os.fspath(path))
         return path.read_text(encoding="utf-8")
 
 
-def c_header(kind: str, config: RTLConfig) -> str:
+#: The end of PeakRDL-cheader's header, where the size check goes.
+_HEADER_END = "#ifdef __cplusplus\n}\n#endif\n\n#endif"
+
+
+def c_header(kind: str, config: RTLConfig, prefix: str = "") -> str:
     """The C header of the map (PeakRDL-cheader): a packed struct of the registers and, per
     field, ``_bm``/``_bp``/``_bw`` macros (and ``_reset`` for the constants); names follow the
-    instance path (``MTTFS_AXI_SYSTEM__STATUS__BUSY_bm``)."""
+    instance path (``MTTFS_AXI_SYSTEM__STATUS__BUSY_bm``), after ``prefix`` when given (so two
+    configurations' headers can be included in one program).
+
+    It is C99 (PeakRDL's ``gnu99``: no anonymous unions, no ``static_assert``), C11 and C++:
+    the struct's size is checked with a negative-size array type instead of ``static_assert``
+    (which C99 lacks), so a packing error still fails the compile in every language.
+    """
+    from peakrdl_cheader.c_standards import CStandard
     from peakrdl_cheader.exporter import CHeaderExporter
 
-    return _export(kind, config, ".h",
-                   lambda root, path: CHeaderExporter().export(root, path,
-                                                               reuse_typedefs=False))
+    text = _export(kind, config, ".h",
+                   lambda root, path: CHeaderExporter().export(
+                       root, path, reuse_typedefs=False, std=CStandard.gnu99), prefix)
+    name, size = prefix + KINDS[kind], register_map(kind, config).size
+    check = (f"/* the struct is the map: {size:#x} bytes (C89 to C23 and C++, no static_assert) "
+             f"*/\ntypedef char {name}_size_check[(sizeof({name}_t) == {size:#x}u) ? 1 : -1];"
+             "\n\n")
+    if text.count(_HEADER_END) != 1:
+        raise ValueError(f"PeakRDL-cheader's {name}.h does not end as expected")
+    return text.replace(_HEADER_END, check + _HEADER_END)
 
 
-def markdown(kind: str, config: RTLConfig) -> str:
+def markdown(kind: str, config: RTLConfig, prefix: str = "") -> str:
     """The Markdown description of the map (PeakRDL-markdown): the address table, then one
     table of fields per register."""
     from peakrdl_markdown.exporter import MarkdownExporter
 
     return _export(kind, config, "_regs.md",
-                   lambda root, path: MarkdownExporter().export(root, path))
+                   lambda root, path: MarkdownExporter().export(root, path), prefix)
