@@ -171,6 +171,9 @@ CASES = [
 ]
 
 #: Cases that need a tool, a fault injected in a tool, or a real run: (command, input,
+#: The validation-before-work cases (their count goes into the table's last rows).
+from tests.test_reliability_inputs import CASES as _INPUT_CASES  # noqa: E402
+
 #: message (a ``...`` stands for text that varies), exit status, test).
 TOOL_ROWS = [
     ("regress", "`--sim verilator`, no `make` on PATH",
@@ -219,7 +222,8 @@ TOOL_ROWS = [
     ("block", "SIGINT while the pieces run",
      "`interrupted; the run is incomplete`, the last line; no `block.md`", 130,
      "test_reliability_runs.py::test_block_interrupted"),
-    ("every command", "a bad file, folder, number or name (71 cases, 13 commands)",
+    ("every command", (f"a bad file, folder, number or name ({len(_INPUT_CASES)} cases, "
+                       f"{len({c.command for c in _INPUT_CASES})} commands)"),
      "one line naming it, before any expensive step, nothing in the folder changed", 2,
      "test_reliability_inputs.py::test_validation_before_work"),
     ("`./run`", "two started at once on a fresh `MATTERHORN_VENV`",

@@ -38,13 +38,15 @@ FILE_OPTIONS = {
     "energy": {"rates_file", "unit_costs", "synth"},
     "stats": {"corpus", "synth", "checkpoint", "model"},
     "compare": {"liberty", "slice", "model"},
-    "flow": {"liberty", "rates_file", "model"},
+    "flow": {"liberty", "rates_file", "model", "config"},
     "finetune": {"corpus", "extra", "model"},
     "layer": {"model"},
+    "qonnx": {"model"},
     "block": {"model", "checkpoint", "liberty"},
 }
 #: Free-form options that name something (a model, a preset, an address): each needs a case.
 NAME_OPTIONS = {
+    "generate": {"prefix"},
     "regress": {"scheduler"},
     "synth": {"scheduler", "system"},
     "energy": {"preset", "task", "event_cost"},
@@ -264,6 +266,15 @@ CASES = [
          "gate_sentences must be in 0..3, not 4"),
     Case("block --gate-sentences 2 --out o", "number",
          "--gate-sentences 2 prices in gates: add --gates"),
+    Case(f"qonnx --out {RO}", "out", f"output folder '{RO}' cannot be written"),
+    Case("qonnx --calibration 0 --out o", "number", "calibration must be in 1..100000, not 0"),
+    Case("qonnx --model gpt2 --out o", "file:model", "model folder 'gpt2' is a decoder",
+         _write("gpt2/config.json", DECODER)),
+    Case("generate --out o --prefix 9x", "name:prefix",
+         "prefix must be letters, digits and _ not starting with a digit"),
+    Case("flow --config bad.toml --out o", "file:config",
+         "bad.toml: field '(document)': Additional properties are not allowed",
+         _write("bad.toml", 'T = "x"\n')),
     Case("sram --shapes 12x32 --out o", "name:shapes",
          "macro words must be a power of two >= 16 (OpenRAM's smallest array), not 12"),
     Case(f"sram --out {RO}", "out", f"output folder '{RO}' cannot be written"),
@@ -435,4 +446,4 @@ def test_every_input_is_covered():
 
 def test_commands_covered_count():
     # the figure docs/reliability.md gives
-    assert len({c.command for c in CASES}) == len(COMMANDS) == 14
+    assert len({c.command for c in CASES}) == len(COMMANDS) == 15

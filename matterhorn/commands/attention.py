@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from golden_models.codespace import check_k
     from networks.bert import BertConfig, model_dir
     from regression import sim
-    from regression.attention import minilm_case, run_attention
+    from regression.attention import minilm_case, minilm_sentences, run_attention
     from regression.execute import OWN_DIRS
     from rtl_gen.attn_params import MAX_SEQ, AttentionConfig
     from toolkit_base.checks import check_int, check_out_writable, unique
@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from matterhorn import attention_report as report
     from toolkit_base import console
 
+    minilm_sentences(args.sentences, longest=args.longest)  # enough sentences, before work
     report.retract(args.out)  # an interrupted run leaves no earlier run's report
     import torch
 
