@@ -30,7 +30,8 @@ def test_axi_system_catches_the_wrong_images():
 
 
 def test_plan_runs_once_per_sweep():
-    point = SimpleNamespace(T=8, index=0, variant=0, ks=(1, 2), base_seed=2)
-    assert plan(point) == ({"T": 8, "k": 1}, 2008, {})
+    point = SimpleNamespace(T=8, index=0, variant=0, ks=(1, 2), base_seed=2,
+                            params={"family": "asym"})
+    assert plan(point) == ({"T": 8, "k": 1, "family": "asym"}, 2008, {})
     assert plan(SimpleNamespace(**{**vars(point), "index": 1})) is None
     assert plan(SimpleNamespace(**{**vars(point), "variant": 1})) is None

@@ -228,9 +228,10 @@ def _build(
     if stamp.exists():
         stamp.unlink()
     runner_waves = waves
-    if sim == "icarus" and waves and "-g2005" in args:
-        # the runner's dump module is SystemVerilog (a ``string``), which -g2005 rejects: use
-        # a Verilog-2005 one that writes dump.fst (vvp -fst) into the run directory
+    if sim == "icarus" and waves:
+        # the runner's dump module writes into the build folder, which runs share, and is
+        # SystemVerilog (a ``string``), which -g2005 rejects: use a Verilog-2005 one that
+        # writes dump.fst (vvp -fst) into the run's own folder
         dump = build_dir / "matterhorn_dump.v"
         dump.write_text(
             "module matterhorn_dump();\n"
