@@ -22,7 +22,8 @@ import time
 import warnings
 from pathlib import Path
 
-from synth_scripts import flow, gatelevel, liberty, system_area
+from synth_scripts import flow, gatelevel, system_area
+from synth_scripts.gatelevel import liberty
 
 
 def _system(work: Path, mesh: int, lib: Path) -> None:

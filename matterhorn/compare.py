@@ -38,7 +38,8 @@ from pathlib import Path
 from golden_models.workloads import DESIGNS, Workload, design_layer, random_workload
 from matterhorn.compare_report import markdown, plot
 from rtl_gen.router import mean_hops
-from synth_scripts.gate_compare import MESH, measure_design
+from synth_scripts.gate_compare import measure_design
+from synth_scripts.gatelevel.measure import MESH
 from synth_scripts.report import sig
 from synth_scripts.scaling import sram_bit_pJ
 from toolkit_base.checks import check_out_dir, check_rtl_T, check_seed, unique
@@ -167,7 +168,7 @@ def compare_workload(wl: Workload, lib_path: Path, costs: dict, work: Path, *, s
 
     ``progress`` gets a line per design; ``bar`` (:class:`toolkit_base.console.Steps`), when
     given, a step per design."""
-    from synth_scripts import liberty
+    from synth_scripts.gatelevel import liberty
 
     lib = liberty.prepare(lib_path, work / "lib")
     e_bit = sram_bit_pJ(lib)
@@ -238,7 +239,7 @@ def check_model_costs(wl: Workload) -> None:
 
 def default_liberties() -> list[Path]:
     """The NanGate 45 nm library, and sky130 from ``PDK_ROOT`` when set (those present)."""
-    from synth_scripts import liberty
+    from synth_scripts.gatelevel import liberty
 
     found = [p for p in (liberty.resolve(None, {}), liberty.resolve(None, default=False))
              if p is not None]
@@ -247,7 +248,7 @@ def default_liberties() -> list[Path]:
 
 def check_liberties(liberties: list) -> list[Path]:
     """The liberty files, each existing, without repeats; ``FileNotFoundError`` otherwise."""
-    from synth_scripts import liberty
+    from synth_scripts.gatelevel import liberty
 
     libs = []
     for p in liberties:
@@ -287,7 +288,7 @@ def pdk_entry(lib_path: Path, workloads: list[Workload], work: Path, *, T: int, 
               sim: str, clock_ns: float, progress: Callable[[str], None]) -> dict:
     """One library's entry of ``compare.json``: its synthesized unit costs and workloads (the
     synthesis and every design a step of the console's progress)."""
-    from synth_scripts import liberty
+    from synth_scripts.gatelevel import liberty
     from toolkit_base import console
 
     lib = liberty.prepare(lib_path, work / "libinfo" / lib_path.name)

@@ -255,7 +255,7 @@ def stage_compare(cfg: FlowConfig, out: Path, say: Callable[[str], None]) -> dic
 def stage_block(cfg: FlowConfig, out: Path) -> dict:
     """The small random block through its hardware pieces as dense INT4 and M-TTFS at ``k``
     (``matterhorn block``, docs/rtl_block.md); fails on any mismatch."""
-    from matterhorn import block
+    from matterhorn import block, block_report
 
     if cfg.k > 2:
         return {"skipped": f"k={cfg.k}: the block covers k = 0, 1, 2"}
@@ -266,9 +266,9 @@ def stage_block(cfg: FlowConfig, out: Path) -> dict:
     if bad:
         raise RuntimeError(f"the block's pieces differ from the integer QNN: {bad} mismatches "
                            "(block/block.md)")
-    return {"report": "block/block.md", "verdict": block.verdict(doc),
+    return {"report": "block/block.md", "verdict": block_report.verdict(doc),
             "tokens": doc["tokens"], "checked": sum(d["checked"] for d in doc["designs"]),
-            "model_ratio": block.ratio(doc, f"mttfs-k{cfg.k}")}
+            "model_ratio": block_report.ratio(doc, f"mttfs-k{cfg.k}")}
 
 
 def movement_errors(doc: dict) -> dict[str, list[float]]:
@@ -355,7 +355,7 @@ def check_tools(cfg: FlowConfig) -> None:
             ensure_simulator(sim)
     if "synth" not in cfg.skip or "compare" not in cfg.skip:
         toolchain.require("yosys")
-        from synth_scripts.liberty import resolve
+        from synth_scripts.gatelevel.liberty import resolve
 
         if cfg.liberty is not None or resolve(None) is not None:
             toolchain.require("sta")

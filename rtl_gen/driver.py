@@ -6,7 +6,7 @@ same ports around their datapaths: a ``load`` stream (``target, addr, data``), a
 ``last`` beat, ``busy`` and the ``cnt_*`` counters. :class:`TileDriver` drives any component
 with those ports, and every tile simulation goes through it: :func:`rtl_gen.tile.simulate_tile`,
 :func:`rtl_gen.dense.simulate_dense` and the gate-level comparison
-(:func:`synth_scripts.gate_compare.run_tile`, which records the driver's stimulus with
+(:func:`synth_scripts.gatelevel.tile.run_tile`, which records the driver's stimulus with
 :func:`synth_scripts.gatelevel.record` to replay it on the mapped netlist).
 
 The driver is one testbench coroutine that handles both streams on every clock, so it runs

@@ -128,7 +128,8 @@ def price(T: int, k: int, lib_path, workdir, *, clock_ns: float = 10.0) -> list[
     quick look at the wrappers' cost without the operators and blocks."""
     from pathlib import Path
 
-    from synth_scripts import flow, liberty
+    from synth_scripts import flow
+    from synth_scripts.gatelevel import liberty
 
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,8 @@ import tempfile
 from pathlib import Path
 
 from rtl_gen import registry
-from synth_scripts import flow, liberty, parse
+from synth_scripts import flow, parse
+from synth_scripts.gatelevel import liberty
 from synth_scripts.report import sig
 from toolkit_base import toolchain
 from toolkit_base.files import write_atomic
