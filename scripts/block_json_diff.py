@@ -9,8 +9,11 @@ into two folders, then::
 
 Every leaf of the two documents is compared with ``==`` (no tolerance: the run is
 deterministic), key by key and item by item, except the wall-clock seconds a run took
-(:data:`TIMINGS`). It prints one line per difference, then a summary line with the figures
-compared, and exits 1 when any differs (2 on a file it cannot read).
+(:data:`TIMINGS`). A leaf is a figure (a number, a flag, a null, or a missing or extra key or
+item) or a text (a string: a name, where a cost comes from). It prints one line per
+difference, texts marked ``text:``, then a summary line with the figures and texts compared,
+and exits 1 when a figure differs (a text that differs is shown, not failed: a module that
+moved changes the text that names it), 2 on a file it cannot read.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ TIMINGS = frozenset({"seconds", "sample_seconds"})
 
 def differences(a, b, where: str = "") -> tuple[list[str], int]:
     """``(lines, leaves)``: each difference between ``a`` and ``b`` (``where``: the path of
-    the value, e.g. ``designs[0].energy_pJ.gates.total``) and the leaves compared."""
+    the value, e.g. ``designs[0].energy_pJ.gates.total``; a text's line starts ``text:``) and
+    the leaves compared."""
     if isinstance(a, dict) and isinstance(b, dict):
         out, n = [], 0
         for k in sorted(set(a) | set(b)):
@@ -50,7 +54,8 @@ def differences(a, b, where: str = "") -> tuple[list[str], int]:
         return out, n
     # bool is an int: a figure that became a flag (or back) differs too
     if type(a) is not type(b) or a != b:
-        return [f"{where}: {a!r} against {b!r}"], 1
+        text = isinstance(a, str) and isinstance(b, str)
+        return [f"{'text: ' if text else ''}{where}: {a!r} against {b!r}"], 1
     return [], 1
 
 
@@ -68,9 +73,10 @@ def main(argv: list[str]) -> int:
     lines, leaves = differences(*docs)
     for line in lines:
         print(line)
-    print(f"{len(lines)} differences in {leaves} figures compared ({argv[0]} against {argv[1]}; "
-          f"wall-clock {', '.join(sorted(TIMINGS))} left out)")
-    return 1 if lines else 0
+    texts = sum(line.startswith("text: ") for line in lines)
+    print(f"{len(lines) - texts} figures and {texts} texts differ in {leaves} leaves compared "
+          f"({argv[0]} against {argv[1]}; wall-clock {', '.join(sorted(TIMINGS))} left out)")
+    return 1 if len(lines) > texts else 0
 
 
 if __name__ == "__main__":

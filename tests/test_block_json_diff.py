@@ -45,7 +45,13 @@ def test_wall_clock_seconds_are_left_out():
     assert diff.differences(DOC, other)[0] == []
 
 
-def test_main_exits_1_on_a_difference(tmp_path, capsys):
+def test_a_text_is_shown_apart():
+    other = _doc(**{"designs/0/design": "mttfs-k1"})
+    want = "text: designs[0].design: 'dense' against 'mttfs-k1'"
+    assert diff.differences(DOC, other)[0] == [want]
+
+
+def test_main_exits_1_on_a_figure_not_on_a_text(tmp_path, capsys):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(DOC))
     b.write_text(json.dumps(_doc(**{"designs/0/mismatches": 1})))
@@ -53,3 +59,6 @@ def test_main_exits_1_on_a_difference(tmp_path, capsys):
     assert diff.main([str(a), str(b)]) == 1
     assert "designs[0].mismatches: 0 against 1" in capsys.readouterr().out
     assert diff.main([str(a), str(tmp_path / "none.json")]) == 2
+    b.write_text(json.dumps(_doc(**{"designs/0/design": "other"})))
+    assert diff.main([str(a), str(b)]) == 0
+    assert "0 figures and 1 texts differ" in capsys.readouterr().out
