@@ -54,10 +54,13 @@ __all__ = [
     "Piece",
     "check_handlers",
     "check_wiring",
+    "consumers",
     "count_deliveries",
     "counted_positions",
+    "ffn_wide",
     "of_kind",
     "piece",
+    "producer",
     "signal",
 ]
 
@@ -135,6 +138,8 @@ class Piece:
     counts: tuple[tuple[str, str], ...] = ()
     units: tuple[str, ...] = ()
     next_block: bool = False
+    #: Its outputs are the FFN's width (every other value of a block is the hidden width).
+    ffn_wide: bool = False
     what: str = ""
 
     @property
@@ -149,9 +154,9 @@ class Piece:
 
 
 def _linear(name: str, p_in: str, out: str, node: str, what: str, *,
-            raw_sums: bool = False) -> Piece:
+            raw_sums: bool = False, ffn_wide: bool = False) -> Piece:
     return Piece(name, LINEAR, (p_in,), (out,), node=node, raw_sums=raw_sums,
-                 counts=((p_in, "in"),), what=what)
+                 counts=((p_in, "in"),), ffn_wide=ffn_wide, what=what)
 
 
 #: The pieces of a block, in data-flow order.
@@ -173,7 +178,7 @@ PIECES = (
                "ffn_expand_in codes and the next stream out (rtl_gen.add_norm.AddNorm)"),
     _linear("ffn_expand", "ffn_expand_in", "ffn_contract_in", "ffn_expand",
             "FFN-expand neuron tile (GELU folded in its table): ffn_expand_in events in, "
-            "ffn_contract_in codes out"),
+            "ffn_contract_in codes out", ffn_wide=True),
     _linear("ffn_contract", "ffn_contract_in", "ffn_sum", "ffn_contract",
             "FFN-contract neuron tile: ffn_contract_in events in, raw sums out", raw_sums=True),
     Piece("norm_ffn", ADD_NORM, ("r1", "ffn_sum"), ("q_proj_in", "k_proj_in", "v_proj_in",
@@ -197,6 +202,24 @@ def piece(name: str, pieces: Iterable[Piece] = PIECES) -> Piece:
 def of_kind(kind: str, pieces: Iterable[Piece] = PIECES) -> tuple[Piece, ...]:
     """The pieces of ``kind``, in data-flow order."""
     return tuple(p for p in pieces if p.kind == kind)
+
+
+def producer(value: str, pieces: Iterable[Piece] = PIECES) -> Piece | None:
+    """The piece that makes ``value`` (None for one of :data:`BLOCK_INPUTS`: the block before
+    makes it, its last piece for this block)."""
+    return next((p for p in pieces if value in p.outputs and not p.next_block), None)
+
+
+def consumers(value: str, pieces: Iterable[Piece] = PIECES) -> tuple[Piece, ...]:
+    """The pieces that take ``value``, in data-flow order."""
+    return tuple(p for p in pieces if value in p.inputs)
+
+
+def ffn_wide(value: str, pieces: Iterable[Piece] = PIECES) -> bool:
+    """``value`` is the FFN's width (made by a piece whose outputs are), not the hidden
+    width."""
+    made_by = producer(value, pieces)
+    return made_by is not None and made_by.ffn_wide
 
 
 def counted_positions(pieces: Iterable[Piece] = PIECES) -> dict[str, tuple[str, str]]:
