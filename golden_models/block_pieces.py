@@ -279,10 +279,10 @@ def check_wiring(pieces: Iterable[Piece] = PIECES) -> tuple[Piece, ...]:
     return pieces
 
 
-def check_handlers(table: Mapping[str, object], where: str,
-                   pieces: Iterable[Piece] = PIECES) -> None:
+def check_handlers(table: Mapping[str, object], where: str, pieces: Iterable[Piece]) -> None:
     """Raise ``NotImplementedError`` naming ``where`` when ``table`` (piece kind -> handler)
-    has no entry for a kind of ``pieces``."""
+    has no entry for a kind of ``pieces`` (the pieces the caller walks: each walker checks
+    its table before it starts)."""
     missing = sorted({p.kind for p in pieces} - set(table))
     if missing:
         raise NotImplementedError(f"{where} has no handler for piece kind "
@@ -313,7 +313,7 @@ class Design:
         if (self.k is None) != (self.encoding != "mttfs") or (
                 self.k is not None and (isinstance(self.k, bool) or not isinstance(self.k, int)
                                         or self.k < 0)):
-            raise ValueError(f"an {self.encoding} design takes "
+            raise ValueError(f"the {self.encoding} design takes "
                              + ("a radius k >= 0" if self.encoding == "mttfs" else "no radius")
                              + f", not k={self.k!r}")
 

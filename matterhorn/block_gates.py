@@ -170,7 +170,7 @@ def measure_block_gates(qnn, case, *, lib_path, work, sim: str = "verilator",
     from synth_scripts.block_gates import BlockGates
     from synth_scripts.block_pricing import Pricing
 
-    check_handlers(JOBS, "matterhorn.block_gates.JOBS")
+    check_handlers(JOBS, "matterhorn.block_gates.JOBS", PIECES)
     if not case.sequences:
         raise ValueError("sequences must hold at least one captured sentence")
     design = case.design.name
@@ -265,5 +265,5 @@ def activity(qnn, case, *, tile_neurons: int = TILE_NEURONS) -> dict:
     counters from the golden QNN (:func:`synth_scripts.gatelevel.tile.golden_counters`, the
     attention path's references), in the order the pricing's samples keep; the input flits;
     the SRAM bits; the rows of the add+LayerNorm units."""
-    check_handlers(ACTIVITY, "matterhorn.block_gates.ACTIVITY")
+    check_handlers(ACTIVITY, "matterhorn.block_gates.ACTIVITY", PIECES)
     return {p.name: ACTIVITY[p.kind](qnn, case, p, tile_neurons) for p in PIECES}

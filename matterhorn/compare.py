@@ -38,9 +38,9 @@ from pathlib import Path
 from golden_models.workloads import DESIGNS, Workload, design_layer, random_workload
 from matterhorn.compare_report import markdown, plot
 from rtl_gen.router import mean_hops
+from synth_scripts.entries import sig
 from synth_scripts.gate_compare import measure_design
 from synth_scripts.gatelevel.measure import MESH
-from synth_scripts.report import sig
 from synth_scripts.scaling import sram_bit_pJ
 from toolkit_base.checks import check_out_dir, check_rtl_T, check_seed, unique
 

@@ -24,10 +24,10 @@ from pathlib import Path
 import torch
 
 from networks import checkpoint
-from networks.bert import POSITIONS, BertEncoder, Tokenizer
+from networks.bert import POSITIONS, BertEncoder, Tokenizer, check_spec_for_model
 from networks.corpus import check_corpus, load_corpus
 from networks.finetune import FinetuneConfig, train
-from networks.integer import IntegerSpec, check_spec_for_model, integer_mode_
+from networks.integer import IntegerSpec, integer_mode_
 from networks.ptq import PTQConfig, convert, set_masks_
 from networks.stats import Tally, retrieval_agreement
 from toolkit_base import console

@@ -14,10 +14,10 @@ from pathlib import Path
 import torch
 
 from golden_models.codespace import CodeSpace, check_integer
-from networks.bert import POSITION_FAMILY, POSITION_LABELS, POSITIONS
+from networks.bert import POSITION_FAMILY, POSITION_LABELS, POSITIONS, check_spec_for_model
 from networks.corpus import load_corpus
 from networks.hf_folder import load_model, resolve_model
-from networks.integer import IntegerSpec, check_spec_for_model, integer_mode_
+from networks.integer import IntegerSpec, integer_mode_
 from networks.ptq import PTQConfig, convert
 from networks.rtl_slice import capture_slice, slice_document
 from networks.stats import check_k_max, collect, dumps, summarise

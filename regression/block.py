@@ -218,7 +218,7 @@ def run_block_pieces(qnn, case, *, tile_neurons: int = TILE_NEURONS) -> list[Pie
     in tiles of at most ``tile_neurons`` neurons, each piece fed with what the pieces before
     it made (the block's inputs: the captured ones); one :class:`PieceRun` per piece of
     :data:`golden_models.block_pieces.PIECES`."""
-    check_handlers(RUNNERS, "regression.block.RUNNERS")
+    check_handlers(RUNNERS, "regression.block.RUNNERS", PIECES)
     bench = _Bench(qnn, case, tile_neurons)
     runs = {p.name: PieceRun(p.name) for p in PIECES}
     for seq in case.sequences:

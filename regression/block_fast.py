@@ -92,9 +92,9 @@ def _packer(layout):
 def _seq(payloads, kind: int) -> list[int]:
     """The sequence-memory words (:mod:`regression.fast_rtl`) of a load (``kind`` 0) or a
     window (1): its first beat waits for the design to be quiet, and starts the window."""
-    from regression.fast import _seq_word
+    from regression.fast import seq_word
 
-    return [_seq_word(p, kind, start=j == 0 and kind == 1, barrier=j == 0)
+    return [seq_word(p, kind, start=j == 0 and kind == 1, barrier=j == 0)
             for j, p in enumerate(payloads)]
 
 
@@ -180,7 +180,7 @@ class _Runs:
         self.checked = 0
 
     def unit(self, load: list, windows: list[_Window]) -> None:
-        from regression.fast import _counter_word
+        from regression.fast import counter_word
 
         i = 0
         while i < len(windows):
@@ -202,7 +202,7 @@ class _Runs:
             self.vec.load(load)
             for w in part:
                 values = [w.counters[p] for p in self.ports]
-                self.vec.window(w.seq, w.out, _counter_word(values, self.ports, self.widths),
+                self.vec.window(w.seq, w.out, counter_word(values, self.ports, self.widths),
                                 values)
                 self.checked += w.checked
             i += len(part)
@@ -357,7 +357,8 @@ def _attention_rtl(cfg, dense: bool, root: Path) -> tuple[Path, dict, str]:
     MiniLM's twelve heads) and the folder named by its text, so a change of the generator
     that leaves it alone rebuilds nothing."""
     from rtl_gen.attention import AttentionSystem, attention_manifest, head_counters
-    from rtl_gen.generate import LINT_WAIVERS, port_list, stream_ports, to_verilog
+    from rtl_gen.generate import LINT_WAIVERS, port_list, stream_ports
+    from rtl_gen.verilog_text import to_verilog
     from toolkit_base.files import write_atomic
 
     top = "dense_attention" if dense else "mttfs_attention"
@@ -491,7 +492,7 @@ def run_block_fast(qnn, case, *, tile_neurons: int = TILE_NEURONS, sim: str = "v
 
     if sim not in ("icarus", "verilator"):
         raise ValueError(f"sim must be icarus or verilator, not {sim!r}")
-    check_handlers(FAST_RUNNERS, "regression.block_fast.FAST_RUNNERS")
+    check_handlers(FAST_RUNNERS, "regression.block_fast.FAST_RUNNERS", PIECES)
     sims.ensure_simulator(sim)
     fast = _Fast(qnn, case, tile_neurons, sim, Path(root).resolve(), name)
     runs = {p.name: PieceRun(p.name) for p in PIECES}

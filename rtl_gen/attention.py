@@ -447,10 +447,10 @@ class AttentionSystem(wiring.Component):
 
     def extra_verilog(self) -> str:
         """The Verilog of the modules this one instantiates by name: :data:`HEAD_MODULE` with
-        ``instances`` (``rtl_gen.generate.to_verilog`` appends it), else nothing."""
+        ``instances`` (``rtl_gen.verilog_text.to_verilog`` appends it), else nothing."""
         if not self._instances:
             return ""
-        from rtl_gen.generate import to_verilog
+        from rtl_gen.verilog_text import to_verilog
 
         name = self.head_module
         text = to_verilog(self._heads[0], name)

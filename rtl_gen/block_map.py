@@ -318,7 +318,7 @@ def block_stages(shape: BlockShape) -> tuple[BlockStage, ...]:
     """The block's stages in data-flow order (``golden_models.block_pieces.PIECES``, each by
     its kind's :data:`STAGES`): Q, K, V, per head ``qk``, ``softmax``, ``pv``, then
     ``attn_out``, ``norm_attn``, ``ffn_expand``, ``ffn_contract``, ``norm_ffn``."""
-    check_handlers(STAGES, "rtl_gen.block_map.STAGES")
+    check_handlers(STAGES, "rtl_gen.block_map.STAGES", PIECES)
     return tuple(s for p in PIECES for s in STAGES[p.kind](shape, p))
 
 
@@ -379,7 +379,7 @@ def block_edges(shape: BlockShape) -> tuple[BlockEdge, ...]:
     """Every stage-to-stage edge of the block, in data-flow order (module text): first the
     block's inputs from its last node (the previous block's, which every block is), then each
     piece's edges out (:data:`EDGES`)."""
-    check_handlers(EDGES, "rtl_gen.block_map.EDGES")
+    check_handlers(EDGES, "rtl_gen.block_map.EDGES", PIECES)
     last = PIECES[-1]
     edges = _edges_out(shape, last, last.outputs)
     for p in PIECES:

@@ -236,7 +236,7 @@ def calibrate(sample: BlockGates, activity: Mapping[str, PieceActivity], *, toke
     :func:`fit`, the SRAM bits, flits and rows counted (module docstring); ``hops_per_flit``:
     each piece's hops per input flit on the placement (default one). The result's ``method``
     names the sample and each fit."""
-    check_handlers(CALIBRATORS, "synth_scripts.block_calibration.CALIBRATORS")
+    check_handlers(CALIBRATORS, "synth_scripts.block_calibration.CALIBRATORS", PIECES)
     hpf = dict(hops_per_flit or {})
     heads = sample.dims["heads"]
     pieces, fits_doc = [], {}

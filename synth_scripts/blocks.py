@@ -29,7 +29,7 @@ import numpy as np
 
 from golden_models import CodeSpace
 from rtl_gen.sram import MACRO_STUB
-from synth_scripts import activity, operators, report
+from synth_scripts import activity, entries, operators
 
 #: Output neurons of the synthesized tile (per-neuron figures divide by it).
 TILE_NEURONS = 8
@@ -101,7 +101,7 @@ class BlockSpec:
         return out
 
     def report_entry(self, synth, power: dict, clock_ns: float) -> dict:
-        generic, mapped = report.synth_entry(synth)
+        generic, mapped = entries.synth_entry(synth)
         entry = {
             "name": self.name,
             "top": self.top,
@@ -117,18 +117,18 @@ class BlockSpec:
         }
         for label, p in power.items():
             entry["runs"][label] = {
-                "power": report.power_entry(p),
-                "energy_pJ": report.energy(p["power_W"], clock_ns),
+                "power": entries.power_entry(p),
+                "energy_pJ": entries.energy(p["power_W"], clock_ns),
             }
         if "loaded" in entry["runs"]:
             e = dict(entry["runs"]["loaded"]["energy_pJ"])
             for unit, n in self.per_unit.items():
-                e[f"per_{unit}"] = report.sig(e["per_op"] / n)
+                e[f"per_{unit}"] = entries.sig(e["per_op"] / n)
             entry["energy_pJ"] = e
             if "idle" in entry["runs"]:
                 idle = entry["runs"]["idle"]["energy_pJ"]["per_op"]
                 entry["energy_pJ"]["idle_per_clock"] = idle
-                entry["energy_pJ"]["above_idle"] = report.sig(e["per_op"] - idle)
+                entry["energy_pJ"]["above_idle"] = entries.sig(e["per_op"] - idle)
         return entry
 
 
