@@ -78,7 +78,7 @@ def _tile(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, den
     """One tile's share of :func:`_linear`."""
     from rtl_gen import registry
     from rtl_gen.dense import dense_counters, dense_load_beats
-    from rtl_gen.driver import TileDriver, Window
+    from rtl_gen.simulation.driver import TileDriver, Window
     from rtl_gen.tile import load_beats
 
     cfg = tile_config(layer, raw_sums=raw_sums)
@@ -142,7 +142,7 @@ def _attention(run: PieceRun, acfg, path, query, keys, values, valid, want, *,
                dense: bool) -> torch.Tensor:
     """One sequence through the attention path; returns its ``attn_out_in`` codes (projected
     through the mask on the spiking path)."""
-    from rtl_gen.attention import simulate_attention
+    from rtl_gen.simulation.attention import simulate_attention
 
     [windows] = simulate_attention(acfg, path, [(query, keys, values, valid)], dense=dense)
     out = []

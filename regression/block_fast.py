@@ -263,20 +263,54 @@ def _tile_params(layer, raw_sums: bool) -> dict:
     return cfg.as_dict()
 
 
+def _tile_windows(cfg, sub, lo: int, hi: int, inputs, want, words, events, *, dense: bool,
+                  raw_sums: bool, pout, marker_out, counter_names) -> list[_Window]:
+    """Tile ``sub`` (neurons ``lo..hi-1`` of the layer) on every token: each window's input
+    words (``words``, the same for every tile), its expected output beats and counters (the
+    golden layer's)."""
+    from golden_models import CodeSpace
+    from golden_models.dense import run_dense, run_dense_sums
+    from rtl_gen.layouts import dense_pack
+
+    tw = cfg.time_width
+    if dense:
+        c_tile, c_out = CodeSpace(cfg.T, cfg.family).c, sub.out_mask.space.c
+        pack = dense_pack(cfg)
+    windows = []
+    for i, q in enumerate(inputs):
+        w = want[i, lo:hi].tolist()
+        if raw_sums:
+            counters = (run_dense_sums(sub, q)[1] if dense
+                        else sub.run_sums(*events[i])[1])
+            out = [pout({"addr": j, "sum": v}) for j, v in enumerate(w)]
+        elif dense:
+            counters = run_dense(sub, q).counters
+            codes = [(c_tile - (c_out - v)) & ((1 << tw) - 1) for v in w]
+            out = [pout({"addr": a, "codes": sum(c << (p * tw) for p, c in
+                                                  enumerate(codes[a:a + pack]))})
+                   for a in range(0, hi - lo, pack)]
+        else:
+            counters = sub.run_events(*events[i]).counters
+            gi, gt = encode_events(want[i, lo:hi], sub.out_mask)
+            out = [pout({"addr": a, "t": t})
+                   for a, t in zip(gi.tolist(), gt.tolist(), strict=True)]
+        windows.append(_Window(words[i], [*out, marker_out],
+                               {counter_names[k]: v for k, v in counters.as_dict().items()},
+                               len(w) if (raw_sums or dense) else len(out)))
+    return windows
+
+
 def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, dense: bool,
             raw_sums: bool, tile_neurons: int, sim: str, root: Path, name: str) -> None:
     """Every tile of ``layer``, on one build per tile shape: each tile's image, then every
     token of ``inputs [N, n_in]`` (:class:`_Runs`); ``want [N, n_out]``: the golden codes
     (before the output mask) or the golden raw sums."""
-    from golden_models import CodeSpace
-    from golden_models.dense import run_dense, run_dense_sums
     from regression.cache import generate_rtl, module_entry
     from rtl_gen import registry
     from rtl_gen.dense import dense_load_beats
     from rtl_gen.layouts import (
         dense_in_layout,
         dense_out_layout,
-        dense_pack,
         in_event_layout,
         load_layout,
         out_event_layout,
@@ -297,7 +331,6 @@ def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, d
         rtl_dir, manifest = generate_rtl(params, root, modules=(top,))
         entry = module_entry(manifest, top)
         cfg = RTLConfig(**params)
-        tw = cfg.time_width
         pin = _packer(dense_in_layout(cfg) if dense else in_event_layout(cfg))
         lout = (sum_out_layout(cfg) if raw_sums
                 else dense_out_layout(cfg) if dense else out_event_layout(cfg))
@@ -321,32 +354,9 @@ def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, d
         for lo, hi, sub in tiles:
             image = (dense_load_beats if dense else load_beats)(cfg, sub)
             load = _seq([pload({"target": t, "addr": a, "data": d}) for t, a, d in image], 0)
-            if dense:
-                c_tile, c_out = CodeSpace(cfg.T, cfg.family).c, sub.out_mask.space.c
-                pack = dense_pack(cfg)
-            windows = []
-            for i, q in enumerate(inputs):
-                w = want[i, lo:hi].tolist()
-                if raw_sums:
-                    counters = (run_dense_sums(sub, q)[1] if dense
-                                else sub.run_sums(*events[i])[1])
-                    out = [pout({"addr": j, "sum": v}) for j, v in enumerate(w)]
-                elif dense:
-                    counters = run_dense(sub, q).counters
-                    codes = [(c_tile - (c_out - v)) & ((1 << tw) - 1) for v in w]
-                    out = [pout({"addr": a, "codes": sum(c << (p * tw) for p, c in
-                                                          enumerate(codes[a:a + pack]))})
-                           for a in range(0, hi - lo, pack)]
-                else:
-                    counters = sub.run_events(*events[i]).counters
-                    gi, gt = encode_events(want[i, lo:hi], sub.out_mask)
-                    out = [pout({"addr": a, "t": t})
-                           for a, t in zip(gi.tolist(), gt.tolist(), strict=True)]
-                windows.append(_Window(words[i], [*out, marker_out],
-                                       {counter_names[k]: v
-                                        for k, v in counters.as_dict().items()},
-                                       len(w) if (raw_sums or dense) else len(out)))
-            runs.unit(load, windows)
+            runs.unit(load, _tile_windows(cfg, sub, lo, hi, inputs, want, words, events,
+                                          dense=dense, raw_sums=raw_sums, pout=pout,
+                                          marker_out=marker_out, counter_names=counter_names))
         runs.flush()
 
 

@@ -93,7 +93,8 @@ def run_norm(run: PieceRun, cfg, add, norm, thetas, r, sums, want_r, want_codes)
     """Rows ``(r, sums)`` through the residual-add + LayerNorm unit in the Amaranth simulator;
     checks the new stream and the codes it walks (``want_codes``: one ``[S, hidden]`` per
     table) and returns the stream ``[S, hidden]`` and those codes."""
-    from rtl_gen.add_norm import load_beats, simulate_add_norm
+    from rtl_gen.add_norm import load_beats
+    from rtl_gen.simulation.units import simulate_add_norm
 
     rows = [(r[i].tolist(), sums[i].tolist()) for i in range(r.shape[0])]
     out = simulate_add_norm(cfg, rows, load_beats(cfg, add, norm, thetas))

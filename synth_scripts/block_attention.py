@@ -1,7 +1,7 @@
 """The attention piece of an encoder block priced in our gates, node by node.
 
 :func:`price_attention`: the attention path (:class:`rtl_gen.attention.AttentionSystem`)
-simulated once on the sequences (:func:`rtl_gen.attention.simulate_attention`, its output
+simulated once on the sequences (:func:`rtl_gen.simulation.attention.simulate_attention`, its output
 checked against the captured ``attn_out_in`` codes) while the ports of each head's three nodes
 are recorded (:class:`synth_scripts.gatelevel.attention.AttentionRecorder`); each node (the
 query x key tile, the softmax node, the probability x value tile) is mapped alone, its key,
@@ -95,7 +95,7 @@ def _run_attention(acfg, path, sequences: Sequence[AttentionSequence], dense: bo
     ``attn_out_in`` codes (through the path's mask for the spiking design); returns the
     recorder and the windows per sequence."""
     from golden_models import decode_events, encode_events
-    from rtl_gen.attention import simulate_attention
+    from rtl_gen.simulation.attention import simulate_attention
     from synth_scripts.gatelevel.attention import AttentionRecorder
 
     rec = AttentionRecorder()

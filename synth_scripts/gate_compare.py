@@ -9,9 +9,9 @@ workload's input windows (:data:`golden_models.workloads.DESIGNS`): ``dense`` by
 The steps are the gate-level engine's (:mod:`synth_scripts.gatelevel`):
 
 1. ``gatelevel.tile.run_tile``: the tile in the Amaranth simulator, driven by the one tile
-   driver (:class:`rtl_gen.driver.TileDriver`), its output and counters checked against the
-   golden model window by window; the stimulus is recorded (``gatelevel.trace.record``) and
-   the driver's trace hook collects the input flits.
+   driver (:class:`rtl_gen.simulation.driver.TileDriver`), its output and counters checked
+   against the golden model window by window; the stimulus is recorded
+   (``gatelevel.trace.record``) and the driver's trace hook collects the input flits.
 2. ``gatelevel.tile.tile_energy``: the tile's liberty-mapped netlist (SRAM macros cut out)
    replayed on that trace; the toggles priced by the liberty (``gatelevel.energy``), the load
    phase subtracted, free-running and clock-gated.

@@ -69,7 +69,8 @@ def run_softmax(config, load, short_rows, long_rows, expected) -> UnitRun:
     AssertionError
         A row's codes differ from the golden codes.
     """
-    from rtl_gen.softmax import Softmax, softmax_testbench
+    from rtl_gen.simulation.units import softmax_testbench
+    from rtl_gen.softmax import Softmax
 
     cfg = replace(config, sram_macro=False)
     dut = Softmax(cfg)
@@ -89,8 +90,9 @@ def run_softmax(config, load, short_rows, long_rows, expected) -> UnitRun:
 def run_add_norm(config, load, rows, expected) -> UnitRun:
     """Run the residual-add + LayerNorm unit on ``load`` then ``rows`` (``(r, V)``);
     ``expected`` are the golden ``(stream, codes)`` of every row."""
-    from rtl_gen.add_norm import AddNorm, add_norm_testbench
+    from rtl_gen.add_norm import AddNorm
     from rtl_gen.layouts import norm_channel_layout
+    from rtl_gen.simulation.units import add_norm_testbench
 
     cfg = replace(config, sram_macro=False)
     dut = AddNorm(cfg)

@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 
 import rtl_gen.encoder as encoder_module
 from golden_models import CodeSpace, Mask, encode_events
-from rtl_gen.encoder import Encoder, emit_clocks, simulate_encoder
+from rtl_gen.encoder import Encoder, emit_clocks
 from rtl_gen.layouts import code_layout
 from rtl_gen.params import MAX_N_IN, RTLConfig
+from rtl_gen.simulation.tiles import simulate_encoder
 from rtl_gen.sram import SRAM
 from rtl_gen.verilog_text import to_verilog
 

@@ -1,11 +1,11 @@
 """The attention path recorded for a node-by-node gate-level replay.
 
 :class:`AttentionRecorder` is the ``runner`` of
-:func:`rtl_gen.attention.simulate_attention`: beside the system's ports it records every port
-of each head's nodes (query x key tile, softmax node, probability x value tile) and injectors,
-the read data of their memories (which a netlist with its memories cut takes as inputs) and
-the ``writing`` of their run-time weight writers; :meth:`AttentionRecorder.node_trace` is one
-node's trace, :meth:`~AttentionRecorder.window_marks` where each window starts,
+:func:`rtl_gen.simulation.attention.simulate_attention`: beside the system's ports it records every
+port of each head's nodes (query x key tile, softmax node, probability x value tile) and injectors,
+the read data of their memories (which a netlist with its memories cut takes as inputs) and the
+``writing`` of their run-time weight writers; :meth:`AttentionRecorder.node_trace` is one node's
+trace, :meth:`~AttentionRecorder.window_marks` where each window starts,
 :meth:`~AttentionRecorder.flits` the flits an injector sent (``synth_scripts.block_attention``
 prices them).
 """
@@ -69,8 +69,8 @@ def _node_probes(fragment) -> dict:
 
 
 class AttentionRecorder:
-    """``runner`` of :func:`rtl_gen.attention.simulate_attention`: records the system's ports
-    and, beside them, every port of each head's nodes and injectors and the read data of their
+    """``runner`` of :func:`rtl_gen.simulation.attention.simulate_attention`: records the system's
+    ports and, beside them, every port of each head's nodes and injectors and the read data of their
     memories (:func:`synth_scripts.gatelevel.record`)."""
 
     def __init__(self):

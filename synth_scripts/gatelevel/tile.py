@@ -2,12 +2,12 @@
 its stimulus recorded), the netlist replayed on it (:func:`tile_energy`), and what a window
 reads from its SRAMs and takes in as flits, from its counters and beats.
 
-A design runs by one of the two registered tiles (:func:`tile_block`): the dense tile for
-``dense``, the spiking tile for TTFS and M-TTFS. :func:`run_tile` drives the tile with the one
-tile driver (:class:`rtl_gen.driver.TileDriver`), checks each window's output and counters
-against the golden model, records the stimulus (:func:`synth_scripts.gatelevel.trace.record`)
-and collects the input flits; :func:`tile_energy` maps the tile (SRAM macros cut) and prices
-the windows after the load (:func:`synth_scripts.gatelevel.measure.replay_energy`).
+A design runs by one of the two registered tiles (:func:`tile_block`): the dense tile for ``dense``,
+the spiking tile for TTFS and M-TTFS. :func:`run_tile` drives the tile with the one tile driver
+(:class:`rtl_gen.simulation.driver.TileDriver`), checks each window's output and counters against
+the golden model, records the stimulus (:func:`synth_scripts.gatelevel.trace.record`) and collects
+the input flits; :func:`tile_energy` maps the tile (SRAM macros cut) and prices the windows after
+the load (:func:`synth_scripts.gatelevel.measure.replay_energy`).
 """
 
 from __future__ import annotations
@@ -149,8 +149,8 @@ def run_tile(layer, design: str, codes: torch.Tensor, *, mesh: tuple[int, int] =
     from dataclasses import replace
 
     from golden_models import encode_events
-    from rtl_gen.driver import TileDriver, Window
     from rtl_gen.simulation import elaborated
+    from rtl_gen.simulation.driver import TileDriver, Window
     from synth_scripts.gatelevel.trace import record
 
     cfg = (lone_tile_config(layer, macro=False, mesh=mesh) if config is None
