@@ -6,7 +6,7 @@ one short sentence), each design captured with its masks and priced by
 :func:`matterhorn.block_gates.measure_block_gates` on the default NanGate 45 nm library (one
 netlist cache for all designs). Prints, per design, the table of pieces x components in pJ per
 token, the block's totals, each design's total and compute against the dense design's, and
-the model / gates ratio of every component (:func:`matterhorn.block_gates.model_ratios`, our
+the model / gates ratio of every component (:func:`matterhorn.block.model_ratios`, our
 gates scaled to 22 nm); writes ``DIR/<design>.json`` (``BlockGates.to_json``).
 
 With ``--validate``, instead: the validation of the method on the attention path
