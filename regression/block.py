@@ -47,6 +47,8 @@ from golden_models.block_pieces import (
     TILE_NEURONS,
     check_handlers,
     count_deliveries,
+    counted_positions,
+    signal,
 )
 from regression.block_parts import (
     PieceRun,
@@ -274,34 +276,38 @@ class BlockRun:
 
 def flit_counts(qnn, case, *, seq_max: int) -> dict[str, list[int]]:
     """Flits each producer neuron sends per signal of :data:`rtl_gen.block_map.SIGNALS` over
-    the sentences of ``case`` (with its design's masks): a position's events outside its mask
-    (every code for the dense design), one flit per key and value code written, per raw
-    score, raw sum and stream value. ``attn_prob`` and ``scores`` are counted per ``head *
-    seq_max + key slot``."""
+    the sentences of ``case`` (with its design's masks), walking the block's description: a
+    spike-encoded position's events outside its mask (every code for the dense design), one
+    flit per key and value code written, per raw sum and stream value (every other input of a
+    piece), per raw score. ``attn_prob`` and ``scores`` are counted per ``head * seq_max + key
+    slot``."""
     layer = qnn.layers[case.block]
     hidden, heads = layer.cfg.hidden_size, layer.cfg.num_attention_heads
     dense = case.design.dense
+    positions = counted_positions()
+    # every other value a piece takes: one flit per value (the block's values are all hidden
+    # wide but the positions, which are counted per neuron)
+    per_value = list(dict.fromkeys(signal(v) for p in PIECES for v in p.inputs
+                                   if v not in positions))
     out: dict[str, torch.Tensor] = {}
 
-    def add(signal: str, counts: torch.Tensor) -> None:
-        out[signal] = out.get(signal, 0) + counts.to(torch.int64)
+    def add(signal_name: str, counts: torch.Tensor) -> None:
+        out[signal_name] = out.get(signal_name, 0) + counts.to(torch.int64)
 
     for seq in case.sequences:
         S = seq.length
-        for p in ("q_proj_in", "k_proj_in", "v_proj_in", "query", "attn_out_in",
-                  "ffn_expand_in", "ffn_contract_in", "attn_prob"):
+        for p in positions:
             q, mask = seq.codes[p], case.masks[p]
             sent = (torch.ones_like(q, dtype=torch.bool) if dense
                     else mask.transmitted(mask.space.c - q))
-            if p == "attn_prob":  # [heads, S, S] -> per (head, key slot)
+            if q.dim() == 3:  # attn_prob [heads, S, S] -> per (head, key slot)
                 per = torch.zeros(heads, seq_max, dtype=torch.int64)
                 per[:, :S] = sent.sum(1)
                 add(p, per.reshape(-1))
             else:
                 add(p, sent.sum(0))
-        per_value = torch.full((hidden,), S, dtype=torch.int64)
-        for signal in ("key", "value", "attn_sum", "ffn_sum", "residual_in", "residual_mid"):
-            add(signal, per_value)
+        for name in per_value:
+            add(name, torch.full((hidden,), S, dtype=torch.int64))
         scores = torch.zeros(heads, seq_max, dtype=torch.int64)
         scores[:, :S] = S  # every query token sends a score per key slot of the sequence
         add("scores", scores.reshape(-1))

@@ -890,11 +890,10 @@ def dense_events(shape: BlockShape, tokens: int = 1,
     check_int("tokens", tokens, 0, 1 << 40)
     seq_len = shape.seq_max if seq_len is None else check_int("seq_len", seq_len, 1,
                                                               shape.seq_max)
-    H, S = shape.hidden, shape.seq_max
+    S = shape.seq_max
     row = [tokens] * seq_len + [0] * (S - seq_len)
-    out = {s: [tokens] * H for s in SIGNALS}
-    out |= {"scores": row * shape.heads, "attn_prob": row * shape.heads,
-            "ffn_contract_in": [tokens] * shape.ffn}
+    out = {s: [tokens] * shape.width(s) for s in SIGNALS}
+    out |= {"scores": row * shape.heads, "attn_prob": row * shape.heads}
     return {s: out[s] for s in SIGNALS}
 
 
