@@ -403,7 +403,7 @@ def model_block_energy(runs, dims) -> dict[str, dict[str, float]]:
         T=T,
         ttfs=Rate(by["ttfs"].rates(), source, "TTFS") if "ttfs" in by else None,
         mttfs={Design.parse(d).k: Rate(by[d].rates(), source, d)
-               for d in DESIGNS if d.startswith("mttfs") and d in by},
+               for d in DESIGNS if Design.parse(d).encoding == "mttfs" and d in by},
         source=source,
     )
     report = compute(dims, rates)
