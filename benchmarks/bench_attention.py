@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from regression.attention import AttentionCase, minilm_case, run_attention
+from regression.attention import AttentionCase, minilm_case
+from regression.attention_run import run_attention
 from rtl_gen.attn_params import AttentionConfig
 
 

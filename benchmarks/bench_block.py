@@ -19,8 +19,9 @@ import time
 
 import torch
 
+from golden_models.block_pieces import TILE_NEURONS
 from matterhorn import block
-from regression.block import TILE_NEURONS, run_block
+from regression.block import run_block
 
 
 def main() -> None:

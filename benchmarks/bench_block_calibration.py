@@ -20,6 +20,7 @@ each piece's total and of the block's components (calibrated / replayed - 1); wr
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -27,7 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from synth_scripts.block_gates import COMPONENTS, PIECES  # noqa: E402
+from golden_models.block_pieces import PIECE_NAMES  # noqa: E402
+from synth_scripts.block_gates import COMPONENTS  # noqa: E402
 
 
 def _pct(e) -> str:
@@ -53,10 +55,11 @@ def main(argv=None) -> int:
     import torch
 
     from matterhorn.block import setup
-    from matterhorn.block_gates import activity, capture, measure_block_gates
+    from matterhorn.block_gates import activity, measure_block_gates
+    from networks.block import block_case
     from synth_scripts.block_calibration import calibrate, compare
     from synth_scripts.block_gates import BlockGates
-    from synth_scripts.liberty import default_liberty
+    from synth_scripts.gatelevel.liberty import default_liberty
 
     torch.set_num_threads(1)
     designs = args.design or ["dense", "mttfs-k1"]
@@ -72,11 +75,11 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     cache: dict = {}
     for d in designs:
-        seqs = capture(st.qnn, st.tokenizer, st.sentences, d)
-        sample = [seqs[i] for i in sample_ix]
-        held = [seqs[args.held_out]]
+        case = block_case(st.qnn, st.tokenizer, st.sentences, d)
+        sample = dataclasses.replace(case, sequences=tuple(case.sequences[i] for i in sample_ix))
+        held = dataclasses.replace(case, sequences=(case.sequences[args.held_out],))
         t0 = time.perf_counter()
-        priced = measure_block_gates(st.qnn, sample, d, lib_path=lib, work=args.out / d,
+        priced = measure_block_gates(st.qnn, sample, lib_path=lib, work=args.out / d,
                                      sim=args.sim, cache=cache, netlist_dir=netlists,
                                      windows=True)
         t_sample = time.perf_counter() - t0
@@ -84,14 +87,13 @@ def main(argv=None) -> int:
         if d in measured_files:
             full = BlockGates.load(json.loads(Path(measured_files[d]).read_text()))
         else:
-            full = measure_block_gates(st.qnn, held, d, lib_path=lib,
+            full = measure_block_gates(st.qnn, held, lib_path=lib,
                                        work=args.out / f"{d}-held-out", sim=args.sim,
                                        cache=cache, netlist_dir=netlists)
         t_full = time.perf_counter() - t0
         t0 = time.perf_counter()
-        act = activity(st.qnn, held, d)
-        cal = calibrate(priced, act, tokens=full.tokens, sentences=1,
-                        deliveries=full.deliveries, values=full.values)
+        act = activity(st.qnn, held)
+        cal = calibrate(priced, act, tokens=full.tokens, sentences=1)
         t_cal = time.perf_counter() - t0
         c = compare(cal, full)
         print(f"\n## {d}: sample {sample_ix} ({priced.tokens} tokens, {t_sample:.0f} s "
@@ -100,7 +102,7 @@ def main(argv=None) -> int:
               + ("replayed earlier" if d in measured_files else f"replayed in {t_full:.0f} s"))
         print("\n| piece | calibrated pJ/token | replayed pJ/token | error |")
         print("| --- | ---: | ---: | ---: |")
-        for p in PIECES:
+        for p in PIECE_NAMES:
             r = c["pieces"][p]["total"]
             print(f"| {p} | {r['calibrated']:,.0f} | {r['measured']:,.0f} | {_pct(r['error'])} |")
         print("\n| block | " + " | ".join((*COMPONENTS, "total", "gated_total")) + " |")

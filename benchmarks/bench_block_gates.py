@@ -6,7 +6,7 @@ one short sentence), each design captured with its masks and priced by
 :func:`matterhorn.block_gates.measure_block_gates` on the default NanGate 45 nm library (one
 netlist cache for all designs). Prints, per design, the table of pieces x components in pJ per
 token, the block's totals, each design's total and compute against the dense design's, and
-the model / gates ratio of every component (:func:`matterhorn.block_gates.model_ratios`, our
+the model / gates ratio of every component (:func:`matterhorn.block.model_ratios`, our
 gates scaled to 22 nm); writes ``DIR/<design>.json`` (``BlockGates.to_json``).
 
 With ``--validate``, instead: the validation of the method on the attention path
@@ -30,7 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from synth_scripts.block_gates import PIECES, TOTALS  # noqa: E402
+from golden_models.block_pieces import PIECE_NAMES  # noqa: E402
+from synth_scripts.block_gates import TOTALS  # noqa: E402
 
 SENTENCE = "A short sentence of six words."
 
@@ -39,7 +40,7 @@ def table(doc: dict) -> str:
     """The pieces x components of one design, pJ per token, and the block's totals."""
     head = f"| piece | {' | '.join(TOTALS)} |"
     lines = [head, "|" + " --- |" * (len(TOTALS) + 1)]
-    for piece in PIECES:
+    for piece in PIECE_NAMES:
         e = doc["pieces"][piece]
         lines.append(f"| {piece} | " + " | ".join(f"{e[k]:.1f}" for k in TOTALS) + " |")
     t = doc["totals"]
@@ -65,13 +66,11 @@ def main(argv=None) -> int:
 
     import torch
 
-    from matterhorn.block_gates import (
-        capture,
-        measure_block_gates,
-        model_ratios,
-        validate_attention,
-    )
-    from synth_scripts import liberty
+    from matterhorn.block import model_ratios
+    from matterhorn.block_gates import measure_block_gates, validate_attention
+    from networks.block import block_case
+    from regression.block import run_case
+    from synth_scripts.gatelevel import liberty
 
     torch.set_num_threads(1)
     designs = args.design or ["dense", "mttfs-k1"]
@@ -80,13 +79,13 @@ def main(argv=None) -> int:
                                   seq=args.seq)
     args.out.mkdir(parents=True, exist_ok=True)
     cache: dict = {}
-    gates = []
+    gates, runs = [], []
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for design in designs:
         t0 = time.perf_counter()
-        seqs = capture(qnn, tok, sentences, design)
+        case = block_case(qnn, tok, sentences, design)
         if args.validate:
-            v = validate_attention(qnn, seqs, design, lib_path=liberty.default_liberty(),
+            v = validate_attention(qnn, case, lib_path=liberty.default_liberty(),
                                    work=args.out / "work" / design, sim=args.sim, cache=cache)
             (args.out / f"validate-{design}.json").write_text(json.dumps(v, indent=1) + "\n")
             print(f"{design}: the whole attention path {v['whole_pJ']:.1f} pJ "
@@ -95,12 +94,13 @@ def main(argv=None) -> int:
                   f"{v['pieces_cells']} cells): {v['ratio']:.3f}, {v['cycles']} clocks, "
                   f"{time.perf_counter() - t0:.0f} s")
             continue
-        g = measure_block_gates(qnn, seqs, design, lib_path=liberty.default_liberty(),
+        g = measure_block_gates(qnn, case, lib_path=liberty.default_liberty(),
                                 work=args.out / "work" / design, sim=args.sim, cache=cache)
         wall = time.perf_counter() - t0
         doc = g.to_json()
         (args.out / f"{design}.json").write_text(json.dumps(doc, indent=1) + "\n")
         gates.append(g)
+        runs.append(run_case(qnn, case))  # the rates the model is priced at
         pieces = ", ".join(f"{p} {d['seconds']:.0f}" for p, d in doc["detail"].items())
         print(f"\n## {design}: {g.tokens} tokens, {wall:.0f} s ({pieces})\n")
         print(table(doc))
@@ -115,7 +115,7 @@ def main(argv=None) -> int:
                   f"{t['gated_total'] / dense['gated_total']:.3f}, "
                   f"{t['compute'] / dense['compute']:.3f}")
     print("\nmodel / gates (paper's unit costs at 22 nm; gates scaled to 22 nm):")
-    for design, row in model_ratios(gates).items():
+    for design, row in model_ratios(gates, runs).items():
         print(f"  {design}: " + ", ".join(
             f"{k} {v['model_pJ']:.3g}/{v['gates_pJ']:.3g} = {v['ratio']:.3g}"
             for k, v in row.items()))

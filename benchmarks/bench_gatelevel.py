@@ -31,7 +31,8 @@ from amaranth.back import verilog  # noqa: E402
 from golden_models import CodeSpace, IntegerLayer, Mask, encode_events, folded_init  # noqa: E402
 from rtl_gen.params import RTLConfig  # noqa: E402
 from rtl_gen.tile import NeuronTile, load_beats  # noqa: E402
-from synth_scripts import gate_energy, gatelevel  # noqa: E402
+from synth_scripts import gatelevel  # noqa: E402
+from synth_scripts.gatelevel import energy as gate_energy
 
 CONFIG = {"T": 16, "k": 1, "n_in": 64, "tile_neurons": 8}
 GAP = 16

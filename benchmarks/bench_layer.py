@@ -21,12 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from regression.layer import (  # noqa: E402
-    DEFAULT_MESH,
-    DEFAULT_TILE_NEURONS,
-    minilm_q_projection,
-    run_layer,
-)
+from golden_models.block_pieces import TILE_NEURONS  # noqa: E402
+from regression.layer import DEFAULT_MESH, minilm_q_projection, run_layer  # noqa: E402
 
 
 def main() -> int:
@@ -34,7 +30,7 @@ def main() -> int:
     ap.add_argument("--windows", type=int, default=64, help="token windows (inferences)")
     ap.add_argument("--k", type=int, default=1, help="dead-zone radius")
     ap.add_argument("--calibration", type=int, default=6, help="calibration sentences")
-    ap.add_argument("--tile-neurons", type=int, default=DEFAULT_TILE_NEURONS)
+    ap.add_argument("--tile-neurons", type=int, default=TILE_NEURONS)
     ap.add_argument("--mesh", default="x".join(map(str, DEFAULT_MESH)), help="ROWSxCOLS")
     ap.add_argument("--sims", default="icarus,verilator")
     ap.add_argument("--out", default="build/bench_layer", help="build/run directory")

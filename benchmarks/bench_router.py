@@ -24,7 +24,8 @@ from amaranth.sim import Simulator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rtl_gen.router import Mesh, simulate_zero_load  # noqa: E402
+from rtl_gen.router import Mesh  # noqa: E402
+from rtl_gen.simulation.mesh import simulate_zero_load  # noqa: E402
 
 ADDR_W, TIME_W = 12, 4
 
@@ -87,7 +88,7 @@ def saturate(rows, cols, pick_dst, cycles, *, sources=None, seed=1):
 def system_inference(T, k, batch=8):
     from golden_models.qnn import random_qnn
     from rtl_gen.mapper import config_for_chain, map_chain, system_reference
-    from rtl_gen.system import simulate_system
+    from rtl_gen.simulation.mesh import simulate_system
 
     qnn = random_qnn((8, 8, 4, 4), T=T, k=k, seed=0, distribution="uniform")
     layers = qnn.integer_layers()

@@ -33,9 +33,9 @@ from pathlib import Path
 import torch
 
 from golden_models import CodeSpace, IntegerLayer, Mask, encode_events, folded_init
-from rtl_gen.encoder import Encoder, emit_clocks, simulate_encoder
+from rtl_gen.encoder import Encoder, emit_clocks
 from rtl_gen.params import RTLConfig
-from rtl_gen.tile import simulate_tile
+from rtl_gen.simulation.tiles import simulate_encoder, simulate_tile
 
 
 def layer_for(cfg: RTLConfig, seed: int, out_k: int) -> tuple[IntegerLayer, list, list]:

@@ -64,14 +64,14 @@ def main(argv=None) -> int:
     from energy_model.dims import preset
     from energy_model.nonlinear import nonlinear_units
     from energy_model.unit_costs import paper_unit_costs, parse_unit_costs
-    from regression.benches.units import _minilm
+    from regression.benches.units import minilm_qnn
     from regression.units import minilm_config, record_minilm
     from rtl_gen.add_norm import load_beats as norm_beats
     from rtl_gen.softmax import load_beats as softmax_beats
 
     torch.set_num_threads(1)
     t0 = time.perf_counter()
-    qnn, tok, corpus = _minilm()
+    qnn, tok, corpus = minilm_qnn()
     cfg = minilm_config(qnn)
     short = next(s for s in corpus.evaluation
                  if SHORT_TOKENS[0] <= _tokens(tok, s) <= SHORT_TOKENS[1])

@@ -22,14 +22,15 @@ import time
 import warnings
 from pathlib import Path
 
-from synth_scripts import flow, gatelevel, liberty, system_area
+from synth_scripts import flow, gatelevel, system_area
+from synth_scripts.gatelevel import liberty
 
 
 def _system(work: Path, mesh: int, lib: Path) -> None:
-    from rtl_gen.generate import to_verilog
     from rtl_gen.params import RTLConfig
     from rtl_gen.sram import MACRO_STUB
     from rtl_gen.system import system_from_config
+    from rtl_gen.verilog_text import to_verilog
 
     cfg = RTLConfig(T=16, k=1, n_in=system_area.SYSTEM_N_IN, tile_neurons=8, mesh_rows=mesh,
                     mesh_cols=mesh, sram_macro=True)

@@ -342,13 +342,6 @@ def energy_of(ops: dict[str, dict[str, float]], costs: UnitCosts) -> dict[str, f
     return price({comp: ops[comp] for comp in COMPONENTS}, costs.joules)
 
 
-def position_energy(
-    spec: RowSpec, c: PositionCounts, costs: UnitCosts, options: Options, *, weight_bits: int = 1
-) -> dict[str, float]:
-    """Move, W-read, KV-write and Compute in joules of row ``spec`` at one position."""
-    return energy_of(position_ops(spec, c, options, weight_bits=weight_bits), costs)
-
-
 def _pooler_ops(dims: ModelDims, options: Options) -> dict[str, dict[str, float]]:
     deliveries = dims.batch * dims.hidden * dims.hidden
     bits = deliveries * options.activation_bits / dims.layers

@@ -110,7 +110,7 @@ def _build(kind: str):
 
 def axi_properties() -> tuple:
     """The wrapper's properties for :data:`formal.properties.PROPERTIES`."""
-    from formal.properties import Mutant, Property
+    from formal.harness import Mutant, Property
 
     shell, lite = "rtl_gen.axi", "rtl_gen.axi_lite"
     mutants = (

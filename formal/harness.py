@@ -20,10 +20,15 @@ import importlib.util
 import re
 import sys
 import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from amaranth.hdl import Assume, Elaboratable, ResetSignal, Signal
 
-__all__ = ["Harness", "block_module", "module_over", "mutant_module", "stream_rule"]
+from rtl_gen import registry
+
+__all__ = ["Harness", "Mutant", "Property", "block_module", "module_over", "mutant_module",
+           "stream_rule"]
 
 
 class Harness(Elaboratable):
@@ -171,3 +176,47 @@ def block_module(module: types.ModuleType | None, name: str, block: str) -> type
     if hasattr(module, block):
         return module
     return module_over(name, module)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A planted bug: in ``module``, the one occurrence of ``old`` becomes ``new``; the check
+    must fail on the assertion whose message contains ``expect``."""
+
+    name: str
+    module: str
+    old: str
+    new: str
+    what: str
+    expect: str
+
+    def load(self):
+        return mutant_module(self.module, self.old, self.new)
+
+
+@dataclass(frozen=True)
+class Property:
+    """One property: ``block`` is a registered block name, ``instance`` the sub-component
+    inside it the harness checks (``None``: the block itself); ``syn``: checked (and its
+    mutants) on the synthesized SMT model (:data:`formal.sby.SYN_ENGINE`), the same check,
+    for the BMC models it makes faster."""
+
+    name: str
+    block: str
+    params: dict
+    mode: str
+    depth: int
+    statement: str
+    build: Callable  # build(module_or_None) -> Harness
+    mutants: tuple[Mutant, ...] = field(default_factory=tuple)
+    instance: str | None = None
+    syn: bool = False
+
+    def __post_init__(self) -> None:
+        registry.block(self.block)
+
+    @property
+    def target(self) -> str:
+        """What the summary names: the block's Verilog module (and the instance inside it)."""
+        module = registry.block(self.block).module
+        return module if self.instance is None else f"{module} ({self.instance})"

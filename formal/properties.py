@@ -11,58 +11,11 @@ properties here or an entry in :data:`UNPROVEN` saying why not (``tests/test_reg
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
 from formal.axi import axi_properties
-from formal.harness import mutant_module
+from formal.harness import Mutant, Property
 from rtl_gen import registry
 
-__all__ = ["PROPERTIES", "UNPROVEN", "Mutant", "Property", "select"]
-
-
-@dataclass(frozen=True)
-class Mutant:
-    """A planted bug: in ``module``, the one occurrence of ``old`` becomes ``new``; the check
-    must fail on the assertion whose message contains ``expect``."""
-
-    name: str
-    module: str
-    old: str
-    new: str
-    what: str
-    expect: str
-
-    def load(self):
-        return mutant_module(self.module, self.old, self.new)
-
-
-@dataclass(frozen=True)
-class Property:
-    """One property: ``block`` is a registered block name, ``instance`` the sub-component
-    inside it the harness checks (``None``: the block itself); ``syn``: checked (and its
-    mutants) on the synthesized SMT model (:data:`formal.sby.SYN_ENGINE`), the same check,
-    for the BMC models it makes faster."""
-
-    name: str
-    block: str
-    params: dict
-    mode: str
-    depth: int
-    statement: str
-    build: Callable  # build(module_or_None) -> Harness
-    mutants: tuple[Mutant, ...] = field(default_factory=tuple)
-    instance: str | None = None
-    syn: bool = False
-
-    def __post_init__(self) -> None:
-        registry.block(self.block)
-
-    @property
-    def target(self) -> str:
-        """What the summary names: the block's Verilog module (and the instance inside it)."""
-        module = registry.block(self.block).module
-        return module if self.instance is None else f"{module} ({self.instance})"
+__all__ = ["PROPERTIES", "UNPROVEN", "select"]
 
 
 def _encoder_cfg(T, n_in=4):

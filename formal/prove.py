@@ -16,7 +16,8 @@ import shutil
 import time
 from pathlib import Path
 
-from formal.properties import UNPROVEN, Property, select
+from formal.harness import Property
+from formal.properties import UNPROVEN, select
 from formal.sby import run_sby, tools
 from rtl_gen import registry
 from toolkit_base.files import write_atomic

@@ -138,7 +138,7 @@ class HistogramAccumulator:
         return select_i_max(self._counts, self._space, near_tie=near_tie)
 
 
-def _check_counts(counts: object, space: CodeSpace) -> torch.Tensor:
+def check_counts(counts: object, space: CodeSpace) -> torch.Tensor:
     if not isinstance(counts, torch.Tensor):
         counts = torch.as_tensor(counts)
     if counts.dtype.is_floating_point or counts.dtype == torch.bool:
@@ -180,7 +180,7 @@ def select_i_max(counts: torch.Tensor, space: CodeSpace, *, near_tie: float = 0.
     int
         An event time in ``0..T-1``.
     """
-    counts = _check_counts(counts, space)
+    counts = check_counts(counts, space)
     if isinstance(near_tie, bool) or not isinstance(near_tie, (int, float)):
         raise TypeError(f"near_tie must be a number, not {near_tie!r}")
     if not 0.0 <= near_tie < 1.0:
@@ -214,6 +214,7 @@ __all__ = [
     "DEFAULT_CHUNK",
     "HistogramAccumulator",
     "calibrate",
+    "check_counts",
     "event_histogram",
     "probabilities",
     "select_i_max",

@@ -53,12 +53,12 @@ LINEARS = {
     "q_proj": ("Q-proj. input", "Query activation"),
     "k_proj": ("K-proj. input", "Key codes"),
     "v_proj": ("V-proj. input", "Value codes"),
-    "o_proj": ("Attn.-out. input", "O-proj. output"),
+    "attn_out": ("Attn.-out. input", "O-proj. output"),
     "ffn_expand": ("FFN-expand input", "FFN-contract input"),
     "ffn_contract": ("FFN-contract input", "FFN output"),
 }
 #: The exported chain of spike-encoded linear layers, in dataflow order.
-CHAIN = ("o_proj", "ffn_expand", "ffn_contract")
+CHAIN = ("attn_out", "ffn_expand", "ffn_contract")
 
 # Scale of each quantizer as a multiple of its input's standard deviation: LayerNorm outputs
 # at 0.7 sigma put about a quarter of the codes at 0 (the paper's 0.26-0.33), the rest at 0.5.
@@ -150,7 +150,7 @@ class QNNEncoderBlock(torch.nn.Module):
 
         g = torch.Generator().manual_seed(seed)
         dims = {"q_proj": (d_model, d_model), "k_proj": (d_model, d_model),
-                "v_proj": (d_model, d_model), "o_proj": (d_model, d_model),
+                "v_proj": (d_model, d_model), "attn_out": (d_model, d_model),
                 "ffn_expand": (d_model, d_ff), "ffn_contract": (d_ff, d_model)}
         self._float_w = {}
         for name, (n_in, n_out) in dims.items():
@@ -274,7 +274,7 @@ class QNNEncoderBlock(torch.nn.Module):
         ctx = ctx.transpose(1, 2).reshape(B, S, self.d_model)
         codes["Attn.-out. input"] = self._quant("Attn.-out. input", ctx, cal)
 
-        internal["O-proj. output"] = self._apply("o_proj", codes["Attn.-out. input"], cal)
+        internal["O-proj. output"] = self._apply("attn_out", codes["Attn.-out. input"], cal)
         r1 = x + self._alpha["O-proj. output"] * internal["O-proj. output"].to(torch.float64)
         h2 = _layer_norm(r1, self.ln2_gamma, self.ln2_beta)
         codes["FFN-expand input"] = self._quant("FFN-expand input", h2, cal)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from golden_models.calibration import _check_counts, event_histogram, select_i_max
+from golden_models.calibration import check_counts, event_histogram, select_i_max
 from golden_models.codespace import FAMILIES, CodeSpace
 from golden_models.mask import Mask, ttfs_mask
 from golden_models.mttfs import event_time
@@ -38,7 +38,7 @@ DEFAULT_KS = (0, 1, 2, 3, 4)
 
 def events_per_activation(counts: torch.Tensor, mask: Mask) -> float:
     """``s_tx = 1 - sum_{t in Omega_k} p_t`` from event-time counts ``[T]``."""
-    counts = _check_counts(counts, mask.space)
+    counts = check_counts(counts, mask.space)
     silent = int(counts[list(mask.silent_times)].sum())
     total = int(counts.sum())
     return (total - silent) / total
@@ -46,7 +46,7 @@ def events_per_activation(counts: torch.Tensor, mask: Mask) -> float:
 
 def transmitted_events(counts: torch.Tensor, mask: Mask) -> int:
     """Number of transmitted events ``sum_{t not in Omega_k} n_t`` (exact integer)."""
-    counts = _check_counts(counts, mask.space)
+    counts = check_counts(counts, mask.space)
     return int(counts.sum()) - int(counts[list(mask.silent_times)].sum())
 
 
@@ -110,7 +110,7 @@ class PositionStats:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a string, not {self.name!r}")
-        _check_counts(torch.tensor(self.counts, dtype=torch.int64), self.space)
+        check_counts(torch.tensor(self.counts, dtype=torch.int64), self.space)
         Mask(self.space, self.i_max, 0)
         for k in self.ks:
             if isinstance(k, bool) or not isinstance(k, int) or k < 0:
@@ -142,7 +142,7 @@ class PositionStats:
         near_tie: float = 0.0,
         ks: tuple[int, ...] = DEFAULT_KS,
     ) -> PositionStats:
-        counts = _check_counts(counts, space)
+        counts = check_counts(counts, space)
         if i_max is None:
             i_max = select_i_max(counts, space, near_tie=near_tie)
         return cls(name, space, tuple(int(n) for n in counts), i_max, tuple(ks))

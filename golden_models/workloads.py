@@ -15,10 +15,9 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["DESIGNS", "Workload", "design_layer", "random_workload"]
+from golden_models.block_pieces import DESIGNS, Design
 
-#: The compared designs: the dense INT4 tile, the TTFS mask, M-TTFS at radius 0, 1 and 2.
-DESIGNS = ("dense", "ttfs", "mttfs-k0", "mttfs-k1", "mttfs-k2")
+__all__ = ["DESIGNS", "Workload", "design_layer", "random_workload"]
 
 
 @dataclass(frozen=True)
@@ -47,19 +46,15 @@ def random_workload(T: int = 16, *, n_in: int = 64, n_out: int = 8, windows: int
 
 
 def design_layer(layer, design: str):
-    """The golden layer of ``design`` (one of :data:`DESIGNS`): ``layer`` with its masks.
+    """The golden layer of ``design`` (one of :data:`DESIGNS`, the compared designs: the dense
+    INT4 tile, the TTFS mask, M-TTFS at radius 0, 1 and 2): ``layer`` with its masks
+    (:meth:`golden_models.block_pieces.Design.mask` of its calibrated ones).
 
     ``dense`` and ``ttfs``: the TTFS mask (silent lowest level, ``k = 0``) in and out;
     ``mttfs-k<k>``: radius ``k`` around the calibrated silent centres.
     """
-    from golden_models import Mask, ttfs_mask
     from golden_models.dense import with_masks
 
-    if design not in DESIGNS:
-        raise ValueError(f"design must be one of {', '.join(DESIGNS)}, not {design!r}")
-    sin, sout = layer.in_mask.space, layer.out_mask.space
-    if design in ("dense", "ttfs"):
-        return with_masks(layer, ttfs_mask(sin), ttfs_mask(sout))
-    k = int(design.rsplit("k", 1)[1])
-    return with_masks(layer, Mask(sin, layer.in_mask.i_max, k),
-                      Mask(sout, layer.out_mask.i_max, k))
+    d = Design.parse(design)
+    masks = Design("ttfs") if d.dense else d  # the dense tile runs on the TTFS code space
+    return with_masks(layer, masks.mask(layer.in_mask), masks.mask(layer.out_mask))

@@ -3,12 +3,14 @@ every design, bit-exact, and its energy per block (docs/rtl_block.md).
 
 :func:`run` loads and converts the model (the small random block, MiniLM or a model folder),
 picks sentences of the evaluation split with their lengths spread, runs them through the
-block's hardware pieces as each design (:func:`regression.block.run_block`: every position,
-every key and value code, the raw sums, both LayerNorms' streams and codes checked), prices
-each design with the paper's model at the rates it measured (``energy_model``) and, with
-``--gates``, in our gates on the same sentences (:mod:`matterhorn.block_gates`, movement at the
+block's hardware pieces as each design (:func:`networks.block.block_case` once a design, then
+:func:`regression.block.run_case`: every position, every key and value code, the raw sums,
+both LayerNorms' streams and codes checked), prices each design with the paper's model at the
+rates it measured (``energy_model``: :func:`model_block_energy`, :func:`model_ratios`) and,
+with ``--gates``, in our gates on the same case (:mod:`matterhorn.block_gates`, movement at the
 hops of the block's placement: :func:`hops_per_flit`), and writes ``block.json`` (schema
-``matterhorn.block/1``), ``block.md`` and ``block.png`` into ``--out``.
+``matterhorn.block/1``, :func:`block_document`), ``block.md`` and ``block.png`` into ``--out``
+(:func:`write`; the verdict, Markdown and figure are :mod:`matterhorn.block_report`'s).
 """
 
 from __future__ import annotations
@@ -19,27 +21,26 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from regression.block import DESIGNS, PIECES, TILE_NEURONS, seq_max_of
+from golden_models.block_pieces import (
+    ADD_NORM,
+    DESIGNS,
+    ENCODINGS,
+    PIECES,
+    TILE_NEURONS,
+    Design,
+)
+from matterhorn.block_report import MODEL_COMPONENTS, markdown, plot
+from regression.block_parts import seq_max_of
 
-__all__ = ["KEPT_SCHEMA", "BlockSetup", "GatesSetup", "PIECE_SIGNALS", "block_document",
-           "check_checkpoint", "check_designs", "design_key", "hops_per_flit", "kept",
-           "markdown", "model_energy", "plot", "ratio", "run", "setup", "verdict", "write"]
+__all__ = ["KEPT_SCHEMA", "MODEL_PIECES", "BlockSetup", "GatesSetup",
+           "block_document", "check_checkpoint", "check_designs", "design_key", "hops_per_flit",
+           "kept", "model_block_energy", "model_ratios", "run", "setup", "workload_dims", "write"]
 
-#: The paper's per-block ratio of M-TTFS k = 1 to the dense QNN (BERT-base, its energy table:
-#: 48.27 / 71.54 mJ).
-PAPER_RATIO = 48.27 / 71.54
 #: Calibration sentences of a real model's conversion (as ``matterhorn layer``).
 CALIBRATION = 6
-#: Model components of a design's energy (``energy_model``'s, joules in its report).
-MODEL_COMPONENTS = ("move", "wread", "kvwrite", "compute")
-#: The signals of the block's mesh (:data:`rtl_gen.block_map.SIGNALS`) that carry each piece's
-#: input (:data:`regression.block.PIECES`).
-PIECE_SIGNALS = {
-    "query": ("q_proj_in",), "key": ("k_proj_in",), "value": ("v_proj_in",),
-    "attention": ("query", "key", "value"), "attn_out": ("attn_out_in",),
-    "norm_attn": ("attn_sum", "residual_in"), "ffn_expand": ("ffn_expand_in",),
-    "ffn_contract": ("ffn_contract_in",), "norm_ffn": ("ffn_sum", "residual_mid"),
-}
+#: The pieces the model's rows price (its positions' consumers: the tiles and the attention
+#: path); the add+LayerNorm units are in no row of it.
+MODEL_PIECES = tuple(p.name for p in PIECES if p.kind != ADD_NORM)
 #: Schema of a design's result, kept as the design ends (``DIR/designs/<design>.json``).
 KEPT_SCHEMA = "matterhorn.block-design/1"
 #: The packages whose sources make a design's result: a kept result names their digest.
@@ -92,16 +93,16 @@ def check_designs(designs, ks) -> list[str]:
 
     out = []
     for d in designs:
-        if d not in ("dense", "ttfs", "mttfs"):
+        if d not in ENCODINGS:
             raise ValueError(f"--design must be one of dense, ttfs, mttfs, not {d!r}")
         if d == "mttfs":
             for k in ks:
                 check_k(k, 16)
                 if k > 2:
                     raise ValueError(f"--k must be 0, 1 or 2 (the compared radii), not {k}")
-                out.append(f"mttfs-k{k}")
+                out.append(Design(d, k).name)
         else:
-            out.append(d)
+            out.append(Design(d).name)
     return [d for d in DESIGNS if d in out]
 
 
@@ -224,17 +225,19 @@ def _design(job, *, cache: dict | None = None, steps=None) -> tuple:
 
 
 def _measure(st, d, block, tile_neurons, placement, gates, rtl, *, cache, steps) -> tuple:
-    """:func:`_design`'s work."""
-    from regression.block import run_block
+    """:func:`_design`'s work: the design's case read once (:func:`networks.block.block_case`),
+    run through the pieces and, with ``gates``, priced on the same case."""
+    from networks.block import block_case
+    from regression.block import run_case
 
     n = len(st.sentences)
     sim, root = rtl
     if steps is not None:
         steps.start(f"{d}: {n} sentence{'s' if n > 1 else ''} through the block's pieces "
                     f"({sim})")
-    run = run_block(st.qnn, st.tokenizer, st.sentences, d, block=block,
-                    tile_neurons=tile_neurons, sim=sim, root=root,
-                    told=steps.say if steps is not None else None)
+    case = block_case(st.qnn, st.tokenizer, st.sentences, d, block=block)
+    run = run_case(st.qnn, case, tile_neurons=tile_neurons, sim=sim, root=root,
+                   told=steps.say if steps is not None else None)
     if steps is not None:
         steps.advance(f"{d}: {run.mismatches} mismatches")
     if gates is None:
@@ -243,25 +246,24 @@ def _measure(st, d, block, tile_neurons, placement, gates, rtl, *, cache, steps)
         if steps is not None:
             steps.advance(f"{d}: not priced in gates (its pieces mismatch)")
         return run, None
-    from matterhorn.block_gates import activity, capture, measure_block_gates
+    from matterhorn.block_gates import activity, measure_block_gates
 
-    seqs = capture(st.qnn, st.tokenizer, st.sentences, d, block=block)
-    n = gates.sample if 0 < gates.sample < len(seqs) else len(seqs)
+    total = len(case.sequences)
+    n = gates.sample if 0 < gates.sample < total else total
     if steps is not None:
         steps.start(f"{d}: priced in gates ({Path(gates.liberty).name})"
-                    + (f", {n} of {len(seqs)} sentences replayed" if n < len(seqs) else ""))
+                    + (f", {n} of {total} sentences replayed" if n < total else ""))
     hpf = hops_per_flit(placement, run.flits)
     priced = measure_block_gates(
-        st.qnn, seqs[:n], d, lib_path=gates.liberty, work=Path(gates.work) / d, sim=gates.sim,
-        block=block, clock_ns=gates.clock_ns, cache=cache,
+        st.qnn, case.head(n), lib_path=gates.liberty, work=Path(gates.work) / d,
+        sim=gates.sim, clock_ns=gates.clock_ns, cache=cache,
         netlist_dir=Path(gates.work) / "netlists", told=steps.say if steps is not None else None,
-        hops_per_flit=hpf, tile_neurons=tile_neurons, windows=n < len(seqs))
-    if n < len(seqs):
+        hops_per_flit=hpf, tile_neurons=tile_neurons, windows=n < total)
+    if n < total:
         from synth_scripts.block_calibration import calibrate
 
-        act = activity(st.qnn, seqs, d, block=block, tile_neurons=tile_neurons)
-        priced = calibrate(priced, act, tokens=run.tokens, sentences=len(seqs),
-                           deliveries=run.deliveries, values=run.values, hops_per_flit=hpf)
+        act = activity(st.qnn, case, tile_neurons=tile_neurons)
+        priced = calibrate(priced, act, tokens=run.tokens, sentences=total, hops_per_flit=hpf)
     if steps is not None:
         steps.advance(f"{d}: {priced.totals()['total']:.0f} pJ per token in gates")
     return run, priced
@@ -364,30 +366,33 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
     done.update({job[1]: r for job, r in zip(todo, results, strict=True)})
     runs = [done[d][0] for d in designs]
     priced = {d: done[d][1] for d in designs if done[d][1] is not None}
-    dims = _dims(st)
-    return block_document(st, runs, model_energy(runs, dims), dims, block=block,
+    dims = workload_dims(st)
+    return block_document(st, runs, model_block_energy(runs, dims), dims, block=block,
                           tile_neurons=tile_neurons, placement=placement, gates=priced or None,
                           rtl=rtl)
 
 
 def hops_per_flit(placement, counts) -> dict[str, float]:
-    """Per piece (:data:`PIECE_SIGNALS`), the hops its input flits make on ``placement``
+    """Per piece (``golden_models.block_pieces.PIECES``, the signals that carry its inputs:
+    :attr:`~golden_models.block_pieces.Piece.signals`), the hops its input flits make on
+    ``placement``
     (:class:`rtl_gen.block_map.BlockPlacement`) per flit its producers send, from the per-neuron
     flit counts of a run (:attr:`regression.block.BlockRun.flits`): the flit-hops of every
     route (a flit multicast to several consumer nodes counts on each path) over the flits
     sent. The gate-level pricing multiplies its own input flits of the piece by it."""
     by_signal = placement.traffic(counts).by_signal()
     out = {}
-    for piece, signals in PIECE_SIGNALS.items():
-        sent = sum(sum(counts.get(s, ())) for s in signals)
-        hops = sum(by_signal[s].flit_hops for s in signals if s in by_signal)
-        out[piece] = hops / sent if sent else 0.0
+    for piece in PIECES:
+        sent = sum(sum(counts.get(s, ())) for s in piece.signals)
+        hops = sum(by_signal[s].flit_hops for s in piece.signals if s in by_signal)
+        out[piece.name] = hops / sent if sent else 0.0
     return out
 
 
-def model_energy(runs, dims) -> dict[str, dict[str, float]]:
+def model_block_energy(runs, dims) -> dict[str, dict[str, float]]:
     """The paper's model (``energy_model.compute``) per block at ``dims`` (its B and S), at
-    the spike rates the runs measured: joules per component and total, per design."""
+    the spike rates the runs (:class:`regression.block.BlockRun`) measured: joules per
+    component and total, per design."""
     from energy_model.model import compute
     from energy_model.rates import Rate, Rates
 
@@ -397,22 +402,63 @@ def model_energy(runs, dims) -> dict[str, dict[str, float]]:
     rates = Rates(
         T=T,
         ttfs=Rate(by["ttfs"].rates(), source, "TTFS") if "ttfs" in by else None,
-        mttfs={int(d.rsplit("k", 1)[1]): Rate(by[d].rates(), source, d)
-               for d in DESIGNS if d.startswith("mttfs") and d in by},
+        mttfs={Design.parse(d).k: Rate(by[d].rates(), source, d)
+               for d in DESIGNS if Design.parse(d).encoding == "mttfs" and d in by},
         source=source,
     )
     report = compute(dims, rates)
     out = {}
     for row in report.rows:
         spec = row.spec
-        design = ("dense" if spec.encoding == "dense" else
-                  "ttfs" if spec.k is None else f"mttfs-k{spec.k}")
+        design = (Design("dense") if spec.encoding == "dense" else
+                  Design("ttfs") if spec.k is None else Design("mttfs", spec.k)).name
         if design in by:
             out[design] = row.energy.to_json()
     return out
 
 
-def _dims(st: BlockSetup):
+def model_ratios(gates, runs, dims=None) -> dict[str, dict]:
+    """The paper's model (:func:`model_block_energy`: its formulas and unit costs, 22 nm /
+    0.8 V) at the rates the runs of the priced designs measured, beside our gates
+    (``gates``: a :class:`synth_scripts.block_gates.BlockGates` a design) scaled to the same
+    node (divided by ``BlockGates.divide_by``, Stillmaker & Baas), per token.
+
+    ``dims`` (:class:`energy_model.dims.ModelDims`) defaults to the measured block's sizes
+    with ``B`` = the sentences and ``S`` = their mean length. Returns per design and per
+    component of :data:`MODEL_COMPONENTS` (ours named): ``model_pJ``, ``gates_pJ`` and
+    ``ratio`` (model / gates), the gates summed over :data:`MODEL_PIECES` (the pieces the
+    model prices). The model has no idle and no non-linear term in its rows, and no softmax
+    row buffer in its W-read; its total is set beside our free-running ``total`` (idle
+    included) and our ``gated_total``.
+    """
+    from energy_model.dims import ModelDims
+    from synth_scripts.block_gates import TOTALS
+
+    g0 = gates[0]
+    if dims is None:
+        d = g0.dims
+        dims = ModelDims("measured block", hidden=d["hidden"], ffn=d["ffn"], heads=d["heads"],
+                         layers=1, batch=g0.sentences,
+                         seq=max(round(g0.tokens / g0.sentences), 1),
+                         weight_bits=d["weight_bits"])
+    priced = {g.design for g in gates}
+    model = model_block_energy([r for r in runs if r.design in priced], dims)
+    tokens = dims.batch * dims.seq
+    out = {}
+    for g in gates:
+        per = g.per_token()
+        ours = {k: sum(per[p][k] for p in MODEL_PIECES if p in per) for k in TOTALS}
+        row = {}
+        for mk, ok in (*MODEL_COMPONENTS.items(), ("total", "total"), ("total", "gated_total")):
+            model_pJ = model[g.design][f"{mk}_J"] * 1e12 / tokens
+            gates_pJ = ours[ok] / g.divide_by
+            row[ok] = {"model_pJ": model_pJ, "gates_pJ": gates_pJ,
+                       "ratio": model_pJ / gates_pJ if gates_pJ else None}
+        out[g.design] = row
+    return out
+
+
+def workload_dims(st: BlockSetup):
     """The energy model's dimensions of the run's model at the workload ``matterhorn stats``
     prices (B = 64 as in the paper, S = the block's sequence length: 128 capped by the
     model's positions)."""
@@ -475,7 +521,7 @@ def block_document(st: BlockSetup, runs, model: dict, dims, *, block: int,
         "dims": {"hidden": cfg.hidden_size, "heads": cfg.num_attention_heads,
                  "head_dim": cfg.head_dim, "ffn": cfg.intermediate_size,
                  "seq_max": st.seq_max},
-        "k": sorted(int(r.design[-1]) for r in runs if r.design.startswith("mttfs")),
+        "k": sorted(k for k in (Design.parse(r.design).k for r in runs) if k is not None),
         "pdk": next(iter(gates.values())).library if gates else None,
         "sentences": len(st.sentences),
         "tokens": runs[0].tokens,
@@ -489,16 +535,14 @@ def block_document(st: BlockSetup, runs, model: dict, dims, *, block: int,
                      + ("; our gates: pJ per token measured on the run's sentences (their "
                         "lengths, not S), times B x S tokens, at the liberty's own node (not "
                         "scaled)" if gates else "")},
-        "gates": _gates_document(gates) if gates else None,
+        "gates": _gates_document(gates, runs) if gates else None,
         "designs": designs,
     }
 
 
-def _gates_document(gates: dict) -> dict:
+def _gates_document(gates: dict, runs) -> dict:
     """How the gates were measured, where each component's cost comes from, and the paper's
-    model beside them per component (:func:`matterhorn.block_gates.model_ratios`)."""
-    from matterhorn.block_gates import model_ratios
-
+    model beside them per component (:func:`model_ratios`)."""
     g0 = next(iter(gates.values()))
     return {
         "library": g0.library,
@@ -510,194 +554,8 @@ def _gates_document(gates: dict) -> dict:
         "sources": dict(g0.sources),
         "seconds": {d: round(g.seconds, 1) for d, g in gates.items()},
         "method": {d: g.method or {"calibrated": False} for d, g in gates.items()},
-        "model_vs_gates": model_ratios(list(gates.values())),
+        "model_vs_gates": model_ratios(list(gates.values()), runs),
     }
-
-
-def ratio(doc: dict, design: str = "mttfs-k1", source: str = "model") -> float | None:
-    """``design``'s total over the dense design's (``source``: ``model`` or ``gates``)."""
-    by = {d["design"]: d["energy_pJ"][source] for d in doc["designs"]}
-    if design not in by or "dense" not in by or by[design] is None or by["dense"] is None:
-        return None
-    return by[design]["total"] / by["dense"]["total"]
-
-
-#: How the verdict names the pieces' simulator.
-_RTL_SIM = {"amaranth": "Amaranth simulator", "icarus": "Icarus, fast harness",
-            "verilator": "Verilator, fast harness"}
-
-
-def verdict(doc: dict) -> list[str]:
-    """The answer, first: the checks, then the ratio in our gates (when measured) and in the
-    paper's model, against the paper's."""
-    bad = sum(d["mismatches"] for d in doc["designs"])
-    checked = sum(d["checked"] for d in doc["designs"])
-    names = ", ".join(d["design"] for d in doc["designs"])
-    n = doc["sentences"]
-    lines = [f"{doc['model']} block {doc['block']}, {n} sentence{'s' if n > 1 else ''} "
-             f"({doc['tokens']} tokens, {_RTL_SIM[doc.get('rtl_sim', 'amaranth')]}): "
-             + (f"0 mismatches in {checked} values checked ({names})" if bad == 0 else
-                f"FAIL: {bad} mismatches in {checked} values checked ({names})")]
-    g = ratio(doc, source="gates")
-    if g is not None:
-        by = {d["design"]: d["energy_pJ"]["gates"] for d in doc["designs"]}
-        gated = by["mttfs-k1"]["gated_total"] / by["dense"]["gated_total"]
-        logic = _logic(by["mttfs-k1"]) / _logic(by["dense"])
-        m = doc["gates"].get("method", {}).get("mttfs-k1", {})
-        how = (f", {m['sample_sentences']} sentence{'s' if m['sample_sentences'] > 1 else ''} "
-               "replayed, the rest by their fits" if m.get("calibrated") else "")
-        lines.append(f"In our gates ({doc['gates']['library']}, {doc['gates']['clock_ns']:g} ns "
-                     f"clock{how}), an M-TTFS k=1 block costs {g:.3f}x the dense INT4 block "
-                     f"(clock-gated {gated:.3f}x; without the SRAM bits, which are the PDK "
-                     f"table's per-bit figure and not our gates, {logic:.3f}x).")
-    r = ratio(doc)
-    if r is not None:
-        lines.append(f"In the paper's model at the rates measured here: {r:.3f}x (the paper: "
-                     f"{PAPER_RATIO:.3f}x)" + ("." if g is not None else
-                                              "; in our gates: not measured (--gates)."))
-    return lines
-
-
-def _logic(e: dict) -> float:
-    """A design's energy in our gates alone: its total less the SRAM bits."""
-    return e["total"] - e["sram_read"] - e["sram_write"]
-
-
-def markdown(doc: dict) -> str:
-    """``block.md``: the verdict, the designs' energy per block by component, the deliveries
-    per position, the pieces' checks and clocks."""
-    from golden_models.positions import POSITION_KEYS
-    from toolkit_base.tables import markdown_table
-
-    lines = ["# A whole encoder block through its hardware pieces", ""]
-    lines += [f"**{line}**" for line in verdict(doc)] + [""]
-    w = doc["workload"]
-    lines += [f"## Energy per block (µJ), B = {w['batch']}, S = {w['seq']}", "",
-              f"{w['what']}.", ""]
-    rows = []
-    dense = next((d for d in doc["designs"] if d["design"] == "dense"), None)
-    for d in doc["designs"]:
-        m = d["energy_pJ"]["model"]
-        rel = (f"{m['total'] / dense['energy_pJ']['model']['total']:.3f}"
-               if dense is not None else "")
-        rows.append([d["design"], *(f"{m[c] / 1e6:.4g}" for c in (*MODEL_COMPONENTS, "total")),
-                     rel])
-    lines += markdown_table(["design", *MODEL_COMPONENTS, "total", "vs dense"], rows) + [""]
-    if doc.get("gates"):
-        lines += _gates_markdown(doc)
-    mesh = doc["mesh"]["mesh"]
-    lines += [(f"## Movement on the block's mesh ({mesh['rows']}x{mesh['cols']}, "
-              f"docs/rtl_block.md), all sentences"), ""]
-    lines += markdown_table(
-        ["design", "flits", "flit-hops", "hops per flit", "busiest router (flits)"],
-        [[d["design"], str(d["traffic"]["flits"]), str(d["traffic"]["flit_hops"]),
-          f"{d['traffic']['flit_hops'] / max(d['traffic']['flits'], 1):.2f}",
-          str(d["traffic"]["busiest_router"])] for d in doc["designs"]]) + [""]
-    lines += ["## Deliveries per position (events; codes for the dense design)", ""]
-    lines += markdown_table(
-        ["design", *POSITION_KEYS],
-        [[d["design"], *(str(d["events"][p]) for p in POSITION_KEYS)] for d in doc["designs"]]
-    ) + [""]
-    lines += ["## The pieces: values checked, mismatches, clocks", ""]
-    lines += markdown_table(
-        ["piece", *(d["design"] for d in doc["designs"])],
-        [[piece, *(f"{p['checked']} / {p['mismatches']} / {p['cycles']}"
-                   for d in doc["designs"] for p in d["pieces"] if p["piece"] == piece)]
-         for piece in PIECES]) + [""]
-    return "\n".join(lines)
-
-
-def _gates_markdown(doc: dict) -> list[str]:
-    """block.md's sections on our gates: per block by component, per piece per token, and the
-    paper's model beside them."""
-    from synth_scripts.block_gates import COMPONENTS, TOTALS
-    from synth_scripts.block_gates import PIECES as GATE_PIECES
-    from toolkit_base.tables import markdown_table
-
-    gd, w = doc["gates"], doc["workload"]
-    priced = [d for d in doc["designs"] if d["energy_pJ"]["gates"] is not None]
-    dense = next((d for d in priced if d["design"] == "dense"), None)
-    lines = [f"## Energy per block in our gates (µJ), B = {w['batch']}, S = {w['seq']}", "",
-             (f"{gd['library']} ({gd['liberty']}), {gd['clock_ns']:g} ns clock, gate-level "
-             f"replays on {gd['simulator']}; pJ per token on the run's {doc['tokens']} tokens, "
-             f"times {w['batch'] * w['seq']} tokens; at the library's node, not scaled. The SRAM "
-             f"columns are bits x {gd['sram_pJ_per_bit']:.4g} pJ per bit, the PDK table's "
-             "figure, not our gates (where each cost comes from: below)."), ""]
-    method = gd.get("method", {})
-    sampled = {d: m for d, m in method.items() if m.get("calibrated")}
-    if sampled:
-        m = next(iter(sampled.values()))
-        lines += [(f"Replayed at gate level on {m['sample_sentences']} of the "
-                   f"{doc['sentences']} sentences ({m['sample_tokens']} tokens: "
-                   f"{', '.join(sampled)}), each window of each tile and attention node priced "
-                   "on its own; every window of every sentence priced by those windows' fit to "
-                   "its counters (the golden QNN's, equal to the RTL's); SRAM bits, flits and "
-                   "hops counted; the add+LayerNorm units per row "
-                   "(synth_scripts.block_calibration, docs/block_gates.md)."), ""]
-    rows = []
-    for d in priced:
-        e = d["energy_pJ"]["gates"]
-        rel = (f"{e['total'] / dense['energy_pJ']['gates']['total']:.3f}"
-               if dense is not None else "")
-        gated = (f"{e['gated_total'] / dense['energy_pJ']['gates']['gated_total']:.3f}"
-                 if dense is not None else "")
-        rows.append([d["design"], *(f"{e[c] / 1e6:.4g}" for c in TOTALS), rel, gated])
-    lines += markdown_table(["design", *TOTALS, "vs dense", "gated vs dense"], rows) + [""]
-    lines += ["### Per piece, pJ per token (free-running total / clock-gated total)", ""]
-    lines += markdown_table(
-        ["piece", *(d["design"] for d in priced)],
-        [[p, *(f"{d['gates_per_token_pJ'][p]['total']:.0f} / "
-               f"{d['gates_per_token_pJ'][p]['gated_total']:.0f}" for d in priced)]
-         for p in GATE_PIECES]) + [""]
-    lines += ["### The paper's model beside our gates, per token", "",
-              ("The model's rows (its formulas and unit costs at 22 nm) at the rates and "
-              "dimensions of the run; our gates over the pieces the model prices (the tiles "
-              "and the attention path), scaled to 22 nm / 0.8 V (divided by "
-              f"{gd['scaling_divide_by']:.3g}); error = model / gates."), ""]
-    ratios = gd["model_vs_gates"]
-    comps = [c for c in (*COMPONENTS, "total", "gated_total")
-             if c in next(iter(ratios.values()))]
-    lines += markdown_table(
-        ["design", *comps],
-        [[d, *(f"{row[c]['model_pJ']:.3g} / {row[c]['gates_pJ']:.3g}" +
-               (f" = {row[c]['ratio']:.2f}x" if row[c]["ratio"] is not None else "")
-               for c in comps)] for d, row in ratios.items()]) + [""]
-    lines += ["### Where each cost comes from", ""]
-    lines += [f"- **{k}**: {v}" for k, v in gd["sources"].items()] + [""]
-    return lines
-
-
-def plot(doc: dict, path: Path) -> None:
-    """``block.png``: one stacked bar per design, the model's components per block, and with
-    gates beside it our gates' components."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = [d["design"] for d in doc["designs"]]
-    panels = [("model", MODEL_COMPONENTS, "µJ per block (model, measured rates)")]
-    if doc.get("gates"):
-        from synth_scripts.block_gates import COMPONENTS
-
-        panels.append(("gates", COMPONENTS,
-                       f"µJ per block (our gates, {doc['gates']['library']})"))
-    fig, axes = plt.subplots(1, len(panels), figsize=(len(panels) * (1.2 * len(names) + 2.5),
-                                                      3.6), squeeze=False)
-    for ax, (source, comps, label) in zip(axes[0], panels, strict=True):
-        bottom = [0.0] * len(names)
-        for comp in comps:
-            vals = [(d["energy_pJ"][source] or {}).get(comp, 0.0) / 1e6 for d in doc["designs"]]
-            ax.bar(names, vals, bottom=bottom, label=comp)
-            bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
-        ax.set_ylabel(label)
-        ax.legend(fontsize=7)
-        ax.tick_params(axis="x", labelsize=8)
-    fig.suptitle(f"{doc['model']}: energy per block, B={doc['workload']['batch']}, "
-                 f"S={doc['workload']['seq']}")
-    fig.tight_layout()
-    fig.savefig(path, metadata={"Software": None})
-    plt.close(fig)
 
 
 def write(doc: dict, out: Path) -> list[Path]:

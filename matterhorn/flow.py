@@ -256,7 +256,7 @@ def stage_compare(cfg: FlowConfig, out: Path, say: Callable[[str], None]) -> dic
 def stage_block(cfg: FlowConfig, out: Path) -> dict:
     """The small random block through its hardware pieces as dense INT4 and M-TTFS at ``k``
     (``matterhorn block``, docs/rtl_block.md); fails on any mismatch."""
-    from matterhorn import block
+    from matterhorn import block, block_report
 
     if cfg.k > 2:
         return {"skipped": f"k={cfg.k}: the block covers k = 0, 1, 2"}
@@ -269,9 +269,9 @@ def stage_block(cfg: FlowConfig, out: Path) -> dict:
                            "(block/block.md)")
     spiking = next(d for d in doc["designs"] if d["design"] == f"mttfs-k{cfg.k}")
     rates = spiking["rates_percent"].values()
-    return {"report": "block/block.md", "verdict": block.verdict(doc),
+    return {"report": "block/block.md", "verdict": block_report.verdict(doc),
             "tokens": doc["tokens"], "checked": sum(d["checked"] for d in doc["designs"]),
-            "model_ratio": block.ratio(doc, f"mttfs-k{cfg.k}"),
+            "model_ratio": block_report.ratio(doc, f"mttfs-k{cfg.k}"),
             # the share of values that send an event (rate per step times T), over positions
             "events_per_value": round(sum(rates) / len(rates) * cfg.T / 100, 4)}
 
@@ -360,7 +360,7 @@ def check_tools(cfg: FlowConfig) -> None:
             ensure_simulator(sim)
     if "synth" not in cfg.skip or "compare" not in cfg.skip:
         toolchain.require("yosys")
-        from synth_scripts.liberty import resolve
+        from synth_scripts.gatelevel.liberty import resolve
 
         if cfg.liberty is not None or resolve(None) is not None:
             toolchain.require("sta")

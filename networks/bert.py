@@ -31,7 +31,7 @@ from golden_models.mttfs import decode_events, encode_events
 from golden_models.positions import LABEL_OF_KEY, POSITION_KEYS
 from golden_models.positions import POSITION_FAMILY as FAMILY_OF_LABEL
 from golden_models.quantizer import quantize
-from networks.integer import IntegerBlock, IntegerSpec, encoder_forward
+from networks.integer import IntegerBlock, IntegerSpec, check_spec, encoder_forward
 
 #: The eight spike-encoded positions of one encoder block, in data-flow order (the keys of the
 #: statistics documents).
@@ -336,6 +336,18 @@ class BertEncoder(nn.Module):
         return nn.functional.normalize(mean, p=2, dim=1)
 
 
+def check_spec_for_model(spec: object, config: Path | BertConfig | None = None) -> IntegerSpec:
+    """Check an :class:`IntegerSpec` against a model's configuration (a ``BertConfig`` or a
+    ``config.json``; default: MiniLM's) before anything is loaded or converted."""
+    if not isinstance(spec, IntegerSpec):
+        raise TypeError(f"integer must be an IntegerSpec or None, not {spec!r}")
+    if isinstance(config, BertConfig):
+        cfg = config
+    else:
+        cfg = BertConfig.from_json(config if config is not None else model_dir() / "config.json")
+    return check_spec(spec, cfg.hidden_size)
+
+
 class Tokenizer:
     """The shipped WordPiece tokenizer (``tokenizers``), without padding, truncated to 256."""
 
@@ -384,7 +396,7 @@ _LAYER_RENAME = {
 }
 
 
-def _our_name(key: str) -> str | None:
+def our_name(key: str) -> str | None:
     if key in _RENAME:
         return _RENAME[key]
     if key.startswith("encoder.layer."):
@@ -412,7 +424,7 @@ def load_minilm(path: Path | None = None) -> tuple[BertEncoder, Tokenizer]:
     tensors = load_file(str(folder / "model.safetensors"))
     state = {}
     for key, value in tensors.items():
-        name = _our_name(key)
+        name = our_name(key)
         if name is not None:
             state[name] = value
     missing, unexpected = model.load_state_dict(state, strict=False)

@@ -17,42 +17,33 @@ BERT-family block of a few dozen channels, converted like a real one.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
 from golden_models import IntegerLayer
+from golden_models.block_pieces import ADD_NORM, LINEAR, PIECES, Design, counted_positions
 from golden_models.mask import ttfs_mask
 from golden_models.mttfs import folded_init
 from networks.bert import BertConfig, BertEncoder, BertLayer
 from networks.integer import TAPPED
 
 __all__ = [
-    "LINEARS",
     "RECORDED",
+    "BlockCase",
     "BlockSequence",
     "HashTokenizer",
+    "block_case",
     "block_layers",
     "capture_block",
     "random_block_model",
 ]
-
-#: The block's linear layers: the position each consumes and the position of its codes
-#: (``None``: its raw sums go to a residual add).
-LINEARS = {
-    "query": ("q_proj_in", "query"),
-    "key": ("k_proj_in", "key"),
-    "value": ("v_proj_in", "value"),
-    "attn_out": ("attn_out_in", None),
-    "ffn_expand": ("ffn_expand_in", "ffn_contract_in"),
-    "ffn_contract": ("ffn_contract_in", None),
-}
 #: The positions :func:`capture_block` records (their codes before the mask).
 RECORDED = ("q_proj_in", "k_proj_in", "v_proj_in", "query", "key", "value", "attn_prob",
             "attn_out_in", "ffn_expand_in", "ffn_contract_in")
-#: The table of each code-producing linear layer in ``IntegerBlock.tables``.
-_TABLE = {"query": "query", "key": "key", "value": "value", "ffn_expand": "ffn_contract_in"}
 
 
 def _check_integer(layer: BertLayer) -> None:
@@ -65,8 +56,8 @@ def _check_integer(layer: BertLayer) -> None:
 
 
 def block_layers(layer: BertLayer) -> dict[str, IntegerLayer]:
-    """The six linear layers of ``layer`` (integer mode, masks set) as tiles hold them, keyed
-    as :data:`LINEARS`.
+    """The linear pieces' layers of ``layer`` (integer mode, masks set) as tiles hold them,
+    keyed by piece (``golden_models.block_pieces``, the pieces of kind ``linear``).
 
     A code-producing layer carries its position's threshold table (GELU folded into the
     FFN-expand layer's, ``networks.integer``); a raw-sum layer (attention output, FFN
@@ -76,14 +67,17 @@ def block_layers(layer: BertLayer) -> dict[str, IntegerLayer]:
     """
     _check_integer(layer)
     out = {}
-    for name, (p_in, p_out) in LINEARS.items():
+    for piece in PIECES:
+        if piece.kind != LINEAR:
+            continue
+        name, [p_in], [p_out] = piece.name, piece.inputs, piece.outputs
         lin, mask_in = getattr(layer, name), layer.points[p_in].mask
         w = lin.w_int.T.contiguous()  # [n_in, n_out]
-        if p_out is None:
+        if piece.raw_sums:
             theta = torch.zeros(w.shape[1], mask_in.T - 1, dtype=torch.int64)
             mask_out = mask_in
         else:
-            theta = layer.int_block.tables[_TABLE[name]]
+            theta = layer.int_block.tables[p_out]  # the table of the codes it makes
             point = layer.points[p_out]
             # key and value are written as codes, not events: their tiles' output mask is
             # standard TTFS's, which drops no code's information (k = 0)
@@ -113,6 +107,13 @@ class BlockSequence:
     @property
     def length(self) -> int:
         return int(self.valid.numel())
+
+    def value(self, name: str, *, next_block: bool = False) -> torch.Tensor:
+        """The codes of position ``name`` (of the next block's with ``next_block``), or the
+        integer tensor ``name`` (:data:`networks.integer.TAPPED`)."""
+        if next_block:
+            return self.next_codes[name]
+        return self.codes[name] if name in self.codes else self.tensors[name]
 
 
 def _tokens_first(name: str, q: torch.Tensor) -> torch.Tensor:
@@ -178,6 +179,94 @@ def _capture_one(qnn, tokenizer, sentence, layer, points, feeds) -> BlockSequenc
         tensors=tensors,
         next_codes=nexts,
     )
+
+
+@contextlib.contextmanager
+def _masks_of(qnn: BertEncoder, design: Design):
+    """Every spike-encoded position of ``qnn`` with ``design``'s mask
+    (:meth:`golden_models.block_pieces.Design.mask` of its calibrated one) while the block is
+    read, the calibrated masks back after: the QNN's forward reads its positions' masks."""
+    points = qnn.spike_points()
+    saved = [p.mask for p in points]
+    if any(m is None for m in saved):
+        raise ValueError("masks are not calibrated; convert the model with networks.ptq")
+    try:
+        for p, m in zip(points, saved, strict=True):
+            p.mask = design.mask(m)
+        yield
+    finally:
+        for p, m in zip(points, saved, strict=True):
+            p.mask = m
+
+
+@dataclass(frozen=True)
+class BlockCase:
+    """One design of one block on captured sentences: what every piece takes and must make
+    (``golden_models.block_pieces``), read from the QNN once, with the design's masks
+    (:func:`block_case`).
+
+    ``sequences``: the captured sentences (:class:`BlockSequence`); ``layers``: each linear
+    piece's layer as its tiles hold it (:func:`block_layers`); ``path``: the attention
+    constants (:func:`networks.attention.attention_path`); ``units``: each add+LayerNorm
+    piece's golden residual add, LayerNorm and the walk tables of the codes it makes (the
+    next block's, or none for the last block); ``masks``: each position's mask as the design
+    sets it; ``T``: the block's time steps."""
+
+    design: Design
+    block: int
+    sequences: tuple[BlockSequence, ...]
+    layers: dict[str, IntegerLayer]
+    path: object  # golden_models.attention.AttentionPath
+    units: dict[str, tuple]
+    masks: dict[str, object]
+    T: int
+
+    @property
+    def tokens(self) -> int:
+        return sum(s.length for s in self.sequences)
+
+    def cat(self, name: str, *, next_block: bool = False) -> torch.Tensor:
+        """:meth:`BlockSequence.value` of every sentence, tokens one after the other."""
+        return torch.cat([s.value(name, next_block=next_block) for s in self.sequences])
+
+    def values(self) -> dict[str, int]:
+        """Values held at each counted spike-encoded position over the sentences (the spike
+        rate's denominator)."""
+        out: dict[str, int] = {}
+        for s in self.sequences:
+            for p in counted_positions():
+                out[p] = out.get(p, 0) + int(s.codes[p].numel())
+        return out
+
+    def head(self, n: int) -> BlockCase:
+        """The same case on its first ``n`` sentences."""
+        return dataclasses.replace(self, sequences=self.sequences[:n])
+
+
+def block_case(qnn: BertEncoder, tokenizer, sentences: Sequence[str], design, *,
+               block: int = 0) -> BlockCase:
+    """``sentences`` through block ``block`` of ``qnn`` (integer mode, masks calibrated) as
+    ``design`` (a :class:`golden_models.block_pieces.Design` or its name): captured
+    (:func:`capture_block`) with the design's masks, and the block's layers, attention
+    constants and units read with them, once (:class:`BlockCase`)."""
+    from networks.attention import attention_path
+
+    design = design if isinstance(design, Design) else Design.parse(design)
+    with _masks_of(qnn, design):
+        sequences = tuple(capture_block(qnn, tokenizer, sentences, block=block))
+        layer = qnn.layers[block]
+        blk = layer.int_block
+        nxt = qnn.layers[block + 1].int_block if block + 1 < len(qnn.layers) else None
+        units = {}
+        for p in PIECES:
+            if p.kind == ADD_NORM:
+                walks = blk if not p.next_block else nxt
+                codes = p.outputs[:-1] if walks is not None else ()
+                units[p.name] = (*(getattr(blk, u) for u in p.units),
+                                 [walks.encoders[c] for c in codes])
+        return BlockCase(design, block, sequences, block_layers(layer), attention_path(layer),
+                         units, {n: layer.points[n].mask for n in counted_positions()},
+                         layer.points["attn_prob"].space.T)
 
 
 # -- the small random model ----------------------------------------------------------------------

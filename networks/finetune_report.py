@@ -24,10 +24,10 @@ from pathlib import Path
 import torch
 
 from networks import checkpoint
-from networks.bert import POSITIONS, BertEncoder, Tokenizer
+from networks.bert import POSITIONS, BertEncoder, Tokenizer, check_spec_for_model
 from networks.corpus import check_corpus, load_corpus
 from networks.finetune import FinetuneConfig, train
-from networks.integer import IntegerSpec, check_spec_for_model, integer_mode_
+from networks.integer import IntegerSpec, integer_mode_
 from networks.ptq import PTQConfig, convert, set_masks_
 from networks.stats import Tally, retrieval_agreement
 from toolkit_base import console
@@ -143,15 +143,6 @@ def _restore(points, i_max: dict, k: int) -> None:
 
     for p in points:
         p.mask = Mask(p.space, i_max[id(p)], k)
-
-
-def check_model(model: object) -> str:
-    """``model`` if it names a model the toolkit loads (``minilm`` or a BERT-family model
-    folder, :func:`networks.hf_folder.resolve_model`), else raise."""
-    from networks.hf_folder import resolve_model
-
-    resolve_model(model)
-    return model  # type: ignore[return-value]
 
 
 def finetune_minilm(

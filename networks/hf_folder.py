@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from networks.bert import BertConfig, BertEncoder, Tokenizer, _our_name, model_dir
+from networks.bert import BertConfig, BertEncoder, Tokenizer, model_dir, our_name
 
 __all__ = [
     "FAMILY",
@@ -401,7 +401,7 @@ def _expected_shapes(cfg: BertConfig) -> dict[str, tuple[int, ...]]:
 def _ours(key: str) -> str | None:
     """Our parameter name of a checkpoint key (``bert.`` prefix of a model with a head
     dropped), or None for tensors the encoder does not use."""
-    return _our_name(_bert_key(key[len("bert."):] if key.startswith("bert.") else key))
+    return our_name(_bert_key(key[len("bert."):] if key.startswith("bert.") else key))
 
 
 def _check_shapes(found: dict[str, tuple[int, ...]], cfg: BertConfig, where: str) -> None:

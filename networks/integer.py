@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
@@ -49,7 +48,7 @@ from golden_models.residual import ResidualAdd
 from toolkit_base.checks import check_int
 
 if TYPE_CHECKING:
-    from networks.bert import BertConfig, BertEncoder, BertLayer
+    from networks.bert import BertEncoder, BertLayer
 
 #: The positions whose codes are a threshold walk over the residual stream.
 STREAM_INPUTS = ("q_proj_in", "k_proj_in", "v_proj_in", "ffn_expand_in")
@@ -161,20 +160,6 @@ def check_spec(spec: IntegerSpec, hidden_size: int) -> IntegerSpec:
             f"at most {top} (residual_bits <= {top - spec.guard_bits})"
         )
     return spec
-
-
-def check_spec_for_model(spec: object, config: Path | BertConfig | None = None) -> IntegerSpec:
-    """Check an :class:`IntegerSpec` against a model's configuration (a ``BertConfig`` or a
-    ``config.json``; default: MiniLM's) before anything is loaded or converted."""
-    from networks.bert import BertConfig, model_dir
-
-    if not isinstance(spec, IntegerSpec):
-        raise TypeError(f"integer must be an IntegerSpec or None, not {spec!r}")
-    if isinstance(config, BertConfig):
-        cfg = config
-    else:
-        cfg = BertConfig.from_json(config if config is not None else model_dir() / "config.json")
-    return check_spec(spec, cfg.hidden_size)
 
 
 def stream_scales(qnn: BertEncoder, spec: IntegerSpec) -> list[float]:

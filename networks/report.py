@@ -14,12 +14,12 @@ from pathlib import Path
 import torch
 
 from golden_models.codespace import CodeSpace, check_integer
-from networks.bert import POSITION_FAMILY, POSITION_LABELS, POSITIONS
+from networks.bert import POSITION_FAMILY, POSITION_LABELS, POSITIONS, check_spec_for_model
 from networks.corpus import load_corpus
 from networks.hf_folder import load_model, resolve_model
-from networks.integer import IntegerSpec, check_spec_for_model, integer_mode_
+from networks.integer import IntegerSpec, integer_mode_
 from networks.ptq import PTQConfig, convert
-from networks.rtl_slice import capture_slice, slice_document
+from networks.rtl_slice import SLICE_NEURONS, capture_slice, slice_document
 from networks.stats import check_k_max, collect, dumps, summarise
 from toolkit_base import console
 from toolkit_base.checks import check_out_writable
@@ -27,8 +27,6 @@ from toolkit_base.files import replace_owned, staging_dir
 from toolkit_base.tables import markdown_table
 
 MODELS = ("minilm",)
-#: Output neurons of the exported slice (one tile).
-TILE_NEURONS = 16
 #: The exported RTL slice (:mod:`networks.rtl_slice`) in the report folder.
 SLICE_FILE = "slice_block0_qproj.json"
 #: The QNN histograms in the shared statistics schema (:mod:`golden_models.statistics`).
@@ -206,7 +204,7 @@ def _measure(source, data, sentences, calibration, k_max, out, plot, checkpoint,
     doc = summarise(qnn, run, meta)
     # one tile-sized real layer for the RTL: block 0's Q projection, 16 neurons, k = 1
     phase.start("the RTL slice and the report")
-    sl = capture_slice(qnn, tok, ev, block=0, n_out=min(TILE_NEURONS, source.config.hidden_size),
+    sl = capture_slice(qnn, tok, ev, block=0, n_out=min(SLICE_NEURONS, source.config.hidden_size),
                        k=min(1, k_max), max_vectors=8, model=source.name)
     doc["rtl_tile"] = rtl_tile(sl)
     if out is not None:

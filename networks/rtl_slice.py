@@ -31,6 +31,9 @@ from networks.bert import BertEncoder, Tokenizer
 from toolkit_base.files import write_atomic
 
 SCHEMA = "matterhorn.layer_slice/1"
+#: Output neurons of a model's exported slice: one tile's worth (``matterhorn stats`` exports
+#: it, ``matterhorn compare`` takes the same from a model).
+SLICE_NEURONS = 16
 
 
 @dataclass(frozen=True)

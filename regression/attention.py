@@ -8,7 +8,8 @@ whose own ``attn_prob`` and ``attn_out_in`` codes the golden path reproduces). T
 harness (:mod:`regression.fast_rtl`) plays them: :func:`attention_vectors` for the whole path
 (``mttfs_attention``: configuration, per sequence its start, key and value writes, then one
 window per token), :func:`softmax_vectors` for the softmax node alone (``mttfs_attn_softmax``:
-one window per row of raw scores).
+one window per row of raw scores). A case runs as one job of the regression
+(:func:`regression.attention_run.run_attention`).
 
 Self-checks (``corrupt``): ``"alter"`` / ``"drop"`` one expected output event;
 ``"key-drop"`` (a key write never sent: the sequence never completes and the harness
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from regression.fast import FastVectors, _corrupt_out, _counter_word, _pack_window_out, _seq_word
+from regression.fast import FastVectors, corrupt_out, counter_word, pack_window_out, seq_word
 
 __all__ = [
     "ATTENTION_CORRUPT",
@@ -33,9 +34,11 @@ __all__ = [
     "MINILM_HEADS",
     "attention_figures",
     "attention_vectors",
+    "design_params",
     "minilm_case",
     "minilm_sentences",
     "random_case",
+    "run_figures",
     "softmax_vectors",
 ]
 
@@ -166,7 +169,7 @@ def attention_vectors(cfg, case: AttentionCase, manifest_entry: Mapping,
     lout = event_layout(cfg.global_dim_width, cfg.time_width)
     ports = tuple(c["port"] for c in manifest_entry["counters"])
     widths = {c["port"]: int(c["width"]) for c in manifest_entry["counters"]}
-    seq = [_seq_word(pack(lload, b), 0, barrier=j == 0)
+    seq = [seq_word(pack(lload, b), 0, barrier=j == 0)
            for j, b in enumerate(config_beats(cfg, case.path))]
     beats_load = len(seq)
     outs, cnt, totals = [], [], dict.fromkeys(ports, 0)
@@ -176,14 +179,14 @@ def attention_vectors(cfg, case: AttentionCase, manifest_entry: Mapping,
         writes = kv_beats(cfg, k, v)
         load = sequence_beats(cfg, valid) + _corrupt_writes(writes, previous, corrupt, cfg)
         previous = writes
-        seq += [_seq_word(pack(lload, b), 0, barrier=j == 0) for j, b in enumerate(load)]
+        seq += [seq_word(pack(lload, b), 0, barrier=j == 0) for j, b in enumerate(load)]
         beats_load += len(load)
         for win in attention_reference(cfg, case.path, q, k, v, valid):
-            seq += [_seq_word(pack(lin, b), 1, start=j == 0, barrier=j == 0)
+            seq += [seq_word(pack(lin, b), 1, start=j == 0, barrier=j == 0)
                     for j, b in enumerate(win["query"])]
             outs.append([tuple(e) for e in win["out"]])
             values = [win["counters"][p] for p in ports]
-            cnt.append(_counter_word(values, ports, widths))
+            cnt.append(counter_word(values, ports, widths))
             for p, val in zip(ports, values, strict=True):
                 totals[p] += int(val)
             c = win["counters"]
@@ -191,8 +194,8 @@ def attention_vectors(cfg, case: AttentionCase, manifest_entry: Mapping,
             events += len(win["query"]) - 1 + prob + len(win["out"])
             events_out += len(win["out"])
             beats_in += len(win["query"])
-    _corrupt_out(outs, corrupt)
-    out = [w for ev in outs for w in _pack_window_out(lout, ev, corrupt)]
+    corrupt_out(outs, corrupt)
+    out = [w for ev in outs for w in pack_window_out(lout, ev, corrupt)]
     return FastVectors(seq, out, cnt, ports, widths, events, events_out, len(outs), beats_in,
                        beats_load, totals)
 
@@ -212,7 +215,7 @@ def softmax_vectors(cfg, case: AttentionCase, manifest_entry: Mapping,
     lout = event_layout(cfg.slot_width, cfg.time_width)
     ports = tuple(c["port"] for c in manifest_entry["counters"])
     widths = {c["port"]: int(c["width"]) for c in manifest_entry["counters"]}
-    seq = [_seq_word(pack(lload, b), 0, barrier=j == 0)
+    seq = [seq_word(pack(lload, b), 0, barrier=j == 0)
            for j, b in enumerate(config_beats(cfg, case.path))]
     beats_load = len(seq)
     outs, cnt, totals = [], [], dict.fromkeys(ports, 0)
@@ -220,22 +223,22 @@ def softmax_vectors(cfg, case: AttentionCase, manifest_entry: Mapping,
     d = cfg.head_dim
     for q, k, v, valid in case.sequences:
         load = sequence_beats(cfg, valid)
-        seq += [_seq_word(pack(lload, b), 0, barrier=True) for b in load]
+        seq += [seq_word(pack(lload, b), 0, barrier=True) for b in load]
         beats_load += len(load)
         for w in case.path.run_head(q[:, :d], k[:, :d], v[:, :d], valid):
             rows = [{"addr": j, "score": int(s)} for j, s in enumerate(w.scores.tolist())]
             beats = [*rows, {"last": 1}]
-            seq += [_seq_word(pack(lin, b), 1, start=j == 0, barrier=j == 0)
+            seq += [seq_word(pack(lin, b), 1, start=j == 0, barrier=j == 0)
                     for j, b in enumerate(beats)]
             outs.append(list(zip(w.prob_index.tolist(), w.prob_time.tolist(), strict=True)))
             values = [w.softmax.as_dict()[p.removeprefix("cnt_")] for p in ports]
-            cnt.append(_counter_word(values, ports, widths))
+            cnt.append(counter_word(values, ports, widths))
             for p, val in zip(ports, values, strict=True):
                 totals[p] += int(val)
             events += len(rows) + len(outs[-1])
             beats_in += len(beats)
-    _corrupt_out(outs, corrupt)
-    out = [x for ev in outs for x in _pack_window_out(lout, ev, corrupt)]
+    corrupt_out(outs, corrupt)
+    out = [x for ev in outs for x in pack_window_out(lout, ev, corrupt)]
     return FastVectors(seq, out, cnt, ports, widths, events, sum(len(o) for o in outs),
                        len(outs), beats_in, beats_load, totals)
 
@@ -279,53 +282,6 @@ def design_params(cfg) -> dict:
         raise ValueError(f"the design {cfg} is not one the generator builds from an RTLConfig "
                          "(its kv_pack, row_max and frac_bits must be the defaults)")
     return params
-
-
-@dataclass(frozen=True)
-class AttentionRun:
-    """One case on one simulator: the job's result and the figures of the run."""
-
-    result: object
-    figures: dict
-
-    @property
-    def passed(self) -> bool:
-        return self.result.passed
-
-
-def run_attention(cfg, case: AttentionCase, sim_name: str, *, out_dir="build/attention",
-                  seed: int = 0, p_idle: float = 0.0, p_stall: float = 0.0, repeat: int = 1,
-                  name: str = "attention", waves: bool = False) -> AttentionRun:
-    """Run ``case`` through the generated attention path ``cfg`` on ``sim_name`` in the fast
-    harness; every ``o`` event and every counter of every window checked.
-
-    Returns the job result and :func:`run_figures` (cycles per token, tokens per second, the
-    events per token of each position and head, the write counts).
-    """
-    from pathlib import Path
-
-    from regression.benches.attention import _fast
-    from regression.cache import generate_rtl, module_entry
-    from regression.execute import execute_config
-    from regression.jobs import job
-    from rtl_gen.attn_images import check_sequence
-    from rtl_gen.registry import block
-
-    for q, k, v, valid in case.sequences:  # every input, before anything is generated
-        check_sequence(cfg, case.path, q, k, v, valid)
-    params = design_params(cfg)
-    j = job("attention", sim_name, {**params, "source": "case"}, seed, repeat=repeat,
-            p_idle=float(p_idle), p_stall=float(p_stall))
-    root = Path(out_dir).resolve()
-    generated = generate_rtl(params, root, modules=(block("attention").module,))
-
-    def make_config(manifest):
-        entry = module_entry(manifest, block("attention").module)
-        return _fast(j, attention_vectors(cfg, case, entry), cfg.T, "attention")
-
-    res = execute_config(j, params, make_config, root, waves=waves,
-                         run_name=f"{name}-{sim_name}", generated=generated)
-    return AttentionRun(res, run_figures(cfg, case, res.report, repeat))
 
 
 def run_figures(cfg, case: AttentionCase, report: dict, repeat: int = 1) -> dict:

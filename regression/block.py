@@ -21,16 +21,17 @@ norm_ffn          the residual-add + LayerNorm unit                    the outpu
                                                                        next block's codes
 ================  ===================================================  ======================
 
-The spiking designs send events through each position's mask (the tiles' and the attention
-path's own); the dense design sends every code. Each piece's every output is compared; a piece's
-counters and clocks are summed over the sentences. The pieces run one after the other here,
-each on its own generated component; the placement of all of them on one mesh is
+The pieces are :data:`golden_models.block_pieces.PIECES`, walked in order; each kind of
+piece has its runner here (:data:`RUNNERS`). The spiking designs send events through each
+position's mask (the tiles' and the attention path's own); the dense design sends every code.
+Each piece's every output is compared; a piece's counters and clocks are summed over the
+sentences. The pieces run one after the other here, each on its own generated component; the
+placement of all of them on one mesh is
 :mod:`rtl_gen.block_map`'s (docs/rtl_block.md).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
@@ -38,77 +39,27 @@ from dataclasses import dataclass, field
 import torch
 
 from golden_models import decode_events, encode_events
-from regression.layer import DEFAULT_TILE_NEURONS
+from golden_models.block_pieces import (
+    ADD_NORM,
+    ATTENTION,
+    LINEAR,
+    PIECES,
+    TILE_NEURONS,
+    check_handlers,
+    count_deliveries,
+    counted_positions,
+    signal,
+)
+from regression.block_parts import (
+    PieceRun,
+    attention_config,
+    run_norm,
+    seq_max_of,
+    tile_config,
+    tile_slices,
+)
 
-__all__ = ["DESIGNS", "PIECES", "BlockRun", "PieceRun", "attention_config", "check_design",
-           "design_masks", "flit_counts", "run_block", "run_block_pieces",
-           "seq_max_of"]
-
-#: Output neurons of one tile (the mesh's node size, as a whole layer's: docs/rtl_block.md).
-TILE_NEURONS = DEFAULT_TILE_NEURONS
-#: The pieces of a block, in data-flow order.
-PIECES = ("query", "key", "value", "attention", "attn_out", "norm_attn", "ffn_expand",
-          "ffn_contract", "norm_ffn")
-
-
-def seq_max_of(cfg) -> int:
-    """The generated sequence length of a model's block (its key slots per head): the
-    energy workload's sequence, the paper's 128 capped by the model's positions
-    (:func:`networks.hf_folder.dims_of`)."""
-    from networks.hf_folder import dims_of
-
-    return dims_of(cfg)["seq"]
-
-
-@dataclass
-class PieceRun:
-    """One piece over every sentence: values compared, mismatches, summed counters, clocks."""
-
-    piece: str
-    checked: int = 0
-    mismatches: int = 0
-    counters: Counter = field(default_factory=Counter)
-    cycles: int = 0
-    first_mismatch: str | None = None
-    #: Tiles a linear piece is split into (each receives every input of the layer).
-    tiles: int = 1
-
-    def compare(self, what: str, got, want, *, events: bool = False) -> None:
-        """Count ``got`` against ``want``: values position by position, or (``events``) the
-        events missing or extra, plus one when the same events come in another order."""
-        got, want = list(got), list(want)
-        self.checked += max(len(got), len(want))
-        if events:
-            extra, missing = Counter(got) - Counter(want), Counter(want) - Counter(got)
-            bad = sum(extra.values()) + sum(missing.values())
-            bad = bad or int(got != want)
-        else:
-            bad = (sum(1 for a, b in zip(got, want, strict=False) if a != b)
-                   + abs(len(got) - len(want)))
-        if bad and self.first_mismatch is None:
-            self.first_mismatch = f"{what}: got {got[:8]}..., want {want[:8]}..."
-        self.mismatches += bad
-
-
-def _tile_config(layer, *, raw_sums: bool):
-    from rtl_gen.mapper import config_for_chain
-
-    cfg = config_for_chain([layer], tile_neurons=layer.n_out, mesh_rows=1, mesh_cols=1)
-    return dataclasses.replace(cfg, raw_sums=raw_sums)
-
-
-def tile_slices(layer, tile_neurons: int) -> list[tuple[int, int, object]]:
-    """``layer``'s output neurons in tiles of at most ``tile_neurons``: ``(lo, hi, layer of
-    neurons lo..hi-1)`` (the mapper's partition, without the padding a mesh node needs)."""
-    from golden_models import IntegerLayer
-
-    out = []
-    for lo in range(0, layer.n_out, tile_neurons):
-        hi = min(lo + tile_neurons, layer.n_out)
-        out.append((lo, hi, IntegerLayer(layer.weights[:, lo:hi].contiguous(), layer.weight_bits,
-                                         layer.init[lo:hi].clone(), layer.theta[lo:hi].clone(),
-                                         layer.in_mask, layer.out_mask)))
-    return out
+__all__ = ["RUNNERS", "BlockRun", "flit_counts", "run_block", "run_block_pieces", "run_case"]
 
 
 def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, dense: bool,
@@ -129,10 +80,10 @@ def _tile(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, den
     """One tile's share of :func:`_linear`."""
     from rtl_gen import registry
     from rtl_gen.dense import dense_counters, dense_load_beats
-    from rtl_gen.driver import TileDriver, Window
+    from rtl_gen.simulation.driver import TileDriver, Window
     from rtl_gen.tile import load_beats
 
-    cfg = _tile_config(layer, raw_sums=raw_sums)
+    cfg = tile_config(layer, raw_sums=raw_sums)
     block = registry.block("dense_tile" if dense else "tile")
     tmask = (1 << cfg.time_width) - 1
     windows = []
@@ -189,28 +140,13 @@ def _dense_codes(cfg, beats, layer) -> list[int]:
     return codes
 
 
-def attention_config(qnn, block: int = 0):
-    """The attention path's :class:`rtl_gen.attn_params.AttentionConfig` of block ``block``:
-    :func:`seq_max_of` key slots a head, the model's positions a softmax row."""
-    from rtl_gen.attn_params import AttentionConfig
-
-    layer = qnn.layers[block]
-    return AttentionConfig(heads=layer.cfg.num_attention_heads, head_dim=layer.cfg.head_dim,
-                           seq_max=seq_max_of(layer.cfg), T=layer.points["attn_prob"].space.T,
-                           frac_bits=qnn.integer.exp_frac_bits,
-                           row_max=layer.cfg.max_position_embeddings)
-
-
-def _attention(run: PieceRun, qnn, block: int, query, keys, values, valid, want, *,
+def _attention(run: PieceRun, acfg, path, query, keys, values, valid, want, *,
                dense: bool) -> torch.Tensor:
     """One sequence through the attention path; returns its ``attn_out_in`` codes (projected
     through the mask on the spiking path)."""
-    from networks.attention import attention_path
-    from rtl_gen.attention import simulate_attention
+    from rtl_gen.simulation.attention import simulate_attention
 
-    path = attention_path(qnn.layers[block])
-    cfg = attention_config(qnn, block)
-    [windows] = simulate_attention(cfg, path, [(query, keys, values, valid)], dense=dense)
+    [windows] = simulate_attention(acfg, path, [(query, keys, values, valid)], dense=dense)
     out = []
     width = query.shape[1]
     for i, w in enumerate(windows):
@@ -234,108 +170,67 @@ def _attention(run: PieceRun, qnn, block: int, query, keys, values, valid, want,
     return torch.tensor(out, dtype=torch.int64)
 
 
-def _norm(run: PieceRun, cfg, add, norm, thetas, r, sums, want_r, want_codes):
-    """Rows ``(r, sums)`` through the residual-add + LayerNorm unit; checks the new stream and
-    the codes it walks (``want_codes``: one ``[S, hidden]`` per table) and returns the stream
-    ``[S, hidden]`` and those codes."""
-    from rtl_gen.add_norm import load_beats, simulate_add_norm
+@dataclass
+class _Bench:
+    """What the Amaranth runners of one case share: the QNN's configurations, the case, the
+    tile size."""
 
-    rows = [(r[i].tolist(), sums[i].tolist()) for i in range(r.shape[0])]
-    out = simulate_add_norm(cfg, rows, load_beats(cfg, add, norm, thetas))
-    for i, row in enumerate(out):
-        run.cycles += row.clocks
-        run.compare(f"{run.piece} token {i} stream", row.r, want_r[i].tolist())
-        for p, codes in enumerate(want_codes):
-            run.compare(f"{run.piece} token {i} codes {p}", row.codes[p], codes[i].tolist())
-    run.counters.update({"rows": len(out), "channels": len(out) * r.shape[1]})
-    codes = [torch.tensor([row.codes[p] for row in out], dtype=torch.int64)
-             for p in range(len(want_codes))]
-    return torch.tensor([row.r for row in out], dtype=torch.int64), codes
+    qnn: object
+    case: object  # networks.block.BlockCase
+    tile_neurons: int
+
+    @property
+    def dense(self) -> bool:
+        return self.case.design.dense
 
 
-def run_block_pieces(qnn, sequences, *, block: int = 0, dense: bool = False,
-                     tile_neurons: int = TILE_NEURONS) -> list[PieceRun]:
-    """Run captured sequences (:class:`networks.block.BlockSequence`, captured with the masks
-    the design uses: radius ``k``, TTFS, or ``k = 0`` for the dense design) through the
-    block's hardware pieces, each linear layer in tiles of at most ``tile_neurons`` neurons;
-    one :class:`PieceRun` per piece of :data:`PIECES`."""
-    from networks.block import block_layers
+def _run_linear(run: PieceRun, b: _Bench, piece, seq, inputs) -> list:
+    [want] = (seq.value(v) for v in piece.outputs)
+    return [_linear(run, b.case.layers[piece.name], inputs[0], want, dense=b.dense,
+                    raw_sums=piece.raw_sums, tile_neurons=b.tile_neurons)]
+
+
+def _run_attention(run: PieceRun, b: _Bench, piece, seq, inputs) -> list:
+    # keys and values are written as codes, every code whatever the design
+    query, keys, values = inputs
+    return [_attention(run, attention_config(b.qnn, b.case.block), b.case.path, query, keys,
+                       values, seq.valid, seq.value(piece.outputs[0]), dense=b.dense)]
+
+
+def _run_norm(run: PieceRun, b: _Bench, piece, seq, inputs) -> list:
     from regression.units import minilm_config
 
-    layer = qnn.layers[block]
-    blk, layers = layer.int_block, block_layers(layer)
-    nxt = qnn.layers[block + 1].int_block if block + 1 < len(qnn.layers) else None
-    unit_cfg = minilm_config(qnn)
-    runs = {p: PieceRun(p) for p in PIECES}
-    for seq in sequences:
-        c, t = seq.codes, seq.tensors
-        proj = {name: _linear(runs[name], layers[name], c[p_in], c[name], dense=dense,
-                              raw_sums=False, tile_neurons=tile_neurons)
-                for name, p_in in (("query", "q_proj_in"), ("key", "k_proj_in"),
-                                   ("value", "v_proj_in"))}
-        # keys and values are written as codes, every code whatever the design
-        ctx = _attention(runs["attention"], qnn, block, proj["query"], proj["key"],
-                         proj["value"], seq.valid, c["attn_out_in"], dense=dense)
-        s1 = _linear(runs["attn_out"], layers["attn_out"], ctx, t["attn_sum"], dense=dense,
-                     raw_sums=True, tile_neurons=tile_neurons)
-        r1, [cf] = _norm(runs["norm_attn"], unit_cfg, blk.add_attn, blk.norm_attn,
-                         [blk.encoders["ffn_expand_in"]], t["r_in"], s1, t["r1"],
-                         [c["ffn_expand_in"]])
-        mid = _linear(runs["ffn_expand"], layers["ffn_expand"], cf, c["ffn_contract_in"],
-                      dense=dense, raw_sums=False, tile_neurons=tile_neurons)
-        s2 = _linear(runs["ffn_contract"], layers["ffn_contract"], mid, t["ffn_sum"],
-                     dense=dense, raw_sums=True, tile_neurons=tile_neurons)
-        feeds = ("q_proj_in", "k_proj_in", "v_proj_in")
-        _norm(runs["norm_ffn"], unit_cfg, blk.add_ffn, blk.norm_ffn,
-              [nxt.encoders[p] for p in feeds] if nxt else [], r1, s2, t["r_out"],
-              [seq.next_codes[p] for p in feeds] if nxt else [])
-    return [runs[p] for p in PIECES]
+    add, norm, thetas = b.case.units[piece.name]
+    # the codes it walks: none after the last block
+    want = ([seq.value(c, next_block=piece.next_block) for c in piece.outputs[:-1]]
+            if thetas else [])
+    r, codes = run_norm(run, minilm_config(b.qnn), add, norm, thetas, *inputs,
+                        seq.value(piece.outputs[-1]), want)
+    return [*codes, r]
 
 
-# -- a design over sentences ---------------------------------------------------------------------
-
-#: The designs a block runs as: the dense INT4 design, standard TTFS, M-TTFS at k = 0, 1, 2.
-DESIGNS = ("dense", "ttfs", "mttfs-k0", "mttfs-k1", "mttfs-k2")
-#: Where each position's deliveries are counted: the piece that consumes it and its counter
-#: (per head for the attention path's, summed).
-_CONSUMER = {
-    "q_proj_in": ("query", "in"), "k_proj_in": ("key", "in"), "v_proj_in": ("value", "in"),
-    "query": ("attention", "qk"), "attn_prob": ("attention", "pv"),
-    "attn_out_in": ("attn_out", "in"), "ffn_expand_in": ("ffn_expand", "in"),
-    "ffn_contract_in": ("ffn_contract", "in"),
-}
+#: The Amaranth runner of each kind of piece: ``(run, bench, piece, sequence, inputs)`` ->
+#: the piece's outputs (by position) as the hardware made them.
+RUNNERS = {LINEAR: _run_linear, ATTENTION: _run_attention, ADD_NORM: _run_norm}
 
 
-def check_design(design: object) -> str:
-    if design not in DESIGNS:
-        raise ValueError(f"design must be one of {', '.join(DESIGNS)}, not {design!r}")
-    return design
-
-
-@contextlib.contextmanager
-def design_masks(qnn, design: str):
-    """Set every spike-encoded position's mask for ``design`` (the calibrated silent centre at
-    radius ``k`` for M-TTFS and for the dense design's ``k = 0`` values; the lowest level for
-    TTFS), and put the calibrated masks back after."""
-    from golden_models import Mask
-    from golden_models.mask import ttfs_mask
-
-    check_design(design)
-    points = qnn.spike_points()
-    saved = [p.mask for p in points]
-    if any(m is None for m in saved):
-        raise ValueError("masks are not calibrated; convert the model with networks.ptq")
-    try:
-        for p, m in zip(points, saved, strict=True):
-            if design == "ttfs":
-                p.mask = ttfs_mask(p.space)
-            else:
-                k = 0 if design == "dense" else int(design.rsplit("k", 1)[1])
-                p.mask = Mask(p.space, m.i_max, k)
-        yield qnn
-    finally:
-        for p, m in zip(points, saved, strict=True):
-            p.mask = m
+def run_block_pieces(qnn, case, *, tile_neurons: int = TILE_NEURONS) -> list[PieceRun]:
+    """Run the captured sentences of ``case`` (:class:`networks.block.BlockCase`: one design
+    of block ``case.block`` of ``qnn``) through the block's hardware pieces, each linear layer
+    in tiles of at most ``tile_neurons`` neurons, each piece fed with what the pieces before
+    it made (the block's inputs: the captured ones); one :class:`PieceRun` per piece of
+    :data:`golden_models.block_pieces.PIECES`."""
+    check_handlers(RUNNERS, "regression.block.RUNNERS", PIECES)
+    bench = _Bench(qnn, case, tile_neurons)
+    runs = {p.name: PieceRun(p.name) for p in PIECES}
+    for seq in case.sequences:
+        made: dict = {}
+        for p in PIECES:
+            inputs = [made[v] if v in made else seq.value(v) for v in p.inputs]
+            outputs = RUNNERS[p.kind](runs[p.name], bench, p, seq, inputs)
+            if not p.next_block:
+                made.update(zip(p.outputs, outputs, strict=True))
+    return [runs[p.name] for p in PIECES]
 
 
 @dataclass
@@ -379,85 +274,81 @@ class BlockRun:
         return cls(**{**data, "pieces": pieces})
 
 
-def _deliveries(pieces: dict[str, PieceRun], dense: bool) -> dict[str, int]:
-    name = "codes_in" if dense else "events_in"
-    out = {}
-    for position, (piece, where) in _CONSUMER.items():
-        counters = pieces[piece].counters
-        if where == "in":  # every tile of the layer takes every input: count one
-            out[position] = counters[name] // pieces[piece].tiles
-        else:
-            prefix = f"cnt_{where}_{name}_h"
-            out[position] = sum(v for n, v in counters.items() if n.startswith(prefix))
-    return out
-
-
-def flit_counts(qnn, sequences, *, block: int = 0, dense: bool, seq_max: int
-                ) -> dict[str, list[int]]:
+def flit_counts(qnn, case, *, seq_max: int) -> dict[str, list[int]]:
     """Flits each producer neuron sends per signal of :data:`rtl_gen.block_map.SIGNALS` over
-    ``sequences`` (captured with the design's masks, which must still be set): a position's
-    events outside its mask (every code for the dense design), one flit per key and value
-    code written, per raw score, raw sum and stream value. ``attn_prob`` and ``scores`` are
-    counted per ``head * seq_max + key slot``."""
-    layer = qnn.layers[block]
+    the sentences of ``case`` (with its design's masks), walking the block's description: a
+    spike-encoded position's events outside its mask (every code for the dense design), one
+    flit per key and value code written, per raw sum and stream value (every other input of a
+    piece), per raw score. ``attn_prob`` and ``scores`` are counted per ``head * seq_max + key
+    slot``."""
+    layer = qnn.layers[case.block]
     hidden, heads = layer.cfg.hidden_size, layer.cfg.num_attention_heads
+    dense = case.design.dense
+    positions = counted_positions()
+    # every other value a piece takes: one flit per value (the block's values are all hidden
+    # wide but the positions, which are counted per neuron)
+    per_value = list(dict.fromkeys(signal(v) for p in PIECES for v in p.inputs
+                                   if v not in positions))
     out: dict[str, torch.Tensor] = {}
 
-    def add(signal: str, counts: torch.Tensor) -> None:
-        out[signal] = out.get(signal, 0) + counts.to(torch.int64)
+    def add(signal_name: str, counts: torch.Tensor) -> None:
+        out[signal_name] = out.get(signal_name, 0) + counts.to(torch.int64)
 
-    for seq in sequences:
+    for seq in case.sequences:
         S = seq.length
-        for p in ("q_proj_in", "k_proj_in", "v_proj_in", "query", "attn_out_in",
-                  "ffn_expand_in", "ffn_contract_in", "attn_prob"):
-            q, mask = seq.codes[p], layer.points[p].mask
+        for p in positions:
+            q, mask = seq.codes[p], case.masks[p]
             sent = (torch.ones_like(q, dtype=torch.bool) if dense
                     else mask.transmitted(mask.space.c - q))
-            if p == "attn_prob":  # [heads, S, S] -> per (head, key slot)
+            if q.dim() == 3:  # attn_prob [heads, S, S] -> per (head, key slot)
                 per = torch.zeros(heads, seq_max, dtype=torch.int64)
                 per[:, :S] = sent.sum(1)
                 add(p, per.reshape(-1))
             else:
                 add(p, sent.sum(0))
-        per_value = torch.full((hidden,), S, dtype=torch.int64)
-        for signal in ("key", "value", "attn_sum", "ffn_sum", "residual_in", "residual_mid"):
-            add(signal, per_value)
+        for name in per_value:
+            add(name, torch.full((hidden,), S, dtype=torch.int64))
         scores = torch.zeros(heads, seq_max, dtype=torch.int64)
         scores[:, :S] = S  # every query token sends a score per key slot of the sequence
         add("scores", scores.reshape(-1))
     return {k: v.tolist() for k, v in out.items()}
 
 
-def run_block(qnn, tokenizer, sentences, design: str, *, block: int = 0,
-              tile_neurons: int = TILE_NEURONS, sim: str = "amaranth", root=None,
-              told=None) -> BlockRun:
-    """``sentences`` through block ``block``'s hardware pieces as ``design``
-    (:data:`DESIGNS`), each sentence alone, in tiles of at most ``tile_neurons`` neurons, on
-    ``sim``: the Amaranth simulator (:func:`run_block_pieces`), or ``"verilator"`` /
-    ``"icarus"``, the generated Verilog in the fast harness
+def run_case(qnn, case, *, tile_neurons: int = TILE_NEURONS, sim: str = "amaranth", root=None,
+             told=None) -> BlockRun:
+    """The sentences of ``case`` (:class:`networks.block.BlockCase`, one design of a block of
+    ``qnn``) through the block's hardware pieces, each sentence alone, in tiles of at most
+    ``tile_neurons`` neurons, on ``sim``: the Amaranth simulator (:func:`run_block_pieces`),
+    or ``"verilator"`` / ``"icarus"``, the generated Verilog in the fast harness
     (:func:`regression.block_fast.run_block_fast`, its Verilog, builds and runs under
     ``root``; ``told`` hears of each piece as it ends)."""
-    from networks.block import capture_block
     from regression.block_fast import DEFAULT_ROOT, RTL_SIMS, run_block_fast
 
     if sim not in RTL_SIMS:
         raise ValueError(f"sim must be one of {', '.join(RTL_SIMS)}, not {sim!r}")
-    with design_masks(qnn, design):
-        seqs = capture_block(qnn, tokenizer, sentences, block=block)
-        if sim == "amaranth":
-            pieces = run_block_pieces(qnn, seqs, block=block, dense=design == "dense",
-                                      tile_neurons=tile_neurons)
-        else:
-            pieces = run_block_fast(qnn, seqs, block=block, dense=design == "dense",
-                                    tile_neurons=tile_neurons, sim=sim,
-                                    root=DEFAULT_ROOT if root is None else root, name=design,
-                                    told=told)
-        flits = flit_counts(qnn, seqs, block=block, dense=design == "dense",
-                            seq_max=seq_max_of(qnn.layers[block].cfg))
-    values = Counter()
-    for s in seqs:
-        values.update({p: int(s.codes[p].numel()) for p in _CONSUMER})
-    layer = qnn.layers[block]
-    return BlockRun(design, pieces, _deliveries({p.piece: p for p in pieces}, design == "dense"),
-                    dict(values), sum(s.length for s in seqs),
-                    layer.points["attn_prob"].space.T, flits)
+    design = case.design
+    if sim == "amaranth":
+        pieces = run_block_pieces(qnn, case, tile_neurons=tile_neurons)
+    else:
+        pieces = run_block_fast(qnn, case, tile_neurons=tile_neurons, sim=sim,
+                                root=DEFAULT_ROOT if root is None else root, name=design.name,
+                                told=told)
+    flits = flit_counts(qnn, case, seq_max=seq_max_of(qnn.layers[case.block].cfg))
+    deliveries = count_deliveries({p.piece: p.counters for p in pieces},
+                                  {p.piece: p.tiles for p in pieces}, design.dense)
+    return BlockRun(design.name, pieces, deliveries, case.values(), case.tokens, case.T, flits)
+
+
+def run_block(qnn, tokenizer, sentences, design: str, *, block: int = 0,
+              tile_neurons: int = TILE_NEURONS, sim: str = "amaranth", root=None,
+              told=None) -> BlockRun:
+    """``sentences`` through block ``block``'s hardware pieces as ``design``
+    (:data:`golden_models.block_pieces.DESIGNS`): :func:`networks.block.block_case`, then
+    :func:`run_case`."""
+    from networks.block import block_case
+    from regression.block_fast import RTL_SIMS
+
+    if sim not in RTL_SIMS:
+        raise ValueError(f"sim must be one of {', '.join(RTL_SIMS)}, not {sim!r}")
+    case = block_case(qnn, tokenizer, sentences, design, block=block)
+    return run_case(qnn, case, tile_neurons=tile_neurons, sim=sim, root=root, told=told)

@@ -1,7 +1,8 @@
 """A whole encoder block's pieces in the fast harness, on a compiled simulator.
 
 :func:`run_block_fast` is :func:`regression.block.run_block_pieces` on the generated Verilog:
-each piece of :data:`regression.block.PIECES` runs in :class:`regression.fast_rtl.FastHarness`
+each piece of :data:`golden_models.block_pieces.PIECES` runs (its kind's runner,
+:data:`FAST_RUNNERS`) in :class:`regression.fast_rtl.FastHarness`
 on Verilator (or Icarus, for a short case), its stimulus and the golden QNN's response in
 the harness's memories, every output beat and every counter of every window compared inside
 the simulation. Nothing crosses into Python during a run, so MiniLM's eight sentences take
@@ -10,7 +11,7 @@ minutes where the Amaranth simulator takes hours (docs/rtl_block.md, "Speed").
 =============  ===========================================================================
 piece          one run
 =============  ===========================================================================
-linear layers  every tile of the layer (:func:`regression.block.tile_slices`), loaded one
+linear layers  every tile of the layer (:func:`regression.block_parts.tile_slices`), loaded one
                after the other, each followed by every token of every sentence
 attention      the attention path (the spiking or the dense design's), each sentence's start,
                key and value writes, then its tokens
@@ -38,7 +39,6 @@ the layer.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 import time
@@ -47,9 +47,17 @@ from pathlib import Path
 import torch
 
 from golden_models import encode_events
-from regression.block import PIECES, TILE_NEURONS, PieceRun, _norm, _tile_config, tile_slices
+from golden_models.block_pieces import (
+    ADD_NORM,
+    ATTENTION,
+    LINEAR,
+    PIECES,
+    TILE_NEURONS,
+    check_handlers,
+)
+from regression.block_parts import PieceRun, attention_config, run_norm, tile_config, tile_slices
 
-__all__ = ["DEFAULT_ROOT", "RTL_SIMS", "run_block_fast"]
+__all__ = ["DEFAULT_ROOT", "FAST_RUNNERS", "RTL_SIMS", "run_block_fast"]
 
 #: Where the generated Verilog, the builds and the runs go by default (builds cached by content).
 DEFAULT_ROOT = Path("build") / "block"
@@ -67,9 +75,6 @@ DEPTHS = {"seq": 1 << 18, "out": 1 << 18, "cnt": 1 << 12}
 OPT = "-O1"
 #: The testbench of the fast harness.
 _BENCH = "cocotb_tests.tb_fast"
-#: The integer tensor a raw-sum layer must produce (the others: the codes of the position
-#: they feed, :data:`networks.block.LINEARS`).
-_RAW_SUMS = {"attn_out": "attn_sum", "ffn_contract": "ffn_sum"}
 
 
 def _packer(layout):
@@ -87,9 +92,9 @@ def _packer(layout):
 def _seq(payloads, kind: int) -> list[int]:
     """The sequence-memory words (:mod:`regression.fast_rtl`) of a load (``kind`` 0) or a
     window (1): its first beat waits for the design to be quiet, and starts the window."""
-    from regression.fast import _seq_word
+    from regression.fast import seq_word
 
-    return [_seq_word(p, kind, start=j == 0 and kind == 1, barrier=j == 0)
+    return [seq_word(p, kind, start=j == 0 and kind == 1, barrier=j == 0)
             for j, p in enumerate(payloads)]
 
 
@@ -175,7 +180,7 @@ class _Runs:
         self.checked = 0
 
     def unit(self, load: list, windows: list[_Window]) -> None:
-        from regression.fast import _counter_word
+        from regression.fast import counter_word
 
         i = 0
         while i < len(windows):
@@ -197,7 +202,7 @@ class _Runs:
             self.vec.load(load)
             for w in part:
                 values = [w.counters[p] for p in self.ports]
-                self.vec.window(w.seq, w.out, _counter_word(values, self.ports, self.widths),
+                self.vec.window(w.seq, w.out, counter_word(values, self.ports, self.widths),
                                 values)
                 self.checked += w.checked
             i += len(part)
@@ -253,9 +258,46 @@ def _account(run: PieceRun, report: dict, names: dict, checked: int) -> None:
 def _tile_params(layer, raw_sums: bool) -> dict:
     """The generated tile of ``layer``: its configuration with the configuration register's
     reset values zero (the masks come with each image)."""
-    cfg = dataclasses.replace(_tile_config(layer, raw_sums=raw_sums), i_max_in=0, i_max_out=0,
+    cfg = dataclasses.replace(tile_config(layer, raw_sums=raw_sums), i_max_in=0, i_max_out=0,
                               k=0)
     return cfg.as_dict()
+
+
+def _tile_windows(cfg, sub, lo: int, hi: int, inputs, want, words, events, *, dense: bool,
+                  raw_sums: bool, pout, marker_out, counter_names) -> list[_Window]:
+    """Tile ``sub`` (neurons ``lo..hi-1`` of the layer) on every token: each window's input
+    words (``words``, the same for every tile), its expected output beats and counters (the
+    golden layer's)."""
+    from golden_models import CodeSpace
+    from golden_models.dense import run_dense, run_dense_sums
+    from rtl_gen.layouts import dense_pack
+
+    tw = cfg.time_width
+    if dense:
+        c_tile, c_out = CodeSpace(cfg.T, cfg.family).c, sub.out_mask.space.c
+        pack = dense_pack(cfg)
+    windows = []
+    for i, q in enumerate(inputs):
+        w = want[i, lo:hi].tolist()
+        if raw_sums:
+            counters = (run_dense_sums(sub, q)[1] if dense
+                        else sub.run_sums(*events[i])[1])
+            out = [pout({"addr": j, "sum": v}) for j, v in enumerate(w)]
+        elif dense:
+            counters = run_dense(sub, q).counters
+            codes = [(c_tile - (c_out - v)) & ((1 << tw) - 1) for v in w]
+            out = [pout({"addr": a, "codes": sum(c << (p * tw) for p, c in
+                                                  enumerate(codes[a:a + pack]))})
+                   for a in range(0, hi - lo, pack)]
+        else:
+            counters = sub.run_events(*events[i]).counters
+            gi, gt = encode_events(want[i, lo:hi], sub.out_mask)
+            out = [pout({"addr": a, "t": t})
+                   for a, t in zip(gi.tolist(), gt.tolist(), strict=True)]
+        windows.append(_Window(words[i], [*out, marker_out],
+                               {counter_names[k]: v for k, v in counters.as_dict().items()},
+                               len(w) if (raw_sums or dense) else len(out)))
+    return windows
 
 
 def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, dense: bool,
@@ -263,15 +305,12 @@ def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, d
     """Every tile of ``layer``, on one build per tile shape: each tile's image, then every
     token of ``inputs [N, n_in]`` (:class:`_Runs`); ``want [N, n_out]``: the golden codes
     (before the output mask) or the golden raw sums."""
-    from golden_models import CodeSpace
-    from golden_models.dense import run_dense, run_dense_sums
     from regression.cache import generate_rtl, module_entry
     from rtl_gen import registry
     from rtl_gen.dense import dense_load_beats
     from rtl_gen.layouts import (
         dense_in_layout,
         dense_out_layout,
-        dense_pack,
         in_event_layout,
         load_layout,
         out_event_layout,
@@ -292,7 +331,6 @@ def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, d
         rtl_dir, manifest = generate_rtl(params, root, modules=(top,))
         entry = module_entry(manifest, top)
         cfg = RTLConfig(**params)
-        tw = cfg.time_width
         pin = _packer(dense_in_layout(cfg) if dense else in_event_layout(cfg))
         lout = (sum_out_layout(cfg) if raw_sums
                 else dense_out_layout(cfg) if dense else out_event_layout(cfg))
@@ -316,32 +354,9 @@ def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, d
         for lo, hi, sub in tiles:
             image = (dense_load_beats if dense else load_beats)(cfg, sub)
             load = _seq([pload({"target": t, "addr": a, "data": d}) for t, a, d in image], 0)
-            if dense:
-                c_tile, c_out = CodeSpace(cfg.T, cfg.family).c, sub.out_mask.space.c
-                pack = dense_pack(cfg)
-            windows = []
-            for i, q in enumerate(inputs):
-                w = want[i, lo:hi].tolist()
-                if raw_sums:
-                    counters = (run_dense_sums(sub, q)[1] if dense
-                                else sub.run_sums(*events[i])[1])
-                    out = [pout({"addr": j, "sum": v}) for j, v in enumerate(w)]
-                elif dense:
-                    counters = run_dense(sub, q).counters
-                    codes = [(c_tile - (c_out - v)) & ((1 << tw) - 1) for v in w]
-                    out = [pout({"addr": a, "codes": sum(c << (p * tw) for p, c in
-                                                          enumerate(codes[a:a + pack]))})
-                           for a in range(0, hi - lo, pack)]
-                else:
-                    counters = sub.run_events(*events[i]).counters
-                    gi, gt = encode_events(want[i, lo:hi], sub.out_mask)
-                    out = [pout({"addr": a, "t": t})
-                           for a, t in zip(gi.tolist(), gt.tolist(), strict=True)]
-                windows.append(_Window(words[i], [*out, marker_out],
-                                       {counter_names[k]: v
-                                        for k, v in counters.as_dict().items()},
-                                       len(w) if (raw_sums or dense) else len(out)))
-            runs.unit(load, windows)
+            runs.unit(load, _tile_windows(cfg, sub, lo, hi, inputs, want, words, events,
+                                          dense=dense, raw_sums=raw_sums, pout=pout,
+                                          marker_out=marker_out, counter_names=counter_names))
         runs.flush()
 
 
@@ -352,7 +367,8 @@ def _attention_rtl(cfg, dense: bool, root: Path) -> tuple[Path, dict, str]:
     MiniLM's twelve heads) and the folder named by its text, so a change of the generator
     that leaves it alone rebuilds nothing."""
     from rtl_gen.attention import AttentionSystem, attention_manifest, head_counters
-    from rtl_gen.generate import LINT_WAIVERS, port_list, stream_ports, to_verilog
+    from rtl_gen.generate import LINT_WAIVERS, port_list, stream_ports
+    from rtl_gen.verilog_text import to_verilog
     from toolkit_base.files import write_atomic
 
     top = "dense_attention" if dense else "mttfs_attention"
@@ -374,12 +390,11 @@ def _attention_rtl(cfg, dense: bool, root: Path) -> tuple[Path, dict, str]:
     return folder, manifest, top
 
 
-def _attention(run: PieceRun, qnn, block: int, sequences, *, dense: bool, sim: str,
+def _attention(run: PieceRun, cfg, path, sequences, *, dense: bool, sim: str,
                root: Path, name: str) -> None:
-    """Every sentence through the attention path (:class:`_Runs`): the configuration, then per
-    sentence its start, its key and value writes and its tokens."""
-    from networks.attention import attention_path
-    from regression.block import attention_config
+    """Every sentence through the attention path of configuration ``cfg`` and golden
+    constants ``path`` (:class:`_Runs`): the configuration, then per sentence its start, its
+    key and value writes and its tokens."""
     from rtl_gen.attn_images import (
         attention_reference,
         config_beats,
@@ -390,8 +405,6 @@ def _attention(run: PieceRun, qnn, block: int, sequences, *, dense: bool, sim: s
     from rtl_gen.attn_params import attn_load_layout
     from rtl_gen.layouts import pack
 
-    cfg = attention_config(qnn, block)
-    path = attention_path(qnn.layers[block])
     rtl_dir, manifest, top = _attention_rtl(cfg, dense, root)
     entry = manifest["modules"][top]
     lload = attn_load_layout(cfg)
@@ -429,54 +442,74 @@ def _attention(run: PieceRun, qnn, block: int, sequences, *, dense: bool, sim: s
         run.counters[port] = value
 
 
-def run_block_fast(qnn, sequences, *, block: int = 0, dense: bool = False,
-                   tile_neurons: int = TILE_NEURONS, sim: str = "verilator",
-                   root=DEFAULT_ROOT, name: str = "block", told=None) -> list[PieceRun]:
-    """:func:`regression.block.run_block_pieces` in the fast harness on ``sim`` (``"verilator"``
-    or ``"icarus"``): captured sequences (:class:`networks.block.BlockSequence`, with the
-    design's masks) through every piece of block ``block``; one :class:`PieceRun` per piece of
-    :data:`regression.block.PIECES`. ``root``: the generated Verilog, the builds (cached by
-    content, shared by every run into it) and ``runs/<name>-<piece>-...``. ``told``: called
-    with a line as each piece ends (its mismatches and seconds, the build included)."""
-    from networks.block import LINEARS, block_layers
-    from regression import sim as sims
+@dataclasses.dataclass
+class _Fast:
+    """What the fast runners of one case share: the QNN, the case, the tile size, the
+    simulator, the folder of builds and runs, the run's name."""
+
+    qnn: object
+    case: object  # networks.block.BlockCase
+    tile_neurons: int
+    sim: str
+    root: Path
+    name: str
+
+    @property
+    def dense(self) -> bool:
+        return self.case.design.dense
+
+
+def _fast_linear(run: PieceRun, f: _Fast, piece) -> None:
+    [p_in], [out] = piece.inputs, piece.outputs
+    _linear(run, f.case.layers[piece.name], f.case.cat(p_in), f.case.cat(out), dense=f.dense,
+            raw_sums=piece.raw_sums, tile_neurons=f.tile_neurons, sim=f.sim, root=f.root,
+            name=f.name)
+
+
+def _fast_attention(run: PieceRun, f: _Fast, piece) -> None:
+    _attention(run, attention_config(f.qnn, f.case.block), f.case.path, f.case.sequences,
+               dense=f.dense, sim=f.sim, root=f.root, name=f.name)
+
+
+def _fast_norm(run: PieceRun, f: _Fast, piece) -> None:
+    """An add+LayerNorm piece in the Amaranth simulator (its own stream protocol), every row
+    of every sentence after one load."""
     from regression.units import minilm_config
+
+    add, norm, thetas = f.case.units[piece.name]
+    # the codes it walks: none after the last block
+    want = ([f.case.cat(c, next_block=piece.next_block) for c in piece.outputs[:-1]]
+            if thetas else [])
+    run_norm(run, minilm_config(f.qnn), add, norm, thetas,
+             *(f.case.cat(v) for v in piece.inputs), f.case.cat(piece.outputs[-1]), want)
+
+
+#: The fast runner of each kind of piece: ``(run, fast, piece)``, the piece's every input
+#: the captured one.
+FAST_RUNNERS = {LINEAR: _fast_linear, ATTENTION: _fast_attention, ADD_NORM: _fast_norm}
+
+
+def run_block_fast(qnn, case, *, tile_neurons: int = TILE_NEURONS, sim: str = "verilator",
+                   root=DEFAULT_ROOT, name: str = "block", told=None) -> list[PieceRun]:
+    """:func:`regression.block.run_block_pieces` in the fast harness on ``sim``
+    (``"verilator"`` or ``"icarus"``): the captured sentences of ``case``
+    (:class:`networks.block.BlockCase`, one design of a block of ``qnn``) through every piece;
+    one :class:`PieceRun` per piece of :data:`golden_models.block_pieces.PIECES`. ``root``: the
+    generated Verilog, the builds (cached by content, shared by every run into it) and
+    ``runs/<name>-<piece>-...``. ``told``: called with a line as each piece ends (its
+    mismatches and seconds, the build included)."""
+    from regression import sim as sims
 
     if sim not in ("icarus", "verilator"):
         raise ValueError(f"sim must be icarus or verilator, not {sim!r}")
+    check_handlers(FAST_RUNNERS, "regression.block_fast.FAST_RUNNERS", PIECES)
     sims.ensure_simulator(sim)
-    sequences = list(sequences)
-    root = Path(root).resolve()
-    layer = qnn.layers[block]
-    blk, layers = layer.int_block, block_layers(layer)
-    nxt = qnn.layers[block + 1].int_block if block + 1 < len(qnn.layers) else None
-    runs = {p: PieceRun(p) for p in PIECES}
-
-    def cat(name, tensors=False):
-        return torch.cat([(s.tensors if tensors else s.codes)[name] for s in sequences])
-
-    ucfg = minilm_config(qnn)
-    feeds = ("q_proj_in", "k_proj_in", "v_proj_in")
-    work = {piece: functools.partial(_linear, runs[piece], layers[piece], cat(p_in),
-                                     cat(_RAW_SUMS[piece], True) if out is None else cat(out),
-                                     dense=dense, raw_sums=out is None,
-                                     tile_neurons=tile_neurons, sim=sim, root=root, name=name)
-            for piece, (p_in, out) in LINEARS.items()}
-    work["attention"] = functools.partial(_attention, runs["attention"], qnn, block, sequences,
-                                          dense=dense, sim=sim, root=root, name=name)
-    work["norm_attn"] = functools.partial(
-        _norm, runs["norm_attn"], ucfg, blk.add_attn, blk.norm_attn,
-        [blk.encoders["ffn_expand_in"]], cat("r_in", True), cat("attn_sum", True),
-        cat("r1", True), [cat("ffn_expand_in")])
-    work["norm_ffn"] = functools.partial(
-        _norm, runs["norm_ffn"], ucfg, blk.add_ffn, blk.norm_ffn,
-        [nxt.encoders[p] for p in feeds] if nxt else [], cat("r1", True),
-        cat("ffn_sum", True), cat("r_out", True),
-        [torch.cat([s.next_codes[p] for s in sequences]) for p in feeds] if nxt else [])
+    fast = _Fast(qnn, case, tile_neurons, sim, Path(root).resolve(), name)
+    runs = {p.name: PieceRun(p.name) for p in PIECES}
     for piece in PIECES:
         t0 = time.perf_counter()
-        work[piece]()
+        FAST_RUNNERS[piece.kind](runs[piece.name], fast, piece)
         if told is not None:
-            told(f"{name}: {piece}, {runs[piece].mismatches} mismatches in "
+            told(f"{name}: {piece.name}, {runs[piece.name].mismatches} mismatches in "
                  f"{time.perf_counter() - t0:.0f} s")
-    return [runs[p] for p in PIECES]
+    return [runs[p.name] for p in PIECES]

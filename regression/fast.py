@@ -30,9 +30,13 @@ __all__ = [
     "CORRUPT",
     "FastVectors",
     "build_fast",
+    "corrupt_out",
+    "counter_word",
     "fast_config",
     "fast_verilog",
+    "pack_window_out",
     "probability_256",
+    "seq_word",
     "system_vectors",
     "tile_vectors",
     "verdict",
@@ -90,11 +94,11 @@ class FastVectors:
                 "cnt": rom_depth(len(self.cnt))}
 
 
-def _seq_word(payload: int, kind: int, start: bool = False, barrier: bool = False) -> int:
+def seq_word(payload: int, kind: int, start: bool = False, barrier: bool = False) -> int:
     return (payload << 3) | (kind << 2) | (int(start) << 1) | int(barrier)
 
 
-def _counter_word(values: Sequence[int], ports: Sequence[str], widths: Mapping) -> int:
+def counter_word(values: Sequence[int], ports: Sequence[str], widths: Mapping) -> int:
     word, off = 0, 0
     for port, v in zip(ports, values, strict=True):
         v = int(v)
@@ -105,7 +109,7 @@ def _counter_word(values: Sequence[int], ports: Sequence[str], widths: Mapping) 
     return word
 
 
-def _corrupt_out(windows_out: list[list[int]], mode: str | None) -> None:
+def corrupt_out(windows_out: list[list[int]], mode: str | None) -> None:
     """Alter (``t ^ 1``) or drop the first output event of the first window that has one."""
     if mode not in ("alter", "drop"):
         return
@@ -118,7 +122,7 @@ def _corrupt_out(windows_out: list[list[int]], mode: str | None) -> None:
             return
 
 
-def _pack_window_out(layout, events, corrupted) -> list[int]:
+def pack_window_out(layout, events, corrupted) -> list[int]:
     from rtl_gen.layouts import pack
 
     words = []
@@ -165,15 +169,15 @@ def tile_vectors(cfg: Mapping, manifest: Mapping, corrupt: str | None = None) ->
                     flip = False
                     break
         for j, b in enumerate(load):
-            seq.append(_seq_word(pack(lload, b), 0, barrier=j == 0))
+            seq.append(seq_word(pack(lload, b), 0, barrier=j == 0))
         beats_load += len(load)
         for win in block["windows"]:
             beats = [{"addr": a, "tau": t} for a, t in win["in"]] + [{"last": 1}]
             for j, b in enumerate(beats):
-                seq.append(_seq_word(pack(lin, b), 1, start=j == 0, barrier=j == 0))
+                seq.append(seq_word(pack(lin, b), 1, start=j == 0, barrier=j == 0))
             outs.append([tuple(e) for e in win["out"]])
             values = [win["counters"][n] for n in names]
-            cnt.append(_counter_word(values, ports, widths))
+            cnt.append(counter_word(values, ports, widths))
             for p, v in zip(ports, values, strict=True):
                 totals[p] += int(v)
             events += len(win["in"]) + len(win["out"])
@@ -182,8 +186,8 @@ def tile_vectors(cfg: Mapping, manifest: Mapping, corrupt: str | None = None) ->
             windows += 1
     if flip:
         raise ValueError("corrupt='weight' found no weight row to flip")
-    _corrupt_out(outs, corrupt)
-    out = [w for events_ in outs for w in _pack_window_out(lout, events_, corrupt)]
+    corrupt_out(outs, corrupt)
+    out = [w for events_ in outs for w in pack_window_out(lout, events_, corrupt)]
     return FastVectors(seq, out, cnt, ports, widths, events, events_out, windows, beats_in,
                        beats_load, totals)
 
@@ -202,24 +206,24 @@ def system_vectors(cfg: Mapping, manifest: Mapping, corrupt: str | None = None) 
     widths = {p["name"]: int(p["width"]) for p in cfg["module"]["ports"]}
     infs = cfg["inferences"]
     ports = tuple(sorted(infs[0]["counters"])) if infs else ()
-    seq = [_seq_word(pack(lload, b), 0, barrier=j == 0) for j, b in enumerate(cfg["load"])]
+    seq = [seq_word(pack(lload, b), 0, barrier=j == 0) for j, b in enumerate(cfg["load"])]
     outs, cnt = [], []
     totals = dict.fromkeys(ports, 0)
     events = events_out = beats_in = 0
     for inf in infs:
         codes = inf["codes"]
         for j, q in enumerate(codes):
-            seq.append(_seq_word(pack(lin, {"q": q}), 1, start=j == 0, barrier=j == 0))
+            seq.append(seq_word(pack(lin, {"q": q}), 1, start=j == 0, barrier=j == 0))
         outs.append([tuple(e) for e in inf["out"]])
         values = [inf["counters"][p] for p in ports]
-        cnt.append(_counter_word(values, ports, widths))
+        cnt.append(counter_word(values, ports, widths))
         for p, v in zip(ports, values, strict=True):
             totals[p] += int(v)
         events += int(inf["events"])
         events_out += len(inf["out"])
         beats_in += len(codes)
-    _corrupt_out(outs, corrupt)
-    out = [w for events_ in outs for w in _pack_window_out(lout, events_, corrupt)]
+    corrupt_out(outs, corrupt)
+    out = [w for events_ in outs for w in pack_window_out(lout, events_, corrupt)]
     return FastVectors(seq, out, cnt, ports, {p: widths[p] for p in ports}, events, events_out,
                        len(infs), beats_in, len(cfg["load"]), totals)
 

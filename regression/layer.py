@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from golden_models.block_pieces import TILE_NEURONS
 from golden_models.codespace import check_k
 from regression.benches.system import chain_config
 from regression.cache import generate_rtl
@@ -33,7 +34,6 @@ from toolkit_base.checks import check_int, check_seed
 
 __all__ = [
     "DEFAULT_MESH",
-    "DEFAULT_TILE_NEURONS",
     "MAX_WINDOWS",
     "LayerRun",
     "check_layer_fits",
@@ -43,9 +43,6 @@ __all__ = [
     "run_layer",
 ]
 
-#: Output neurons per tile of the MiniLM Q projection: 384 = 8 x 48, on a 3x3 mesh
-#: (docs/rtl_system.md, "The whole Q-projection layer", for the partitions measured).
-DEFAULT_TILE_NEURONS = 48
 #: Mesh ``(rows, cols)`` of the default partition.
 DEFAULT_MESH = (3, 3)
 #: Most input windows of one layer run (:func:`run_layer`, :func:`minilm_q_projection`,
@@ -86,7 +83,7 @@ class LayerRun:
         return self.result.error
 
 
-def layer_config(layer, *, tile_neurons: int = DEFAULT_TILE_NEURONS,
+def layer_config(layer, *, tile_neurons: int = TILE_NEURONS,
                  mesh: Sequence[int] = DEFAULT_MESH):
     """The :class:`rtl_gen.params.RTLConfig` of a mesh that holds ``layer`` in tiles of
     ``tile_neurons`` neurons, and the layer's :class:`rtl_gen.mapper.SystemMap` on it.
@@ -135,7 +132,7 @@ def run_layer(
     windows,
     sim_name: str,
     *,
-    tile_neurons: int = DEFAULT_TILE_NEURONS,
+    tile_neurons: int = TILE_NEURONS,
     mesh: Sequence[int] = DEFAULT_MESH,
     out_dir: Path | str = DEFAULT_ROOT,
     seed: int = 0,

@@ -23,9 +23,6 @@ LayerNorm of a model.
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass
-
 from amaranth.hdl import Array, Module, Mux, Signal, signed
 from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
@@ -45,12 +42,18 @@ from rtl_gen.layouts import (
     residual_sum_layout,
 )
 from rtl_gen.params import ConfigComponent, RTLConfig, check_config
-from rtl_gen.simulation import check_probability, run_simulator, stream_put
 from rtl_gen.sram import SRAM
 from rtl_gen.unit_parts import CodeWalk, IntSqrt, Reciprocal, bit_length, rshift_round, saturate
 
-__all__ = ["AddNorm", "AddStage", "NormRow", "NormStage", "add_norm_testbench", "check_units",
-           "load_beats", "norm_widths", "row_clocks", "simulate_add_norm"]
+__all__ = [
+    "AddNorm",
+    "AddStage",
+    "NormStage",
+    "check_units",
+    "load_beats",
+    "norm_widths",
+    "row_clocks",
+]
 
 #: Width of every product-and-bias register (the golden units keep them below ``2**62``).
 ACC_BITS = 63
@@ -403,100 +406,7 @@ def load_beats(config: RTLConfig, add, norm, thetas) -> list[tuple[int, int, int
     return beats
 
 
-@dataclass(frozen=True)
-class NormRow:
-    """What one simulated row produced: the new stream, its codes per position
-    (``codes[p][j]``), the clocks from its first input pair to its last output beat, and the
-    clock (counted from the first) of that beat."""
-
-    r: list[int]
-    codes: list[list[int]]
-    clocks: int
-    end: int = 0
 
 
-def add_norm_testbench(dut, config: RTLConfig, rows, load, out: list, *,  # noqa: C901 -- load, then rows, in one bench
-                       o_ready: float = 1.0, i_valid: float = 1.0, seed: int = 0,
-                       on_load=None):
-    """The testbench coroutine behind :func:`simulate_add_norm`: the ``load`` beats, then the
-    rows; a :class:`NormRow` per row is appended to ``out``. ``on_load(clock)`` is called with
-    the clock of the last load beat."""
-    check_probability("o_ready", o_ready)
-    check_probability("i_valid", i_valid)
-    rng = random.Random(seed)
-    n = config.hidden
-
-    async def row(ctx, r, v, clock: int) -> tuple[list, int, int]:
-        """One row in, its ``n`` outputs out: ``(outputs, clock of the first input, clock)``."""
-        todo = {"r": list(r), "v": list(v)}
-        got, start = [], None
-        # each input set only when it changes (every ctx.set settles the whole design)
-        driven = {"r": None, "v": None, "o": None}  # valid, valid, ready
-        fresh = {"r": True, "v": True}  # the head of todo is not on the payload yet
-        while len(got) < n:
-            offers = {}
-            for name in ("r", "v"):
-                port = getattr(dut, name)
-                offers[name] = bool(todo[name]) and (i_valid >= 1.0 or rng.random() < i_valid)
-                if offers[name] and fresh[name]:
-                    ctx.set(port.payload, {name: todo[name][0]})
-                    fresh[name] = False
-                if driven[name] != offers[name]:
-                    ctx.set(port.valid, offers[name])
-                    driven[name] = offers[name]
-            ready = o_ready >= 1.0 or rng.random() < o_ready
-            if driven["o"] != ready:
-                ctx.set(dut.o.ready, ready)
-                driven["o"] = ready
-            _, _, r_rdy, v_rdy, o_val, o_pay = await ctx.tick().sample(
-                dut.r.ready, dut.v.ready, dut.o.valid, dut.o.payload)
-            clock += 1
-            for name, rdy in (("r", r_rdy), ("v", v_rdy)):
-                if offers[name] and rdy:
-                    start = clock if start is None else start
-                    todo[name].pop(0)
-                    fresh[name] = True
-            if o_val and ready:
-                got.append((int(o_pay.r), [int(o_pay.q[p]) for p in range(NORM_CODES)]))
-        for name in ("r", "v"):
-            ctx.set(getattr(dut, name).valid, 0)
-        ctx.set(dut.o.ready, 0)
-        return got, start, clock
-
-    async def bench(ctx):
-        clock = 0
-        for target, addr, data in load:
-            clock += await stream_put(ctx, dut.load, {"target": target, "addr": addr,
-                                                      "data": data})
-        if on_load is not None:
-            on_load(clock)
-        for r, v in rows:
-            if len(r) != n or len(v) != n:
-                raise ValueError(f"a row has {len(r)} and {len(v)} entries, the unit {n}")
-            got, start, clock = await row(ctx, r, v, clock)
-            out.append(NormRow([g[0] for g in got],
-                               [[g[1][p] for g in got] for p in range(NORM_CODES)],
-                               clock - start + 1, clock))
-
-    return bench
 
 
-def simulate_add_norm(
-    config: RTLConfig,
-    rows: list[tuple[list[int], list[int]]],
-    load: list[tuple[int, int, int]],
-    *,
-    o_ready: float = 1.0,
-    i_valid: float = 1.0,
-    seed: int = 0,
-    component=None,
-    vcd: str | None = None,
-) -> list[NormRow]:
-    """Run rows ``(r, V)`` through :class:`AddNorm` in the Amaranth simulator, after the
-    ``load`` beats; ``o_ready`` / ``i_valid`` are the probabilities of ``o.ready`` and of a
-    beat on each input on a clock. ``component`` replaces the unit (a mutant, in tests)."""
-    dut = AddNorm(config) if component is None else component
-    out: list[NormRow] = []
-    run_simulator(dut, add_norm_testbench(dut, config, rows, load, out, o_ready=o_ready,
-                                          i_valid=i_valid, seed=seed), vcd=vcd)
-    return out

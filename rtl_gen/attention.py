@@ -22,9 +22,6 @@ every head, and ends when the output marker is taken.
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass
-
 from amaranth.hdl import (
     Array,
     Cat,
@@ -55,7 +52,7 @@ from rtl_gen.kv_tiles import (
     score_counters,
 )
 from rtl_gen.layouts import coord_width, event_layout, flit_layout, out_event_layout
-from rtl_gen.params import RTLConfig, check_config, counter_ports
+from rtl_gen.params import RTLConfig, check_config, counter_ports, port_values
 from rtl_gen.router import Router
 from rtl_gen.system_parts import OutputMerge
 
@@ -66,7 +63,6 @@ __all__ = [
     "PARTS",
     "AttentionHead",
     "AttentionSystem",
-    "AttentionWindow",
     "EagerFork",
     "FlitEjector",
     "FlitInjector",
@@ -74,7 +70,6 @@ __all__ = [
     "attention_from_config",
     "attention_manifest",
     "head_counters",
-    "simulate_attention",
 ]
 
 #: The three node blocks of a head, by counter prefix, and their mesh column.
@@ -176,12 +171,6 @@ class FlitEjector(wiring.Component):
         return m
 
 
-def _ports_of(component) -> dict:
-    """Port name (``a__b``) -> signal of every port of ``component``."""
-    return {"__".join(map(str, path)): value
-            for path, _, value in component.signature.flatten(component)}
-
-
 def _part_counters(cfg: AttentionConfig, softmax: dict[str, int] | None = None,
                    dense: bool = False):
     from rtl_gen.attn_softmax import softmax_counters
@@ -272,7 +261,7 @@ class AttentionHead(wiring.Component):
         self._dense = bool(dense)
         default = _dense_softmax if dense else SoftmaxNode
         self._sm = (default if softmax is None else softmax)(cfg)
-        sm_counters = {n[4:]: len(v) for n, v in _ports_of(self._sm).items()
+        sm_counters = {n[4:]: len(v) for n, v in port_values(self._sm).items()
                        if n.startswith("cnt_")}
         self._counters = _part_counters(cfg, sm_counters, dense)
         flit = stream.Signature(flit_layout(cfg.heads, 3, cfg.flit_addr_width,
@@ -447,10 +436,10 @@ class AttentionSystem(wiring.Component):
 
     def extra_verilog(self) -> str:
         """The Verilog of the modules this one instantiates by name: :data:`HEAD_MODULE` with
-        ``instances`` (``rtl_gen.generate.to_verilog`` appends it), else nothing."""
+        ``instances`` (``rtl_gen.verilog_text.to_verilog`` appends it), else nothing."""
         if not self._instances:
             return ""
-        from rtl_gen.generate import to_verilog
+        from rtl_gen.verilog_text import to_verilog
 
         name = self.head_module
         text = to_verilog(self._heads[0], name)
@@ -650,150 +639,5 @@ def attention_from_config(config: RTLConfig) -> AttentionSystem:
 # -- simulation driver ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class AttentionWindow:
-    """One simulated window: the ``o`` events ``(addr, t)``, every counter port, and the clocks
-    from its first ``i`` beat offered to its output marker taken."""
-
-    events: list[tuple[int, int]]
-    counters: dict[str, int]
-    cycles: int
 
 
-def simulate_attention(  # noqa: C901, PLR0915 -- the bench of a sequence, its two coroutines inline
-    cfg: AttentionConfig, path, sequences, *, o_ready: float = 1.0, i_valid: float = 1.0,
-    seed: int = 0, kv_order: str = "slot", early_query: bool = False,
-    max_cycles: int = 1_000_000, softmax=None, dense: bool = False, vcd: str | None = None,
-    runner=None,
-) -> list[list[AttentionWindow]]:
-    """Program an :class:`AttentionSystem` with ``path`` and run ``sequences`` in the Amaranth
-    simulator.
-
-    Parameters
-    ----------
-    cfg : AttentionConfig
-    path : golden_models.attention.AttentionPath
-    sequences : sequence of (query, keys, values, valid)
-        Codes ``[S, heads * d_k]`` and the valid keys ``[S]`` of each sequence.
-    o_ready, i_valid : float
-        Probability that ``o.ready`` / ``i.valid`` is high on a clock.
-    kv_order : {"slot", "kind"}
-        The order of the key and value writes (:func:`rtl_gen.attn_images.kv_beats`).
-    early_query : bool
-        Offer each sequence's first query while its keys and values are still being written
-        (the design must hold it until they are complete).
-    softmax : callable, optional
-        The softmax node's factory (:class:`AttentionSystem`).
-    dense : bool
-        The dense design: the query codes in, the output codes ``(h * d_k + d, code)`` out
-        (:func:`rtl_gen.attn_images.dense_reference`).
-    runner : callable, optional
-        ``runner(dut, bench)`` runs the testbench ``bench`` on the :class:`AttentionSystem`
-        ``dut`` instead of :func:`rtl_gen.simulation.run_simulator` (``vcd`` is then unused):
-        e.g. :func:`synth_scripts.gatelevel.record`, to keep what its nodes saw
-        (``synth_scripts.block_gates``).
-
-    Returns
-    -------
-    list of list of AttentionWindow
-        Per sequence, per token.
-    """
-    from rtl_gen.attn_images import (
-        config_beats,
-        dense_query_beats,
-        kv_beats,
-        query_beats,
-        sequence_beats,
-    )
-    from rtl_gen.simulation import check_probability, packer, run_simulator, stream_put
-
-    check_probability("o_ready", o_ready)
-    check_probability("i_valid", i_valid)
-    dut = AttentionSystem(cfg, softmax, dense=dense)
-    beats_of = dense_query_beats if dense else query_beats
-    sign = 1 << (cfg.time_width - 1)
-    rng = random.Random(seed)
-    ports = [n for n in _ports_of(dut) if n.startswith("cnt_")]
-    results: list[list[AttentionWindow]] = []
-
-    pack = packer(dut.i)
-
-    async def window(ctx, beats):
-        # each beat packed once and set when it is first offered (it stays until taken)
-        # (valid and ready set only when they change: every ctx.set settles the whole design)
-        beats, events, cycles, n = [pack(b) for b in beats], [], 0, 0
-        offered = was_ready = None
-        if beats:
-            ctx.set(*beats[0])
-        while True:
-            if cycles >= max_cycles:
-                raise RuntimeError(f"the window did not end in {max_cycles} clocks")
-            offer = n < len(beats) and (i_valid >= 1.0 or rng.random() < i_valid)
-            if offer != offered:
-                ctx.set(dut.i.valid, offer)
-                offered = offer
-            ready = o_ready >= 1.0 or rng.random() < o_ready
-            if ready != was_ready:
-                ctx.set(dut.o.ready, ready)
-                was_ready = ready
-            _, _, i_ready, valid, payload = await ctx.tick().sample(
-                dut.i.ready, dut.o.valid, dut.o.payload)
-            cycles += 1
-            if offer and i_ready:
-                n += 1
-                if n < len(beats):
-                    ctx.set(*beats[n])
-            if valid and ready:
-                if payload.last:
-                    break
-                t = int(payload.t)
-                # the dense design's codes are two's complement
-                events.append((int(payload.addr), (t ^ sign) - sign if dense else t))
-        ctx.set(dut.i.valid, 0)
-        ctx.set(dut.o.ready, 0)
-        await ctx.tick()
-        return AttentionWindow(events, {n: ctx.get(getattr(dut, n)) for n in ports}, cycles)
-
-    async def bench(ctx):
-        for b in config_beats(cfg, path):
-            await stream_put(ctx, dut.load, b)
-        for query, keys, values, valid in sequences:
-            for b in sequence_beats(cfg, valid):
-                await stream_put(ctx, dut.load, b)
-            writes = kv_beats(cfg, keys, values, kv_order)
-            wins = [beats_of(cfg, path, query[i]) for i in range(query.shape[0])]
-            first = 0
-            if early_query:
-                # the first query's beat is offered from now on; it must not be taken
-                ctx.set(dut.i.valid, 1)
-                ctx.set(dut.i.payload, wins[0][0])
-                for b in writes:
-                    # the writes come with gaps (a producer that stalls), in which only the
-                    # sequence's completeness holds the query back
-                    ctx.set(dut.load.valid, 0)
-                    _, _, i_ready = await ctx.tick().sample(dut.i.ready)
-                    if i_ready:
-                        raise RuntimeError("a query beat was taken before the sequence's "
-                                           "keys and values were complete")
-                    ctx.set(dut.load.valid, 1)
-                    ctx.set(dut.load.payload, b)
-                    while True:
-                        _, _, ld_ready, i_ready = await ctx.tick().sample(dut.load.ready,
-                                                                          dut.i.ready)
-                        if i_ready:  # a write is still to be taken
-                            raise RuntimeError("a query beat was taken before the sequence's "
-                                               "keys and values were complete")
-                        if ld_ready:
-                            break
-                ctx.set(dut.load.valid, 0)
-            else:
-                for b in writes:
-                    await stream_put(ctx, dut.load, b)
-            out = [await window(ctx, w) for w in wins[first:]]
-            results.append(out)
-
-    if runner is None:
-        run_simulator(dut, bench, vcd=vcd)
-    else:
-        runner(dut, bench)
-    return results

@@ -1,7 +1,9 @@
 """A whole encoder block on one mesh: its nodes, their placement, destination tables and routes.
 
-The block is :func:`networks.integer.block_forward` in hardware (docs/rtl_block.md). Its nodes,
-in data-flow order (:data:`KINDS`; ``N = tile_neurons``, ``H = hidden``, ``F = ffn``):
+The block is :func:`networks.integer.block_forward` in hardware (docs/rtl_block.md). Its stages
+and edges walk the block's description (``golden_models.block_pieces.PIECES``): each kind of
+piece has its stages (:data:`STAGES`) and its edges (:data:`EDGES`) here. Its nodes, in
+data-flow order (:data:`KINDS`; ``N = tile_neurons``, ``H = hidden``, ``F = ffn``):
 
 - ``q_proj``, ``k_proj``, ``v_proj``: ``ceil(H / N)`` neuron tiles each, reading the
   stream-fed codes ``q_proj_in`` / ``k_proj_in`` / ``v_proj_in``, sending query, key and
@@ -67,6 +69,20 @@ from functools import cached_property
 from itertools import accumulate
 from pathlib import Path
 
+from golden_models.block_pieces import (
+    ADD_NORM,
+    ATTENTION,
+    LINEAR,
+    NEXT_BLOCK,
+    PIECES,
+    check_handlers,
+    consumers,
+    ffn_wide,
+    of_kind,
+    producer,
+)
+from golden_models.block_pieces import KINDS as PIECE_KINDS
+from golden_models.block_pieces import signal as signal_of
 from rtl_gen.attn_params import MAX_HEAD_DIM, MAX_SEQ
 from rtl_gen.mapper import partition
 from rtl_gen.params import MAX_MESH, MAX_TILE_NEURONS, check_int
@@ -76,10 +92,15 @@ from toolkit_base.jsonfile import read_json
 from toolkit_base.schemas import validate
 
 __all__ = [
+    "EDGES",
+    "HEAD_NODES",
     "KINDS",
+    "NORMS",
     "ORDERS",
+    "PER_HEAD",
     "SCHEMA",
     "SIGNALS",
+    "STAGES",
     "BlockEdge",
     "BlockNode",
     "BlockPlacement",
@@ -99,30 +120,41 @@ __all__ = [
 #: The ``schema`` field of :meth:`BlockPlacement.document` (toolkit_base/schemas).
 SCHEMA = "matterhorn.block_placement/1"
 
-#: Node kinds in data-flow order, and what each is in hardware.
-KINDS = {
-    "q_proj": "Q-projection neuron tile: q_proj_in events in, query codes out",
-    "k_proj": "K-projection neuron tile: k_proj_in events in, key codes out",
-    "v_proj": "V-projection neuron tile: v_proj_in events in, value codes out",
+#: The attention path's nodes of one head (the attention kind's ``per_head`` nodes,
+#: ``golden_models.block_pieces.KINDS``), what each is, and the signals each takes with their
+#: addresses (``S = seq_max``, ``d = head_dim``).
+HEAD_NODES = {
     "qk": "query x key tile of a head: query events in, key codes written at run time, raw "
           "scores out (rtl_gen.kv_tiles.ScoreTile)",
     "softmax": "softmax node of a head: raw scores in, attn_prob events out "
                "(rtl_gen.attn_softmax.SoftmaxNode)",
     "pv": "probability x value tile of a head: attn_prob events in, value codes written at "
           "run time, attn_out_in codes out (rtl_gen.kv_tiles.ContextTile)",
-    "attn_out": "attention-output neuron tile: attn_out_in events in, raw sums out",
-    "norm_attn": "residual add + LayerNorm: the block's stream and the attention sums in, "
-                 "ffn_expand_in codes and the next stream out (rtl_gen.add_norm.AddNorm)",
-    "ffn_expand": "FFN-expand neuron tile (GELU folded in its table): ffn_expand_in events in, "
-                  "ffn_contract_in codes out",
-    "ffn_contract": "FFN-contract neuron tile: ffn_contract_in events in, raw sums out",
-    "norm_ffn": "residual add + LayerNorm: the stream and the FFN sums in, the next block's "
-                "q/k/v_proj_in codes and stream out (rtl_gen.add_norm.AddNorm)",
 }
+_HEAD_INPUTS = {"qk": {"query": "d", "key": "d"}, "softmax": {"scores": "S"},
+                "pv": {"attn_prob": "S", "value": "d"}}
+#: Which of a head's nodes takes each input of the attention piece.
+_HEAD_TAKES = {"query": "qk", "key": "qk", "value": "pv"}
+
+
+def _node_kinds() -> dict[str, str]:
+    """Node kinds in data-flow order, and what each is: a piece's node, or the attention
+    path's per head (``golden_models.block_pieces.PIECES``)."""
+    out = {}
+    for p in PIECES:
+        if p.kind == ATTENTION:
+            out.update((n, HEAD_NODES[n]) for n in p.nodes)
+        else:
+            out[p.node] = p.what
+    return out
+
+
+#: Node kinds in data-flow order, and what each is in hardware.
+KINDS = _node_kinds()
 #: The kinds with one node per head.
-PER_HEAD = ("qk", "softmax", "pv")
+PER_HEAD = PIECE_KINDS[ATTENTION].per_head
 #: The residual add + LayerNorm kinds (one node each).
-NORMS = ("norm_attn", "norm_ffn")
+NORMS = tuple(p.node for p in of_kind(ADD_NORM))
 
 #: What travels between nodes, in data-flow order: the eight spike-encoded positions
 #: (golden_models.positions) and the rest, with what one flit carries.
@@ -228,19 +260,19 @@ class BlockShape:
     def as_dict(self) -> dict[str, int]:
         return {f: getattr(self, f) for f in self.__dataclass_fields__}
 
+    def width(self, value: str) -> int:
+        """Neurons of a value of the block (``golden_models.block_pieces``): the FFN's width
+        for the values a piece of the FFN's width makes, the hidden width otherwise."""
+        return self.ffn if ffn_wide(value) else self.hidden
+
     def inputs(self, kind: str) -> dict[str, int]:
         """The inputs of a node of ``kind``: signal -> addresses (every node of a stage reads
         all of them)."""
-        H, S, dk = self.hidden, self.seq_max, self.head_dim
-        return {
-            "q_proj": {"q_proj_in": H}, "k_proj": {"k_proj_in": H},
-            "v_proj": {"v_proj_in": H}, "qk": {"query": dk, "key": dk},
-            "softmax": {"scores": S}, "pv": {"attn_prob": S, "value": dk},
-            "attn_out": {"attn_out_in": H},
-            "norm_attn": {"residual_in": H, "attn_sum": H},
-            "ffn_expand": {"ffn_expand_in": H}, "ffn_contract": {"ffn_contract_in": self.ffn},
-            "norm_ffn": {"residual_mid": H, "ffn_sum": H},
-        }[kind]
+        if kind in HEAD_NODES:
+            size = {"S": self.seq_max, "d": self.head_dim}
+            return {sig: size[n] for sig, n in _HEAD_INPUTS[kind].items()}
+        p = next(p for p in PIECES if p.node == kind)
+        return {signal_of(v): self.width(v) for v in p.inputs}
 
 
 # -- stages and edges ----------------------------------------------------------------------------
@@ -262,23 +294,32 @@ class BlockStage:
         return self.kind if self.head is None else f"{self.kind}_h{self.head}"
 
 
+def _tiles(shape: BlockShape, piece) -> tuple[BlockStage, ...]:
+    width = shape.width(piece.outputs[0])
+    return (BlockStage(piece.node, None, width, partition(width, shape.tile_neurons)),)
+
+
+def _heads(shape: BlockShape, piece) -> tuple[BlockStage, ...]:
+    width = {"qk": shape.seq_max, "softmax": shape.seq_max, "pv": shape.head_dim}
+    return tuple(BlockStage(kind, h, width[kind], ((0, width[kind]),))
+                 for h in range(shape.heads) for kind in piece.nodes)
+
+
+def _one(shape: BlockShape, piece) -> tuple[BlockStage, ...]:
+    return (BlockStage(piece.node, None, shape.hidden, ((0, shape.hidden),)),)
+
+
+#: The stages of each kind of piece: neuron tiles of its output's width, the attention path's
+#: three nodes a head, one add + LayerNorm node.
+STAGES = {LINEAR: _tiles, ATTENTION: _heads, ADD_NORM: _one}
+
+
 def block_stages(shape: BlockShape) -> tuple[BlockStage, ...]:
-    """The block's stages in data-flow order: Q, K, V, per head ``qk``, ``softmax``, ``pv``,
-    then ``attn_out``, ``norm_attn``, ``ffn_expand``, ``ffn_contract``, ``norm_ffn``."""
-    H, N = shape.hidden, shape.tile_neurons
-
-    def tiles(kind: str, width: int) -> BlockStage:
-        return BlockStage(kind, None, width, partition(width, N))
-
-    def one(kind: str, width: int, head: int | None = None) -> BlockStage:
-        return BlockStage(kind, head, width, ((0, width),))
-
-    heads = [one(kind, width, h) for h in range(shape.heads)
-             for kind, width in (("qk", shape.seq_max), ("softmax", shape.seq_max),
-                                 ("pv", shape.head_dim))]
-    return (tiles("q_proj", H), tiles("k_proj", H), tiles("v_proj", H), *heads,
-            tiles("attn_out", H), one("norm_attn", H), tiles("ffn_expand", shape.ffn),
-            tiles("ffn_contract", H), one("norm_ffn", H))
+    """The block's stages in data-flow order (``golden_models.block_pieces.PIECES``, each by
+    its kind's :data:`STAGES`): Q, K, V, per head ``qk``, ``softmax``, ``pv``, then
+    ``attn_out``, ``norm_attn``, ``ffn_expand``, ``ffn_contract``, ``norm_ffn``."""
+    check_handlers(STAGES, "rtl_gen.block_map.STAGES", PIECES)
+    return tuple(s for p in PIECES for s in STAGES[p.kind](shape, p))
 
 
 @dataclass(frozen=True)
@@ -304,26 +345,45 @@ class BlockEdge:
         return self.signal in WRITES
 
 
-def block_edges(shape: BlockShape) -> tuple[BlockEdge, ...]:
-    """Every stage-to-stage edge of the block, in data-flow order (module text)."""
-    H, S, dk = shape.hidden, shape.seq_max, shape.head_dim
-    edges = [BlockEdge("q_proj_in", "norm_ffn", "q_proj", 0, H),
-             BlockEdge("k_proj_in", "norm_ffn", "k_proj", 0, H),
-             BlockEdge("v_proj_in", "norm_ffn", "v_proj", 0, H),
-             BlockEdge("residual_in", "norm_ffn", "norm_attn", 0, H)]
+def _edges_out(shape: BlockShape, piece, outputs) -> list[BlockEdge]:
+    """A node's ``outputs`` to the nodes that take them (an attention path's inputs are its
+    own edges)."""
+    return [BlockEdge(signal_of(o), piece.node, c.node, 0, shape.width(o))
+            for o in outputs for c in consumers(NEXT_BLOCK.get(o, o) if piece.next_block else o)
+            if c.kind != ATTENTION]
+
+
+def _attention_edges(shape: BlockShape, piece) -> list[BlockEdge]:
+    """Per head: the head's dimensions of the query, key and value tiles in, the scores and
+    probabilities between its nodes, its context out at the head's dimensions."""
+    S, dk = shape.seq_max, shape.head_dim
+    edges = []
     for h in range(shape.heads):
         lo, hi = h * dk, (h + 1) * dk
-        edges += [BlockEdge("query", "q_proj", f"qk_h{h}", lo, hi, -lo),
-                  BlockEdge("key", "k_proj", f"qk_h{h}", lo, hi, -lo),
-                  BlockEdge("value", "v_proj", f"pv_h{h}", lo, hi, -lo),
-                  BlockEdge("scores", f"qk_h{h}", f"softmax_h{h}", 0, S),
-                  BlockEdge("attn_prob", f"softmax_h{h}", f"pv_h{h}", 0, S),
-                  BlockEdge("attn_out_in", f"pv_h{h}", "attn_out", 0, dk, lo)]
-    edges += [BlockEdge("attn_sum", "attn_out", "norm_attn", 0, H),
-              BlockEdge("ffn_expand_in", "norm_attn", "ffn_expand", 0, H),
-              BlockEdge("residual_mid", "norm_attn", "norm_ffn", 0, H),
-              BlockEdge("ffn_contract_in", "ffn_expand", "ffn_contract", 0, shape.ffn),
-              BlockEdge("ffn_sum", "ffn_contract", "norm_ffn", 0, H)]
+        edges += [BlockEdge(v, producer(v).node, f"{_HEAD_TAKES[v]}_h{h}", lo, hi, -lo)
+                  for v in piece.inputs]
+        edges += [BlockEdge("scores", f"qk_h{h}", f"softmax_h{h}", 0, S),
+                  BlockEdge("attn_prob", f"softmax_h{h}", f"pv_h{h}", 0, S)]
+        edges += [BlockEdge(o, f"pv_h{h}", c.node, 0, dk, lo)
+                  for o in piece.outputs for c in consumers(o)]
+    return edges
+
+
+#: The edges out of a node of each kind of piece (the attention path's: into it too).
+EDGES = {LINEAR: lambda shape, p: _edges_out(shape, p, p.outputs),
+         ATTENTION: _attention_edges,
+         ADD_NORM: lambda shape, p: [] if p.next_block else _edges_out(shape, p, p.outputs)}
+
+
+def block_edges(shape: BlockShape) -> tuple[BlockEdge, ...]:
+    """Every stage-to-stage edge of the block, in data-flow order (module text): first the
+    block's inputs from its last node (the previous block's, which every block is), then each
+    piece's edges out (:data:`EDGES`)."""
+    check_handlers(EDGES, "rtl_gen.block_map.EDGES", PIECES)
+    last = PIECES[-1]
+    edges = _edges_out(shape, last, last.outputs)
+    for p in PIECES:
+        edges += EDGES[p.kind](shape, p)
     return tuple(edges)
 
 
@@ -527,7 +587,7 @@ def _centred(sequence: list, edges: Sequence[BlockEdge], cols: int) -> list:
 
     ``norm_ffn`` moves first: it lands before ``norm_attn``'s run, which then moves within a
     run whose positions no longer change."""
-    for name in ("norm_ffn", "norm_attn"):
+    for name in reversed(NORMS):
         fans = {e.dst for e in edges if e.src == name and e.dst not in NORMS}
         item = next(it for it in sequence if it[0].name == name)
         rest = [it for it in sequence if it is not item]
@@ -830,11 +890,10 @@ def dense_events(shape: BlockShape, tokens: int = 1,
     check_int("tokens", tokens, 0, 1 << 40)
     seq_len = shape.seq_max if seq_len is None else check_int("seq_len", seq_len, 1,
                                                               shape.seq_max)
-    H, S = shape.hidden, shape.seq_max
+    S = shape.seq_max
     row = [tokens] * seq_len + [0] * (S - seq_len)
-    out = {s: [tokens] * H for s in SIGNALS}
-    out |= {"scores": row * shape.heads, "attn_prob": row * shape.heads,
-            "ffn_contract_in": [tokens] * shape.ffn}
+    out = {s: [tokens] * shape.width(s) for s in SIGNALS}
+    out |= {"scores": row * shape.heads, "attn_prob": row * shape.heads}
     return {s: out[s] for s in SIGNALS}
 
 

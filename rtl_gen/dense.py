@@ -17,8 +17,6 @@ designs differ only in what the paper compares (docs/rtl_dense.md):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
@@ -26,7 +24,6 @@ from amaranth.lib.wiring import In, Out
 from golden_models.counters import DENSE_COUNTER_NAMES
 from golden_models.dense import dense_init
 from golden_models.integer_layer import IntegerLayer
-from rtl_gen.driver import TileDriver, Window
 from rtl_gen.layouts import (
     PACK_BITS,
     dense_codes_layout,
@@ -38,20 +35,17 @@ from rtl_gen.layouts import (
     unpack,
 )
 from rtl_gen.params import ConfigComponent, RTLConfig, bits_for, counter_ports
-from rtl_gen.simulation import check_probability
 from rtl_gen.tile import load_beats
 from rtl_gen.tile_parts import counters, raw_sum_stage, send_sums, tile_core, write_rows
 
 __all__ = [
     "PACK_BITS",
     "DenseTile",
-    "DenseWindow",
     "dense_counters",
     "dense_in_layout",
     "dense_load_beats",
     "dense_out_layout",
     "dense_pack",
-    "simulate_dense",
     "unpack_codes",
 ]
 
@@ -214,49 +208,5 @@ def unpack_codes(config: RTLConfig, addr: int, word: int, n_out: int) -> list[tu
     return [(addr + p, q) for p, q in enumerate(codes) if addr + p < n_out]
 
 
-@dataclass(frozen=True)
-class DenseWindow:
-    """One simulated dense window: the output codes by neuron and the counters."""
-
-    codes: list[int]
-    counters: dict[str, int]
 
 
-def simulate_dense(
-    config: RTLConfig,
-    windows: list[tuple[IntegerLayer, list[int]]],
-    *,
-    o_ready: float = 1.0,
-    i_valid: float = 1.0,
-    seed: int = 0,
-    vcd: str | None = None,
-) -> list[DenseWindow]:
-    """Run windows of input codes through :class:`DenseTile` in the Amaranth simulator.
-
-    Parameters
-    ----------
-    config : RTLConfig
-    windows : list of (layer, codes)
-        Each window's layer is loaded when it differs from the previous window's; then its
-        ``n_in`` codes and a marker are sent.
-    o_ready, i_valid : float
-        Probability of ``o.ready`` / ``i.valid`` on a clock (random backpressure and bubbles).
-    """
-    check_probability("o_ready", o_ready)
-    check_probability("i_valid", i_valid)
-    mask = (1 << config.time_width) - 1
-    runs, loaded = [], None
-    for layer, codes in windows:
-        beats = [{"code": int(q) & mask, "last": 0} for q in codes]
-        runs.append(Window(dense_load_beats(config, layer) if layer is not loaded else None,
-                           [*beats, {"code": 0, "last": 1}]))
-        loaded = layer
-    driver = TileDriver(DenseTile(config), runs, dense_counters(config), o_ready=o_ready,
-                        i_valid=i_valid, seed=seed)
-    results = []
-    for (layer, _), r in zip(windows, driver.run(vcd=vcd), strict=True):
-        out = []
-        for b in r.output[:-1]:
-            out.extend(unpack_codes(config, b["addr"], b["codes"], layer.n_out))
-        results.append(DenseWindow(codes=[q for _, q in sorted(out)], counters=r.counters))
-    return results

@@ -17,8 +17,6 @@ per-address design (``n_in`` to collect, ``T + events - steps with events + 1`` 
 
 from __future__ import annotations
 
-import random
-
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
@@ -27,18 +25,12 @@ from amaranth.lib.wiring import In, Out
 from rtl_gen.layouts import code_layout, in_event_layout
 from rtl_gen.mask import transmitted
 from rtl_gen.params import ConfigComponent, RTLConfig, counter_ports
-from rtl_gen.simulation import (
-    check_probability,
-    drain,
-    marked_output,
-    read_counters,
-    run_simulator,
-    stream_put,
-    wait_idle,
-)
 from rtl_gen.sram import SRAM
 
-__all__ = ["Encoder", "emit_clocks", "simulate_encoder"]
+__all__ = [
+    "Encoder",
+    "emit_clocks",
+]
 
 
 def emit_clocks(T: int, times: list[int]) -> int:
@@ -175,42 +167,3 @@ class Encoder(ConfigComponent):
         return m
 
 
-def simulate_encoder(
-    config: RTLConfig,
-    vectors: list[list[int]],
-    *,
-    o_ready: float = 1.0,
-    seed: int = 0,
-) -> list[tuple[list[tuple[int, int]], dict[str, int], int]]:
-    """Encode ``vectors`` of codes in the Amaranth simulator.
-
-    Returns, per vector, the ``(addr, tau)`` events in emission order, the counters, and the
-    clocks from the last code's handshake to the marker's. An encoder still busy far beyond
-    :func:`emit_clocks` (20 times the longest window at the given ``o_ready``) raises
-    ``RuntimeError``.
-    """
-    check_probability("o_ready", o_ready)
-    for v in vectors:
-        if len(v) != config.n_in:
-            raise ValueError(f"each vector must hold n_in={config.n_in} codes, not {len(v)}")
-    dut = Encoder(config)
-    rng = random.Random(seed)
-    seen: list[tuple[int, int, int, int]] = []
-    results = []
-    limit = int(20 * (config.n_in + config.T + 2) / o_ready)
-
-    async def drive(ctx):
-        cycle = 0
-        for v in vectors:
-            start = len(seen)
-            for q in v:
-                cycle += await stream_put(ctx, dut.i, {"q": int(q)})
-            last_in = cycle
-            cycle += await wait_idle(ctx, dut.busy, limit)
-            window = marked_output(seen[start:], f"vector {len(results)}")
-            counters = read_counters(ctx, dut, config.encoder_counters)
-            results.append(([(a, t) for a, t, _, _ in window[:-1]], counters,
-                            window[-1][3] - last_in))
-
-    run_simulator(dut, drive, background=[drain(dut.o, "tau", seen, o_ready=o_ready, rng=rng)])
-    return results

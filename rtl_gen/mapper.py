@@ -371,19 +371,21 @@ class SystemMap:
 
 def config_for_chain(layers, *, tile_neurons: int, mesh_rows: int, mesh_cols: int,
                      lanes: int | None = None, n_in: int | None = None,
-                     sram_macro: bool = False) -> RTLConfig:
-    """The :class:`RTLConfig` whose encoder and tiles fit the chain ``layers``.
+                     sram_macro: bool = False, k: int | None = None) -> RTLConfig:
+    """The :class:`RTLConfig` whose encoder and tiles fit the chain ``layers``: the toolkit's
+    one derivation of a configuration from golden layers (a lone tile's is its chain of one).
 
     ``T``, ``family``, ``i_max_in`` and ``k`` come from layer 0's input mask (the encoder's
     mask is fixed at elaboration); ``i_max_out`` from layer 0's output mask (every tile's
     masks are loaded anyway); ``weight_bits`` from the layers; ``n_in`` defaults to the widest
-    layer input.
+    layer input. ``k`` given: the radius the tiles' configuration registers reset to instead
+    (a lone tile's image loads its output mask's, ``synth_scripts.gatelevel.tile``).
     """
     layers = _check_layers(layers)
     m0 = layers[0].in_mask
     widest = max(layer.n_in for layer in layers)
     return RTLConfig(
-        T=m0.T, k=m0.k, family=m0.space.family, i_max_in=m0.i_max,
+        T=m0.T, k=m0.k if k is None else k, family=m0.space.family, i_max_in=m0.i_max,
         i_max_out=layers[0].out_mask.i_max, weight_bits=layers[0].weight_bits,
         n_in=widest if n_in is None else n_in, tile_neurons=tile_neurons, lanes=lanes,
         mesh_rows=mesh_rows, mesh_cols=mesh_cols, sram_macro=sram_macro,

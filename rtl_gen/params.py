@@ -34,6 +34,7 @@ __all__ = [
     "check_config",
     "check_int",
     "counter_ports",
+    "port_values",
     "index_width",
     "unit_fields",
 ]
@@ -410,6 +411,12 @@ def check_config(config: object) -> RTLConfig:
     if not isinstance(config, RTLConfig):
         raise TypeError(f"config must be an RTLConfig, not {config!r}")
     return config
+
+
+def port_values(component) -> dict:
+    """Port name (``a__b``) -> value of every port of ``component``'s signature."""
+    return {"__".join(map(str, path)): value
+            for path, _, value in component.signature.flatten(component)}
 
 
 def counter_ports(widths: dict[str, int], name: str = "cnt_{}") -> dict[str, object]:

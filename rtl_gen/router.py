@@ -25,7 +25,6 @@ FIFO holds a flit) low means the mesh is empty.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 
 from amaranth.hdl import Const, Module, Signal
@@ -35,16 +34,13 @@ from amaranth.lib.wiring import In, Out
 
 from rtl_gen.layouts import check_mesh, coord_width, flit_layout
 from rtl_gen.params import check_config, check_int
-from rtl_gen.simulation import run_simulator, stream_put
 
 __all__ = [
     "PORTS",
-    "FlitTrip",
     "Mesh",
     "Router",
     "mean_hops",
     "router_from_config",
-    "simulate_zero_load",
     "xy_path",
     "xy_route",
 ]
@@ -355,76 +351,5 @@ def router_from_config(config) -> Router:
 # -- simulation driver -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class FlitTrip:
-    """One flit sent through an otherwise empty mesh.
-
-    ``clocks`` counts the clock edges from the one that injects the flit (exclusive) to the one
-    that ejects it (inclusive); ``hops`` is the flit's hop counter at ejection; ``busy_after``
-    the mesh's ``busy`` right after the ejection (low: nothing else is in flight).
-    """
-
-    src: tuple[int, int]
-    dst: tuple[int, int]
-    clocks: int
-    hops: int
-    busy_after: bool
 
 
-def simulate_zero_load(rows: int, cols: int, *, addr_width: int = 16, time_width: int = 6,
-                       addr: int = 0, t: int = 0, max_clocks: int | None = None
-                       ) -> list[FlitTrip]:
-    """Send one flit at a time from every node to every node of a :class:`Mesh`.
-
-    Runs in the Amaranth simulator with every local output always ready; a flit is injected
-    only after the previous one was ejected, so each trip sees an empty mesh (zero-load
-    latency). Sources and destinations are walked row by row, ``x`` fastest.
-
-    Parameters
-    ----------
-    rows, cols, addr_width, time_width : int
-        As for :class:`Mesh`.
-    addr, t : int
-        Payload fields of every flit.
-    max_clocks : int, optional
-        Clocks a flit may take before the run fails; default ``2 * (rows + cols) + 16``.
-
-    Returns
-    -------
-    list of FlitTrip
-        ``(rows * cols) ** 2`` trips in sending order.
-
-    Raises
-    ------
-    RuntimeError
-        A flit was not ejected at its destination within ``max_clocks``.
-    """
-    dut = Mesh(rows, cols, addr_width=addr_width, time_width=time_width)
-    limit = 2 * (rows + cols) + 16 if max_clocks is None else max_clocks
-    nodes = [(x, y) for y in range(rows) for x in range(cols)]
-    trips: list[FlitTrip] = []
-
-    async def bench(ctx):
-        for x, y in nodes:
-            ctx.set(dut.o[y][x].ready, 1)
-        for sx, sy in nodes:
-            port = dut.i[sy][sx]
-            for dx, dy in nodes:
-                out = dut.o[dy][dx]
-                # an empty mesh takes the flit at once (one clock edge)
-                await stream_put(ctx, port, {"dst_x": dx, "dst_y": dy, "addr": addr, "t": t,
-                                             "hops": 0})
-                clocks = 0
-                while True:
-                    if clocks >= limit:
-                        raise RuntimeError(f"flit from {(sx, sy)} to {(dx, dy)} not ejected "
-                                           f"within {limit} clocks")
-                    clocks += 1
-                    _, _, valid, hops = await ctx.tick().sample(out.valid, out.payload.hops)
-                    if valid:
-                        break
-                trips.append(FlitTrip((sx, sy), (dx, dy), clocks, int(hops),
-                                      bool(ctx.get(dut.busy))))
-
-    run_simulator(dut, bench)
-    return trips

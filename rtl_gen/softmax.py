@@ -21,9 +21,6 @@ softmax has its own scale.
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass
-
 from amaranth.hdl import Array, Const, Module, Mux, Signal, signed
 from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
@@ -38,12 +35,16 @@ from rtl_gen.layouts import (
     softmax_load_layout,
 )
 from rtl_gen.params import ConfigComponent, RTLConfig, check_config
-from rtl_gen.simulation import check_probability, run_simulator, stream_put
 from rtl_gen.sram import SRAM
 from rtl_gen.unit_parts import CodeWalk, Reciprocal, rshift_round
 
-__all__ = ["Exponential", "Softmax", "SoftmaxRow", "load_beats", "row_clocks",
-           "simulate_softmax", "softmax_testbench", "softmax_widths"]
+__all__ = [
+    "Exponential",
+    "Softmax",
+    "load_beats",
+    "row_clocks",
+    "softmax_widths",
+]
 
 
 def softmax_widths(config: RTLConfig) -> dict[str, int]:
@@ -278,82 +279,7 @@ def load_beats(config: RTLConfig, unit, theta) -> list[tuple[int, int, int]]:
     return beats
 
 
-@dataclass(frozen=True)
-class SoftmaxRow:
-    """What one simulated row produced: its codes, the clocks from its first input beat to
-    its output marker, the overflow flag, and the clock (counted from the first) at which its
-    marker was taken."""
-
-    codes: list[int]
-    clocks: int
-    overflow: bool
-    end: int = 0
 
 
-def softmax_testbench(dut, config: RTLConfig, rows, load, out: list, *, o_ready: float = 1.0,
-                      i_valid: float = 1.0, seed: int = 0, on_load=None):
-    """The testbench coroutine behind :func:`simulate_softmax`: the ``load`` beats, then the
-    rows, each to its marker; a :class:`SoftmaxRow` per row is appended to ``out``.
-    ``on_load(clock)`` is called with the clock of the last load beat (the gate-level
-    measurement subtracts the load phase)."""
-    check_probability("o_ready", o_ready)
-    check_probability("i_valid", i_valid)
-    rng = random.Random(seed)
-    word = score_layout(config)
-
-    async def bench(ctx):
-        clock = 0
-        for target, addr, data in load:
-            clock += await stream_put(ctx, dut.load, {"target": target, "addr": addr,
-                                                      "data": data})
-        if on_load is not None:
-            on_load(clock)
-        for scores, valid in rows:
-            beats = [{"score": int(a), "valid": int(v), "last": 0}
-                     for a, v in zip(scores, valid, strict=True)]
-            codes, start, pending = [], None, list(beats) + [{"last": 1}]
-            done = False
-            while not done:
-                offer = bool(pending) and (i_valid >= 1.0 or rng.random() < i_valid)
-                ready = o_ready >= 1.0 or rng.random() < o_ready
-                if offer:
-                    ctx.set(dut.i.payload, word.const(pending[0]))
-                ctx.set(dut.i.valid, offer)
-                ctx.set(dut.o.ready, ready)
-                _, _, i_rdy, o_val, o_pay, ovf = await ctx.tick().sample(
-                    dut.i.ready, dut.o.valid, dut.o.payload, dut.overflow)
-                clock += 1
-                if offer and i_rdy:
-                    start = clock if start is None else start
-                    pending.pop(0)
-                if o_val and ready:
-                    if o_pay.last:
-                        done = True
-                    else:
-                        codes.append(int(o_pay.code))
-            ctx.set(dut.i.valid, 0)
-            ctx.set(dut.o.ready, 0)
-            out.append(SoftmaxRow(codes, clock - start + 1, bool(ovf), clock))
-
-    return bench
 
 
-def simulate_softmax(
-    config: RTLConfig,
-    rows: list[tuple[list[int], list[bool]]],
-    load: list[tuple[int, int, int]],
-    *,
-    o_ready: float = 1.0,
-    i_valid: float = 1.0,
-    seed: int = 0,
-    component=None,
-    vcd: str | None = None,
-) -> list[SoftmaxRow]:
-    """Run rows ``(scores, valid)`` through :class:`Softmax` in the Amaranth simulator, after
-    the ``load`` beats; ``o_ready`` / ``i_valid`` are the probabilities of ``o.ready`` and of
-    an input beat on a clock. ``component`` replaces the unit (a mutant, in tests)."""
-    dut = Softmax(config) if component is None else component
-    out: list[SoftmaxRow] = []
-    run_simulator(dut, softmax_testbench(dut, config, rows, load, out, o_ready=o_ready,
-                                         i_valid=i_valid, seed=seed), vcd=vcd)
-    return out

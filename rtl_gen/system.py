@@ -25,9 +25,6 @@ Nodes without a tile are disabled and never take part.
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass
-
 from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -37,7 +34,6 @@ from rtl_gen.encoder import Encoder
 from rtl_gen.layouts import code_layout, system_load_layout, system_out_layout
 from rtl_gen.params import ConfigComponent, RTLConfig, check_config, counter_ports
 from rtl_gen.router import Mesh
-from rtl_gen.simulation import check_probability, read_counters, run_simulator, stream_put
 from rtl_gen.system_parts import (
     EventFork,
     Injector,
@@ -48,11 +44,7 @@ from rtl_gen.system_parts import (
 )
 
 __all__ = [
-    "InferenceResult",
     "System",
-    "load_system",
-    "run_inference",
-    "simulate_system",
     "system_from_config",
 ]
 
@@ -288,128 +280,9 @@ def system_from_config(config: RTLConfig) -> System:
 # -- simulation driver -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class InferenceResult:
-    """What one simulated inference produced.
-
-    ``events`` are the ``(addr, t)`` system output events in emission order; ``tile_counters``
-    the ``cnt_*`` ports per enabled node; ``encoder`` the encoder counters; ``flits`` and
-    ``hops`` the ``cnt_flits``/``cnt_hops`` totals; ``cycles`` the clocks from the first code
-    offered to the output marker taken.
-    """
-
-    events: list[tuple[int, int]]
-    tile_counters: dict[int, dict[str, int]]
-    encoder: dict[str, int]
-    flits: int
-    hops: int
-    cycles: int
 
 
-async def load_system(ctx, dut: System, beats) -> None:
-    """Testbench coroutine: send ``(node, target, addr, data)`` beats on ``dut.load``."""
-    for node, target, addr, word in beats:
-        await stream_put(ctx, dut.load, {"node": node, "target": target, "addr": addr,
-                                         "data": word})
 
 
-async def run_inference(ctx, dut: System, codes, *, nodes=(), rng=None, o_ready: float = 1.0,
-                        max_cycles: int = 200_000, stop_after: int | None = None):
-    """Testbench coroutine: feed ``codes`` (``n_in`` of them) on ``dut.i`` while draining ``o``.
-
-    Returns an :class:`InferenceResult` (counters of ``nodes``) once the output marker is taken,
-    or ``None`` after ``stop_after`` clocks (to interrupt an inference, e.g. with a reset).
-    """
-    # One clock loop puts the codes and drains ``o`` together (not stream_put plus drain): it
-    # must be able to stop after ``stop_after`` clocks with both streams idle.
-    cfg = dut.config
-    rng = rng or random.Random(0)
-    codes = list(codes)
-    events = []
-    cycles = 0
-    while True:
-        if stop_after is not None and cycles >= stop_after:
-            ctx.set(dut.i.valid, 0)
-            ctx.set(dut.o.ready, 0)
-            return None
-        if cycles >= max_cycles:
-            raise RuntimeError(f"the inference did not end in {max_cycles} clocks")
-        if codes:
-            ctx.set(dut.i.valid, 1)
-            ctx.set(dut.i.payload, {"q": codes[0]})
-        else:
-            ctx.set(dut.i.valid, 0)
-        ready = o_ready >= 1.0 or rng.random() < o_ready
-        ctx.set(dut.o.ready, ready)
-        _, _, i_ready, valid, payload = await ctx.tick().sample(
-            dut.i.ready, dut.o.valid, dut.o.payload)
-        cycles += 1
-        if codes and i_ready:
-            codes.pop(0)
-        if valid and ready:
-            if payload.last:
-                break
-            events.append((int(payload.addr), int(payload.t)))
-    ctx.set(dut.o.ready, 0)
-    await ctx.tick()
-    return InferenceResult(
-        events=events,
-        tile_counters={n: read_counters(ctx, dut, dut.node_counters(n), f"cnt_{{}}_n{n}")
-                       for n in nodes},
-        encoder=read_counters(ctx, dut, cfg.encoder_counters, "cnt_enc_{}"),
-        flits=ctx.get(dut.cnt_flits),
-        hops=ctx.get(dut.cnt_hops),
-        cycles=cycles,
-    )
 
 
-def simulate_system(system_map, inputs, *, o_ready: float = 1.0, seed: int = 0,
-                    max_cycles: int = 200_000, reset_after: int | None = None,
-                    vcd: str | None = None) -> list[InferenceResult]:
-    """Program a :class:`System` with ``system_map`` and run ``inputs`` in the Amaranth simulator.
-
-    Parameters
-    ----------
-    system_map : rtl_gen.mapper.SystemMap
-    inputs : sequence of code vectors
-        Layer-0 input codes of each inference (padded to ``n_in`` with silent codes here).
-    o_ready : float
-        Probability that ``o.ready`` is high on a clock (random backpressure).
-    max_cycles : int
-        Clocks allowed per inference before the run is declared hung.
-    reset_after : int, optional
-        Before the inferences, start one with the first input and assert ``rst`` for one clock
-        ``reset_after`` clocks into it, then reload the configuration.
-    vcd : str, optional
-        Write a waveform file.
-    """
-    from amaranth.hdl import ClockDomain
-
-    check_probability("o_ready", o_ready)
-    cfg = system_map.config
-    dut = System(cfg, system_map.node_blocks)
-    top = Module()
-    top.domains.sync = domain = ClockDomain("sync")
-    top.submodules.system = dut
-    rng = random.Random(seed)
-    vectors = [system_map.pad_input(q).tolist() for q in inputs]
-    results: list[InferenceResult] = []
-    nodes = [t.node for t in system_map.tiles]
-    beats = system_map.load_beats()
-
-    async def bench(ctx):
-        await load_system(ctx, dut, beats)
-        if reset_after is not None and vectors:
-            await run_inference(ctx, dut, vectors[0], rng=rng, stop_after=reset_after)
-            ctx.set(domain.rst, 1)
-            await ctx.tick()
-            ctx.set(domain.rst, 0)
-            if ctx.get(dut.busy):
-                raise RuntimeError("the system is still busy after a reset")
-            await load_system(ctx, dut, beats)
-        for codes in vectors:
-            results.append(await run_inference(ctx, dut, codes, nodes=nodes, rng=rng,
-                                               o_ready=o_ready, max_cycles=max_cycles))
-
-    run_simulator(top, bench, vcd=vcd)
-    return results

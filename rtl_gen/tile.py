@@ -18,14 +18,11 @@ out in time order with ascending addresses within a step, the order of
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream
 from amaranth.lib.wiring import In, Out
 
 from golden_models import IntegerLayer
-from rtl_gen.driver import TileDriver, Window
 from rtl_gen.layouts import (
     TARGETS,
     in_event_layout,
@@ -40,7 +37,6 @@ from rtl_gen.layouts import (
 )
 from rtl_gen.mask import transmitted
 from rtl_gen.params import ConfigComponent, RTLConfig, check_config, counter_ports
-from rtl_gen.simulation import check_probability
 from rtl_gen.tile_parts import (
     EventEmitter,
     counters,
@@ -52,9 +48,7 @@ from rtl_gen.tile_parts import (
 
 __all__ = [
     "NeuronTile",
-    "WindowResult",
     "load_beats",
-    "simulate_tile",
 ]
 
 
@@ -279,54 +273,5 @@ def load_beats(config: RTLConfig, layer: IntegerLayer) -> list[tuple[int, int, i
 # -- simulation driver -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class WindowResult:
-    """What one simulated window produced.
-
-    ``events`` are the ``(addr, t)`` output events in emission order; ``counters`` the
-    ``cnt_*`` ports after the window; ``cycles`` the clock edge (counted from 1) of: the window's
-    first input beat ``first_in``, its marker ``last_in``, the output marker ``last_out``.
-    """
-
-    events: list[tuple[int, int]]
-    counters: dict[str, int]
-    cycles: dict[str, int]
 
 
-def simulate_tile(
-    config: RTLConfig,
-    windows: list[tuple[IntegerLayer, list[int], list[int]]],
-    *,
-    o_ready: float = 1.0,
-    i_valid: float = 1.0,
-    seed: int = 0,
-    vcd: str | None = None,
-) -> list[WindowResult]:
-    """Run windows of input events through :class:`NeuronTile` in the Amaranth simulator.
-
-    Parameters
-    ----------
-    config : RTLConfig
-    windows : list of (layer, index, time)
-        Each window's layer is loaded through the ``load`` port when it differs from the
-        previous window's; then the events ``(index[e], time[e])`` and a marker are sent.
-    o_ready, i_valid : float
-        Probability that ``o.ready`` / ``i.valid`` is high on a clock (random backpressure and
-        input bubbles), from a ``random.Random(seed)``.
-    vcd : str, optional
-        Write a waveform file.
-    """
-    check_probability("o_ready", o_ready)
-    check_probability("i_valid", i_valid)
-    runs, loaded = [], None
-    for layer, index, time in windows:
-        beats = [{"addr": int(a), "tau": int(t), "last": 0}
-                 for a, t in zip(index, time, strict=True)]
-        runs.append(Window(load_beats(config, layer) if layer is not loaded else None,
-                           [*beats, {"addr": 0, "tau": 0, "last": 1}]))
-        loaded = layer
-    driver = TileDriver(NeuronTile(config), runs, config.tile_counters, o_ready=o_ready,
-                        i_valid=i_valid, seed=seed)
-    return [WindowResult(events=[(b["addr"], b["t"]) for b in r.output[:-1]],
-                         counters=r.counters, cycles=r.cycles)
-            for r in driver.run(vcd=vcd)]

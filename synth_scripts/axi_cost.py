@@ -74,22 +74,22 @@ def prepare(T: int, k: int) -> list:
     empty when ``rtl_gen`` cannot build ``T``)."""
     from rtl_gen.params import MAX_T, RTLConfig
     from synth_scripts import operators
-    from synth_scripts.blocks import TILE_NEURONS
+    from synth_scripts.blocks import SYNTH_TILE_NEURONS
     from synth_scripts.system_area import SYSTEM_N_IN
 
     if T > MAX_T:
         return []
-    tile = RTLConfig(T=T, k=k, n_in=operators.LINEAR_FAN_IN, tile_neurons=TILE_NEURONS)
-    system = RTLConfig(T=T, k=k, n_in=SYSTEM_N_IN, tile_neurons=TILE_NEURONS,
+    tile = RTLConfig(T=T, k=k, n_in=operators.LINEAR_FAN_IN, tile_neurons=SYNTH_TILE_NEURONS)
+    system = RTLConfig(T=T, k=k, n_in=SYSTEM_N_IN, tile_neurons=SYNTH_TILE_NEURONS,
                        mesh_rows=MESH[0], mesh_cols=MESH[1])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the shells are elaborated once each, here
         return [
             _spec("axi_tile", "tile", tile,
-                  f"AXI wrapper of the tile (N={TILE_NEURONS}, fan-in {tile.n_in}): register "
+                  f"AXI wrapper of the tile (N={SYNTH_TILE_NEURONS}, fan-in {tile.n_in}): register "
                   "file, load beat, streams, counter snapshot; the tile excluded"),
             _spec("axi_system", "system", system,
-                  f"AXI wrapper of the {MESH[0]}x{MESH[1]} system (N={TILE_NEURONS}, vector "
+                  f"AXI wrapper of the {MESH[0]}x{MESH[1]} system (N={SYNTH_TILE_NEURONS}, vector "
                   f"length {system.n_in}): register file, load beat, streams, counter "
                   "snapshot of every node; the system excluded"),
         ]
@@ -128,7 +128,8 @@ def price(T: int, k: int, lib_path, workdir, *, clock_ns: float = 10.0) -> list[
     quick look at the wrappers' cost without the operators and blocks."""
     from pathlib import Path
 
-    from synth_scripts import flow, liberty
+    from synth_scripts import flow
+    from synth_scripts.gatelevel import liberty
 
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ does instead, for one design:
    sentences as :func:`matterhorn.block_gates.measure_block_gates` prices any run, with each
    window of each tile and each attention node priced on its own as well
    (``Pricing(windows=True)``: the replay cut into windows at their output markers,
-   :func:`synth_scripts.gate_compare.replay_energy`'s ``marks``; ``PieceGates.samples``).
+   :func:`synth_scripts.gatelevel.measure.replay_energy`'s ``marks``; ``PieceGates.samples``).
 2. **A fit per unit.** For each piece and each unit kind in it (a linear piece's tiles; the
    attention path's query x key, softmax and probability x value nodes, every head together),
    each window's logic energy, idle clock, clock-gated energy and clocks are fitted as a
@@ -18,7 +18,10 @@ does instead, for one design:
 3. **Every window of the run priced by its counters.** The counters of every window of every
    tile and node over all the sentences are the golden QNN's (the run checked the RTL's are
    equal: :class:`PieceActivity`, :func:`matterhorn.block_gates.activity`); each window is
-   priced by its unit's fit: :func:`calibrate`.
+   priced by its unit's fit: :func:`calibrate`. The piece's figures are then assembled as the
+   pricing assembles them (:func:`synth_scripts.block_gates.linear_piece`,
+   :func:`~synth_scripts.block_gates.attention_piece`): only the windows' figures differ,
+   fitted instead of replayed. Each kind of piece has its calibrator (:data:`CALIBRATORS`).
 
 What is counted, not fitted: the SRAM bits (from the same counters, by the same formulas as
 the pricing), the movement (the run's flits x their hops x the sample's per-hop energy of
@@ -38,25 +41,29 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from golden_models.block_pieces import (
+    ADD_NORM,
+    ATTENTION,
+    LINEAR,
+    PIECE_NAMES,
+    PIECES,
+    check_handlers,
+)
 from synth_scripts.block_gates import (
     NODE_COMPONENT,
-    PIECES,
     TOTALS,
     BlockGates,
     PieceGates,
-    _moved,
-    _piece,
-    attention_movement_parts,
-    movement_parts,
+    attention_piece,
+    linear_piece,
 )
 
-__all__ = ["NO_INTERCEPT", "TARGETS", "Fit", "PieceActivity", "calibrate", "compare", "fit"]
+__all__ = ["CALIBRATORS", "NO_INTERCEPT", "TARGETS", "Fit", "PieceActivity", "calibrate",
+           "compare", "fit"]
 
 #: What is fitted per window: its logic energy, its idle clock, its clock-gated energy (pJ) and
 #: its clocks.
 TARGETS = ("logic", "idle", "gated", "cycles")
-#: The pieces of a block that are the add+LayerNorm units (priced per row).
-NORMS = ("norm_attn", "norm_ffn")
 
 
 #: Unit kinds fitted without an intercept: the attention path's nodes. Every cost of theirs
@@ -154,26 +161,23 @@ def _predicted(fits: dict[str, Fit], windows: Sequence[dict]) -> list[dict[str, 
     return out
 
 
-def _linear(p: PieceGates, act: PieceActivity, fits, hops: float, sram_bit_pJ: float):
+def _linear(p: PieceGates, act: PieceActivity, fits, hops: float, sram_bit_pJ: float,
+            heads: int) -> PieceGates:
     pred = _predicted(fits, act.windows)
     per_tile = Counter()
     for w in pred:
         per_tile[w["instance"]] += w["cycles"]
     cycles = max(per_tile.values(), default=0.0)  # the tiles run side by side
-    parts = movement_parts(p.unit_costs, hops, p.tiles, cycles)
-    read = act.sram_bits["read"]
-    return _piece(
-        p.piece, sram_read=read * sram_bit_pJ, compute=math.fsum(w["logic"] for w in pred),
-        movement=_moved(parts),
-        idle=math.fsum(w["idle"] for w in pred) + parts["routers_idle_clock"],
-        gated_logic=math.fsum(w["gated"] for w in pred), flits=act.flits, hops=hops,
-        cycles=cycles, cells=dict(p.cells), counters=dict(act.counters),
-        sram_bits={"read": read, "write": 0}, tiles=p.tiles, parts=parts,
-        unit_costs=dict(p.unit_costs))
+    return linear_piece(
+        p.piece, logic=math.fsum(w["logic"] for w in pred),
+        idle=math.fsum(w["idle"] for w in pred), gated=math.fsum(w["gated"] for w in pred),
+        cycles=cycles, read_bits=act.sram_bits["read"], sram_bit_pJ=sram_bit_pJ,
+        flits=act.flits, hops=hops, tiles=p.tiles, unit_costs=dict(p.unit_costs),
+        cells=dict(p.cells), counters=dict(act.counters))
 
 
 def _attention(p: PieceGates, act: PieceActivity, fits, hops: float, sram_bit_pJ: float,
-               heads: int):
+               heads: int) -> PieceGates:
     pred = _predicted(fits, act.windows)
     # the nodes' windows are the path's: a window lasts as long as its slowest node's
     n = len(pred) // (heads * len(NODE_COMPONENT))
@@ -188,54 +192,61 @@ def _attention(p: PieceGates, act: PieceActivity, fits, hops: float, sram_bit_pJ
         energy["gated"] += w["gated"]
         energy[f"{w['unit']}_logic"] += w["logic"]
         energy[f"{w['unit']}_idle_clock"] += w["idle"]
-    cycles = math.fsum(longest)
     inner = act.inner_hops
-    moves = attention_movement_parts(p.unit_costs, hops, inner, heads, cycles)
-    parts = {k: v for k, v in energy.items() if k.startswith(tuple(NODE_COMPONENT))}
-    parts.update(moves)
-    read, write = act.sram_bits["read"], act.sram_bits["write"]
-    return _piece(
-        "attention", sram_read=read * sram_bit_pJ, sram_write=write * sram_bit_pJ,
-        compute=energy["compute"], nonlinear=energy["nonlinear"], movement=_moved(moves),
-        idle=energy["idle"] + moves["routers_idle_clock"],
-        gated_logic=energy["gated"], flits=act.flits + inner, hops=hops + inner, cycles=cycles,
-        cells=dict(p.cells), counters=dict(act.counters), sram_bits={"read": read,
-                                                                     "write": write},
-        parts=parts, unit_costs=dict(p.unit_costs))
+    return attention_piece(
+        energy, read_bits=act.sram_bits["read"], write_bits=act.sram_bits["write"],
+        sram_bit_pJ=sram_bit_pJ, flits=act.flits + inner, hops=hops, inner_hops=inner,
+        heads=heads, cycles=math.fsum(longest), unit_costs=dict(p.unit_costs),
+        cells=dict(p.cells), counters=dict(act.counters))
+
+
+def _fitted(piece, p: PieceGates, act: PieceActivity, hops: float, sram_bit_pJ: float,
+            heads: int, design: str) -> tuple[PieceGates, dict]:
+    """A piece whose windows are priced by their units' fits: the piece, its fits' record."""
+    if not p.samples:
+        raise ValueError(f"{design}: piece {piece.name} was priced without its windows "
+                         "(Pricing(windows=True))")
+    fits = fit(p.samples)
+    doc = {u: {"samples": f.samples, "counters": f.names,
+               "rel_error": {t: round(e, 4) for t, e in f.rel_error.items()}}
+           for u, f in fits.items()}
+    calibrated = (_attention if piece.kind == ATTENTION else _linear)(
+        p, act, fits, hops, sram_bit_pJ, heads)
+    return calibrated, doc
+
+
+def _rows(piece, p: PieceGates, act: PieceActivity, hops: float, sram_bit_pJ: float,
+          heads: int, design: str) -> tuple[PieceGates, dict]:
+    """An add+LayerNorm piece: every row is the hidden width, so a row costs what the sample's
+    rows cost on average."""
+    rows = p.counters["rows"]
+    return _scaled(p, act.rows / rows), {"rows": {"samples": rows, "per": "row"}}
+
+
+#: The calibrator of each kind of piece: ``(piece, sampled, activity, hops, sram_bit_pJ,
+#: heads, design)`` -> the piece over the run and what its fits were.
+CALIBRATORS = {LINEAR: _fitted, ATTENTION: _fitted, ADD_NORM: _rows}
 
 
 def calibrate(sample: BlockGates, activity: Mapping[str, PieceActivity], *, tokens: int,
-              sentences: int, deliveries: Mapping[str, int], values: Mapping[str, int],
-              hops_per_flit: Mapping[str, float] | None = None) -> BlockGates:
+              sentences: int, hops_per_flit: Mapping[str, float] | None = None) -> BlockGates:
     """The design of ``sample`` (priced with ``Pricing(windows=True)`` on a sample of the run's
     sentences) priced on the whole run: every window of ``activity`` (piece -> its
     :class:`PieceActivity` over the run's ``sentences`` and ``tokens``) by its unit's
-    :func:`fit`, the SRAM bits, flits and rows counted (module docstring). ``deliveries`` and
-    ``values``: the run's (:class:`regression.block.BlockRun`); ``hops_per_flit``: each
-    piece's hops per input flit on the placement (default one). The result's ``method``
+    :func:`fit`, the SRAM bits, flits and rows counted (module docstring); ``hops_per_flit``:
+    each piece's hops per input flit on the placement (default one). The result's ``method``
     names the sample and each fit."""
+    check_handlers(CALIBRATORS, "synth_scripts.block_calibration.CALIBRATORS", PIECES)
     hpf = dict(hops_per_flit or {})
     heads = sample.dims["heads"]
     pieces, fits_doc = [], {}
-    for name in PIECES:
-        p, act = sample.piece(name), activity[name]
-        if name in NORMS:
-            rows = p.counters["rows"]
-            pieces.append(_scaled(p, act.rows / rows))
-            fits_doc[name] = {"rows": {"samples": rows, "per": "row"}}
-            continue
-        if not p.samples:
-            raise ValueError(f"{sample.design}: piece {name} was priced without its windows "
-                             "(Pricing(windows=True))")
-        fits = fit(p.samples)
-        fits_doc[name] = {u: {"samples": f.samples, "counters": f.names,
-                              "rel_error": {t: round(e, 4) for t, e in f.rel_error.items()}}
-                          for u, f in fits.items()}
+    for piece in PIECES:
+        name = piece.name
+        act = activity[name]
         hops = act.flits * float(hpf.get(name, 1.0))
-        if name == "attention":
-            pieces.append(_attention(p, act, fits, hops, sample.sram_bit_pJ, heads))
-        else:
-            pieces.append(_linear(p, act, fits, hops, sample.sram_bit_pJ))
+        calibrated, fits_doc[name] = CALIBRATORS[piece.kind](
+            piece, sample.piece(name), act, hops, sample.sram_bit_pJ, heads, sample.design)
+        pieces.append(calibrated)
     method = {"calibrated": True, "sample_sentences": sample.sentences,
               "sample_tokens": sample.tokens, "sample_seconds": round(sample.seconds, 1),
               "fits": fits_doc,
@@ -249,9 +260,8 @@ def calibrate(sample: BlockGates, activity: Mapping[str, PieceActivity], *, toke
         design=sample.design, tokens=tokens, sentences=sentences, pieces=pieces,
         library=sample.library, liberty=sample.liberty, clock_ns=sample.clock_ns,
         simulator=sample.simulator, sram_bit_pJ=sample.sram_bit_pJ,
-        divide_by=sample.divide_by, sources=dict(sample.sources), deliveries=dict(deliveries),
-        values=dict(values), T=sample.T, dims=dict(sample.dims), seconds=sample.seconds,
-        method=method)
+        divide_by=sample.divide_by, sources=dict(sample.sources), dims=dict(sample.dims),
+        seconds=sample.seconds, method=method)
 
 
 def compare(calibrated: BlockGates, measured: BlockGates) -> dict:
@@ -264,5 +274,5 @@ def compare(calibrated: BlockGates, measured: BlockGates) -> dict:
 
     ca, me = calibrated.per_token(), measured.per_token()
     return {"design": measured.design, "tokens": measured.tokens,
-            "pieces": {p: row(ca[p], me[p]) for p in PIECES},
+            "pieces": {p: row(ca[p], me[p]) for p in PIECE_NAMES},
             "block": row(calibrated.totals(), measured.totals())}

@@ -29,10 +29,10 @@ import numpy as np
 
 from golden_models import CodeSpace
 from rtl_gen.sram import MACRO_STUB
-from synth_scripts import activity, operators, report
+from synth_scripts import activity, entries, operators
 
 #: Output neurons of the synthesized tile (per-neuron figures divide by it).
-TILE_NEURONS = 8
+SYNTH_TILE_NEURONS = 8
 #: Vector length of the synthesized encoder (the depth of its link SRAM).
 ENCODER_N_IN = 64
 #: Mesh of the router (coordinates 2 bits each).
@@ -101,7 +101,7 @@ class BlockSpec:
         return out
 
     def report_entry(self, synth, power: dict, clock_ns: float) -> dict:
-        generic, mapped = report.synth_entry(synth)
+        generic, mapped = entries.synth_entry(synth)
         entry = {
             "name": self.name,
             "top": self.top,
@@ -117,18 +117,18 @@ class BlockSpec:
         }
         for label, p in power.items():
             entry["runs"][label] = {
-                "power": report.power_entry(p),
-                "energy_pJ": report.energy(p["power_W"], clock_ns),
+                "power": entries.power_entry(p),
+                "energy_pJ": entries.energy(p["power_W"], clock_ns),
             }
         if "loaded" in entry["runs"]:
             e = dict(entry["runs"]["loaded"]["energy_pJ"])
             for unit, n in self.per_unit.items():
-                e[f"per_{unit}"] = report.sig(e["per_op"] / n)
+                e[f"per_{unit}"] = entries.sig(e["per_op"] / n)
             entry["energy_pJ"] = e
             if "idle" in entry["runs"]:
                 idle = entry["runs"]["idle"]["energy_pJ"]["per_op"]
                 entry["energy_pJ"]["idle_per_clock"] = idle
-                entry["energy_pJ"]["above_idle"] = report.sig(e["per_op"] - idle)
+                entry["energy_pJ"]["above_idle"] = entries.sig(e["per_op"] - idle)
         return entry
 
 
@@ -173,7 +173,7 @@ class Workload:
     """What every block's spec is built from: the configurations and the golden streams.
 
     ``cfg`` is the tile, SRAM, router and dense-tile configuration (the paper's fan-in,
-    :data:`TILE_NEURONS`, SRAM macros, a :data:`MESH` square mesh), ``enc_cfg`` the encoder's
+    :data:`SYNTH_TILE_NEURONS`, SRAM macros, a :data:`MESH` square mesh), ``enc_cfg`` the encoder's
     (:data:`ENCODER_N_IN`); ``addr``, ``tau`` are golden events of M-TTFS encoded codes,
     ``rows`` the weight rows they read, ``codes`` a stream of activation codes.
     """
@@ -206,15 +206,15 @@ def workload(T: int, k: int) -> Workload:
     """The :class:`Workload` of ``T``, ``k`` (deterministic: fixed salts)."""
     from rtl_gen.params import RTLConfig
 
-    cfg = RTLConfig(T=T, k=k, n_in=operators.LINEAR_FAN_IN, tile_neurons=TILE_NEURONS,
+    cfg = RTLConfig(T=T, k=k, n_in=operators.LINEAR_FAN_IN, tile_neurons=SYNTH_TILE_NEURONS,
                     sram_macro=True, mesh_rows=MESH, mesh_cols=MESH)
     space = CodeSpace(T, "sym")
     addr, tau = activity.event_stream(space, k, cfg.n_in, salt=40)
     return Workload(
         T=T, k=k, cfg=cfg,
-        enc_cfg=RTLConfig(T=T, k=k, n_in=ENCODER_N_IN, tile_neurons=TILE_NEURONS),
+        enc_cfg=RTLConfig(T=T, k=k, n_in=ENCODER_N_IN, tile_neurons=SYNTH_TILE_NEURONS),
         addr=addr, tau=tau,
-        weights=activity.binary_weights((cfg.n_in, TILE_NEURONS), salt=41).numpy(),
+        weights=activity.binary_weights((cfg.n_in, SYNTH_TILE_NEURONS), salt=41).numpy(),
         codes=activity.activation_codes(space, activity.STREAM_LENGTH, activity.P_ZERO,
                                         salt=42).numpy(),
     )
@@ -234,10 +234,10 @@ def tile_spec(w: Workload, block) -> BlockSpec:
     cfg = w.cfg
     return _spec(
         block, block.build(cfg), name="tile",
-        what=f"neuron tile, N={TILE_NEURONS}, fan-in {cfg.n_in}, "
+        what=f"neuron tile, N={SYNTH_TILE_NEURONS}, fan-in {cfg.n_in}, "
         f"{cfg.acc_width}-bit membranes, integrate phase",
         per="input event (integrate clock, N accumulates)", macro=True,
-        config={"n_in": cfg.n_in, "tile_neurons": TILE_NEURONS, "T": w.T, "k": w.k,
+        config={"n_in": cfg.n_in, "tile_neurons": SYNTH_TILE_NEURONS, "T": w.T, "k": w.k,
                 "acc_width": cfg.acc_width},
         runs={"loaded": {
             "i__valid": w.ones,
@@ -245,7 +245,7 @@ def tile_spec(w: Workload, block) -> BlockSpec:
             "o__ready": w.ones,
             "weights.bus__rdata": w.rows(w.addr),
         }},
-        per_unit={"neuron": TILE_NEURONS},
+        per_unit={"neuron": SYNTH_TILE_NEURONS},
     )
 
 
@@ -258,10 +258,10 @@ def dense_tile_spec(w: Workload, block) -> BlockSpec:
     codes = w.codes & ((1 << cfg.time_width) - 1)
     return _spec(
         block, block.build(cfg), name="dense_tile",
-        what=f"dense INT4 baseline tile, N={TILE_NEURONS}, fan-in {cfg.n_in}, "
+        what=f"dense INT4 baseline tile, N={SYNTH_TILE_NEURONS}, fan-in {cfg.n_in}, "
         f"{cfg.acc_width}-bit membranes, integrate phase",
         per="input code (integrate clock, N multiply-accumulates)", macro=True,
-        config={"n_in": cfg.n_in, "tile_neurons": TILE_NEURONS, "T": w.T,
+        config={"n_in": cfg.n_in, "tile_neurons": SYNTH_TILE_NEURONS, "T": w.T,
                 "acc_width": cfg.acc_width},
         runs={"loaded": {
             "i__valid": w.ones,
@@ -269,7 +269,7 @@ def dense_tile_spec(w: Workload, block) -> BlockSpec:
             "o__ready": w.ones,
             "weights.bus__rdata": w.rows(addr),
         }},
-        per_unit={"neuron": TILE_NEURONS},
+        per_unit={"neuron": SYNTH_TILE_NEURONS},
     )
 
 

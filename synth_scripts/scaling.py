@@ -10,7 +10,7 @@ in the published corrigendum's worked example, e.g. 65 nm: 3.755, -4.398, 1.975;
 
 The rule used here (stated in the report):
 
-- source: the liberty's node (its PDK table's ``scaling`` entry, :mod:`synth_scripts.pdk`,
+- source: the liberty's node (its PDK table's ``scaling`` entry, :mod:`synth_scripts.gatelevel.pdk`,
   found by the library's name) at the liberty's nominal voltage. The tables say: sky130 HD is
   their 130 nm node (1.8 V for the typical corner; the polynomial is fitted up to the 130 nm
   nominal 1.3 V, so 1.8 V extrapolates it), NanGate 45 nm (FreePDK45) their 45 nm
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from synth_scripts import pdk
+from synth_scripts.gatelevel import pdk
 
 #: Energy-factor polynomial coefficients (a, b, c) of Stillmaker & Baas, Table 5.
 ENERGY_COEFFS = {
@@ -82,8 +82,8 @@ def technology_of(library_name: str) -> Technology:
 
 def sram_bit_pJ(lib) -> float:
     """The per-bit SRAM read energy of ``lib``'s PDK table (a prepared
-    :class:`synth_scripts.liberty.Liberty`), scaled from the figure's node and supply to the
-    liberty's node and nominal supply (Stillmaker & Baas).
+    :class:`synth_scripts.gatelevel.liberty.Liberty`), scaled from the figure's node and supply to
+    the liberty's node and nominal supply (Stillmaker & Baas).
 
     Raises
     ------

@@ -23,8 +23,9 @@ import tempfile
 from pathlib import Path
 
 from rtl_gen import registry
-from synth_scripts import flow, liberty, parse
-from synth_scripts.report import sig
+from synth_scripts import flow, parse
+from synth_scripts.entries import sig
+from synth_scripts.gatelevel import liberty
 from toolkit_base import toolchain
 from toolkit_base.files import write_atomic
 from toolkit_base.schemas import validate
@@ -141,10 +142,10 @@ def synthesize_system(
     synth_scripts.flow.ToolError, synth_scripts.parse.ReportError
         Yosys failed or its statistics are malformed.
     """
-    from rtl_gen.generate import to_verilog
     from rtl_gen.params import RTLConfig
     from rtl_gen.sram import MACRO_STUB
     from rtl_gen.system import system_from_config
+    from rtl_gen.verilog_text import to_verilog
 
     cfg = RTLConfig(**{**config.as_dict(), "sram_macro": True})
     yosys = toolchain.require("yosys")

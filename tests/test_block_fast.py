@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from networks.block import capture_block, random_block_model
-from regression.block import PIECES, design_masks, run_block, run_block_pieces
+from golden_models.block_pieces import PIECE_NAMES
+from networks.block import block_case, random_block_model
+from regression.block import run_block, run_block_pieces
 from regression.block_fast import run_block_fast
 
 ROOT = Path(__file__).resolve().parents[1] / "build" / "block-tests"
@@ -34,23 +35,18 @@ def model():
 @pytest.fixture(scope="module")
 def captured(model):
     qnn, tok = model
-    out = {}
-    for design, _ in CASES:
-        with design_masks(qnn, design):
-            out[design] = capture_block(qnn, tok, SENTENCES)
-    return out
+    return {design: block_case(qnn, tok, SENTENCES, design) for design, _ in CASES}
 
 
 _clean: dict = {}
 
 
-def _fast(model, seqs, design, sim, name):
-    """The pieces of ``design`` on ``sim``; the clean runs (``<design>-clean``) once a module."""
+def _fast(model, case, sim, name):
+    """The pieces of ``case`` on ``sim``; the clean runs (``<design>-clean``) once a module."""
     qnn, _ = model
     if name.endswith("-clean") and name in _clean:
         return _clean[name]
-    with design_masks(qnn, design):
-        out = run_block_fast(qnn, seqs, dense=design == "dense", sim=sim, root=ROOT, name=name)
+    out = run_block_fast(qnn, case, sim=sim, root=ROOT, name=name)
     if name.endswith("-clean"):
         _clean[name] = out
     return out
@@ -59,11 +55,10 @@ def _fast(model, seqs, design, sim, name):
 @pytest.mark.parametrize(("design", "sim"), CASES)
 def test_the_fast_harness_agrees_with_the_amaranth_run(model, captured, design, sim):
     qnn, _ = model
-    seqs = captured[design]
-    fast = _fast(model, seqs, design, sim, f"{design}-clean")
-    with design_masks(qnn, design):
-        slow = run_block_pieces(qnn, seqs, dense=design == "dense")
-    assert [p.piece for p in fast] == list(PIECES)
+    case = captured[design]
+    fast = _fast(model, case, sim, f"{design}-clean")
+    slow = run_block_pieces(qnn, case)
+    assert [p.piece for p in fast] == list(PIECE_NAMES)
     for f, s in zip(fast, slow, strict=True):
         assert f.mismatches == 0, (f.piece, f.first_mismatch)
         assert f.checked == s.checked > 0, f.piece
@@ -73,9 +68,10 @@ def test_the_fast_harness_agrees_with_the_amaranth_run(model, captured, design, 
         assert f.cycles >= s.cycles > 0, f.piece
 
 
-def _planted(seqs, name: str, tensors: bool = False):
-    """The sequences with one golden value of ``name`` (codes, or a tensor) moved to the other
+def _planted(case, name: str, tensors: bool = False):
+    """The case with one golden value of ``name`` (codes, or a tensor) moved to the other
     end of its range (a code moved by one may stay in the dead zone, silent either way)."""
+    seqs = case.sequences
     s0 = seqs[0]
     where = dict(s0.tensors if tensors else s0.codes)
     bad = where[name].contiguous().clone()
@@ -84,7 +80,7 @@ def _planted(seqs, name: str, tensors: bool = False):
     flat[3] = lo if int(flat[3]) != lo else hi
     where[name] = bad
     s0 = dataclasses.replace(s0, **{"tensors" if tensors else "codes": where})
-    return [s0, *seqs[1:]]
+    return dataclasses.replace(case, sequences=(s0, *seqs[1:]))
 
 
 @pytest.mark.parametrize(("name", "tensors", "piece"), [
@@ -94,8 +90,8 @@ def _planted(seqs, name: str, tensors: bool = False):
 ])
 def test_a_golden_value_planted_wrong_is_caught_in_its_piece(model, captured, name, tensors,
                                                               piece):
-    seqs = _planted(captured["mttfs-k1"], name, tensors)
-    runs = {r.piece: r for r in _fast(model, seqs, "mttfs-k1", "verilator", f"planted-{name}")}
+    case = _planted(captured["mttfs-k1"], name, tensors)
+    runs = {r.piece: r for r in _fast(model, case, "verilator", f"planted-{name}")}
     assert runs[piece].mismatches >= 1, piece
     assert runs[piece].first_mismatch.startswith(piece)
 
@@ -110,11 +106,12 @@ def test_run_block_takes_the_simulator(model):
 
 def test_a_codes_mismatch_counts_every_value(model, captured):
     """A window whose expected codes are all wrong counts in the piece, not only once."""
-    seqs = captured["mttfs-k1"]
+    case = captured["mttfs-k1"]
+    seqs = case.sequences
     c = dict(seqs[0].codes)
     c["ffn_contract_in"] = torch.zeros_like(c["ffn_contract_in"]) + 1
-    seqs = [dataclasses.replace(seqs[0], codes=c), *seqs[1:]]
-    runs = {r.piece: r for r in _fast(model, seqs, "mttfs-k1", "verilator", "planted-ffn")}
+    case = dataclasses.replace(case, sequences=(dataclasses.replace(seqs[0], codes=c), *seqs[1:]))
+    runs = {r.piece: r for r in _fast(model, case, "verilator", "planted-ffn")}
     assert runs["ffn_expand"].mismatches > 1
     assert runs["query"].mismatches == 0
 

@@ -18,8 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from matterhorn.block_gates import capture, measure_block_gates, model_ratios
-from synth_scripts.block_gates import COMPONENTS, PIECES, TOTALS
+from golden_models.block_pieces import PIECE_NAMES as PIECES
+from golden_models.block_pieces import PIECES as DESCRIBED
+from golden_models.block_pieces import count_deliveries
+from matterhorn.block import model_ratios
+from matterhorn.block_gates import measure_block_gates
+from networks.block import block_case
+from synth_scripts.block_gates import COMPONENTS, TOTALS
 
 #: Tiny but whole: 2 heads of 4, FFN 16, a sentence of four tokens with [CLS] and [SEP] (the
 #: add+LayerNorm unit alone is 28,000 cells at any width; every netlist is replayed in Icarus).
@@ -36,12 +41,19 @@ def model():
 
 
 def each_design(model, measure, lib, work, **kwargs) -> dict:
-    """``measure(qnn, sequences, design, ...)`` of both designs on the sentence, captured with
-    each design's masks, in Icarus, one netlist cache (the add+LayerNorm unit mapped once)."""
+    """``measure(qnn, case, ...)`` of both designs on the sentence (each design's case), in
+    Icarus, one netlist cache (the add+LayerNorm unit mapped once)."""
     qnn, tok = model
     cache: dict = {}
-    return {d: measure(qnn, capture(qnn, tok, [SENTENCE], d), d, lib_path=lib, work=work / d,
+    return {d: measure(qnn, block_case(qnn, tok, [SENTENCE], d), lib_path=lib, work=work / d,
                        sim="icarus", cache=cache, **kwargs) for d in DESIGNS}
+
+
+def deliveries(g) -> dict:
+    """The events (codes for the dense design) a priced design's pieces counted at each
+    position, as a run counts them."""
+    return count_deliveries({p.piece: p.counters for p in g.pieces},
+                            {p.piece: p.tiles for p in g.pieces}, g.design == "dense")
 
 
 @pytest.fixture(scope="module")
@@ -98,8 +110,8 @@ def test_mttfs_tiles_compute_less_than_dense(measured):
     assert sum(k1[p] for p in tiles) < sum(dense[p] for p in tiles)
     assert k1["ffn_expand"] < dense["ffn_expand"] and k1["ffn_contract"] < dense["ffn_contract"]
     # fewer deliveries at every position than the dense design's codes
-    assert all(measured["mttfs-k1"].deliveries[p] <= n
-               for p, n in measured["dense"].deliveries.items())
+    assert all(deliveries(measured["mttfs-k1"])[p] <= n
+               for p, n in deliveries(measured["dense"]).items())
 
 
 @pytest.mark.slow
@@ -110,8 +122,8 @@ def test_a_layer_on_two_tiles_counts_its_input_once(measured, design):
     g = measured[design]
     tiles = {p.piece: p.tiles for p in g.pieces}
     assert tiles["ffn_expand"] == 2 and tiles["query"] == tiles["ffn_contract"] == 1
-    if design == "dense":
-        assert g.deliveries["ffn_expand_in"] == g.values["ffn_expand_in"]
+    if design == "dense":  # the sentence's 4 tokens x 8 codes
+        assert deliveries(g)["ffn_expand_in"] == 4 * 8
 
 
 @pytest.mark.slow
@@ -129,8 +141,12 @@ def test_json_and_sources(measured):
 
 
 @pytest.mark.slow
-def test_model_beside_the_gates(measured):
-    ratios = model_ratios([measured[d] for d in DESIGNS])
+def test_model_beside_the_gates(model, measured):
+    from regression.block import run_block
+
+    qnn, tok = model
+    runs = [run_block(qnn, tok, [SENTENCE], d) for d in DESIGNS]
+    ratios = model_ratios([measured[d] for d in DESIGNS], runs)
     assert set(ratios) == set(DESIGNS)
     for row in ratios.values():
         assert set(row) == {"movement", "sram_read", "sram_write", "compute", "total",
@@ -140,37 +156,36 @@ def test_model_beside_the_gates(measured):
 
 def test_bad_input(model, nangate_lib, tmp_path):
     qnn, tok = model
-    ttfs = capture(qnn, tok, [SENTENCE], "ttfs")
     with pytest.raises(ValueError, match="design must be one of dense, ttfs"):
-        measure_block_gates(qnn, ttfs, "mttfs-k9", lib_path=nangate_lib, work=tmp_path)
+        block_case(qnn, tok, [SENTENCE], "mttfs-k9")
+    ttfs = block_case(qnn, tok, [SENTENCE], "ttfs")
     with pytest.raises(ValueError, match="at least one captured sentence"):
-        measure_block_gates(qnn, [], "dense", lib_path=nangate_lib, work=tmp_path)
-    # sentences captured with the TTFS masks are not the M-TTFS design's
-    with pytest.raises(ValueError, match="capture the sentences with the design's masks"):
-        measure_block_gates(qnn, ttfs, "mttfs-k1", lib_path=nangate_lib, work=tmp_path)
+        measure_block_gates(qnn, ttfs.head(0), lib_path=nangate_lib, work=tmp_path)
 
 
 def test_the_arithmetic_of_a_result():
     """A piece's total is its components; the gated total its SRAM, movement and gated logic;
     the block's figures are per token; a wide value travels as 16-bit flits."""
-    from synth_scripts.block_gates import BlockGates, _piece, _pieces
+    from synth_scripts.block_gates import BlockGates, piece_gates
+    from synth_scripts.block_pricing import flit_pieces
 
-    p = _piece("query", sram_read=1.0, compute=2.0, movement=0.5, idle=0.25, gated_logic=2.125,
-               flits=3, hops=3.0, cycles=10.0, cells={"tile": 1})
+    p = piece_gates("query", sram_read=1.0, compute=2.0, movement=0.5, idle=0.25,
+                    gated_logic=2.125, flits=3, hops=3.0, cycles=10.0, cells={"tile": 1})
     assert p.energy_pJ["total"] == 3.75 and p.energy_pJ["gated_total"] == 3.625
     p.energy_pJ["idle"] = 1.0
     with pytest.raises(AssertionError, match="query: components sum to 4.5 pJ, total 3.75 pJ"):
         p.check()
-    pieces = [_piece(name, compute=8.0, gated_logic=6.0, flits=0, hops=0.0, cycles=1.0, cells={})
+    pieces = [piece_gates(name, compute=8.0, gated_logic=6.0, flits=0, hops=0.0, cycles=1.0,
+                          cells={})
               for name in PIECES]
     g = BlockGates("dense", 4, 1, pieces, "lib", "lib.lib", 10.0, "icarus", 0.1, 2.0, {}, {},
-                   {}, 16, {}, 1.0)
+                   1.0)
     assert g.per_token()["attention"] == {**dict.fromkeys(TOTALS, 0.0), "compute": 2.0,
                                           "total": 2.0, "gated_total": 1.5}
     assert g.totals()["total"] == 2.0 * len(PIECES)
     doc = json.loads(json.dumps(g.to_json()))
     assert doc["unit"] == "pJ per token" and doc["detail"]["query"]["cycles_per_token"] == 0.25
-    assert _pieces(3, -1, 21) == [(3, 0xFFFF), (3, 0x1F)] and _pieces(0, 5, 16) == [(0, 5)]
+    assert flit_pieces(3, -1, 21) == [(3, 0xFFFF), (3, 0x1F)] and flit_pieces(0, 5, 16) == [(0, 5)]
     # what a run keeps of it (matterhorn.block.kept): all of it, through JSON
     pieces[2].parts["router_hops"] = 0.1 + 0.2  # a float that prints long
     assert BlockGates.load(json.loads(json.dumps(g.dump()))) == g
@@ -181,9 +196,8 @@ def test_a_layer_that_took_no_event_counts_zero(monkeypatch):
     keeps its ``events_in`` counter at 0: the deliveries count 0 there, not a KeyError."""
     from types import SimpleNamespace
 
-    from regression.block import _deliveries
-    from synth_scripts import block_gates as bg
-    from synth_scripts import gate_compare
+    from synth_scripts import block_pricing
+    from synth_scripts.gatelevel import tile as gate_tile
 
     run = SimpleNamespace(windows=1, sram_bits=0, counters=[{"events_in": 0}, {"events_in": 0}],
                           flits=[[]])
@@ -191,22 +205,23 @@ def test_a_layer_that_took_no_event_counts_zero(monkeypatch):
             "cells": 5, "area_um2": 100.0}
     router = {"per_hop_pJ": 1.0, "idle_per_clock_pJ": 0.1, "cells": 3, "area_um2": 44.0,
               "link_toggles_per_flit": 0.0}
-    monkeypatch.setattr(gate_compare, "run_tile", lambda *a, **k: run)
-    monkeypatch.setattr(gate_compare, "tile_energy", lambda *a, **k: tile)
+    monkeypatch.setattr(gate_tile, "run_tile", lambda *a, **k: run)
+    monkeypatch.setattr(gate_tile, "tile_energy", lambda *a, **k: tile)
     pr = SimpleNamespace(lib_path=None, work=Path("unused"), sim="icarus", clock_ns=10.0,
                          windows=False, cache={}, netlist_dir=None, sram_bit_pJ=0.1,
                          hops=lambda name, n: float(n), router=lambda *a, **k: router,
                          wires=lambda *a, **k: 0.0)
     config = SimpleNamespace(time_width=4, in_addr_width=6)
-    p = bg.price_linear(pr, "ffn_contract", [(None, config), (None, config)], "mttfs-k2", None)
+    p = block_pricing.price_linear(pr, "ffn_contract", [(None, config), (None, config)],
+                                   "mttfs-k2", None)
     assert p.counters == {"events_in": 0} and p.tiles == 2
-    pieces = {name: p for name in PIECES}
-    assert _deliveries(pieces, False)["ffn_contract_in"] == 0
+    assert count_deliveries({name: p.counters for name in PIECES},
+                            {name: p.tiles for name in PIECES}, False)["ffn_contract_in"] == 0
 
 
 def _setup(model):
     from matterhorn.block import BlockSetup
-    from regression.block import seq_max_of
+    from regression.block_parts import seq_max_of
 
     qnn, tok = model
     return BlockSetup(qnn, tok, "tiny random", [SENTENCE], seq_max_of(qnn.cfg))
@@ -216,8 +231,10 @@ def test_hops_per_flit_follow_the_placement(model):
     """Each piece's hops per input flit are its signals' flit-hops on the block's placement
     over the flits their producers sent: at least one hop (every consumer node is another
     node), more where a flit is multicast to several consumer nodes."""
-    from matterhorn.block import PIECE_SIGNALS, hops_per_flit
-    from regression.block import TILE_NEURONS, run_block, seq_max_of
+    from golden_models.block_pieces import TILE_NEURONS
+    from matterhorn.block import hops_per_flit
+    from regression.block import run_block
+    from regression.block_parts import seq_max_of
     from rtl_gen.block_map import BlockShape, place_block
 
     qnn, tok = model
@@ -225,13 +242,13 @@ def test_hops_per_flit_follow_the_placement(model):
     placement = place_block(BlockShape.of(qnn.cfg, seq_max=seq_max_of(qnn.cfg),
                                           tile_neurons=TILE_NEURONS))
     hops = hops_per_flit(placement, run.flits)
-    assert set(hops) == set(PIECES) == set(PIECE_SIGNALS)
+    assert list(hops) == list(PIECES)
     by_signal = placement.traffic(run.flits).by_signal()
-    for piece, signals in PIECE_SIGNALS.items():
-        sent = sum(sum(run.flits[s]) for s in signals)
-        assert sent > 0, piece
-        assert hops[piece] == sum(by_signal[s].flit_hops for s in signals) / sent
-        assert hops[piece] >= 1.0, piece
+    for piece in DESCRIBED:
+        sent = sum(sum(run.flits[s]) for s in piece.signals)
+        assert sent > 0, piece.name
+        assert hops[piece.name] == sum(by_signal[s].flit_hops for s in piece.signals) / sent
+        assert hops[piece.name] >= 1.0, piece.name
     # the attention path's inputs go to every head's nodes: more than one hop per flit sent
     assert hops["attention"] > 1.0
 
@@ -240,13 +257,14 @@ def test_hops_per_flit_follow_the_placement(model):
 def test_block_document_with_gates(model, measured, tmp_path):
     """``matterhorn block``'s document with the gates: per block at the workload, the
     model beside them, the verdict in our gates first, a valid block.json."""
-    from matterhorn import block
-    from regression.block import TILE_NEURONS, run_block
+    from golden_models.block_pieces import TILE_NEURONS
+    from matterhorn import block, block_report
+    from regression.block import run_block
 
     st = _setup(model)
     runs = [run_block(st.qnn, st.tokenizer, st.sentences, d) for d in DESIGNS]
-    dims = block._dims(st)
-    doc = block.block_document(st, runs, block.model_energy(runs, dims), dims, block=0,
+    dims = block.workload_dims(st)
+    doc = block.block_document(st, runs, block.model_block_energy(runs, dims), dims, block=0,
                                tile_neurons=TILE_NEURONS, gates=measured)
     paths = block.write(doc, tmp_path / "out")
     doc = json.loads(paths[0].read_text())
@@ -258,8 +276,8 @@ def test_block_document_with_gates(model, measured, tmp_path):
         assert set(d["gates_per_token_pJ"]) == set(PIECES)
     assert doc["pdk"] == "NangateOpenCellLibrary"
     assert set(doc["gates"]["model_vs_gates"]) == set(DESIGNS)
-    r = block.ratio(doc, source="gates")
-    lines = block.verdict(doc)
+    r = block_report.ratio(doc, source="gates")
+    lines = block_report.verdict(doc)
     assert lines[1].startswith("In our gates (NangateOpenCellLibrary, 10 ns clock), an M-TTFS "
                                f"k=1 block costs {r:.3f}x the dense INT4 block")
     md = (tmp_path / "out" / "block.md").read_text()

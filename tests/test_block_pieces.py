@@ -12,16 +12,10 @@ import pytest
 import torch
 
 from golden_models import encode_events
-from networks.block import BlockSequence, block_layers, capture_block, random_block_model
+from golden_models.block_pieces import DESIGNS, PIECE_NAMES, Design
+from networks.block import BlockSequence, block_case, capture_block, random_block_model
 from networks.integer import TAPPED, block_forward
-from regression.block import (
-    DESIGNS,
-    PIECES,
-    check_design,
-    design_masks,
-    run_block,
-    run_block_pieces,
-)
+from regression.block import run_block, run_block_pieces
 
 #: A short sentence: 8 tokens with [CLS] and [SEP] (the pieces run in the Python simulator).
 SENTENCE = "A short sentence of six words."
@@ -42,7 +36,7 @@ def runs(model):
 @pytest.mark.parametrize("design", DESIGNS)
 def test_every_piece_is_bit_exact(runs, design):
     run = runs[design]
-    assert [p.piece for p in run.pieces] == list(PIECES)
+    assert [p.piece for p in run.pieces] == list(PIECE_NAMES)
     for p in run.pieces:
         assert p.checked > 0, p.piece
         assert p.mismatches == 0, (p.piece, p.first_mismatch)
@@ -71,19 +65,18 @@ def test_flits_per_neuron_add_up_to_the_deliveries(runs):
 
 def test_model_energy_at_the_measured_rates(runs):
     from energy_model.dims import ModelDims
-    from matterhorn.block import model_energy
+    from matterhorn.block import model_block_energy
 
     dims = ModelDims("random block", hidden=32, ffn=64, heads=2, layers=1, weight_bits=4)
-    energy = model_energy(list(runs.values()), dims)
+    energy = model_block_energy(list(runs.values()), dims)
     assert set(energy) == set(DESIGNS)
     totals = {d: e["total_J"] for d, e in energy.items()}
     assert totals["mttfs-k2"] < totals["mttfs-k1"] < totals["mttfs-k0"]
 
 
-def _captured(model, design):
+def _case(model, design):
     qnn, tok = model
-    with design_masks(qnn, design):
-        return capture_block(qnn, tok, [SENTENCE])
+    return block_case(qnn, tok, [SENTENCE], design)
 
 
 def test_planted_faults_are_caught_at_their_pieces(model):
@@ -91,7 +84,8 @@ def test_planted_faults_are_caught_at_their_pieces(model):
     exactly those four pieces report it (what a hardware bug at each would look like; every
     piece is fed by the hardware before it, so a fault does not spread)."""
     qnn, _ = model
-    [seq] = _captured(model, "mttfs-k1")
+    case = _case(model, "mttfs-k1")
+    [seq] = case.sequences
     codes, tensors = dict(seq.codes), dict(seq.tensors)
     tensors["attn_sum"] = tensors["attn_sum"].clone()
     tensors["attn_sum"][3, 5] += 1
@@ -100,36 +94,33 @@ def test_planted_faults_are_caught_at_their_pieces(model):
     # an event of the FFN-expand tile silenced (a code moved inside the dead zone would be an
     # equivalent mutant: the mask hides it)
     q = codes["ffn_contract_in"] = codes["ffn_contract_in"].clone()
-    with design_masks(qnn, "mttfs-k1") as net:
-        mask = net.layers[0].points["ffn_contract_in"].mask
-        index, _ = encode_events(q[2], mask)
+    mask = case.masks["ffn_contract_in"]
+    index, _ = encode_events(q[2], mask)
     q[2, int(index[0])] = mask.mu
     codes["key"] = codes["key"].clone()
     codes["key"][1, 0] -= 1
     planted = dataclasses.replace(seq, codes=codes, tensors=tensors)
-    with design_masks(qnn, "mttfs-k1"):
-        pieces = run_block_pieces(qnn, [planted])
+    pieces = run_block_pieces(qnn, dataclasses.replace(case, sequences=(planted,)))
     # a key code one lower is its event one step later: one event missing, one extra
     assert {p.piece: p.mismatches for p in pieces if p.mismatches} == {
         "attn_out": 1, "norm_ffn": 1, "ffn_expand": 1, "key": 2}
 
 
 def test_the_tap_sees_what_the_block_computes(model):
+    """Captured at k = 0, the masks the random block's QNN is calibrated with: its own
+    forward, outside the capture, computes what the tap saw."""
     qnn, tok = model
-    [seq] = _captured(model, "mttfs-k1")
+    [seq] = _case(model, "mttfs-k0").sequences
     assert set(seq.tensors) == set(TAPPED)
     layer = qnn.layers[0]
-    with design_masks(qnn, "mttfs-k1"):
-        out = block_forward(layer, seq.tensors["r_in"][None], seq.valid[None])
+    out = block_forward(layer, seq.tensors["r_in"][None], seq.valid[None])
     assert torch.equal(out[0], seq.tensors["r_out"])
     assert layer.tap is None  # capture_block leaves no tap behind
 
 
 def test_block_layers_reproduce_the_qnn(model):
-    [seq] = _captured(model, "mttfs-k1")
-    qnn, _ = model
-    with design_masks(qnn, "mttfs-k1"):
-        layers = block_layers(qnn.layers[0])
+    case = _case(model, "mttfs-k1")
+    [seq], layers = case.sequences, case.layers
     for name, p_in, p_out in (("query", "q_proj_in", "query"), ("key", "k_proj_in", "key"),
                               ("ffn_expand", "ffn_expand_in", "ffn_contract_in")):
         for i in range(seq.length):
@@ -137,12 +128,19 @@ def test_block_layers_reproduce_the_qnn(model):
             assert torch.equal(layers[name].out_mask.space.c - r.tau, seq.codes[p_out][i])
 
 
-def test_bad_input(model):
+def test_bad_input(model, masks):
     qnn, tok = model
     with pytest.raises(ValueError, match="design must be one of dense, ttfs"):
-        check_design("mttfs-k9")
+        Design.parse("mttfs-k9")
     with pytest.raises(ValueError, match="block must be in 0..0, not 1"):
         capture_block(qnn, tok, [SENTENCE], block=1)
     with pytest.raises(ValueError, match="at least one sentence"):
         capture_block(qnn, tok, [])
-    assert isinstance(_captured(model, "ttfs")[0], BlockSequence)
+    assert isinstance(_case(model, "ttfs").sequences[0], BlockSequence)
+    assert all(p.mask == m for p, m in zip(qnn.spike_points(), masks, strict=True))
+
+
+@pytest.fixture
+def masks(model):
+    """The QNN's calibrated masks before the test: a case leaves them as they were."""
+    return [p.mask for p in model[0].spike_points()]

@@ -10,7 +10,8 @@ import torch
 from golden_models import workloads as W
 from matterhorn import compare as C
 from matterhorn.cli import main
-from synth_scripts import gate_compare
+from synth_scripts.gatelevel import measure as gate_measure
+from synth_scripts.gatelevel import tile as gate_tile
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +116,7 @@ def test_a_wrong_rtl_result_is_an_error(monkeypatch):
     monkeypatch.setattr(gd, "run_dense", off_by_one)
     layer = W.design_layer(wl.layer, "dense")
     with pytest.raises(AssertionError, match="dense: window 0: RTL codes differ"):
-        gate_compare.run_tile(layer, "dense", wl.codes)
+        gate_tile.run_tile(layer, "dense", wl.codes)
 
 
 def test_design_layers_share_weights_and_thresholds():
@@ -169,7 +170,7 @@ def test_slice_round_trip_and_a_foreign_slice(tmp_path):
 def test_hops_are_the_mean_xy_distance_of_the_mesh():
     from rtl_gen.router import mean_hops, xy_route
 
-    assert C.HOPS == mean_hops(*gate_compare.MESH) == 8 / 3
+    assert C.HOPS == mean_hops(*gate_measure.MESH) == 8 / 3
     step = {"east": (1, 0), "west": (-1, 0), "south": (0, 1), "north": (0, -1)}
     for rows, cols in [(1, 2), (2, 3), (3, 3), (4, 4), (2, 5)]:
         nodes = [(x, y) for y in range(rows) for x in range(cols)]
@@ -255,7 +256,8 @@ def test_link_wires_are_half_c_v_squared_of_a_pitch():
     Harris's 0.2 fF/um."""
     from dataclasses import replace
 
-    from synth_scripts import gate_energy, liberty
+    from synth_scripts.gatelevel import energy as gate_energy
+    from synth_scripts.gatelevel import liberty
 
     lib = liberty.read(liberty.default_liberty())
     ff, source = gate_energy.wire_capacitance(lib)
@@ -276,9 +278,9 @@ def test_a_link_toggles_with_what_its_flits_change(nangate_lib, tmp_path):
     same = [(3, 0x5A)] * 64
     flipping = [(3, 0x00 if i % 2 else 0xFF) for i in range(64)]
     cache: dict = {}
-    quiet = gate_compare.router_energy(same, width, addr, nangate_lib, tmp_path, "icarus", 10.0,
+    quiet = gate_measure.router_energy(same, width, addr, nangate_lib, tmp_path, "icarus", 10.0,
                                        cache)
-    busy = gate_compare.router_energy(flipping, width, addr, nangate_lib, tmp_path, "icarus",
+    busy = gate_measure.router_energy(flipping, width, addr, nangate_lib, tmp_path, "icarus",
                                       10.0, cache)
     assert quiet["link_toggles_per_flit"] * 64 <= 2 + 2 * 32  # valid twice, each bit twice
     assert busy["link_toggles_per_flit"] >= width - 0.5

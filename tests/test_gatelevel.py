@@ -11,13 +11,13 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from synth_scripts import gate_energy as ge
 from synth_scripts import gatelevel as gl
+from synth_scripts.gatelevel import energy as ge
 
 
 def nangate() -> Path:
     """The default NanGate 45 nm liberty (the bootstrap installs it; missing is a failure)."""
-    from synth_scripts.liberty import DEFAULT_INSTALL, default_liberty
+    from synth_scripts.gatelevel.liberty import DEFAULT_INSTALL, default_liberty
 
     path = default_liberty()
     assert path is not None, f"default liberty missing: {DEFAULT_INSTALL}"
@@ -171,7 +171,7 @@ def test_testbench_lines_stay_short_for_a_large_netlist():
     order."""
     from types import SimpleNamespace
 
-    from synth_scripts.gate_replay import _testbench
+    from synth_scripts.gatelevel.toggles import _testbench
 
     net = SimpleNamespace(top="big", clock="clk", reset="rst")
     counted = [f"_{i}_" for i in range(30000)]
@@ -327,7 +327,7 @@ def test_liberty_without_clock_gating_cell(counter, tmp_path):
 def test_liberty_without_flip_flop(tmp_path):
     # refused when the library is prepared, before any netlist is mapped or priced
     lib = _strip_cells(nangate(), tmp_path / "noff.lib", "(S?DFF|TLAT)")
-    from synth_scripts import liberty
+    from synth_scripts.gatelevel import liberty
 
     with pytest.raises(ValueError, match=r"^liberty 'noff.lib' has no flip-flop cells"):
         liberty.prepare(lib, tmp_path / "lib")
@@ -401,7 +401,7 @@ def test_one_build_replays_traces_of_any_length(counter, sim):
 def test_a_trace_cut_short_is_an_error_not_a_count(counter, monkeypatch):
     """A stimulus file with fewer lines than the cycles asked for stops the replay with an
     error (the harness reads the trace a line at a time)."""
-    from synth_scripts import gate_replay
+    from synth_scripts.gatelevel import toggles as gate_replay
 
     net, trace, _, wd = counter
     real = gate_replay._hexfile

@@ -1,7 +1,7 @@
-"""PDKs as data (synth_scripts/pdks, docs/synth.md "Adding a PDK"): the tables and their schema,
-how a liberty finds its table, what an unknown liberty gets, the one Liberty reader
-(synth_scripts/liberty.py) and the one mapping script that synthesis, the whole system and the
-gate-level netlists share."""
+"""PDKs as data (synth_scripts/gatelevel/pdks, docs/synth.md "Adding a PDK"): the tables and their
+schema, how a liberty finds its table, what an unknown liberty gets, the one Liberty reader
+(synth_scripts/gatelevel/liberty.py) and the one mapping script that synthesis, the whole system
+and the gate-level netlists share."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from matterhorn.cli import main
-from synth_scripts import flow, gatelevel, liberty, pdk, scaling
+from synth_scripts import flow, gatelevel, scaling
+from synth_scripts.gatelevel import liberty, pdk
 from toolkit_base.schemas import schema, validate
 
 ROOT = Path(__file__).resolve().parent.parent
-TABLES = ROOT / "synth_scripts" / "pdks"
+TABLES = ROOT / "synth_scripts" / "gatelevel" / "pdks"
 
 # -- the tables ---------------------------------------------------------------------------------
 
@@ -147,7 +148,7 @@ def test_an_unknown_liberty_at_the_gate_level(unknown_lib, tmp_path):
     from amaranth.back import verilog
     from test_gatelevel import Counter, counter_trace
 
-    from synth_scripts import gate_energy
+    from synth_scripts.gatelevel import energy as gate_energy
 
     trace, _ = counter_trace(cycles=60, idle_from=30)
     text = verilog.convert(Counter(), name="ctr", emit_src=False)

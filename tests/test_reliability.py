@@ -315,7 +315,7 @@ def test_missing_make(tmp_path, monkeypatch, capsys):
 
 
 def _nangate() -> Path:
-    from synth_scripts.liberty import default_liberty
+    from synth_scripts.gatelevel.liberty import default_liberty
 
     lib = default_liberty()
     if lib is None:
@@ -325,7 +325,7 @@ def _nangate() -> Path:
 
 def test_liberty_without_flops(tmp_path, capsys):
     # NanGate without its flip-flop cells: before, a ToolError traceback from dfflibmap
-    from synth_scripts.liberty import read_text
+    from synth_scripts.gatelevel.liberty import read_text
 
     text = read_text(_nangate())
     cells = re.compile(r"^\s*cell\s*\(", re.MULTILINE)
@@ -495,7 +495,7 @@ def test_checks_refuse_empty_paths():
 
 def test_liberty_gz_without_flops_too(tmp_path):
     # the check reads compressed liberties as well
-    from synth_scripts.liberty import prepare
+    from synth_scripts.gatelevel.liberty import prepare
 
     text = "library (x) {\n cell (INV) {\n  pin (A) { direction : input; }\n }\n}\n"
     path = tmp_path / "x.lib.gz"

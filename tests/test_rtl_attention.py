@@ -14,7 +14,6 @@ import torch
 from formal.harness import module_over, mutant_module
 from golden_models.attention import AttentionPath
 from golden_models.mask import Mask
-from rtl_gen.attention import simulate_attention
 from rtl_gen.attn_images import (
     attention_reference,
     check_sequence,
@@ -23,6 +22,7 @@ from rtl_gen.attn_images import (
     kv_beats,
 )
 from rtl_gen.attn_params import AttentionConfig
+from rtl_gen.simulation.attention import simulate_attention
 
 
 def _sequence(cfg: AttentionConfig, S: int, seed: int, pad=()):
@@ -120,7 +120,8 @@ def test_planted_bug_dense_code_is_caught():
     path = AttentionPath.random(4, T=16, k=1, seq_len=4, seed=14)
     sequences = [_sequence(cfg, 4, 15)]
     bad = _mutant_attention("m.d.sync += q.eq(c - step.t)", "m.d.sync += q.eq(c - step.t + 1)")
-    results = bad.simulate_attention(cfg, path, sequences, dense=True)
+    results = simulate_attention(cfg, path, sequences, dense=True,
+                                 component=bad.AttentionSystem(cfg, dense=True))
     assert _mismatches(cfg, path, sequences, results, dense_reference)
 
 
@@ -136,7 +137,8 @@ def test_planted_bug_early_query_is_caught():
     bad = _mutant_attention("            & (self.length != 0))",
                             "            | (self.length != 0))")
     with pytest.raises(RuntimeError, match="taken before the sequence's keys and values"):
-        bad.simulate_attention(cfg, path, [_sequence(cfg, 4, 1)], early_query=True)
+        simulate_attention(cfg, path, [_sequence(cfg, 4, 1)], early_query=True,
+                           component=bad.AttentionSystem(cfg))
 
 
 def test_planted_bug_stale_rows_are_caught():
@@ -146,7 +148,7 @@ def test_planted_bug_stale_rows_are_caught():
     path = AttentionPath.random(4, T=16, k=0, seq_len=4, seed=11)
     sequences = [_sequence(cfg, 4, 1), _sequence(cfg, 3, 2)]
     bad = _mutant_attention("m.d.sync += [written.eq(0), ", "m.d.sync += [")
-    results = bad.simulate_attention(cfg, path, sequences, seed=3)
+    results = simulate_attention(cfg, path, sequences, seed=3, component=bad.AttentionSystem(cfg))
     found = _mismatches(cfg, path, sequences, results)
     assert found and all(m.startswith("sequence 1") for m in found)
 

@@ -64,7 +64,7 @@ def test_layer_over_axi_is_bit_exact(chain):
 
 
 def test_wrapper_adds_no_clock_to_an_inference(chain):
-    from rtl_gen.system import simulate_system
+    from rtl_gen.simulation.mesh import simulate_system
 
     smap, batch = chain
     bare = [r.cycles for r in simulate_system(smap, batch)]

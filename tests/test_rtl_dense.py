@@ -10,8 +10,9 @@ from amaranth.hdl import Fragment
 
 from golden_models import CodeSpace, IntegerLayer, Mask, folded_init, weight_range
 from golden_models.dense import dense_init, run_dense, with_masks
-from rtl_gen.dense import DenseTile, dense_counters, dense_pack, simulate_dense, unpack_codes
+from rtl_gen.dense import DenseTile, dense_counters, dense_pack, unpack_codes
 from rtl_gen.params import RTLConfig
+from rtl_gen.simulation.tiles import simulate_dense
 
 
 def random_layer(cfg: RTLConfig, rng: random.Random):

@@ -1,4 +1,5 @@
-"""The one tile driver (rtl_gen/driver.py): its trace hook sees every beat, on both tiles."""
+"""The one tile driver (rtl_gen/simulation/driver.py): its trace hook sees every beat, on both
+tiles."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import torch
 from golden_models import random_qnn
 from golden_models.dense import run_dense
 from rtl_gen.dense import DenseTile, dense_counters, dense_load_beats, unpack_codes
-from rtl_gen.driver import TileDriver, Window
 from rtl_gen.params import RTLConfig
 from rtl_gen.simulation import elaborated
+from rtl_gen.simulation.driver import TileDriver, Window
 from rtl_gen.tile import NeuronTile, load_beats
 from synth_scripts import gatelevel
 

@@ -19,11 +19,12 @@ from hypothesis import strategies as st
 
 import rtl_gen.encoder as encoder_module
 from golden_models import CodeSpace, Mask, encode_events
-from rtl_gen.encoder import Encoder, emit_clocks, simulate_encoder
-from rtl_gen.generate import to_verilog
+from rtl_gen.encoder import Encoder, emit_clocks
 from rtl_gen.layouts import code_layout
 from rtl_gen.params import MAX_N_IN, RTLConfig
+from rtl_gen.simulation.tiles import simulate_encoder
 from rtl_gen.sram import SRAM
+from rtl_gen.verilog_text import to_verilog
 
 GRID = sorted({(T, k) for T in (2, 4, 16, 64) for k in (0, 1, T - 1)})
 

@@ -17,9 +17,9 @@ from golden_models import Mask, encode_events
 from golden_models.dense import dense_init, run_dense_sums
 from rtl_gen import registry
 from rtl_gen.dense import dense_counters
-from rtl_gen.driver import TileDriver, Window
 from rtl_gen.layouts import sum_out_layout
 from rtl_gen.params import RTLConfig
+from rtl_gen.simulation.driver import TileDriver, Window
 from rtl_gen.tile import load_beats
 from tests.test_rtl_dense import random_layer
 

@@ -9,7 +9,8 @@ import pytest
 from amaranth.sim import Simulator
 
 from rtl_gen.layouts import flit_layout
-from rtl_gen.router import PORTS, Mesh, Router, simulate_zero_load, xy_route
+from rtl_gen.router import PORTS, Mesh, Router, xy_route
+from rtl_gen.simulation.mesh import simulate_zero_load
 
 ADDR_W, TIME_W = 12, 4
 

@@ -27,7 +27,8 @@ from rtl_gen.mapper import (
 )
 from rtl_gen.params import RTLConfig
 from rtl_gen.simulation import stream_put
-from rtl_gen.system import System, load_system, simulate_system, system_from_config
+from rtl_gen.simulation.mesh import load_system, simulate_system
+from rtl_gen.system import System, system_from_config
 
 
 def check_system(widths, *, T, k, N, mesh, weight_bits=1, families=None, lanes=None,

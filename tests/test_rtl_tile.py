@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from golden_models import CodeSpace, IntegerLayer, Mask, encode_events, folded_init, weight_range
 from rtl_gen.params import RTLConfig
 from rtl_gen.simulation import stream_get, stream_put
-from rtl_gen.tile import NeuronTile, load_beats, simulate_tile
+from rtl_gen.simulation.tiles import simulate_tile
+from rtl_gen.tile import NeuronTile, load_beats
 
 # every (T, k) of the grid T in {2, 4, 16, 64} x k in {0, 1, T-1}
 GRID = sorted({(T, k) for T in (2, 4, 16, 64) for k in (0, 1, T - 1)})

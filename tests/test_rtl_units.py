@@ -21,6 +21,7 @@ from regression.units import (
 )
 from rtl_gen import add_norm, softmax
 from rtl_gen.params import RTLConfig, unit_fields
+from rtl_gen.simulation.units import simulate_add_norm, simulate_softmax
 
 SOFTMAX_CONFIGS = [
     RTLConfig(T=16, seq_len=16, head_dim=8),
@@ -35,13 +36,13 @@ NORM_CONFIGS = [
 
 
 def _softmax_codes(cfg, case, component=None, **kw):
-    rows = softmax.simulate_softmax(cfg, case.rows, softmax.load_beats(cfg, case.unit, case.theta),
-                                    component=component, **kw)
+    rows = simulate_softmax(cfg, case.rows, softmax.load_beats(cfg, case.unit, case.theta),
+                            component=component, **kw)
     return rows, [r.codes for r in rows]
 
 
 def _norm_out(cfg, case, component=None, **kw):
-    rows = add_norm.simulate_add_norm(
+    rows = simulate_add_norm(
         cfg, case.rows, add_norm.load_beats(cfg, case.add, case.norm, case.thetas),
         component=component, **kw)
     return rows, [(r.r, r.codes) for r in rows]
@@ -68,7 +69,7 @@ def test_softmax_row_longer_than_the_unit():
     cfg = RTLConfig(T=4, seq_len=4, head_dim=2)
     case = random_softmax_case(cfg, 1, rows=1)
     case.rows = [([1, -3, 4, 0, 2, 9], [True, True, False, True, True, True])]
-    rows = softmax.simulate_softmax(cfg, case.rows, softmax.load_beats(cfg, case.unit, case.theta))
+    rows = simulate_softmax(cfg, case.rows, softmax.load_beats(cfg, case.unit, case.theta))
     # the first seq_len scores are kept, and the row is flagged
     case.rows = [(s[:4], v[:4]) for s, v in case.rows]
     assert rows[0].overflow and rows[0].codes == case.expected()[0]

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from synth_scripts import activity, flow, liberty, operators, parse, run
+from synth_scripts import activity, flow, operators, parse, run
+from synth_scripts.gatelevel import liberty
 from toolkit_base import toolchain
 
 

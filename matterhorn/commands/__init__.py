@@ -18,13 +18,13 @@ def mesh_arg(text: str) -> tuple[int, int]:
 
 def check_liberty(path) -> str:
     """Return ``path`` if it is a liberty the synthesis can use, else raise (one line naming
-    it): read and checked as ``synth_scripts.liberty.prepare`` reads it, into a temporary
+    it): read and checked as ``synth_scripts.gatelevel.liberty.prepare`` reads it, into a temporary
     folder outside ``--out``, so a command that synthesizes late (``flow``, ``compare``)
     refuses a bad one before any work."""
     import tempfile
     from pathlib import Path
 
-    from synth_scripts import liberty
+    from synth_scripts.gatelevel import liberty
     from toolkit_base.checks import check_file
 
     check_file(path, "liberty file")

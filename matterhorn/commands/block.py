@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sentences of the evaluation split, lengths spread up to the "
                         "model's positions")
     parser.add_argument("--block", type=int, default=0, help="the encoder block")
-    # default: regression.block.TILE_NEURONS (not imported here: the parser stays light)
+    # default: golden_models.block_pieces.TILE_NEURONS (not imported here: the parser stays light)
     parser.add_argument("--tile-neurons", type=int, default=None,
                         help="output neurons per tile, 1..256 (default: 48)")
     parser.add_argument("--gates", action="store_true",
@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from matterhorn import block
+    from matterhorn import block, block_report
     from toolkit_base import console
     from toolkit_base.checks import check_int, check_out_writable
     from toolkit_base.cluster import MAX_WORKERS
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     check_int("sentences", args.sentences, 1, 4096)
     check_int("block", args.block, 0, 63)
     if args.tile_neurons is None:
-        from regression.block import TILE_NEURONS
+        from golden_models.block_pieces import TILE_NEURONS
 
         args.tile_neurons = TILE_NEURONS
     check_int("tile_neurons", args.tile_neurons, 1, 256)
@@ -119,9 +119,9 @@ def run(args: argparse.Namespace) -> int:
                          "and runs the rest)")
         raise
     block.write(doc, args.out)
-    for line in block.verdict(doc):
+    for line in block_report.verdict(doc):
         console.out(line)
-    console.detail(block.markdown(doc))
+    console.detail(block_report.markdown(doc))
     console.out(f"report: {args.out}/block.md")
     bad = sum(d["mismatches"] for d in doc["designs"])
     return 0 if bad == 0 else 1

@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, default=1, help="dead-zone radius")
     parser.add_argument("--calibration", type=int, default=6,
                         help="calibration sentences of the post-training conversion")
-    # defaults: regression.layer.DEFAULT_TILE_NEURONS and DEFAULT_MESH (not imported here, so
+    # defaults: golden_models.block_pieces.TILE_NEURONS and regression.layer.DEFAULT_MESH (not
+    # imported here, so
     # that building the parser stays light)
     parser.add_argument("--tile-neurons", type=int, default=None,
                         help="output neurons per tile (default: 48)")
@@ -46,7 +47,6 @@ def run(args: argparse.Namespace) -> int:
     from regression.execute import OWN_DIRS
     from regression.layer import (
         DEFAULT_MESH,
-        DEFAULT_TILE_NEURONS,
         MAX_WINDOWS,
         check_layer_fits,
         minilm_q_projection,
@@ -57,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
     from toolkit_base.checks import check_int, check_out_writable, unique
 
     if args.tile_neurons is None:
-        args.tile_neurons = DEFAULT_TILE_NEURONS
+        from golden_models.block_pieces import TILE_NEURONS
+
+        args.tile_neurons = TILE_NEURONS
     if args.mesh is None:
         args.mesh = DEFAULT_MESH
     if args.layer not in LAYERS:

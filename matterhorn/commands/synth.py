@@ -88,10 +88,10 @@ def run(args: argparse.Namespace) -> int:
     system = None
     if args.system is not None:  # checked before any synthesis
         from rtl_gen.params import RTLConfig
-        from synth_scripts.blocks import TILE_NEURONS
+        from synth_scripts.blocks import SYNTH_TILE_NEURONS
         from synth_scripts.system_area import SYSTEM_N_IN
 
-        system = RTLConfig(T=T, k=k, n_in=SYSTEM_N_IN, tile_neurons=TILE_NEURONS,
+        system = RTLConfig(T=T, k=k, n_in=SYSTEM_N_IN, tile_neurons=SYNTH_TILE_NEURONS,
                            mesh_rows=args.system[0], mesh_cols=args.system[1])
 
     doc = synthesize(T, k, args.out, **_options(args))

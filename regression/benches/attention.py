@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from regression.cache import module_entry
 from rtl_gen.registry import block
 
-__all__ = ["MINILM_PARAMS", "RANDOM_PARAMS", "attention_config", "attention_plan", "params",
-           "softmax_config", "softmax_plan"]
+__all__ = ["MINILM_PARAMS", "RANDOM_PARAMS", "attention_config", "attention_plan",
+           "job_fast_config", "params", "softmax_config", "softmax_plan"]
 
 #: The small design of the random sequences: heads (mesh rows), d_k (n_in), key slots.
 RANDOM_PARAMS = {"mesh_rows": 2, "mesh_cols": 1, "n_in": 8, "tile_neurons": 8}
@@ -56,7 +56,9 @@ def _case(job, cfg):
     return random_case(cfg, k=stim.k, seed=job.seed, sequences=stim.sequences)
 
 
-def _fast(job, vectors, T: int, bench: str) -> dict:
+def job_fast_config(job, vectors, T: int, bench: str) -> dict:
+    """The fast-harness configuration of ``job`` (its stimulus: repeat, idle and stall) on
+    ``vectors``."""
     from regression.fast import fast_config
 
     s = job.stim
@@ -74,7 +76,7 @@ def attention_config(job, manifest: Mapping) -> dict:
     cfg = AttentionConfig.from_rtl(RTLConfig(**manifest["parameters"]))
     entry = module_entry(manifest, block("attention").module)
     vectors = attention_vectors(cfg, _case(job, cfg), entry, job.stim.corrupt)
-    return _fast(job, vectors, cfg.T, "attention")
+    return job_fast_config(job, vectors, cfg.T, "attention")
 
 
 def softmax_plan(point) -> tuple | None:
@@ -94,5 +96,5 @@ def softmax_config(job, manifest: Mapping) -> dict:
     cfg = AttentionConfig.from_rtl(RTLConfig(**manifest["parameters"]))
     entry = module_entry(manifest, block("attn_softmax").module)
     vectors = softmax_vectors(cfg, _case(job, cfg), entry, job.stim.corrupt)
-    return _fast(job, vectors, cfg.T, "attn_softmax")
+    return job_fast_config(job, vectors, cfg.T, "attn_softmax")
 

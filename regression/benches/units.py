@@ -11,7 +11,7 @@ from regression.cache import module_entry
 from regression.stimulus import UNIT_SOURCES
 from rtl_gen.registry import block
 
-__all__ = ["add_norm_config", "minilm_params", "plan", "softmax_config"]
+__all__ = ["add_norm_config", "minilm_params", "minilm_qnn", "plan", "softmax_config"]
 
 
 def _unit_config(manifest: Mapping):
@@ -25,7 +25,7 @@ MINILM_CALIBRATION = 6
 
 
 @functools.lru_cache(maxsize=1)
-def _minilm():
+def minilm_qnn():
     """The integer MiniLM QNN (converted on the shipped corpus's first calibration sentences),
     its tokenizer and the corpus; made once per process."""
     from networks.bert import load_minilm
@@ -48,7 +48,7 @@ def _minilm_cases(stim, seed: int, *, softmax_rows: int, norm_rows: int):
     saved = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        qnn, tok, corpus = _minilm()
+        qnn, tok, corpus = minilm_qnn()
         cases = record_minilm(qnn, tok, corpus.evaluation[:int(stim.sentences)],
                               softmax_rows=softmax_rows, norm_rows=norm_rows, seed=seed)
         return minilm_config(qnn), cases

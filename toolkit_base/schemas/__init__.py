@@ -13,7 +13,7 @@ Each ``<name>.json`` beside this file is a JSON Schema (draft 2020-12) of one do
 - ``energy_report``: ``energy_report.json`` of ``matterhorn energy``;
 - ``prove_summary``: ``prove_summary.json`` of ``matterhorn prove``.
 - ``finetune``: ``finetune.json`` of ``matterhorn finetune`` (and of each checkpoint folder).
-- ``pdk``: a PDK table, ``synth_scripts/pdks/<name>.json``.
+- ``pdk``: a PDK table, ``synth_scripts/gatelevel/pdks/<name>.json``.
 - ``block``: ``block.json`` of ``matterhorn block``.
 - ``sram_macros``: the SRAM macro table, ``synth_scripts/sram/freepdk45_macros.json``
   (``matterhorn sram``).

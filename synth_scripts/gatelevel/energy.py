@@ -16,10 +16,12 @@ The clock net toggles twice a cycle: its switching and the flip-flops' clock-pin
 energy are charged every cycle (the ``clock`` component). Leakage is the sum of the cells'
 ``cell_leakage_power`` over the trace's duration. Liberty energy tables are in
 ``capacitive_load_unit x voltage_unit^2`` (NanGate: fJ; sky130: pJ); everything is converted
-to joules inside and reported in pJ. The liberty is read by :func:`synth_scripts.liberty.read`.
+to joules inside and reported in pJ. The liberty is read by
+:func:`synth_scripts.gatelevel.liberty.read`.
 
 Clock gating: with a per-cycle ``enable``, the flip-flops' clock (pins and net) is charged only
-on enabled cycles; the integrated clock-gating cell (the PDK table's, :mod:`synth_scripts.pdk`;
+on enabled cycles; the integrated clock-gating cell (the PDK table's,
+:mod:`synth_scripts.gatelevel.pdk`;
 for a library without a table its smallest plain ``latch_posedge`` ICG) adds its clock-pin
 energy and root clock-net load every cycle, its gated-clock output on enabled cycles, the
 enable net's toggles and its leakage. An edge at which a flip-flop output changes must be
@@ -31,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from synth_scripts import liberty as liberty_mod
+from synth_scripts.gatelevel import liberty as liberty_mod
 
 __all__ = ["COMPONENTS", "NOMINAL_SLEW_NS", "Energy", "energy", "opensta_reference",
            "sta_groups"]
@@ -352,7 +354,7 @@ def opensta_reference(net, trace, workdir, *, clock_ns: float = 10.0,
 def wire_capacitance(lib) -> tuple[float, str]:
     """A wire's capacitance in fF per micrometre, and where the figure comes from: the
     capacitance per unit length of the default wire-load model of ``lib`` (a
-    :class:`synth_scripts.liberty.Library`; its length unit taken as the micrometre of its
+    :class:`synth_scripts.gatelevel.liberty.Library`; its length unit taken as the micrometre of its
     areas), else :data:`WIRE_FF_PER_UM`."""
     if lib.wire is not None:
         ff = lib.wire[0] * lib.cap_f / 1e-15

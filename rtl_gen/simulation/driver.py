@@ -4,9 +4,10 @@ Both tiles (:class:`rtl_gen.tile.NeuronTile` and :class:`rtl_gen.dense.DenseTile
 same ports around their datapaths: a ``load`` stream (``target, addr, data``), an input stream
 ``i`` whose ``last`` beat ends a window, an output stream ``o`` that ends each window with one
 ``last`` beat, ``busy`` and the ``cnt_*`` counters. :class:`TileDriver` drives any component
-with those ports, and every tile simulation goes through it: :func:`rtl_gen.tile.simulate_tile`,
-:func:`rtl_gen.dense.simulate_dense` and the gate-level comparison
-(:func:`synth_scripts.gate_compare.run_tile`, which records the driver's stimulus with
+with those ports, and every tile simulation goes through it:
+:func:`rtl_gen.simulation.tiles.simulate_tile`, :func:`rtl_gen.simulation.tiles.simulate_dense`
+and the gate-level comparison
+(:func:`synth_scripts.gatelevel.tile.run_tile`, which records the driver's stimulus with
 :func:`synth_scripts.gatelevel.record` to replay it on the mapped netlist).
 
 The driver is one testbench coroutine that handles both streams on every clock, so it runs

@@ -1,19 +1,11 @@
-"""Gate-level activity of a block from a simulated workload: trace, mapped netlist, replay.
+"""A component's Verilog mapped to a liberty, and the mapped netlist as the replay reads it.
 
-1. :func:`record` runs an Amaranth testbench on a component and keeps, for every clock edge,
-   the value of each input and output port the flip-flops see at that edge (a :class:`Trace`).
-2. :func:`map_netlist` maps the component's Verilog to a liberty with Yosys (flattened, the
-   one mapping script of :func:`synth_scripts.flow.mapping`, ``splitnets``, the PDK's tie
-   cells by ``hilomap``), optionally cutting SRAM macros out: their read data
-   becomes an input port of the netlist, which the trace drives from ``extra_inputs``.
-3. :func:`replay` simulates that netlist with the liberty's own cell models (Verilator or
-   Icarus), applies the trace's inputs cycle by cycle, checks every output against the RTL
-   trace (a mismatch raises :class:`ReplayMismatch` naming the cycle, the port and both values)
-   and counts the toggles of every net, sampled once per clock: the zero-delay activity, no
-   glitches, no waveform file.
-
-The replay itself is :mod:`synth_scripts.gate_replay` (re-exported here). The energy that
-follows from the toggles and the liberty is :mod:`synth_scripts.gate_energy`.
+:func:`map_netlist` maps the component's Verilog to a liberty with Yosys (flattened, the one
+mapping script of :func:`synth_scripts.flow.mapping`, ``splitnets``, the PDK's tie cells by
+``hilomap``), optionally cutting SRAM macros out: their read data becomes an input port of the
+netlist, which the trace drives from ``extra_inputs``
+(:func:`synth_scripts.gatelevel.trace.record`).
+:func:`parse_netlist` reads the mapped netlist's ports, nets and cells (:class:`Netlist`).
 Every tool runs in ``workdir`` with relative file names, so nothing written names a path of
 this machine.
 """
@@ -29,125 +21,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from synth_scripts import flow, liberty
+from synth_scripts import flow
+from synth_scripts.gatelevel import liberty
 from toolkit_base import toolchain
 
-__all__ = [
-    "SIMULATORS",
-    "Cell",
-    "Netlist",
-    "ReplayMismatch",
-    "Toggles",
-    "Trace",
-    "map_netlist",
-    "parse_netlist",
-    "port_signals",
-    "record",
-    "replay",
-    "save",
-]
-
-# -- trace ------------------------------------------------------------------------------------
+__all__ = ["Cell", "Netlist", "map_netlist", "parse_netlist", "save"]
 
 
-@dataclass
-class Trace:
-    """Per-clock-edge values of a block's ports, as the flip-flops see them at the edge.
-
-    ``ports`` maps a Verilog port name (Amaranth's flattened ``a__b`` names, or an exposed
-    internal signal such as ``weights.bus__rdata``) to ``{"dir": "in"|"out", "width": w}``;
-    ``values[name][c]`` is the port's unsigned value at clock edge ``c``.
-    """
-
-    ports: dict[str, dict]
-    values: dict[str, list[int]]
-
-    @property
-    def cycles(self) -> int:
-        return len(next(iter(self.values.values()))) if self.values else 0
-
-    def inputs(self) -> list[str]:
-        return [p for p, d in self.ports.items() if d["dir"] == "in"]
-
-    def outputs(self) -> list[str]:
-        return [p for p, d in self.ports.items() if d["dir"] == "out"]
-
-    def to_json(self) -> dict:
-        return {"cycles": self.cycles, "ports": self.ports, "values": self.values}
-
-
-def port_signals(component) -> dict[str, tuple[str, object]]:
-    """Verilog port name -> (``"in"``/``"out"``, Amaranth value) of ``component``'s signature.
-
-    Names follow :func:`rtl_gen.generate.port_list` (path parts joined by ``__``), which is
-    what ``amaranth.back.verilog`` writes for a component's ports.
-    """
-    from amaranth.hdl import Value
-    from amaranth.lib import wiring
-
-    out = {}
-    for path, member, value in component.signature.flatten(component):
-        name = "__".join(str(p) for p in path)
-        out[name] = ("in" if member.flow == wiring.In else "out", Value.cast(value))
-    return out
-
-
-def record(component, testbench, *, extra_inputs: Mapping[str, object] | None = None,
-           top=None, clock_ns: float = 10.0) -> Trace:
-    """Run ``testbench`` (``async def tb(ctx)``) on ``component``; sample its ports every edge.
-
-    Parameters
-    ----------
-    component : amaranth.lib.wiring.Component
-        Its ports are recorded (``clk`` and ``rst`` excepted: the trace starts from reset).
-    testbench : async callable
-        Drives the component; the simulation ends when it returns.
-    extra_inputs : mapping of str to Amaranth value, optional
-        Signals inside the design that are input ports of the gate netlist (the read data of a
-        cut SRAM macro), keyed by the netlist's port name.
-    top : Elaboratable, optional
-        What to simulate, when it is not ``component`` itself: e.g. ``component.elaborate(None)``
-        so that ``extra_inputs`` can name signals of its submodules.
-
-    Raises
-    ------
-    ValueError
-        An ``extra_inputs`` name clashes with a port of the component.
-    """
-    from amaranth.hdl import Value
-    from amaranth.sim import Simulator
-
-    sigs = port_signals(component)
-    for name, sig in (extra_inputs or {}).items():
-        if name in sigs:
-            raise ValueError(f"extra input {name!r} is already a port of the component")
-        sigs[name] = ("in", Value.cast(sig))
-    names = list(sigs)
-    values = [sigs[n][1] for n in names]
-    widths = [len(v) for v in values]
-    rows: list[tuple] = []
-
-    async def recorder(ctx):
-        while True:
-            sampled = await ctx.tick().sample(*values)
-            rows.append(sampled[2:])
-
-    sim = Simulator(component if top is None else top)
-    sim.add_clock(clock_ns * 1e-9)
-    sim.add_testbench(recorder, background=True)
-    sim.add_testbench(testbench)
-    sim.run()
-    cols = list(zip(*rows, strict=True)) if rows else [() for _ in names]
-    return Trace(
-        ports={n: {"dir": sigs[n][0], "width": w} for n, w in zip(names, widths, strict=True)},
-        values={
-            n: [int(v) & ((1 << w) - 1) for v in col]
-            for n, w, col in zip(names, widths, cols, strict=True)
-        },
-    )
-
-
-# -- mapped netlist ---------------------------------------------------------------------------
 
 _DECL = re.compile(r"^\s*(input|output|wire)\s+(?:\[(\d+):(\d+)\]\s+)?(\\\S+|[\w$]+)\s*;", re.M)
 _CELLINST = re.compile(r"^\s*([\w$]+)\s+(\\\S+|[\w$]+)\s*\((.*?)\);", re.M | re.S)
@@ -224,7 +104,7 @@ class Netlist:
     reset: str | None = "rst"
     clock_net: str | None = "clk"  # the net (alias representative) of the clock port
     cut: dict[str, int] = field(default_factory=dict)  # exposed read-data ports -> width
-    # what synth_scripts.gate_energy read of the liberty for it, per slew and wire load
+    # what synth_scripts.gatelevel.energy read of the liberty for it, per slew and wire load
     priced: dict = field(default_factory=dict, repr=False, compare=False)
 
     def area(self) -> float:
@@ -353,8 +233,8 @@ def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
     Raises
     ------
     ValueError
-        The liberty has no tie cells (those of its PDK table, :mod:`synth_scripts.pdk`, or for
-        a library without a table, cells whose output is a constant 1 and 0), or no flip-flop
+        The liberty has no tie cells (those of its PDK table, :mod:`synth_scripts.gatelevel.pdk`,
+        or for a library without a table, cells whose output is a constant 1 and 0), or no flip-flop
         (or, checked when the energy is computed, no clock-gating) cell.
     """
     workdir = Path(workdir)
@@ -460,12 +340,3 @@ def save(obj, path) -> None:
     """Write ``obj.to_json()`` as sorted, indented JSON (deterministic bytes)."""
     Path(path).write_text(json.dumps(obj.to_json(), indent=1, sort_keys=True) + "\n",
                           encoding="utf-8")
-
-
-# the replay lives in its own module; it is part of this API
-from synth_scripts.gate_replay import (  # noqa: E402
-    SIMULATORS,
-    ReplayMismatch,
-    Toggles,
-    replay,
-)

@@ -11,7 +11,8 @@ its area, leakage, flip-flop or latch group, clock-gating role and pins (directi
 capacitance, function, internal-power tables, read when first used). Synthesis, the gate-level
 netlists and their energy all read a liberty through it.
 
-Preparing: :func:`prepare` matches the library to its PDK table (:mod:`synth_scripts.pdk`),
+Preparing: :func:`prepare` matches the library to its PDK table
+(:mod:`synth_scripts.gatelevel.pdk`),
 writes a working copy without the table's dont-use cells (Yosys 0.23's ``abc`` has no
 ``-dont_use`` option) and resolves the table's tie and clock-gating cells against the cells
 the liberty defines (for a library without a table, finds them in it).
@@ -29,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from synth_scripts import pdk as pdk_tables
+from synth_scripts.gatelevel import pdk as pdk_tables
 from toolkit_base.checks import check_file
 
 __all__ = [
@@ -686,7 +687,7 @@ def table_problems(table: pdk_tables.Pdk, library: Library) -> list[str]:
     """Where PDK ``table`` disagrees with the liberty it describes (empty if nowhere): the
     library name, supply and corner, dont-use patterns that remove no cell, and tie and
     clock-gating cells the liberty lacks or that its own cells would not give (the generic
-    rule of :data:`synth_scripts.pdk.GENERIC` picks the same cells on a library the table
+    rule of :data:`synth_scripts.gatelevel.pdk.GENERIC` picks the same cells on a library the table
     describes: a table names the library's own plain choice, or says why not)."""
     out = []
     if not table.matches(library.name):

@@ -10,8 +10,8 @@ is adding one table (docs/synth.md, "Adding a PDK").
 A liberty is matched to a table by its library name (``library (NAME)``) against each table's
 ``match.library`` glob patterns: :func:`match`. A library no table matches gets
 :data:`GENERIC`: no dont-use cells, tie and clock-gating cells found in the liberty itself
-(:mod:`synth_scripts.liberty` fills them in), no technology scaling and no SRAM figure, so the
-flows that need those two (the 22 nm figures of ``synth``, ``compare``) stop with a message
+(:mod:`synth_scripts.gatelevel.liberty` fills them in), no technology scaling and no SRAM figure,
+so the flows that need those two (the 22 nm figures of ``synth``, ``compare``) stop with a message
 that names the library and this module's tables.
 """
 
@@ -38,7 +38,7 @@ class Pdk:
     """A PDK table, or the generic defaults of a library no table matches.
 
     ``tie_high``/``tie_low`` are ``(cell, pin)``. For a prepared liberty
-    (:attr:`synth_scripts.liberty.Liberty.pdk`) the cells named here are those the liberty
+    (:attr:`synth_scripts.gatelevel.liberty.Liberty.pdk`) the cells named here are those the liberty
     defines: a table's cell it lacks is None (``missing`` says which), a generic library's are
     found in it.
     """
@@ -131,7 +131,7 @@ def load(path: str | Path) -> Pdk:
 
 
 def _folder() -> Path:
-    return Path(str(resources.files("synth_scripts").joinpath(TABLES)))
+    return Path(str(resources.files("synth_scripts.gatelevel").joinpath(TABLES)))
 
 
 @functools.cache

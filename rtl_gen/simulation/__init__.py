@@ -1,14 +1,21 @@
-"""Pieces shared by the Amaranth-simulator drivers and testbenches of the components.
+"""The components in the Amaranth simulator: one home for the testbenches and what they share.
 
-A beat is put on a stream with :func:`stream_put` and taken with :func:`stream_get` (the shape
-of Glasgow's helpers), in every driver here and in ``tests/``.
-:func:`rtl_gen.encoder.simulate_encoder`, the tile driver (:class:`rtl_gen.driver.TileDriver`,
-behind :func:`rtl_gen.tile.simulate_tile` and :func:`rtl_gen.dense.simulate_dense`),
-:func:`rtl_gen.system.simulate_system` and :func:`rtl_gen.router.simulate_zero_load` check their
-probabilities, drain an output stream with random backpressure, wait for ``busy`` to fall,
-check that a run's output ends with exactly one marker beat, read the ``cnt_*`` ports and run
-the simulator (optionally into a waveform file) the same way; each of those steps lives here
-once. :func:`elaborated` elaborates a component once so that signals of its submodules can be
+=============  ==========================================================================
+module         what it simulates
+=============  ==========================================================================
+``tiles``      windows through a neuron tile or a dense tile (through the one tile driver,
+               :class:`rtl_gen.simulation.driver.TileDriver`), codes through the encoder
+``attention``  the attention path programmed with a golden path, sequence by sequence
+``units``      rows through the softmax unit and the residual add + LayerNorm unit
+``mesh``       flits through a mesh of routers at zero load; inferences through a system
+=============  ==========================================================================
+
+What they share lives here, once: a beat is put on a stream with :func:`stream_put` and taken
+with :func:`stream_get` (the shape of Glasgow's helpers), in every testbench and in
+``tests/``; the probabilities are checked, an output stream drained with random
+backpressure, ``busy`` waited on, a run's output checked to end with exactly one marker beat,
+the ``cnt_*`` ports read and the simulator run (optionally into a waveform file) the same way.
+:func:`elaborated` elaborates a component once so that signals of its submodules can be
 probed in the simulation. :func:`packer` packs a stream's payloads once each, for drivers that
 offer a beat on many clocks.
 """

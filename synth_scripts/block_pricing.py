@@ -1,0 +1,303 @@
+"""The pieces of an encoder block priced in our gates, each on what it consumes in the run.
+
+:func:`matterhorn.block_gates.measure_block_gates` reads what each piece needs from the QNN
+(``networks``, ``regression``, which this package does not import, docs/architecture.md) and
+hands it to the pricer of the piece's kind, each piece checked bit-exact before it is priced:
+
+==========  ===============================================================================
+kind        how a piece of it is priced
+==========  ===============================================================================
+linear      :func:`price_linear`: the piece's tiles (:class:`rtl_gen.tile.NeuronTile`,
+            :class:`rtl_gen.dense.DenseTile` for the dense design; raw-sum mode,
+            ``RTLConfig.raw_sums``, for a piece that sends raw sums) on the codes the piece
+            consumes: :func:`synth_scripts.gatelevel.tile.run_tile` (RTL, checked against the
+            golden layer) and :func:`~synth_scripts.gatelevel.tile.tile_energy` (SRAM macros
+            cut, the netlist replayed on the recorded stimulus, the load phase subtracted)
+attention   :func:`synth_scripts.block_attention.price_attention`: the attention path node by
+            node (its module text)
+add_norm    :func:`price_norm`: the residual-add + LayerNorm unit
+            (:class:`rtl_gen.add_norm.AddNorm`) on this run's rows, its SRAMs cut:
+            :func:`synth_scripts.unit_gates.run_add_norm` and
+            :func:`~synth_scripts.unit_gates.measure`
+==========  ===============================================================================
+
+A piece's figures are assembled from its units' energies by :mod:`synth_scripts.block_gates`
+(the one assembly the calibration shares). :class:`Pricing` is what the pieces of one
+measurement share: the liberty, the PDK table's SRAM bit, the replays' simulator and clock, the
+netlists mapped once, each piece's hops per flit, and where each component's cost comes from.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from synth_scripts.block_gates import (
+    PieceGates,
+    linear_piece,
+    moved,
+    movement_parts,
+    piece_gates,
+    window_sample,
+)
+
+__all__ = ["FLIT_BITS", "ROUTER_FLITS", "Pricing", "flit_pieces", "piece_flits",
+           "price_linear", "price_norm", "unit_costs"]
+
+#: Flits a router energy is measured on (:func:`synth_scripts.gatelevel.measure.router_energy`).
+ROUTER_FLITS = 256
+#: The widest payload of a router flit (``rtl_gen.layouts.flit_layout``): a wider value (a sum,
+#: a stream value) travels as several flits.
+FLIT_BITS = 16
+
+
+@dataclass
+class Pricing:
+    """What the pieces of one measurement share: the liberty (its library, PDK table and the
+    per-bit SRAM energy of that table, :func:`synth_scripts.scaling.sram_bit_pJ`; the factor
+    that scales it to 22 nm / 0.8 V, :func:`synth_scripts.scaling.scaling_rule`), the working
+    folder, the replays' simulator and clock, the mapped netlists kept across calls
+    (``cache``), the folder they are mapped in (``netlist_dir``: a subfolder per netlist named
+    by its Verilog's digest, with its replay builds; shared by every design of a run) and each
+    piece's hops per input flit (``hops_per_flit``; default one)."""
+
+    lib_path: Path
+    work: Path
+    sim: str
+    clock_ns: float
+    library: str
+    liberty: str
+    sram_bit_pJ: float
+    sram_bit_source: str
+    divide_by: float
+    cache: dict
+    hops_per_flit: Mapping[str, float]
+    netlist_dir: Path
+    lib: object  # the parsed liberty (synth_scripts.gatelevel.liberty.Library): its wires
+    #: each window of each tile and node priced on its own too (``PieceGates.samples``)
+    windows: bool = False
+
+    @classmethod
+    def prepare(cls, lib_path, work, *, sim: str = "verilator", clock_ns: float = 10.0,
+                cache: dict | None = None,
+                hops_per_flit: Mapping[str, float] | None = None,
+                netlist_dir=None, windows: bool = False) -> Pricing:
+        """Read the liberty at ``lib_path`` (its working copy in ``work/lib``). ``cache``
+        (kept by the caller across designs) holds a section per liberty; ``netlist_dir``
+        (default ``work/netlists``) is where the netlists are mapped and built; ``windows``:
+        :attr:`windows`."""
+        from synth_scripts import scaling
+        from synth_scripts.gatelevel import liberty
+
+        work = Path(work)
+        lib = liberty.prepare(Path(lib_path), work / "lib")
+        cache = {} if cache is None else cache
+        rule = scaling.scaling_rule(lib.nom_voltage, scaling.technology_of(lib.name))
+        return cls(Path(lib_path), work, sim, clock_ns, lib.name, lib.source_name,
+                   scaling.sram_bit_pJ(lib), lib.pdk.sram_bit["source"], rule["divide_by"],
+                   cache.setdefault(lib.sha256, {}), dict(hops_per_flit or {}),
+                   Path(netlist_dir) if netlist_dir is not None else work / "netlists",
+                   lib.library, windows)
+
+    def router(self, flits, payload_width: int, addr_width: int, *, mesh=None,
+               kind: str = "routers") -> dict:
+        """:func:`synth_scripts.gatelevel.measure.router_energy` on the first
+        :data:`ROUTER_FLITS` of ``flits``; ``kind`` keeps apart the routers of other meshes."""
+        from synth_scripts.gatelevel.measure import MESH, router_energy
+
+        return router_energy(flits[:ROUTER_FLITS], payload_width, addr_width, self.lib_path,
+                             self.work / kind, self.sim, self.clock_ns,
+                             self.cache.setdefault(kind, {}), mesh=mesh or MESH,
+                             netlist_dir=self.netlist_dir)
+
+    def wires(self, router: dict, hops: float, node_area_um2: float) -> float:
+        """pJ of the link wires that ``hops`` flit hops drive: each hop a link as long as a
+        node's pitch (the square root of ``node_area_um2`` and the router's area), each flit
+        making the transitions it made on the router replay's output link
+        (``link_toggles_per_flit``), each transition
+        :func:`synth_scripts.gatelevel.energy.link_pJ`."""
+        from synth_scripts.gatelevel.energy import link_pJ
+
+        pitch = math.sqrt(node_area_um2 + router["area_um2"])
+        return hops * router["link_toggles_per_flit"] * link_pJ(self.lib, pitch)
+
+    def hops(self, piece: str, flits: int) -> float:
+        """The hops ``flits`` input flits of ``piece`` make: one each unless
+        ``hops_per_flit`` gives the piece's."""
+        return flits * float(self.hops_per_flit.get(piece, 1.0))
+
+    def sources(self) -> dict[str, str]:
+        """Where each component's cost comes from."""
+        from synth_scripts.gatelevel.energy import wire_capacitance
+
+        at = (f"{self.library} ({self.liberty}), {self.clock_ns:g} ns clock, {self.sim} "
+              "replay")
+        bit = f"{self.sram_bit_pJ:.4g} pJ/bit"
+        wire = wire_capacitance(self.lib)[1]
+        return {
+            "compute": "gate-level replay of each piece's own netlist on its recorded RTL "
+                       "stimulus (synth_scripts.gatelevel, priced by "
+                       "synth_scripts.gatelevel.energy): the tiles (rtl_gen.tile.NeuronTile or "
+                       "rtl_gen.dense.DenseTile, SRAM macros cut), the attention path's query x "
+                       "key and probability x value tiles (rtl_gen.kv_tiles, key and value "
+                       f"memories cut); {at}",
+            "nonlinear": "gate-level replay of each head's softmax node (rtl_gen.attn_softmax."
+                         "SoftmaxNode: rtl_gen.softmax.Softmax and its probability encoder, "
+                         "row buffer cut) on the attention path's recorded stimulus, and of "
+                         "the add+LayerNorm unit (rtl_gen.add_norm.AddNorm, SRAMs cut) on this "
+                         f"run's rows (synth_scripts.unit_gates); {at}",
+            "sram_read": f"NOT our gates: bits read x {bit}, {self.sram_bit_source}, scaled to "
+                         f"{self.library} (synth_scripts.scaling.sram_bit_pJ, Stillmaker & "
+                         "Baas)",
+            "sram_write": "NOT our gates: bits written (key and value codes, softmax row, "
+                          f"LayerNorm row) x the same {bit} (a read's figure)",
+            "movement": "gate-level replay of the generated router (rtl_gen.router.Router) "
+                        "moving each piece's own input flits, one per clock "
+                        "(synth_scripts.gatelevel.measure.router_energy): its per-hop energy x the "
+                        "piece's flit hops (one hop per flit unless a placement gives them), "
+                        "and inside the attention path the hops its mesh counted, on its own "
+                        f"router; {at}; and the link wires: per hop, the transitions a flit "
+                        "made on the replayed router's output link x 1/2 C V^2 of a wire as "
+                        "long as the node's pitch (the square root of the node's and its "
+                        "router's cell area; the SRAM macros' area left out, so the pitch is "
+                        f"a lower bound), C at {wire}",
+            "idle": "the clock of the cycles each tile, node and unit does not work "
+                    "(free-running clock), and the routers' idle clock on the clocks they move "
+                    "nothing",
+            "gated_total": "SRAM + movement + every block's clock-gated energy (its idle clock "
+                           "stopped, the clock-gating cell's own energy added)",
+            "not_priced": "the attention path's glue (load and query forks, output merge, flit "
+                          "injectors and ejectors); the tiles' one-time load (weights, "
+                          "thresholds, init) and the units' and nodes' one-time constants",
+        }
+
+
+def unit_costs(pr: Pricing, router: dict, area: float, prefix: str = "") -> dict:
+    """``PieceGates.unit_costs`` of a router moving flits between nodes of ``area`` um^2."""
+    out = {"per_hop": router["per_hop_pJ"], "wire_per_hop": pr.wires(router, 1.0, area)}
+    if not prefix:
+        out["idle_per_clock"] = router["idle_per_clock_pJ"]
+    return {f"{prefix}{k}": v for k, v in out.items()}
+
+
+def piece_flits(cfg, dense: bool, codes: torch.Tensor, mask) -> list[list[tuple[int, int]]]:
+    """The flits that carry ``codes [tokens, n]`` to a piece, per token: one per event through
+    ``mask`` ``(addr, tau)``, or for the dense design the codes packed ``P`` per flit
+    (:func:`synth_scripts.gatelevel.tile.tile_flits`, ``cfg`` the consuming tile's)."""
+    from golden_models import encode_events
+    from synth_scripts.gatelevel.tile import tile_flits
+
+    tmask = (1 << cfg.time_width) - 1
+    out = []
+    for row in codes:
+        if dense:
+            beats = [{"code": int(q) & tmask} for q in row.tolist()]
+        else:
+            index, t = encode_events(row, mask)
+            beats = [{"addr": int(a), "tau": int(b)}
+                     for a, b in zip(index.tolist(), t.tolist(), strict=True)]
+        out.append(tile_flits(cfg, dense, beats))
+    return out
+
+
+# -- the linear pieces -----------------------------------------------------------------------------
+
+
+def price_linear(pr: Pricing, name: str, tiles, design: str, codes: torch.Tensor) -> PieceGates:
+    """A linear piece: ``design``'s tiles (``tiles``: ``(layer, config)`` per tile, the layer's
+    neurons as the run partitions them, :func:`regression.block_parts.tile_slices`; raw sums or
+    codes) on ``codes [tokens, n_in]``, each token a window, at RTL (each tile checked against
+    its golden layer) and in gates (tiles of one configuration share a netlist); its input
+    flits, sent once by their producers to every tile, through a router per tile."""
+    from rtl_gen.dense import dense_pack
+    from synth_scripts.gatelevel.tile import run_tile, tile_energy
+
+    compute = idle = gated = area = 0.0
+    sram_bits, cycles, counters, cells, samples = 0, 0, Counter(), 0, []
+    config0 = tiles[0][1]  # every tile's input: the layer's n_in, its code width
+    for i, (layer, config) in enumerate(tiles):
+        run = run_tile(layer, design, codes, config=config)
+        tile = tile_energy(layer, design, run, pr.lib_path, pr.work / name / f"tile{i}", pr.sim,
+                           pr.clock_ns, pr.cache.setdefault("tiles", {}), config=config,
+                           one_replay=True, netlist_dir=pr.netlist_dir, windows=pr.windows)
+        samples += [window_sample("tile", i, c, w)
+                    for c, w in zip(run.counters, tile.get("windows", ()), strict=False)]
+        n = run.windows
+        compute += (tile["free_pJ"] - tile["idle_clock_pJ"]) * n
+        idle += tile["idle_clock_pJ"] * n
+        gated += tile["gated_pJ"] * n
+        sram_bits += run.sram_bits
+        for c in run.counters:  # update, not +: a counter that stayed 0 is kept
+            counters.update(c)
+        cycles = max(cycles, tile["cycles"] * n)  # the tiles run side by side
+        cells = max(cells, tile["cells"])
+        area = max(area, tile["area_um2"])
+        if i == 0:  # what every tile takes in
+            flits = [f for w in run.flits for f in w]
+    dense = design == "dense"
+    width = dense_pack(config0) * config0.time_width if dense else config0.time_width
+    router = pr.router(flits, width, config0.in_addr_width)
+    hops = pr.hops(name, len(flits))
+    u = unit_costs(pr, router, area)
+    return linear_piece(
+        name, logic=compute, idle=idle, gated=gated, cycles=cycles, read_bits=sram_bits,
+        sram_bit_pJ=pr.sram_bit_pJ, flits=len(flits), hops=hops, tiles=len(tiles),
+        unit_costs=u, cells={"tile": cells, "router": router["cells"]},
+        counters=dict(counters), samples=samples)
+
+
+# -- the add+LayerNorm units ----------------------------------------------------------------------
+
+
+def flit_pieces(addr: int, value: int, width: int) -> list[tuple[int, int]]:
+    """The flits of a ``width``-bit two's-complement ``value`` at ``addr``: its bits in
+    :data:`FLIT_BITS`-bit pieces, the lowest first."""
+    word = value & ((1 << width) - 1)
+    return [(addr, (word >> lo) & ((1 << FLIT_BITS) - 1)) for lo in range(0, width, FLIT_BITS)]
+
+
+def price_norm(pr: Pricing, name: str, ucfg, add, norm, thetas, r: torch.Tensor,
+               v: torch.Tensor, expected) -> PieceGates:
+    """A residual-add + LayerNorm piece (the unit of ``ucfg`` with the golden ``add``, ``norm``
+    and walk tables ``thetas``) on the rows ``(r, v)`` (``[tokens, hidden]`` each), checked
+    against ``expected`` (per row: the new stream and the codes of every walk,
+    :func:`synth_scripts.unit_gates.run_add_norm`)."""
+    from rtl_gen.add_norm import load_beats
+    from rtl_gen.layouts import norm_channel_layout
+    from rtl_gen.params import index_width
+    from synth_scripts import unit_gates
+
+    rows = [(r[i].tolist(), v[i].tolist()) for i in range(r.shape[0])]
+    run = unit_gates.run_add_norm(ucfg, load_beats(ucfg, add, norm, thetas), rows, expected)
+    m = unit_gates.measure(run, ucfg, pr.lib_path, pr.work / name, sim=pr.sim,
+                           clock_ns=pr.clock_ns, netlists=pr.cache.setdefault("units", {}),
+                           one_replay=True, netlist_dir=pr.netlist_dir)
+    e, n, hidden = m["energy_pJ"], len(rows), ucfg.hidden
+    # per channel: the channel word read in both passes; the sum written, then read back
+    read = n * hidden * (2 * norm_channel_layout(ucfg).size + ucfg.sum_bits)
+    write = n * hidden * ucfg.sum_bits
+    # its input flits: a sum and a stream value per channel, in pieces of the widest payload
+    flits = []
+    for rr, vv in rows:
+        for values, width in ((vv, ucfg.sum_bits), (rr, ucfg.residual_bits)):
+            for j, x in enumerate(values):
+                flits += flit_pieces(j, x, width)
+    router = pr.router(flits, FLIT_BITS, index_width(hidden))
+    hops = pr.hops(name, len(flits))
+    cycles = sum(m["cycles_per_row"])
+    u = unit_costs(pr, router, m["area_um2"])
+    parts = movement_parts(u, hops, 1, cycles)
+    return piece_gates(
+        name, sram_read=read * pr.sram_bit_pJ, sram_write=write * pr.sram_bit_pJ,
+        nonlinear=(e["free_per_row"] - e["idle_clock_per_row"]) * n,
+        movement=moved(parts), parts=parts,
+        idle=e["idle_clock_per_row"] * n + parts["routers_idle_clock"],
+        gated_logic=e["gated_per_row"] * n, flits=len(flits), hops=hops, cycles=cycles,
+        cells={"unit": m["cells"], "router": router["cells"]},
+        counters={"rows": n, "channels": n * hidden}, sram_bits={"read": read, "write": write},
+        unit_costs=u)
