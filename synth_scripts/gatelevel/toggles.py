@@ -275,6 +275,15 @@ def _check_ports(net, trace) -> tuple[list, list]:
 #: a 21,776-cell tile builds in 93 s at -O0 and replays 1,300 cycles/s; at -O1 234 s and 5,100
 #: cycles/s; at Verilator's default (-Os) its build had not ended after 19 minutes.
 VERILATOR_OPT = "-O0"
+#: Verilator's ``--output-split-cfuncs``: a function of more statements is split (0: never).
+VERILATOR_SPLIT = 0
+
+
+def verilator_flags() -> list[str]:
+    """The flags of a Verilator replay build that its speed depends on (its folder's digest
+    includes them)."""
+    split = ["--output-split-cfuncs", str(VERILATOR_SPLIT)] if VERILATOR_SPLIT else []
+    return ["-CFLAGS", VERILATOR_OPT, *split]
 
 
 def _build(net, tb: str, sim: str) -> list[str]:
@@ -284,7 +293,11 @@ def _build(net, tb: str, sim: str) -> list[str]:
     import fcntl
     import hashlib
 
-    digest = hashlib.sha256(tb.encode() + Path(net.path).read_bytes()).hexdigest()[:12]
+    flags = verilator_flags() if sim == "verilator" else []
+    # the default build's folder is named as before the flags were part of it
+    extra = "" if flags == ["-CFLAGS", "-O0"] else " ".join(flags)
+    digest = hashlib.sha256(tb.encode() + Path(net.path).read_bytes()
+                            + extra.encode()).hexdigest()[:12]
     where = Path(net.path).parent / f"replay_{sim}_{digest}"
     where.mkdir(parents=True, exist_ok=True)
     exe = where / ("obj/Vtb" if sim == "verilator" else "tb.vvp")
@@ -297,7 +310,7 @@ def _build(net, tb: str, sim: str) -> list[str]:
             if sim == "verilator":
                 flow.run_tool(
                     [toolchain.require("verilator"), "--binary", "--timing", "--output-split",
-                     "0", "-CFLAGS", "-fcoroutines", "-CFLAGS", VERILATOR_OPT, "-Wno-fatal",
+                     "0", "-CFLAGS", "-fcoroutines", *flags, "-Wno-fatal",
                      "-Wno-lint", "-Wno-style", "--build-jobs", "1", "--top-module", "tb",
                      "-Mdir", "obj", *sources],
                     where, where / "build.log", f"verilator build of {net.top}",
