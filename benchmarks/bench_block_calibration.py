@@ -10,9 +10,9 @@ lengths spread), prices the ``--sample`` sentences window by window
 :func:`synth_scripts.block_calibration.calibrate`), prices it in full, and prints the error of
 each piece's total and of the block's components (calibrated / replayed - 1); writes
 ``DIR/<design>.json``. ``--measured FILE`` takes a held-out pricing dumped earlier
-(``BlockGates.dump``) instead of replaying it again. ``--gate-tiles N`` and ``--gate-heads N``
-replay only that many tiles of each linear piece and heads of the attention path in the
-sample (``matterhorn block``'s options of the same names); ``--tile-neurons N`` cuts the
+(``BlockGates.dump``) instead of replaying it again. ``--gate-tiles N``, ``--gate-heads N`` and
+``--gate-windows N`` replay only that many tiles of each linear piece, heads of the attention
+path, and windows (rows) of each tile (add+LayerNorm unit) in the sample (``matterhorn block``'s options of the same names); ``--tile-neurons N`` cuts the
 layers into tiles of N neurons (more tiles a layer on the small block). ``--piece P`` prices
 only that piece (e.g. ``attention`` on MiniLM, where the whole block would take an hour),
 sample and held-out sentence alike, and prints its components.
@@ -71,7 +71,8 @@ def piece_only(args) -> int:
         pr = Pricing.prepare(default_liberty(), work, sim=args.sim, cache=cache,
                              netlist_dir=netlists, windows=windows,
                              replay_tiles=args.gate_tiles if windows else 0,
-                             replay_heads=args.gate_heads if windows else 0)
+                             replay_heads=args.gate_heads if windows else 0,
+                             replay_windows=args.gate_windows if windows else 0)
         tasks, assemble = JOBS[piece.kind](st.qnn, case, piece, pr, tn)
         return assemble([run_task(t)[0] for t in tasks]), pr
 
@@ -138,6 +139,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", type=Path, default=Path("build/block_calibration"))
     ap.add_argument("--gate-tiles", type=int, default=0)
     ap.add_argument("--gate-heads", type=int, default=0)
+    ap.add_argument("--gate-windows", type=int, default=0)
     ap.add_argument("--tile-neurons", type=int, default=None)
     ap.add_argument("--piece", default=None, help="price this piece only")
     return ap
@@ -181,7 +183,8 @@ def main(argv=None) -> int:
         priced = measure_block_gates(st.qnn, sample, lib_path=lib, work=args.out / d,
                                      sim=args.sim, cache=cache, netlist_dir=netlists,
                                      windows=True, tile_neurons=tn,
-                                     replay_tiles=args.gate_tiles, replay_heads=args.gate_heads)
+                                     replay_tiles=args.gate_tiles, replay_heads=args.gate_heads,
+                                     replay_windows=args.gate_windows)
         t_sample = time.perf_counter() - t0
         t0 = time.perf_counter()
         if d in measured_files:

@@ -81,11 +81,15 @@ class GatesSetup:
     #: spread over them; every other one priced by their fits (0: all)
     tiles: int = 0
     heads: int = 0
+    #: Windows of each replayed tile and rows of each add+LayerNorm unit in the sample, spread
+    #: over its tokens (0: all)
+    windows: int = 0
 
     @property
     def sampled(self) -> bool:
-        """Whether only some tiles or heads are replayed (every sentence then calibrated)."""
-        return bool(self.tiles or self.heads)
+        """Whether only some tiles, heads or windows are replayed (every sentence then
+        calibrated)."""
+        return bool(self.tiles or self.heads or self.windows)
 
     def identity(self) -> dict:
         """What the gates' figures depend on: the liberty's bytes, the simulator, the clock,
@@ -94,7 +98,7 @@ class GatesSetup:
 
         return {"liberty": hashlib.sha256(Path(self.liberty).read_bytes()).hexdigest(),
                 "sim": self.sim, "clock_ns": self.clock_ns, "sample": self.sample,
-                "tiles": self.tiles, "heads": self.heads}
+                "tiles": self.tiles, "heads": self.heads, "windows": self.windows}
 
 
 def check_designs(designs, ks) -> list[str]:
@@ -290,7 +294,8 @@ def _pricing(st, case, run, placement, gates, tile_neurons, *, cache=None, steps
         sim=gates.sim, clock_ns=gates.clock_ns, cache=cache,
         netlist_dir=Path(gates.work) / "netlists",
         hops_per_flit=hops_per_flit(placement, run.flits), tile_neurons=tile_neurons,
-        windows=calibrated, replay_tiles=gates.tiles, replay_heads=gates.heads)
+        windows=calibrated, replay_tiles=gates.tiles, replay_heads=gates.heads,
+        replay_windows=gates.windows)
     return dp, calibrated
 
 

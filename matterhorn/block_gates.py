@@ -138,7 +138,7 @@ class DesignPricing:
                  clock_ns: float = 10.0, hops_per_flit: Mapping[str, float] | None = None,
                  cache: dict | None = None, tile_neurons: int = TILE_NEURONS,
                  netlist_dir=None, windows: bool = False, replay_tiles: int = 0,
-                 replay_heads: int = 0):
+                 replay_heads: int = 0, replay_windows: int = 0):
         from synth_scripts.block_pricing import Pricing
 
         check_handlers(JOBS, "matterhorn.block_gates.JOBS", PIECES)
@@ -150,7 +150,7 @@ class DesignPricing:
         self.pr = Pricing.prepare(lib_path, work, sim=sim, clock_ns=clock_ns, cache=cache,
                                   hops_per_flit=hops_per_flit, netlist_dir=netlist_dir,
                                   windows=windows, replay_tiles=replay_tiles,
-                                  replay_heads=replay_heads)
+                                  replay_heads=replay_heads, replay_windows=replay_windows)
         layer, cfg = qnn.layers[case.block], qnn.cfg
         self.dims = {"hidden": cfg.hidden_size, "ffn": cfg.intermediate_size,
                      "heads": cfg.num_attention_heads, "weight_bits": layer.query.weight_bits}
@@ -209,7 +209,8 @@ def measure_block_gates(qnn, case, *, lib_path, work, sim: str = "verilator",
                         hops_per_flit: Mapping[str, float] | None = None,
                         cache: dict | None = None, tile_neurons: int = TILE_NEURONS,
                         netlist_dir=None, told=None, windows: bool = False,
-                        replay_tiles: int = 0, replay_heads: int = 0, executor=None):
+                        replay_tiles: int = 0, replay_heads: int = 0,
+                        replay_windows: int = 0, executor=None):
     """Price the design of ``case`` (:class:`networks.block.BlockCase`: one design of block
     ``case.block`` of ``qnn`` on captured sentences) in gates, piece by piece: a
     :class:`synth_scripts.block_gates.BlockGates`.
@@ -244,9 +245,10 @@ def measure_block_gates(qnn, case, *, lib_path, work, sim: str = "verilator",
     windows : bool
         Price each window of each tile and attention node on its own too
         (``PieceGates.samples``: what :func:`synth_scripts.block_calibration.calibrate` fits).
-    replay_tiles, replay_heads : int
-        With ``windows``: replay at most this many tiles of each linear piece and heads of the
-        attention path, spread over them (0: all;
+    replay_tiles, replay_heads, replay_windows : int
+        With ``windows``: replay at most this many tiles of each linear piece, heads of the
+        attention path, and windows of each tile and rows of each add+LayerNorm unit, spread
+        over them (0: all;
         :attr:`synth_scripts.block_pricing.Pricing.replay_tiles`). The result is a sample
         for :func:`synth_scripts.block_calibration.calibrate`, which prices every tile and
         head.
@@ -266,7 +268,7 @@ def measure_block_gates(qnn, case, *, lib_path, work, sim: str = "verilator",
     dp = DesignPricing(qnn, case, lib_path=lib_path, work=work, sim=sim, clock_ns=clock_ns,
                        hops_per_flit=hops_per_flit, cache=cache, tile_neurons=tile_neurons,
                        netlist_dir=netlist_dir, windows=windows, replay_tiles=replay_tiles,
-                       replay_heads=replay_heads)
+                       replay_heads=replay_heads, replay_windows=replay_windows)
     if executor is not None and executor.client is not None:
         return dp.finish(executor.map(run_task, dp.tasks, names=dp.names()), told)
     results = []

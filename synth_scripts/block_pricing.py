@@ -89,22 +89,28 @@ class Pricing:
     #: was replayed.
     replay_tiles: int = 0
     replay_heads: int = 0
+    #: With :attr:`windows`: at most this many windows of each replayed tile and rows of each
+    #: add+LayerNorm unit, spread over the sample's tokens (0: all). A linear piece's window
+    #: is one token, whatever its sentence, so its fit needs tokens, not sentences.
+    replay_windows: int = 0
 
     @classmethod
     def prepare(cls, lib_path, work, *, sim: str = "verilator", clock_ns: float = 10.0,
                 cache: dict | None = None,
                 hops_per_flit: Mapping[str, float] | None = None,
                 netlist_dir=None, windows: bool = False, replay_tiles: int = 0,
-                replay_heads: int = 0) -> Pricing:
+                replay_heads: int = 0, replay_windows: int = 0) -> Pricing:
         """Read the liberty at ``lib_path`` (its working copy in ``work/lib``). ``cache``
         (kept by the caller across designs) holds a section per liberty; ``netlist_dir``
         (default ``work/netlists``) is where the netlists are mapped and built; ``windows``,
-        ``replay_tiles``, ``replay_heads``: :attr:`windows`, :attr:`replay_tiles`,
-        :attr:`replay_heads` (which need ``windows``)."""
+        ``replay_tiles``, ``replay_heads``, ``replay_windows``: :attr:`windows`,
+        :attr:`replay_tiles`, :attr:`replay_heads`, :attr:`replay_windows` (which need
+        ``windows``)."""
         from synth_scripts import scaling
         from synth_scripts.gatelevel import liberty
 
-        for name, n in (("replay_tiles", replay_tiles), ("replay_heads", replay_heads)):
+        for name, n in (("replay_tiles", replay_tiles), ("replay_heads", replay_heads),
+                        ("replay_windows", replay_windows)):
             if not isinstance(n, int) or n < 0:
                 raise ValueError(f"{name} must be a whole number >= 0 (0: all), not {n!r}")
             if n and not windows:
@@ -119,7 +125,7 @@ class Pricing:
                    scaling.sram_bit_pJ(lib), lib.pdk.sram_bit["source"], rule["divide_by"],
                    cache.setdefault(lib.sha256, {}), dict(hops_per_flit or {}),
                    Path(netlist_dir) if netlist_dir is not None else work / "netlists",
-                   lib.library, windows, replay_tiles, replay_heads)
+                   lib.library, windows, replay_tiles, replay_heads, replay_windows)
 
     def __getstate__(self) -> dict:
         """What a task of the pricing takes to a worker process: everything but the mapped
@@ -263,6 +269,8 @@ def price_tile(pr: Pricing, name: str, i: int, layer, config, design: str,
     from synth_scripts.gatelevel.tile import run_tile, tile_energy
 
     t0 = time.perf_counter()
+    if pr.replay_windows:
+        codes = codes[spread(codes.shape[0], pr.replay_windows)]
     run = run_tile(layer, design, codes, config=config)
     tile = tile_energy(layer, design, run, pr.lib_path, pr.work / name / f"tile{i}", pr.sim,
                        pr.clock_ns, pr.cache.setdefault("tiles", {}), config=config,
@@ -349,7 +357,9 @@ def price_norm(pr: Pricing, name: str, ucfg, add, norm, thetas, r: torch.Tensor,
     from rtl_gen.params import index_width
     from synth_scripts import unit_gates
 
-    rows = [(r[i].tolist(), v[i].tolist()) for i in range(r.shape[0])]
+    picked = spread(r.shape[0], pr.replay_windows)
+    rows = [(r[i].tolist(), v[i].tolist()) for i in picked]
+    expected = [expected[i] for i in picked] if pr.replay_windows else expected
     run = unit_gates.run_add_norm(ucfg, load_beats(ucfg, add, norm, thetas), rows, expected)
     m = unit_gates.measure(run, ucfg, pr.lib_path, pr.work / name, sim=pr.sim,
                            clock_ns=pr.clock_ns, netlists=pr.cache.setdefault("units", {}),

@@ -208,7 +208,8 @@ def test_a_layer_that_took_no_event_counts_zero(monkeypatch):
     monkeypatch.setattr(gate_tile, "run_tile", lambda *a, **k: run)
     monkeypatch.setattr(gate_tile, "tile_energy", lambda *a, **k: tile)
     pr = SimpleNamespace(lib_path=None, work=Path("unused"), sim="icarus", clock_ns=10.0,
-                         windows=False, replay_tiles=0, cache={}, netlist_dir=None,
+                         windows=False, replay_tiles=0, replay_windows=0, cache={},
+                         netlist_dir=None,
                          sram_bit_pJ=0.1,
                          hops=lambda name, n: float(n), router=lambda *a, **k: router,
                          wires=lambda *a, **k: 0.0)
@@ -248,7 +249,8 @@ def test_a_sample_of_tiles_spread_over_the_layer(monkeypatch):
     monkeypatch.setattr(gate_tile, "run_tile", run_tile)
     monkeypatch.setattr(gate_tile, "tile_energy", lambda *a, **k: tile)
     pr = SimpleNamespace(lib_path=None, work=Path("unused"), sim="icarus", clock_ns=10.0,
-                         windows=True, replay_tiles=2, cache={}, netlist_dir=None,
+                         windows=True, replay_tiles=2, replay_windows=0, cache={},
+                         netlist_dir=None,
                          sram_bit_pJ=0.1, hops=lambda name, n: float(n),
                          router=lambda *a, **k: router, wires=lambda *a, **k: 0.0)
     wide, narrow = (SimpleNamespace(time_width=4, in_addr_width=6, n=n) for n in (48, 16))

@@ -51,6 +51,7 @@ NAME_OPTIONS = {
     "prove": {"only"},
     "finetune": {"start"},
     "layer": {"layer"},
+    "block": {"scheduler"},
 }
 
 
@@ -238,6 +239,11 @@ CASES = [
          "gate_sentences must be in 0..3, not 4"),
     Case("block --gate-sentences 2 --out o", "number",
          "--gate-sentences 2 prices in gates: add --gates"),
+    Case("block --gate-tiles 2 --out o", "number", "--gate-tiles 2 prices in gates: add --gates"),
+    Case("block --gates --gate-windows -1 --out o", "number",
+         "gate_windows must be in 0..1048576, not -1"),
+    Case("block --scheduler tcp://x --out o", "name:scheduler",
+         "scheduler address 'tcp://x' is malformed"),
 ]
 
 

