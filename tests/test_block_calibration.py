@@ -98,6 +98,40 @@ def test_an_idle_clock_is_the_clocks_less_the_busy_ones():
         0.7 * (500.0 - 100.0 - 180.0), rel=1e-9)
 
 
+def test_the_attention_path_calibrated_with_its_nodes_idle_clocks():
+    """The calibrated attention path: each window lasts as long as its slowest node's fitted
+    clocks, and each node idles the rest of it at its clock energy a clock."""
+    from golden_models.block_pieces import ATTENTION, PIECES
+    from synth_scripts.block_calibration import CALIBRATORS, PieceActivity
+    from synth_scripts.block_gates import PieceGates
+
+    piece = next(p for p in PIECES if p.kind == ATTENTION)
+    heads, per_clock = 2, {"qk": 0.5, "sm": 0.25, "pv": 0.75}
+    rng = random.Random(7)
+    samples, windows = [], []
+    for h in range(heads):
+        for unit in ("qk", "sm", "pv"):
+            for i in range(12):
+                x = {"keys": rng.randrange(4, 60), "work": rng.randrange(1, 90)}
+                cycles, busy = 8.0 * x["keys"], 1.0 * x["work"]
+                samples.append({"unit": unit, "instance": h, "x": x, "logic": 2.0 * x["work"],
+                                "idle": per_clock[unit] * (cycles - busy),
+                                "gated": 2.5 * x["work"], "cycles": cycles, "busy": busy})
+                windows.append({"unit": unit, "instance": h, "x": x})
+    costs = {"per_hop": 1.0, "wire_per_hop": 0.0, "inner_per_hop": 1.0,
+             "inner_wire_per_hop": 0.0, "idle_per_clock": 0.0}
+    sampled = PieceGates("attention", {}, 0, 0.0, 0.0, {}, samples=samples, unit_costs=costs)
+    act = PieceActivity("attention", windows, 0, {"read": 0, "write": 0}, {})
+    got, fits = CALIBRATORS[ATTENTION](piece, sampled, act, 0.0, 0.0, heads, "mttfs-k1")
+    n = 12
+    longest = [max(8.0 * w["x"]["keys"] for w in windows[j::n]) for j in range(n)]
+    want = sum(per_clock[w["unit"]] * (longest[i % n] - w["x"]["work"])
+               for i, w in enumerate(windows))
+    assert got.energy_pJ["idle"] == pytest.approx(want, rel=1e-6)
+    assert got.cycles == pytest.approx(sum(longest), rel=1e-6)
+    assert fits["sm"]["replayed"] == [0, 1]
+
+
 # -- the tiny block, a sentence outside the sample ----------------------------------------------
 
 DIMS = {"hidden": 8, "heads": 2, "ffn": 16, "seq": 8}
