@@ -10,11 +10,18 @@ lengths spread), prices the ``--sample`` sentences window by window
 :func:`synth_scripts.block_calibration.calibrate`), prices it in full, and prints the error of
 each piece's total and of the block's components (calibrated / replayed - 1); writes
 ``DIR/<design>.json``. ``--measured FILE`` takes a held-out pricing dumped earlier
-(``BlockGates.dump``) instead of replaying it again.
+(``BlockGates.dump``) instead of replaying it again. ``--gate-tiles N``, ``--gate-heads N`` and
+``--gate-windows N`` replay only that many tiles of each linear piece, heads of the attention
+path, and windows (rows) of each tile (add+LayerNorm unit) in the sample (``matterhorn block``'s
+options of the same names); ``--tile-neurons N`` cuts the layers into tiles of N neurons (more
+tiles a layer on the small block). ``--piece P`` prices only that piece (e.g. ``attention`` on
+MiniLM, where the whole block would take an hour),
+sample and held-out sentence alike, and prints its components.
 
     python benchmarks/bench_block_calibration.py [--model random|minilm] [--sentences 8]
         [--sample 0 ...] [--held-out 1] [--design dense --design mttfs-k1 ...]
         [--sim icarus|verilator] [--netlists DIR] [--measured DESIGN=FILE ...] [--out DIR]
+        [--gate-tiles N] [--gate-heads N] [--tile-neurons N] [--piece P]
 """
 
 from __future__ import annotations
@@ -22,21 +29,102 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from golden_models.block_pieces import PIECE_NAMES  # noqa: E402
-from synth_scripts.block_gates import COMPONENTS  # noqa: E402
+from golden_models.block_pieces import PIECE_NAMES, TILE_NEURONS  # noqa: E402
+from synth_scripts.block_gates import COMPONENTS, TOTALS  # noqa: E402
 
 
 def _pct(e) -> str:
     return "" if e is None else f"{100 * e:+.1f} %"
 
 
-def main(argv=None) -> int:
+def piece_only(args) -> int:
+    """One piece of each design: its sample priced window by window, the held-out sentence
+    calibrated from it and replayed in full; per component, both and the error."""
+    import torch
+
+    from golden_models.block_pieces import PIECES
+    from matterhorn.block import setup
+    from matterhorn.block_gates import JOBS, activity, run_task
+    from networks.block import block_case
+    from synth_scripts.block_calibration import CALIBRATORS
+    from synth_scripts.block_pricing import Pricing
+    from synth_scripts.gatelevel.liberty import default_liberty
+
+    torch.set_num_threads(1)
+    piece = next(p for p in PIECES if p.name == args.piece)
+    designs = args.design or ["dense", "mttfs-k1"]
+    sample_ix = args.sample or [0]
+    tn = args.tile_neurons or TILE_NEURONS
+    st = setup(args.model, args.sentences)
+    netlists = args.netlists or args.out / "netlists"
+    args.out.mkdir(parents=True, exist_ok=True)
+    cache: dict = {}
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+    def priced(case, work, windows):
+        pr = Pricing.prepare(default_liberty(), work, sim=args.sim, cache=cache,
+                             netlist_dir=netlists, windows=windows,
+                             replay_tiles=args.gate_tiles if windows else 0,
+                             replay_heads=args.gate_heads if windows else 0,
+                             replay_windows=args.gate_windows if windows else 0)
+        tasks, assemble = JOBS[piece.kind](st.qnn, case, piece, pr, tn)
+        return assemble([run_task(t)[0] for t in tasks]), pr
+
+    for d in designs:
+        case = block_case(st.qnn, st.tokenizer, st.sentences, d)
+        sample = dataclasses.replace(case, sequences=tuple(case.sequences[i] for i in sample_ix))
+        held = dataclasses.replace(case, sequences=(case.sequences[args.held_out],))
+        t0 = time.perf_counter()
+        got, pr = priced(sample, args.out / d, True)
+        t_sample = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        dump = args.out / f"{d}-{piece.name}-held-out.dump.json"
+        if dump.exists():
+            from synth_scripts.block_gates import PieceGates
+
+            full = PieceGates(**json.loads(dump.read_text()))
+            t_full = None
+        else:
+            full, _ = priced(held, args.out / f"{d}-held-out", False)
+            t_full = time.perf_counter() - t0
+            dump.write_text(json.dumps(dataclasses.asdict(full)) + "\n")
+        act = activity(st.qnn, held, tile_neurons=tn)[piece.name]
+        cal, fits = CALIBRATORS[piece.kind](piece, got, act, float(full.hops),
+                                            pr.sram_bit_pJ, st.qnn.cfg.num_attention_heads, d)
+        print(f"\n## {d}, {piece.name}: sample {sample_ix} ({sample.tokens} tokens, "
+              f"{t_sample:.0f} s), held-out sentence {args.held_out} ({held.tokens} tokens, "
+              + ("replayed earlier" if t_full is None else f"replayed in {t_full:.0f} s")
+              + ")\n")
+        print("| pJ per token | " + " | ".join(TOTALS) + " |")
+        print("|" + " --- |" * (len(TOTALS) + 1))
+        rows = {"calibrated": cal.energy_pJ, "replayed": full.energy_pJ}
+        for what, e in rows.items():
+            print(f"| {what} | " + " | ".join(f"{e[k] / held.tokens:,.0f}" for k in TOTALS)
+                  + " |")
+        print("| error | " + " | ".join(
+            _pct(cal.energy_pJ[k] / full.energy_pJ[k] - 1 if full.energy_pJ[k] else None)
+            for k in TOTALS) + " |")
+        parts = sorted(set(cal.parts) & set(full.parts))
+        print("\nparts (pJ per token, calibrated / replayed): " + ", ".join(
+            f"{k} {cal.parts[k] / held.tokens:,.0f} / {full.parts[k] / held.tokens:,.0f}"
+            f" ({_pct(cal.parts[k] / full.parts[k] - 1 if full.parts[k] else None)})"
+            for k in parts))
+        (args.out / f"{d}-{piece.name}.json").write_text(json.dumps(
+            {"calibrated": cal.energy_pJ, "replayed": full.energy_pJ, "parts": {
+                "calibrated": cal.parts, "replayed": full.parts}, "fits": fits,
+             "tokens": held.tokens, "seconds": {"sample": round(t_sample, 1),
+                                                 "held_out": t_full}}, indent=1) + "\n")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="random")
     ap.add_argument("--sentences", type=int, default=8)
@@ -50,7 +138,19 @@ def main(argv=None) -> int:
                     help="the held-out sentence of DESIGN priced in full earlier "
                     "(BlockGates.dump JSON)")
     ap.add_argument("--out", type=Path, default=Path("build/block_calibration"))
+    ap.add_argument("--gate-tiles", type=int, default=0)
+    ap.add_argument("--gate-heads", type=int, default=0)
+    ap.add_argument("--gate-windows", type=int, default=0)
+    ap.add_argument("--tile-neurons", type=int, default=None)
+    ap.add_argument("--piece", default=None, help="price this piece only")
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = _parser()
     args = ap.parse_args(argv)
+    if args.piece is not None:
+        return piece_only(args)
 
     import torch
 
@@ -74,6 +174,8 @@ def main(argv=None) -> int:
     netlists = args.netlists or args.out / "netlists"
     args.out.mkdir(parents=True, exist_ok=True)
     cache: dict = {}
+    tn = args.tile_neurons or TILE_NEURONS
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for d in designs:
         case = block_case(st.qnn, st.tokenizer, st.sentences, d)
         sample = dataclasses.replace(case, sequences=tuple(case.sequences[i] for i in sample_ix))
@@ -81,7 +183,9 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         priced = measure_block_gates(st.qnn, sample, lib_path=lib, work=args.out / d,
                                      sim=args.sim, cache=cache, netlist_dir=netlists,
-                                     windows=True)
+                                     windows=True, tile_neurons=tn,
+                                     replay_tiles=args.gate_tiles, replay_heads=args.gate_heads,
+                                     replay_windows=args.gate_windows)
         t_sample = time.perf_counter() - t0
         t0 = time.perf_counter()
         if d in measured_files:
@@ -89,11 +193,13 @@ def main(argv=None) -> int:
         else:
             full = measure_block_gates(st.qnn, held, lib_path=lib,
                                        work=args.out / f"{d}-held-out", sim=args.sim,
-                                       cache=cache, netlist_dir=netlists)
+                                       cache=cache, netlist_dir=netlists, tile_neurons=tn)
         t_full = time.perf_counter() - t0
         t0 = time.perf_counter()
-        act = activity(st.qnn, held)
+        act = activity(st.qnn, held, tile_neurons=tn)
         cal = calibrate(priced, act, tokens=full.tokens, sentences=1)
+        if d not in measured_files:
+            (args.out / f"{d}-held-out.dump.json").write_text(json.dumps(full.dump()) + "\n")
         t_cal = time.perf_counter() - t0
         c = compare(cal, full)
         print(f"\n## {d}: sample {sample_ix} ({priced.tokens} tokens, {t_sample:.0f} s "

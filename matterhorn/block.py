@@ -77,6 +77,19 @@ class GatesSetup:
     #: other one priced by their fits (:mod:`synth_scripts.block_calibration`); 0: every
     #: sentence replayed
     sample: int = 0
+    #: Tiles of each linear piece and heads of the attention path replayed in the sample,
+    #: spread over them; every other one priced by their fits (0: all)
+    tiles: int = 0
+    heads: int = 0
+    #: Windows of each replayed tile and rows of each add+LayerNorm unit in the sample, spread
+    #: over its tokens (0: all)
+    windows: int = 0
+
+    @property
+    def sampled(self) -> bool:
+        """Whether only some tiles, heads or windows are replayed (every sentence then
+        calibrated)."""
+        return bool(self.tiles or self.heads or self.windows)
 
     def identity(self) -> dict:
         """What the gates' figures depend on: the liberty's bytes, the simulator, the clock,
@@ -84,7 +97,8 @@ class GatesSetup:
         import hashlib
 
         return {"liberty": hashlib.sha256(Path(self.liberty).read_bytes()).hexdigest(),
-                "sim": self.sim, "clock_ns": self.clock_ns, "sample": self.sample}
+                "sim": self.sim, "clock_ns": self.clock_ns, "sample": self.sample,
+                "tiles": self.tiles, "heads": self.heads, "windows": self.windows}
 
 
 def check_designs(designs, ks) -> list[str]:
@@ -246,27 +260,105 @@ def _measure(st, d, block, tile_neurons, placement, gates, rtl, *, cache, steps)
         if steps is not None:
             steps.advance(f"{d}: not priced in gates (its pieces mismatch)")
         return run, None
-    from matterhorn.block_gates import activity, measure_block_gates
+    from matterhorn.block_gates import run_task
 
-    total = len(case.sequences)
-    n = gates.sample if 0 < gates.sample < total else total
-    if steps is not None:
-        steps.start(f"{d}: priced in gates ({Path(gates.liberty).name})"
-                    + (f", {n} of {total} sentences replayed" if n < total else ""))
-    hpf = hops_per_flit(placement, run.flits)
-    priced = measure_block_gates(
-        st.qnn, case.head(n), lib_path=gates.liberty, work=Path(gates.work) / d,
-        sim=gates.sim, clock_ns=gates.clock_ns, cache=cache,
-        netlist_dir=Path(gates.work) / "netlists", told=steps.say if steps is not None else None,
-        hops_per_flit=hpf, tile_neurons=tile_neurons, windows=n < total)
-    if n < total:
-        from synth_scripts.block_calibration import calibrate
-
-        act = activity(st.qnn, case, tile_neurons=tile_neurons)
-        priced = calibrate(priced, act, tokens=run.tokens, sentences=total, hops_per_flit=hpf)
+    dp, calibrated = _pricing(st, case, run, placement, gates, tile_neurons, cache=cache,
+                              steps=steps)
+    results = []
+    for name, tasks, _ in dp.jobs:  # piece by piece, told as each ends
+        got = [run_task(t) for t in tasks]
+        results += got
+        if steps is not None:
+            steps.say(f"{d}: {name} priced in {sum(s for _, s in got):.0f} s")
+    priced = _priced(st, case, run, dp, results, calibrated, placement, tile_neurons)
     if steps is not None:
         steps.advance(f"{d}: {priced.totals()['total']:.0f} pJ per token in gates")
     return run, priced
+
+
+def _pricing(st, case, run, placement, gates, tile_neurons, *, cache=None, steps=None):
+    """A design's pricing in gates as tasks (:class:`matterhorn.block_gates.DesignPricing`) on
+    the sample of its sentences that ``gates`` replays; whether the run is then calibrated
+    from it."""
+    from matterhorn.block_gates import DesignPricing
+
+    d = case.design.name
+    total = len(case.sequences)
+    n = gates.sample if 0 < gates.sample < total else total
+    calibrated = n < total or gates.sampled
+    if steps is not None:
+        steps.start(f"{d}: priced in gates ({Path(gates.liberty).name})"
+                    + (f", {n} of {total} sentences replayed" if n < total else ""))
+    dp = DesignPricing(
+        st.qnn, case.head(n), lib_path=gates.liberty, work=Path(gates.work) / d,
+        sim=gates.sim, clock_ns=gates.clock_ns, cache=cache,
+        netlist_dir=Path(gates.work) / "netlists",
+        hops_per_flit=hops_per_flit(placement, run.flits), tile_neurons=tile_neurons,
+        windows=calibrated, replay_tiles=gates.tiles, replay_heads=gates.heads,
+        replay_windows=gates.windows)
+    return dp, calibrated
+
+
+def _priced(st, case, run, dp, results, calibrated, placement, tile_neurons):
+    """The design's figures in gates from its pricing's task results: the sample as priced,
+    and, when it is a sample, every sentence calibrated from it
+    (:mod:`synth_scripts.block_calibration`)."""
+    priced = dp.finish(results)
+    if calibrated:
+        from matterhorn.block_gates import activity
+        from synth_scripts.block_calibration import calibrate
+
+        act = activity(st.qnn, case, tile_neurons=tile_neurons)
+        priced = calibrate(priced, act, tokens=run.tokens, sentences=len(case.sequences),
+                           hops_per_flit=hops_per_flit(placement, run.flits))
+    return priced
+
+
+def _gates_on_cluster(ex, st, todo, steps) -> list[tuple]:
+    """:func:`run`'s designs with gates on a cluster's workers: each design's run through the
+    pieces a task, then every design's pricing tasks (each replayed tile, attention path and
+    add+LayerNorm unit: :class:`matterhorn.block_gates.DesignPricing`) in one map, so that
+    they spread over the workers whatever design they belong to; the designs assembled,
+    calibrated and kept here."""
+    from matterhorn.block_gates import run_task
+    from networks.block import block_case
+
+    said = steps.say if steps is not None else (lambda line: None)
+    # the runs: the gates left out of the job (and of what a worker keeps)
+    runs = ex.map(_design_in_worker,
+                  [(*job[:5], None, None, job[7], job[8]) for job in todo],
+                  names=[job[1] for job in todo],
+                  progress=lambda r: said(f"{r[0].design}: {r[0].mismatches} mismatches"),
+                  told=said)
+    pricing, tasks, names = [], [], []
+    for job, (r, _) in zip(todo, runs, strict=True):
+        _, d, block, tile_neurons, placement, gates, keep, key, _ = job
+        if r.mismatches:
+            said(f"{d}: not priced in gates (its pieces mismatch)")
+            pricing.append(None)
+            continue
+        case = block_case(st.qnn, st.tokenizer, st.sentences, d, block=block)
+        dp, calibrated = _pricing(st, case, r, placement, gates, tile_neurons)
+        pricing.append((case, dp, calibrated))
+        tasks += dp.tasks
+        names += dp.names()
+    if steps is not None:
+        steps.start(f"{len(tasks)} pricing tasks (tiles, attention paths, add+LayerNorm "
+                    "units) on the workers")
+    results = iter(ex.map(run_task, tasks, names=names, told=said))
+    out = []
+    for job, (r, _), p in zip(todo, runs, pricing, strict=True):
+        priced = None
+        if p is not None:
+            case, dp, calibrated = p
+            got = [next(results) for _ in dp.tasks]
+            priced = _priced(st, case, r, dp, got, calibrated, job[4], job[3])
+        if job[6] is not None:
+            _keep(job[6], job[7], (r, priced))
+        if steps is not None:
+            steps.advance(_said((r, priced)))
+        out.append((r, priced))
+    return out
 
 
 class _Told:
@@ -306,7 +398,7 @@ def _said(result) -> str:
 
 def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEURONS,
         steps=None, gates: GatesSetup | None = None, jobs: int = 1, keep=None,
-        rtl: str = "amaranth", rtl_root=None) -> dict:
+        rtl: str = "amaranth", rtl_root=None, scheduler: str | None = None) -> dict:
     """Every design of ``designs`` over the sentences, and with ``gates`` each priced in our
     gates on the same sentences; the ``block.json`` document. ``steps``: a
     :class:`toolkit_base.console.Steps` told of each design and each pricing (with ``jobs``
@@ -318,7 +410,12 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
     was stopped goes on where it was. ``rtl``: the pieces' simulator
     (:func:`regression.block.run_block`: ``"amaranth"``, or the fast harness on
     ``"verilator"`` or ``"icarus"``, its Verilog and builds in ``rtl_root``, default
-    :data:`regression.block_fast.DEFAULT_ROOT`)."""
+    :data:`regression.block_fast.DEFAULT_ROOT`). ``scheduler``: ``tcp://HOST:PORT`` of an
+    existing Dask cluster whose workers run the jobs instead (``jobs`` unused; they reach
+    the folders at the same paths). On a cluster with ``gates``, each design's run is a
+    task, then each design's pricing is tasks of their own (each replayed tile, the
+    attention path, each add+LayerNorm unit), spread over the workers; the document is the
+    one a run in this process gives."""
     import warnings
 
     from regression.block_fast import DEFAULT_ROOT
@@ -343,12 +440,16 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
     where = None if keep is None else Path(keep).resolve()
     todo = [(st, d, block, tile_neurons, placement, gates, where, keys[d], fast)
             for d in designs if d not in done]
-    with executor(workers=jobs, jobs=max(len(todo), 1)) as ex, warnings.catch_warnings():
+    # with gates, the pricing's tasks outnumber the designs: every worker asked for
+    cap = None if gates is not None else max(len(todo), 1)
+    with executor(scheduler, workers=jobs, jobs=cap) as ex, warnings.catch_warnings():
         # the network travels to each worker with its design (MiniLM: about 150 MiB): Dask's
         # advice on large graphs is not the user's business
         warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
         if not todo:
             results = []
+        elif ex.client is not None and gates is not None:
+            results = _gates_on_cluster(ex, st, todo, steps)
         elif ex.client is None:
             if steps is not None:  # two steps a design: its pieces, then its pricing
                 steps.set_total(len(todo) * (2 if gates else 1))

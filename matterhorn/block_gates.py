@@ -19,9 +19,11 @@ This module sits in ``matterhorn`` because it joins ``networks`` and ``regressio
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from collections.abc import Mapping
+from functools import partial
 
 from golden_models.block_pieces import (
     ADD_NORM,
@@ -33,7 +35,8 @@ from golden_models.block_pieces import (
     of_kind,
 )
 
-__all__ = ["ACTIVITY", "JOBS", "activity", "measure_block_gates", "validate_attention"]
+__all__ = ["ACTIVITY", "JOBS", "DesignPricing", "activity", "measure_block_gates", "run_task",
+           "validate_attention"]
 
 
 def _tiles(case, piece, tile_neurons: int) -> list:
@@ -75,11 +78,13 @@ def _norm_rows(qnn, case, piece):
 
 
 def _linear_job(qnn, case, piece, pr, tile_neurons: int):
-    from synth_scripts.block_pricing import price_linear
+    from synth_scripts.block_pricing import assemble_linear, price_tile, replayed_tiles
 
     [p_in] = piece.inputs
-    return price_linear, (pr, piece.name, _tiles(case, piece, tile_neurons), case.design.name,
-                          case.cat(p_in))
+    tiles, codes, design = _tiles(case, piece, tile_neurons), case.cat(p_in), case.design.name
+    tasks = [(price_tile, (pr, piece.name, i, *tiles[i], design, codes))
+             for i in replayed_tiles(pr, tiles)]
+    return tasks, partial(assemble_linear, pr, piece.name, tiles, design)
 
 
 def _attention_job(qnn, case, piece, pr, tile_neurons: int):
@@ -91,19 +96,98 @@ def _attention_job(qnn, case, piece, pr, tile_neurons: int):
     first = producers[piece.inputs[0]]
     streams = (_tiles(case, first, tile_neurons)[0][1],
                [(case.cat(v), case.layers[producers[v].name].out_mask) for v in piece.inputs])
-    return price_attention, (pr, attention_config(qnn, case.block), case.path,
-                             _attention_sequences(case), case.design.name, streams)
+    return [(price_attention, (pr, attention_config(qnn, case.block), case.path,
+                               _attention_sequences(case), case.design.name, streams))], _only
 
 
 def _norm_job(qnn, case, piece, pr, tile_neurons: int):
     from synth_scripts.block_pricing import price_norm
 
-    return price_norm, (pr, piece.name, *_norm_rows(qnn, case, piece))
+    return [(price_norm, (pr, piece.name, *_norm_rows(qnn, case, piece)))], _only
 
 
-#: The job of each kind of piece: ``(qnn, case, piece, pricing, tile_neurons)`` -> the
-#: kind's pricer and its arguments.
+def _only(results: list):
+    [result] = results
+    return result
+
+
+#: The job of each kind of piece: ``(qnn, case, piece, pricing, tile_neurons)`` -> its tasks
+#: (``[(fn, args), ...]``, each independent of the others: a linear piece's replayed tiles, the
+#: attention path, an add+LayerNorm unit) and the function that makes the piece's
+#: :class:`synth_scripts.block_gates.PieceGates` of their results, in order.
 JOBS = {LINEAR: _linear_job, ATTENTION: _attention_job, ADD_NORM: _norm_job}
+
+
+def run_task(task):
+    """One task of a pricing (:attr:`DesignPricing.tasks`: ``(fn, args)``), where it runs (this
+    process or a worker): ``(fn(*args), seconds)``."""
+    fn, args = task
+    t0 = time.perf_counter()
+    return fn(*args), time.perf_counter() - t0
+
+
+class DesignPricing:
+    """One design's pricing in gates as tasks that run anywhere, in any order
+    (:attr:`tasks`: each linear piece's replayed tiles, the attention path, each add+LayerNorm
+    unit), and the assembly of their results into the design's
+    :class:`synth_scripts.block_gates.BlockGates` (:meth:`finish`). :func:`measure_block_gates`
+    runs them in this process or on an executor; a run of several designs maps every design's
+    tasks at once (:func:`matterhorn.block.run`)."""
+
+    def __init__(self, qnn, case, *, lib_path, work, sim: str = "verilator",
+                 clock_ns: float = 10.0, hops_per_flit: Mapping[str, float] | None = None,
+                 cache: dict | None = None, tile_neurons: int = TILE_NEURONS,
+                 netlist_dir=None, windows: bool = False, replay_tiles: int = 0,
+                 replay_heads: int = 0, replay_windows: int = 0):
+        from synth_scripts.block_pricing import Pricing
+
+        check_handlers(JOBS, "matterhorn.block_gates.JOBS", PIECES)
+        if not case.sequences:
+            raise ValueError("sequences must hold at least one captured sentence")
+        self.t0 = time.perf_counter()
+        self.design, self.tokens = case.design.name, case.tokens
+        self.sentences = len(case.sequences)
+        self.pr = Pricing.prepare(lib_path, work, sim=sim, clock_ns=clock_ns, cache=cache,
+                                  hops_per_flit=hops_per_flit, netlist_dir=netlist_dir,
+                                  windows=windows, replay_tiles=replay_tiles,
+                                  replay_heads=replay_heads, replay_windows=replay_windows)
+        layer, cfg = qnn.layers[case.block], qnn.cfg
+        self.dims = {"hidden": cfg.hidden_size, "ffn": cfg.intermediate_size,
+                     "heads": cfg.num_attention_heads, "weight_bits": layer.query.weight_bits}
+        self.jobs = [(p.name, *JOBS[p.kind](qnn, case, p, self.pr, tile_neurons))
+                     for p in PIECES]
+
+    @property
+    def tasks(self) -> list[tuple]:
+        """Every task of the design, piece after piece: ``(fn, args)`` for :func:`run_task`."""
+        return [t for _, tasks, _ in self.jobs for t in tasks]
+
+    def names(self) -> list[str]:
+        """A name per task of :attr:`tasks` (``<design>-<piece>-<i>``)."""
+        return [f"{self.design}-{name}-{i}" for name, tasks, _ in self.jobs
+                for i in range(len(tasks))]
+
+    def finish(self, results: list, told=None):
+        """The design's :class:`synth_scripts.block_gates.BlockGates` from :func:`run_task`'s
+        results of :attr:`tasks`, in order; ``told`` is called with a line per piece."""
+        from synth_scripts.block_gates import BlockGates
+
+        results = iter(results)
+        pieces = []
+        for name, tasks, assemble in self.jobs:
+            got = [next(results) for _ in tasks]
+            t = time.perf_counter()
+            priced = assemble([r for r, _ in got])
+            priced.seconds = math.fsum(s for _, s in got) + time.perf_counter() - t
+            pieces.append(priced)
+            if told is not None:
+                told(f"{self.design}: {name} priced in {priced.seconds:.0f} s")
+        pr = self.pr
+        return BlockGates(
+            design=self.design, tokens=self.tokens, sentences=self.sentences, pieces=pieces,
+            library=pr.library, liberty=pr.liberty, clock_ns=pr.clock_ns, simulator=pr.sim,
+            sram_bit_pJ=pr.sram_bit_pJ, divide_by=pr.divide_by, sources=pr.sources(),
+            dims=dict(self.dims), seconds=time.perf_counter() - self.t0)
 
 
 def validate_attention(qnn, case, *, lib_path, work, sim: str = "verilator",
@@ -124,7 +208,9 @@ def measure_block_gates(qnn, case, *, lib_path, work, sim: str = "verilator",
                         clock_ns: float = 10.0,
                         hops_per_flit: Mapping[str, float] | None = None,
                         cache: dict | None = None, tile_neurons: int = TILE_NEURONS,
-                        netlist_dir=None, told=None, windows: bool = False):
+                        netlist_dir=None, told=None, windows: bool = False,
+                        replay_tiles: int = 0, replay_heads: int = 0,
+                        replay_windows: int = 0, executor=None):
     """Price the design of ``case`` (:class:`networks.block.BlockCase`: one design of block
     ``case.block`` of ``qnn`` on captured sentences) in gates, piece by piece: a
     :class:`synth_scripts.block_gates.BlockGates`.
@@ -159,6 +245,18 @@ def measure_block_gates(qnn, case, *, lib_path, work, sim: str = "verilator",
     windows : bool
         Price each window of each tile and attention node on its own too
         (``PieceGates.samples``: what :func:`synth_scripts.block_calibration.calibrate` fits).
+    replay_tiles, replay_heads, replay_windows : int
+        With ``windows``: replay at most this many tiles of each linear piece, heads of the
+        attention path, and windows of each tile and rows of each add+LayerNorm unit, spread
+        over them (0: all;
+        :attr:`synth_scripts.block_pricing.Pricing.replay_tiles`). The result is a sample
+        for :func:`synth_scripts.block_calibration.calibrate`, which prices every tile and
+        head.
+    executor : toolkit_base.cluster.Executor, optional
+        Runs the pricing's tasks (:class:`DesignPricing`: each replayed tile, the attention
+        path, each add+LayerNorm unit) on its workers (``netlist_dir`` on a filesystem they
+        reach at the same path); default: in this process, one after the other. The result
+        is the same.
 
     Raises
     ------
@@ -167,34 +265,19 @@ def measure_block_gates(qnn, case, *, lib_path, work, sim: str = "verilator",
     AssertionError
         A piece's RTL differs from its golden model or from the captured values.
     """
-    from synth_scripts.block_gates import BlockGates
-    from synth_scripts.block_pricing import Pricing
-
-    check_handlers(JOBS, "matterhorn.block_gates.JOBS", PIECES)
-    if not case.sequences:
-        raise ValueError("sequences must hold at least one captured sentence")
-    design = case.design.name
-    t0 = time.perf_counter()
-    pr = Pricing.prepare(lib_path, work, sim=sim, clock_ns=clock_ns, cache=cache,
-                         hops_per_flit=hops_per_flit, netlist_dir=netlist_dir, windows=windows)
-    jobs = {p.name: JOBS[p.kind](qnn, case, p, pr, tile_neurons) for p in PIECES}
-    pieces = []
-    for p in PIECES:
-        t = time.perf_counter()
-        fn, args = jobs[p.name]
-        priced = fn(*args)
-        priced.seconds = time.perf_counter() - t
-        pieces.append(priced)
+    dp = DesignPricing(qnn, case, lib_path=lib_path, work=work, sim=sim, clock_ns=clock_ns,
+                       hops_per_flit=hops_per_flit, cache=cache, tile_neurons=tile_neurons,
+                       netlist_dir=netlist_dir, windows=windows, replay_tiles=replay_tiles,
+                       replay_heads=replay_heads, replay_windows=replay_windows)
+    if executor is not None and executor.client is not None:
+        return dp.finish(executor.map(run_task, dp.tasks, names=dp.names()), told)
+    results = []
+    for name, tasks, _ in dp.jobs:  # piece by piece, told as each ends
+        got = [run_task(t) for t in tasks]
+        results += got
         if told is not None:
-            told(f"{design}: {p.name} priced in {priced.seconds:.0f} s")
-    layer, cfg = qnn.layers[case.block], qnn.cfg
-    return BlockGates(
-        design=design, tokens=case.tokens, sentences=len(case.sequences), pieces=pieces,
-        library=pr.library, liberty=pr.liberty, clock_ns=clock_ns, simulator=sim,
-        sram_bit_pJ=pr.sram_bit_pJ, divide_by=pr.divide_by, sources=pr.sources(),
-        dims={"hidden": cfg.hidden_size, "ffn": cfg.intermediate_size,
-              "heads": cfg.num_attention_heads, "weight_bits": layer.query.weight_bits},
-        seconds=time.perf_counter() - t0)
+            told(f"{dp.design}: {name} priced in {math.fsum(s for _, s in got):.0f} s")
+    return dp.finish(results)
 
 
 # -- every sentence from a sample ------------------------------------------------------------------

@@ -51,8 +51,8 @@ VERILATOR_BASE_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2", "--output
 #: being an event at time 0 to wake its ``always @*`` blocks; without it a combinational output
 #: whose inputs never change after reset (``busy`` of an idle tile) stays X. ``-g2005`` (which
 #: wins over the runner's ``-g2012``) restores the Verilog-2005 semantics for Verilog written
-#: straight by Amaranth (the harnesses). The generated modules (``rtl_gen.generate.to_verilog``,
-#: :func:`rtl_gen.generate.start_up_trigger`) start up under either, and are built with the
+#: straight by Amaranth (the harnesses). The generated modules (``rtl_gen.verilog_text.to_verilog``,
+#: :func:`rtl_gen.verilog_text.start_up_trigger`) start up under either, and are built with the
 #: runner's defaults (:data:`ICARUS_RUNNER_DEFAULTS`), as a user's cocotb bench builds them.
 ICARUS_BASE_ARGS = ("-g2005",)
 #: No flag of ours: the runner's own (``-g2012``).

@@ -1,7 +1,8 @@
 """A component's Verilog text as the generator writes it: no source paths, every all-zero
-memory initialization one loop, the modules it instantiates by name after it
-(:func:`to_verilog`). The one Verilog writer of ``rtl_gen.generate``, of a component that
-instantiates others by name (``rtl_gen.attention``) and of the harnesses and netlists above."""
+memory initialization one loop, the ``always @*`` blocks woken at time zero, the modules it
+instantiates by name after it (:func:`to_verilog`). The one Verilog writer of
+``rtl_gen.generate``, of a component that instantiates others by name (``rtl_gen.attention``)
+and of the harnesses and netlists above."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import re
 from amaranth.back import verilog
 from amaranth.lib import wiring
 
-__all__ = ["collapse_zero_init", "to_verilog"]
+__all__ = ["collapse_zero_init", "start_up_trigger", "to_verilog"]
 
 
 #: One row of a memory's ``initial`` block as Yosys writes it: ``    mem[12] = 8'h00;``.
@@ -56,9 +57,40 @@ def collapse_zero_init(text: str) -> str:
     return _INIT_BLOCK.sub(loop, text)
 
 
+#: Yosys's time-zero trigger of a module's ``always @*`` blocks, declared with its initialiser.
+_TRIGGER = re.compile(
+    r"^  reg (?P<name>\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+) += 0;\n", re.MULTILINE)
+
+
+def start_up_trigger(text: str) -> str:
+    """Give each module's ``always @*`` trigger its time-zero value in an ``initial`` statement
+    instead of the declaration, so the blocks run once at time zero under every language mode.
+
+    Yosys writes ``reg \\$auto$verilog_backend...$1 = 0;`` and reads it in every ``always @*``
+    block: Verilog-2005 makes the initialiser an assignment at time zero, which wakes the
+    blocks. SystemVerilog (Icarus ``-g2012``, cocotb's runner default) applies it before any
+    process starts, so no block ever runs for inputs that never change, and outputs such as an
+    idle tile's ``busy`` or ``s_axis__tready`` stay X. ``reg x; initial x = 1'h0;`` (the X to
+    0 change, at the end of the module, after its ``always`` blocks) wakes them in both modes;
+    Verilator and Yosys read the same initial value as before.
+    """
+    out = []
+    for module in re.split(r"(?<=\nendmodule\n)", text):
+        m = _TRIGGER.search(module)
+        if m is not None:
+            name = m["name"]
+            end = module.rindex("endmodule")
+            module = (module[:m.start()] + f"  reg {name} ;\n" + module[m.end():end]
+                      + f"  initial {name} = 1'h0;\n" + module[end:])
+        out.append(module)
+    return "".join(out)
+
+
 def to_verilog(component: wiring.Component, name: str) -> str:
-    """Verilog of ``component`` as module ``name``: no source paths, zero memories as loops;
+    """Verilog of ``component`` as module ``name``: no source paths, zero memories as loops,
+    the ``always @*`` blocks woken at time zero in every language mode (:func:`start_up_trigger`);
     then the modules it instantiates by name (its ``extra_verilog()``, if it has one)."""
-    text = collapse_zero_init(verilog.convert(component, name=name, emit_src=False))
+    text = start_up_trigger(collapse_zero_init(
+        verilog.convert(component, name=name, emit_src=False)))
     extra = getattr(component, "extra_verilog", None)
     return text + extra() if extra is not None else text

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from synth_scripts.block_gates import NODE_COMPONENT, PieceGates, attention_piece, window_sample
-from synth_scripts.block_pricing import Pricing, piece_flits, unit_costs
+from synth_scripts.block_pricing import Pricing, piece_flits, spread, unit_costs
 
 __all__ = ["AttentionSequence", "attention_counters", "attention_sram", "price_attention",
            "validate_attention", "window_features"]
@@ -174,7 +174,8 @@ def _node_energies(pr: Pricing, acfg, rec, start: int, design: str,
     """Each head's nodes replayed from clock ``start`` (after the configuration): their
     energies summed per component (``compute``, ``nonlinear``, ``idle``, ``gated``), their
     cells, and with ``pr.windows`` each window of each node priced on its own (``windows``:
-    the run's, per sequence; ``PieceGates.samples``)."""
+    the run's, per sequence; ``PieceGates.samples``). With ``pr.replay_heads``, only that
+    many heads, spread over the path (:func:`synth_scripts.block_pricing.spread`)."""
     from synth_scripts.gatelevel.measure import replay_energy
 
     energy = Counter()
@@ -183,7 +184,7 @@ def _node_energies(pr: Pricing, acfg, rec, start: int, design: str,
     if pr.windows:
         marks = rec.window_marks(start, sum(len(w) for w in windows))
         counted = [[w.counters for w in wins] for wins in windows]
-    for h in range(acfg.heads):
+    for h in spread(acfg.heads, pr.replay_heads):
         for part, component in NODE_COMPONENT.items():
             net = _node_netlist(pr, acfg, part, design == "dense")
             writing = tuple(f"{w}.writing" for w in rec.nodes[h, part][2])

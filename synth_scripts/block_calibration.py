@@ -12,9 +12,14 @@ does instead, for one design:
    :func:`synth_scripts.gatelevel.measure.replay_energy`'s ``marks``; ``PieceGates.samples``).
 2. **A fit per unit.** For each piece and each unit kind in it (a linear piece's tiles; the
    attention path's query x key, softmax and probability x value nodes, every head together),
-   each window's logic energy, idle clock, clock-gated energy and clocks are fitted as a
-   non-negative linear function of the window's counters (an intercept and every counter
-   the unit keeps, each scaled to its largest value; ``scipy.optimize.nnls``): :func:`fit`.
+   each window's logic energy, idle clock, clock-gated energy, clocks and busy clocks are
+   fitted as a non-negative linear function of the window's counters (an intercept and every
+   counter the unit keeps, each scaled to its largest value; ``scipy.optimize.nnls``):
+   :func:`fit`. An attention node's idle clock is not taken from its own fit: it is the path's
+   clocks of the window (the longest any node's fit gives) less the node's fitted busy clocks,
+   at the node's clock energy a clock (``Fit.idle_per_clock``, exact: a netlist's clock costs
+   the same every clock). Its direct fit would need a negative coefficient for whatever keeps
+   the node busy, which a non-negative fit cannot give.
 3. **Every window of the run priced by its counters.** The counters of every window of every
    tile and node over all the sentences are the golden QNN's (the run checked the RTL's are
    equal: :class:`PieceActivity`, :func:`matterhorn.block_gates.activity`); each window is
@@ -61,9 +66,9 @@ from synth_scripts.block_gates import (
 __all__ = ["CALIBRATORS", "NO_INTERCEPT", "TARGETS", "Fit", "PieceActivity", "calibrate",
            "compare", "fit"]
 
-#: What is fitted per window: its logic energy, its idle clock, its clock-gated energy (pJ) and
-#: its clocks.
-TARGETS = ("logic", "idle", "gated", "cycles")
+#: What is fitted per window: its logic energy, its idle clock, its clock-gated energy (pJ), its
+#: clocks and its busy clocks (those its clock runs on when gated).
+TARGETS = ("logic", "idle", "gated", "cycles", "busy")
 
 
 #: Unit kinds fitted without an intercept: the attention path's nodes. Every cost of theirs
@@ -86,6 +91,10 @@ class Fit:
     samples: int
     rel_error: dict[str, float] = field(default_factory=dict)
     intercept: bool = True
+    #: The clock energy of one idle clock (pJ): the sample's idle clock over its idle clocks
+    #: (``cycles - busy``). A netlist's clock costs the same on every clock, so this is
+    #: exact, not fitted.
+    idle_per_clock: float = 0.0
 
     def predict(self, x: Mapping[str, int]) -> dict[str, float]:
         """Each target of a window with counters ``x`` (a counter it lacks is 0)."""
@@ -118,7 +127,11 @@ def fit(samples: Sequence[dict], no_intercept=NO_INTERCEPT) -> dict[str, Fit]:
             coef[t] = c.tolist()
             total = float(np.abs(y).sum())
             err[t] = float(np.abs(a @ c - y).sum()) / total if total else 0.0
-        out[unit] = Fit(names, scale, coef, len(rows), err, intercept=bool(one))
+        idle_clocks = math.fsum(float(r["cycles"]) - float(r["busy"]) for r in rows)
+        per_clock = (math.fsum(float(r["idle"]) for r in rows) / idle_clocks
+                     if idle_clocks > 0 else 0.0)
+        out[unit] = Fit(names, scale, coef, len(rows), err, intercept=bool(one),
+                        idle_per_clock=per_clock)
     return out
 
 
@@ -182,16 +195,20 @@ def _attention(p: PieceGates, act: PieceActivity, fits, hops: float, sram_bit_pJ
     # the nodes' windows are the path's: a window lasts as long as its slowest node's
     n = len(pred) // (heads * len(NODE_COMPONENT))
     longest = [0.0] * n
+    for i, w in enumerate(pred):
+        longest[i % n] = max(longest[i % n], w["cycles"])  # each node's windows in order
     energy = Counter()
     for i, w in enumerate(pred):
-        j = i % n  # each node's windows in order
-        longest[j] = max(longest[j], w["cycles"])
+        # a node's idle clock: the path's clocks of the window less the node's busy ones, at
+        # its clock energy a clock (a fit of the idle clock itself would need a negative
+        # coefficient for every counter that keeps the node busy)
+        idle = fits[w["unit"]].idle_per_clock * max(longest[i % n] - w["busy"], 0.0)
         comp = NODE_COMPONENT[w["unit"]]
         energy[comp] += w["logic"]
-        energy["idle"] += w["idle"]
+        energy["idle"] += idle
         energy["gated"] += w["gated"]
         energy[f"{w['unit']}_logic"] += w["logic"]
-        energy[f"{w['unit']}_idle_clock"] += w["idle"]
+        energy[f"{w['unit']}_idle_clock"] += idle
     inner = act.inner_hops
     return attention_piece(
         energy, read_bits=act.sram_bits["read"], write_bits=act.sram_bits["write"],
@@ -207,7 +224,10 @@ def _fitted(piece, p: PieceGates, act: PieceActivity, hops: float, sram_bit_pJ: 
         raise ValueError(f"{design}: piece {piece.name} was priced without its windows "
                          "(Pricing(windows=True))")
     fits = fit(p.samples)
-    doc = {u: {"samples": f.samples, "counters": f.names,
+    replayed: dict[str, set] = defaultdict(set)
+    for s in p.samples:
+        replayed[s["unit"]].add(s["instance"])
+    doc = {u: {"samples": f.samples, "replayed": sorted(replayed[u]), "counters": f.names,
                "rel_error": {t: round(e, 4) for t, e in f.rel_error.items()}}
            for u, f in fits.items()}
     calibrated = (_attention if piece.kind == ATTENTION else _linear)(
@@ -251,8 +271,10 @@ def calibrate(sample: BlockGates, activity: Mapping[str, PieceActivity], *, toke
               "sample_tokens": sample.tokens, "sample_seconds": round(sample.seconds, 1),
               "fits": fits_doc,
               "how": "each window of each tile and attention node of the sample priced at "
-                     "gate level; per piece and unit kind its logic, idle clock, gated energy "
-                     "and clocks fitted as a non-negative linear function of its counters; "
+                     "gate level; per piece and unit kind its logic, idle clock, gated energy, "
+                     "clocks and busy clocks fitted as a non-negative linear function of its "
+                     "counters (an attention node's idle clock: the path's window clocks less "
+                     "its busy ones, at its clock energy a clock); "
                      "every window of the run priced by its counters (the golden QNN's, equal "
                      "to the RTL's); SRAM bits, flits and hops counted; the add+LayerNorm "
                      "units per row (synth_scripts.block_calibration)"}

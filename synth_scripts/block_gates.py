@@ -242,7 +242,7 @@ def window_sample(unit: str, instance: int, counters: Mapping[str, int], window:
     return {"unit": unit, "instance": instance, "x": {k: int(v) for k, v in counters.items()},
             "logic": window["free_pJ"] - window["idle_clock_pJ"],
             "idle": window["idle_clock_pJ"], "gated": window["gated_pJ"],
-            "cycles": window["cycles"]}
+            "cycles": window["cycles"], "busy": window["busy_cycles"]}
 
 
 def linear_piece(name: str, *, logic: float, idle: float, gated: float, cycles: float,

@@ -46,8 +46,9 @@ from synth_scripts.block_gates import (
     window_sample,
 )
 
-__all__ = ["FLIT_BITS", "ROUTER_FLITS", "Pricing", "flit_pieces", "piece_flits",
-           "price_linear", "price_norm", "unit_costs"]
+__all__ = ["FLIT_BITS", "ROUTER_FLITS", "Pricing", "assemble_linear", "flit_pieces",
+           "piece_flits", "price_linear", "price_norm", "price_tile", "replayed_tiles", "spread",
+           "unit_costs"]
 
 #: Flits a router energy is measured on (:func:`synth_scripts.gatelevel.measure.router_energy`).
 ROUTER_FLITS = 256
@@ -81,18 +82,40 @@ class Pricing:
     lib: object  # the parsed liberty (synth_scripts.gatelevel.liberty.Library): its wires
     #: each window of each tile and node priced on its own too (``PieceGates.samples``)
     windows: bool = False
+    #: With :attr:`windows`: at most this many tiles of each linear piece replayed, spread over
+    #: the piece (:func:`spread`), and at most this many heads of the attention path; 0: all.
+    #: The calibration prices every tile and head from their fits
+    #: (:mod:`synth_scripts.block_calibration`); a piece's own figures are then those of what
+    #: was replayed.
+    replay_tiles: int = 0
+    replay_heads: int = 0
+    #: With :attr:`windows`: at most this many windows of each replayed tile and rows of each
+    #: add+LayerNorm unit, spread over the sample's tokens (0: all). A linear piece's window
+    #: is one token, whatever its sentence, so its fit needs tokens, not sentences.
+    replay_windows: int = 0
 
     @classmethod
     def prepare(cls, lib_path, work, *, sim: str = "verilator", clock_ns: float = 10.0,
                 cache: dict | None = None,
                 hops_per_flit: Mapping[str, float] | None = None,
-                netlist_dir=None, windows: bool = False) -> Pricing:
+                netlist_dir=None, windows: bool = False, replay_tiles: int = 0,
+                replay_heads: int = 0, replay_windows: int = 0) -> Pricing:
         """Read the liberty at ``lib_path`` (its working copy in ``work/lib``). ``cache``
         (kept by the caller across designs) holds a section per liberty; ``netlist_dir``
-        (default ``work/netlists``) is where the netlists are mapped and built; ``windows``:
-        :attr:`windows`."""
+        (default ``work/netlists``) is where the netlists are mapped and built; ``windows``,
+        ``replay_tiles``, ``replay_heads``, ``replay_windows``: :attr:`windows`,
+        :attr:`replay_tiles`, :attr:`replay_heads`, :attr:`replay_windows` (which need
+        ``windows``)."""
         from synth_scripts import scaling
         from synth_scripts.gatelevel import liberty
+
+        for name, n in (("replay_tiles", replay_tiles), ("replay_heads", replay_heads),
+                        ("replay_windows", replay_windows)):
+            if not isinstance(n, int) or n < 0:
+                raise ValueError(f"{name} must be a whole number >= 0 (0: all), not {n!r}")
+            if n and not windows:
+                raise ValueError(f"{name} {n} prices a sample: it needs windows=True (the "
+                                 "calibration prices the rest)")
 
         work = Path(work)
         lib = liberty.prepare(Path(lib_path), work / "lib")
@@ -102,7 +125,13 @@ class Pricing:
                    scaling.sram_bit_pJ(lib), lib.pdk.sram_bit["source"], rule["divide_by"],
                    cache.setdefault(lib.sha256, {}), dict(hops_per_flit or {}),
                    Path(netlist_dir) if netlist_dir is not None else work / "netlists",
-                   lib.library, windows)
+                   lib.library, windows, replay_tiles, replay_heads, replay_windows)
+
+    def __getstate__(self) -> dict:
+        """What a task of the pricing takes to a worker process: everything but the mapped
+        netlists kept in this process (``cache``); the worker reads them from
+        ``netlist_dir``, where they were mapped (or maps them there, once, under a lock)."""
+        return {**self.__dict__, "cache": {}}
 
     def router(self, flits, payload_width: int, addr_width: int, *, mesh=None,
                kind: str = "routers") -> dict:
@@ -185,6 +214,15 @@ def unit_costs(pr: Pricing, router: dict, area: float, prefix: str = "") -> dict
     return {f"{prefix}{k}": v for k, v in out.items()}
 
 
+def spread(n: int, most: int, keep=()) -> list[int]:
+    """At most ``most`` of ``n`` indices (0: all), spread evenly from the first to the last,
+    and every index of ``keep`` (e.g. the first tile of each configuration)."""
+    if most <= 0 or most >= n:
+        return list(range(n))
+    picked = {0} if most == 1 else {round(i * (n - 1) / (most - 1)) for i in range(most)}
+    return sorted(picked | set(keep))
+
+
 def piece_flits(cfg, dense: bool, codes: torch.Tensor, mask) -> list[list[tuple[int, int]]]:
     """The flits that carry ``codes [tokens, n]`` to a piece, per token: one per event through
     ``mask`` ``(addr, tau)``, or for the dense design the codes packed ``P`` per flit
@@ -208,37 +246,69 @@ def piece_flits(cfg, dense: bool, codes: torch.Tensor, mask) -> list[list[tuple[
 # -- the linear pieces -----------------------------------------------------------------------------
 
 
-def price_linear(pr: Pricing, name: str, tiles, design: str, codes: torch.Tensor) -> PieceGates:
-    """A linear piece: ``design``'s tiles (``tiles``: ``(layer, config)`` per tile, the layer's
-    neurons as the run partitions them, :func:`regression.block_parts.tile_slices`; raw sums or
-    codes) on ``codes [tokens, n_in]``, each token a window, at RTL (each tile checked against
-    its golden layer) and in gates (tiles of one configuration share a netlist); its input
-    flits, sent once by their producers to every tile, through a router per tile."""
-    from rtl_gen.dense import dense_pack
+def replayed_tiles(pr: Pricing, tiles) -> list[int]:
+    """The indices of ``tiles`` (``(layer, config)`` each) a linear piece runs and replays:
+    every one, or with ``pr.replay_tiles`` that many spread over the layer and the first of
+    each configuration."""
+    firsts: dict[str, int] = {}
+    for i, (_, config) in enumerate(tiles):
+        firsts.setdefault(repr(config), i)
+    return spread(len(tiles), pr.replay_tiles, firsts.values())
+
+
+def price_tile(pr: Pricing, name: str, i: int, layer, config, design: str,
+               codes: torch.Tensor) -> dict:
+    """Tile ``i`` of linear piece ``name`` (its golden ``layer`` and ``config``) on ``codes``:
+    at RTL (checked against its golden layer, :func:`synth_scripts.gatelevel.tile.run_tile`)
+    and in gates (:func:`~synth_scripts.gatelevel.tile.tile_energy`): its energies over the
+    windows, clocks, cells, area, SRAM bits, counters, windows priced on their own (with
+    ``pr.windows``) and, for the first tile, the input flits every tile takes in. One task of
+    a piece's pricing (:func:`assemble_linear` puts them together)."""
+    import time
+
     from synth_scripts.gatelevel.tile import run_tile, tile_energy
+
+    t0 = time.perf_counter()
+    if pr.replay_windows:
+        codes = codes[spread(codes.shape[0], pr.replay_windows)]
+    run = run_tile(layer, design, codes, config=config)
+    tile = tile_energy(layer, design, run, pr.lib_path, pr.work / name / f"tile{i}", pr.sim,
+                       pr.clock_ns, pr.cache.setdefault("tiles", {}), config=config,
+                       one_replay=True, netlist_dir=pr.netlist_dir, windows=pr.windows)
+    n = run.windows
+    return {"index": i, "windows": n, "tile": {k: v for k, v in tile.items() if k != "windows"},
+            "samples": [window_sample("tile", i, c, w)
+                        for c, w in zip(run.counters, tile.get("windows", ()), strict=False)],
+            "sram_bits": run.sram_bits, "counters": run.counters,
+            "flits": [f for w in run.flits for f in w] if i == 0 else None,
+            "seconds": time.perf_counter() - t0}
+
+
+def assemble_linear(pr: Pricing, name: str, tiles, design: str, priced: list[dict]) -> PieceGates:
+    """Linear piece ``name`` from its replayed tiles (``priced``: :func:`price_tile` of each, in
+    the order of :func:`replayed_tiles`): their energies summed, the piece's clocks those of
+    its slowest tile (the tiles run side by side), its input flits (the first tile's) through
+    a router per tile (``pr.router``)."""
+    from rtl_gen.dense import dense_pack
 
     compute = idle = gated = area = 0.0
     sram_bits, cycles, counters, cells, samples = 0, 0, Counter(), 0, []
     config0 = tiles[0][1]  # every tile's input: the layer's n_in, its code width
-    for i, (layer, config) in enumerate(tiles):
-        run = run_tile(layer, design, codes, config=config)
-        tile = tile_energy(layer, design, run, pr.lib_path, pr.work / name / f"tile{i}", pr.sim,
-                           pr.clock_ns, pr.cache.setdefault("tiles", {}), config=config,
-                           one_replay=True, netlist_dir=pr.netlist_dir, windows=pr.windows)
-        samples += [window_sample("tile", i, c, w)
-                    for c, w in zip(run.counters, tile.get("windows", ()), strict=False)]
-        n = run.windows
+    flits = None
+    for got in priced:
+        tile, n = got["tile"], got["windows"]
+        samples += got["samples"]
         compute += (tile["free_pJ"] - tile["idle_clock_pJ"]) * n
         idle += tile["idle_clock_pJ"] * n
         gated += tile["gated_pJ"] * n
-        sram_bits += run.sram_bits
-        for c in run.counters:  # update, not +: a counter that stayed 0 is kept
+        sram_bits += got["sram_bits"]
+        for c in got["counters"]:  # update, not +: a counter that stayed 0 is kept
             counters.update(c)
         cycles = max(cycles, tile["cycles"] * n)  # the tiles run side by side
         cells = max(cells, tile["cells"])
         area = max(area, tile["area_um2"])
-        if i == 0:  # what every tile takes in
-            flits = [f for w in run.flits for f in w]
+        if got["index"] == 0:  # what every tile takes in
+            flits = got["flits"]
     dense = design == "dense"
     width = dense_pack(config0) * config0.time_width if dense else config0.time_width
     router = pr.router(flits, width, config0.in_addr_width)
@@ -249,6 +319,21 @@ def price_linear(pr: Pricing, name: str, tiles, design: str, codes: torch.Tensor
         sram_bit_pJ=pr.sram_bit_pJ, flits=len(flits), hops=hops, tiles=len(tiles),
         unit_costs=u, cells={"tile": cells, "router": router["cells"]},
         counters=dict(counters), samples=samples)
+
+
+def price_linear(pr: Pricing, name: str, tiles, design: str, codes: torch.Tensor) -> PieceGates:
+    """A linear piece: ``design``'s tiles (``tiles``: ``(layer, config)`` per tile, the layer's
+    neurons as the run partitions them, :func:`regression.block_parts.tile_slices`; raw sums or
+    codes) on ``codes [tokens, n_in]``, each token a window, at RTL (each tile checked against
+    its golden layer) and in gates (tiles of one configuration share a netlist); its input
+    flits, sent once by their producers to every tile, through a router per tile. With
+    ``pr.replay_tiles``, only that many tiles, spread over the layer, and the first of each
+    configuration, are run and replayed (the piece's energies are theirs; its ``tiles`` all
+    of them). In this process: :func:`price_tile` per tile of :func:`replayed_tiles`, then
+    :func:`assemble_linear`."""
+    priced = [price_tile(pr, name, i, *tiles[i], design, codes)
+              for i in replayed_tiles(pr, tiles)]
+    return assemble_linear(pr, name, tiles, design, priced)
 
 
 # -- the add+LayerNorm units ----------------------------------------------------------------------
@@ -272,7 +357,9 @@ def price_norm(pr: Pricing, name: str, ucfg, add, norm, thetas, r: torch.Tensor,
     from rtl_gen.params import index_width
     from synth_scripts import unit_gates
 
-    rows = [(r[i].tolist(), v[i].tolist()) for i in range(r.shape[0])]
+    picked = spread(r.shape[0], pr.replay_windows)
+    rows = [(r[i].tolist(), v[i].tolist()) for i in picked]
+    expected = [expected[i] for i in picked] if pr.replay_windows else expected
     run = unit_gates.run_add_norm(ucfg, load_beats(ucfg, add, norm, thetas), rows, expected)
     m = unit_gates.measure(run, ucfg, pr.lib_path, pr.work / name, sim=pr.sim,
                            clock_ns=pr.clock_ns, netlists=pr.cache.setdefault("units", {}),

@@ -24,7 +24,8 @@ def _windows(truth: dict, n: int, seed: int = 0) -> list[dict]:
 
 
 TRUTH = {"logic": (50.0, {"events": 2.5, "rows": 7.0}), "idle": (9.0, {"rows": 0.5}),
-         "gated": (40.0, {"events": 2.4, "rows": 7.5}), "cycles": (30.0, {"events": 1.0})}
+         "gated": (40.0, {"events": 2.4, "rows": 7.5}), "cycles": (30.0, {"events": 1.0}),
+         "busy": (20.0, {"events": 0.5})}
 
 
 def test_a_linear_unit_is_fitted_exactly():
@@ -44,7 +45,7 @@ def test_the_fit_keeps_its_coefficients_non_negative():
     """A unit whose energy falls with a counter is not extrapolated below its intercept: a
     counter is never worth negative energy (a window with more of it costs no less)."""
     falling = {"logic": (500.0, {"events": -1.0}), "idle": (1.0, {}), "gated": (1.0, {}),
-               "cycles": (1.0, {})}
+               "cycles": (1.0, {}), "busy": (0.0, {})}
     f = fit(_windows(falling, 30))["tile"]
     assert all(c >= 0 for cs in f.coef.values() for c in cs)
     assert f.rel_error["logic"] > 0.01  # it cannot follow the fall
@@ -73,6 +74,62 @@ def test_the_attention_nodes_have_no_intercept():
     assert not f.intercept and all(cs[0] == 0 for cs in f.coef.values())
     assert f.rel_error["logic"] < 1e-9
     assert f.predict({}) == {t: 0.0 for t in TARGETS}
+
+
+def test_an_idle_clock_is_the_clocks_less_the_busy_ones():
+    """A node's idle clock falls as its busy clocks grow, which no non-negative fit follows:
+    the fit keeps the clock energy a clock exactly (``idle_per_clock``), and the calibration
+    prices a node's idle clock as the window's clocks less the node's busy ones at it."""
+    rng = random.Random(3)
+    rows = []
+    for i in range(40):
+        x = {"keys": rng.randrange(4, 80), "events": rng.randrange(0, 200)}
+        cycles, busy = 10.0 * x["keys"], 2.0 * x["keys"] + 1.5 * x["events"]
+        rows.append({"unit": "sm", "instance": i % 2, "x": x, "logic": 3.0 * x["events"],
+                     "idle": 0.7 * (cycles - busy), "gated": 3.5 * x["events"],
+                     "cycles": cycles, "busy": busy})
+    f = fit(rows)["sm"]
+    assert f.idle_per_clock == pytest.approx(0.7, rel=1e-12)
+    assert f.rel_error["idle"] > 0.01  # the direct fit cannot follow it
+    assert f.rel_error["cycles"] < 1e-9 and f.rel_error["busy"] < 1e-9
+    x = {"keys": 50, "events": 120}
+    got = f.predict(x)
+    assert f.idle_per_clock * (got["cycles"] - got["busy"]) == pytest.approx(
+        0.7 * (500.0 - 100.0 - 180.0), rel=1e-9)
+
+
+def test_the_attention_path_calibrated_with_its_nodes_idle_clocks():
+    """The calibrated attention path: each window lasts as long as its slowest node's fitted
+    clocks, and each node idles the rest of it at its clock energy a clock."""
+    from golden_models.block_pieces import ATTENTION, PIECES
+    from synth_scripts.block_calibration import CALIBRATORS, PieceActivity
+    from synth_scripts.block_gates import PieceGates
+
+    piece = next(p for p in PIECES if p.kind == ATTENTION)
+    heads, per_clock = 2, {"qk": 0.5, "sm": 0.25, "pv": 0.75}
+    rng = random.Random(7)
+    samples, windows = [], []
+    for h in range(heads):
+        for unit in ("qk", "sm", "pv"):
+            for _ in range(12):
+                x = {"keys": rng.randrange(4, 60), "work": rng.randrange(1, 90)}
+                cycles, busy = 8.0 * x["keys"], 1.0 * x["work"]
+                samples.append({"unit": unit, "instance": h, "x": x, "logic": 2.0 * x["work"],
+                                "idle": per_clock[unit] * (cycles - busy),
+                                "gated": 2.5 * x["work"], "cycles": cycles, "busy": busy})
+                windows.append({"unit": unit, "instance": h, "x": x})
+    costs = {"per_hop": 1.0, "wire_per_hop": 0.0, "inner_per_hop": 1.0,
+             "inner_wire_per_hop": 0.0, "idle_per_clock": 0.0}
+    sampled = PieceGates("attention", {}, 0, 0.0, 0.0, {}, samples=samples, unit_costs=costs)
+    act = PieceActivity("attention", windows, 0, {"read": 0, "write": 0}, {})
+    got, fits = CALIBRATORS[ATTENTION](piece, sampled, act, 0.0, 0.0, heads, "mttfs-k1")
+    n = 12
+    longest = [max(8.0 * w["x"]["keys"] for w in windows[j::n]) for j in range(n)]
+    want = sum(per_clock[w["unit"]] * (longest[i % n] - w["x"]["work"])
+               for i, w in enumerate(windows))
+    assert got.energy_pJ["idle"] == pytest.approx(want, rel=1e-6)
+    assert got.cycles == pytest.approx(sum(longest), rel=1e-6)
+    assert fits["sm"]["replayed"] == [0, 1]
 
 
 # -- the tiny block, a sentence outside the sample ----------------------------------------------

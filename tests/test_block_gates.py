@@ -208,7 +208,9 @@ def test_a_layer_that_took_no_event_counts_zero(monkeypatch):
     monkeypatch.setattr(gate_tile, "run_tile", lambda *a, **k: run)
     monkeypatch.setattr(gate_tile, "tile_energy", lambda *a, **k: tile)
     pr = SimpleNamespace(lib_path=None, work=Path("unused"), sim="icarus", clock_ns=10.0,
-                         windows=False, cache={}, netlist_dir=None, sram_bit_pJ=0.1,
+                         windows=False, replay_tiles=0, replay_windows=0, cache={},
+                         netlist_dir=None,
+                         sram_bit_pJ=0.1,
                          hops=lambda name, n: float(n), router=lambda *a, **k: router,
                          wires=lambda *a, **k: 0.0)
     config = SimpleNamespace(time_width=4, in_addr_width=6)
@@ -217,6 +219,101 @@ def test_a_layer_that_took_no_event_counts_zero(monkeypatch):
     assert p.counters == {"events_in": 0} and p.tiles == 2
     assert count_deliveries({name: p.counters for name in PIECES},
                             {name: p.tiles for name in PIECES}, False)["ffn_contract_in"] == 0
+
+
+def test_a_sample_of_tiles_spread_over_the_layer(monkeypatch):
+    """``replay_tiles`` runs that many tiles of a linear piece, spread from the first to the
+    last, and the first of every other configuration (a last, narrower tile); the piece
+    still has all its tiles (their routers), and each window sample names its tile."""
+    from types import SimpleNamespace
+
+    from synth_scripts import block_pricing
+    from synth_scripts.block_pricing import spread
+    from synth_scripts.gatelevel import tile as gate_tile
+
+    assert spread(8, 2) == [0, 7] and spread(32, 4) == [0, 10, 21, 31]
+    assert spread(3, 0) == spread(3, 5) == [0, 1, 2] and spread(5, 1) == [0]
+    assert spread(8, 2, keep=[5]) == [0, 5, 7]
+    ran = []
+
+    def run_tile(layer, design, codes, *, config):
+        ran.append(layer)
+        return SimpleNamespace(windows=1, sram_bits=1, counters=[{"events_in": 1}], flits=[[]])
+
+    tile = {"free_pJ": 1.0, "idle_clock_pJ": 0.5, "gated_pJ": 0.75, "cycles": 10,
+            "cells": 5, "area_um2": 100.0, "windows": [
+                {"free_pJ": 1.0, "idle_clock_pJ": 0.5, "gated_pJ": 0.75, "cycles": 10,
+                 "busy_cycles": 8}]}
+    router = {"per_hop_pJ": 1.0, "idle_per_clock_pJ": 0.1, "cells": 3, "area_um2": 44.0,
+              "link_toggles_per_flit": 0.0}
+    monkeypatch.setattr(gate_tile, "run_tile", run_tile)
+    monkeypatch.setattr(gate_tile, "tile_energy", lambda *a, **k: tile)
+    pr = SimpleNamespace(lib_path=None, work=Path("unused"), sim="icarus", clock_ns=10.0,
+                         windows=True, replay_tiles=2, replay_windows=0, cache={},
+                         netlist_dir=None,
+                         sram_bit_pJ=0.1, hops=lambda name, n: float(n),
+                         router=lambda *a, **k: router, wires=lambda *a, **k: 0.0)
+    wide, narrow = (SimpleNamespace(time_width=4, in_addr_width=6, n=n) for n in (48, 16))
+    tiles = [(i, wide) for i in range(6)] + [(6, narrow), (7, narrow)]
+    p = block_pricing.price_linear(pr, "ffn_expand", tiles, "mttfs-k1", None)
+    assert ran == [0, 6, 7] and p.tiles == 8
+    assert [s["instance"] for s in p.samples] == [0, 6, 7]
+    assert p.samples[0]["busy"] == 8 and p.energy_pJ["compute"] == 3 * 0.5
+
+
+def test_a_pricing_goes_to_a_worker_without_its_netlists(nangate_lib, tmp_path):
+    """A pricing task's :class:`Pricing` travels without the netlists kept in this process
+    (a worker reads them from the netlists' folder); everything else goes with it, and a
+    sample of tiles or heads needs the windows."""
+    import pickle
+
+    from synth_scripts.block_pricing import Pricing
+
+    pr = Pricing.prepare(nangate_lib, tmp_path, sim="icarus", windows=True, replay_tiles=2,
+                         replay_heads=3)
+    pr.cache["tiles"] = {"dense": object()}
+    back = pickle.loads(pickle.dumps(pr))
+    assert back.cache == {} and pr.cache["tiles"]
+    assert (back.replay_tiles, back.replay_heads, back.netlist_dir) == (2, 3,
+                                                                        tmp_path / "netlists")
+    assert back.sram_bit_pJ == pr.sram_bit_pJ and back.sources() == pr.sources()
+    with pytest.raises(ValueError, match="replay_tiles 2 prices a sample: it needs windows"):
+        Pricing.prepare(nangate_lib, tmp_path, replay_tiles=2)
+    with pytest.raises(ValueError, match="replay_heads must be a whole number >= 0"):
+        Pricing.prepare(nangate_lib, tmp_path, windows=True, replay_heads=-1)
+
+
+@pytest.mark.slow
+def test_the_pricing_on_a_cluster_equals_the_local_run(model, nangate_lib, tmp_path):
+    """``matterhorn block --gates -j 2``: each design's run a task, then its pricing's tasks
+    (each replayed tile, the attention path, each add+LayerNorm unit) spread over two worker
+    processes, sharing the netlists and builds of one folder: the document is the one a run
+    in this process writes, figure for figure (the wall-clock seconds aside). Two sentences,
+    the shorter replayed, one tile of the two-tile FFN-expand layer: calibrated."""
+    from matterhorn.block import BlockSetup, GatesSetup, run
+    from regression.block_parts import seq_max_of
+
+    qnn, tok = model
+    st = BlockSetup(qnn, tok, "tiny random", [SENTENCE, "Three words here."],
+                    seq_max_of(qnn.cfg))
+
+    def figures(doc):
+        if isinstance(doc, dict):
+            return {k: figures(v) for k, v in doc.items() if k not in ("seconds",
+                                                                          "sample_seconds")}
+        if isinstance(doc, list):
+            return [figures(v) for v in doc]
+        return doc
+
+    docs = []
+    for jobs in (1, 2):
+        gates = GatesSetup(nangate_lib, "icarus", tmp_path / "gates", sample=1, tiles=1)
+        docs.append(run(st, list(DESIGNS), tile_neurons=8, gates=gates, jobs=jobs))
+    local, cluster = docs
+    assert cluster["gates"]["method"]["dense"]["calibrated"]
+    fits = cluster["gates"]["method"]["mttfs-k1"]["fits"]["ffn_expand"]["tile"]
+    assert fits["replayed"] == [0]
+    assert figures(cluster) == figures(local)
 
 
 def _setup(model):

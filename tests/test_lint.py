@@ -77,6 +77,7 @@ LONG_FUNCTIONS = {
         "the fine-tuning run: set-up, epochs, checkpoints and report in one sequence",
     "networks.report.summary_markdown":
         "one Markdown document, its sections in the order they are read",
+    "rtl_gen.amba.ipxact": "one IP-XACT document, as text, its elements in the schema's order",
     "rtl_gen.axi_lite.RegisterFile.elaborate": "a branch per register-field kind",
     "rtl_gen.axi_sim.simulate_axi_system": "one bench: load, then windows",
     "rtl_gen.encoder.Encoder.elaborate": "one FSM, its states read top to bottom",

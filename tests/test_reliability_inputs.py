@@ -54,6 +54,7 @@ NAME_OPTIONS = {
     "sram": {"shapes"},
     "finetune": {"start"},
     "layer": {"layer"},
+    "block": {"scheduler"},
 }
 
 
@@ -281,6 +282,11 @@ CASES = [
     Case("sram --period 0 --out o", "number", "--period must be positive, not 0.0"),
     Case("sram --out o", "out", "freepdk45_macros.json: field 'technology' is missing",
          _write("o/freepdk45_macros.json", '{"schema": "matterhorn.sram_macros/1"}')),
+    Case("block --gate-tiles 2 --out o", "number", "--gate-tiles 2 prices in gates: add --gates"),
+    Case("block --gates --gate-windows -1 --out o", "number",
+         "gate_windows must be in 0..1048576, not -1"),
+    Case("block --scheduler tcp://x --out o", "name:scheduler",
+         "scheduler address 'tcp://x' is malformed"),
 ]
 
 

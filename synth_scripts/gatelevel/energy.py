@@ -35,8 +35,8 @@ from pathlib import Path
 
 from synth_scripts.gatelevel import liberty as liberty_mod
 
-__all__ = ["COMPONENTS", "NOMINAL_SLEW_NS", "Energy", "energy", "opensta_reference",
-           "sta_groups"]
+__all__ = ["COMPONENTS", "NOMINAL_SLEW_NS", "Energy", "energy", "isolated_cells",
+           "opensta_per_net", "opensta_reference", "sta_groups"]
 
 #: Input transition (ns) at which the power tables are read, for every pin of every net.
 NOMINAL_SLEW_NS = 0.04
@@ -346,6 +346,107 @@ def opensta_reference(net, trace, workdir, *, clock_ns: float = 10.0,
     scale = trace.cycles * clock_ns * 1e-9 * 1e12  # W over the trace -> pJ
     return {g: {k: float(f"{v * scale:.6g}") for k, v in row.items()}
             for g, row in p["power_W"].items()}
+
+
+def isolated_cells(net, *, wire_load: bool = True) -> tuple[str, dict[str, str], dict]:
+    """``net`` with every cell on its own: each cell input pin that the netlist connects to
+    a net (other than the clock) is driven by an input port of that net (``n<i>``, shared by
+    the net's sinks), each cell output pin drives an output port of its own (``q<i>``) whose
+    load is the original net's (its sink pins' capacitance and, with ``wire_load``, the wire
+    load model's at its fan-out: what :func:`energy` charges). Returns the Verilog (module
+    ``isolated``), input port -> net, and output port -> (net, load in the liberty's
+    capacitance unit).
+
+    OpenSTA 2.0.17 takes measured activity only on input ports (its per-pin activity does not
+    work, and it reads no VCD or SAIF): on this netlist every net's measured activity enters,
+    each cell's output activity being OpenSTA's own estimate from its inputs' (one gate deep)."""
+    pins = _pin_energies(net, NOMINAL_SLEW_NS * 1e-9 / net.lib.library.time_s, wire_load)
+    lib = net.lib.library
+    ins: dict[str, str] = {}
+    by_net: dict[str, str] = {}
+    outs: dict[str, tuple] = {}
+    body = []
+    for k, c in enumerate(net.cells):
+        info = lib.cells[c.type]
+        conns = []
+        for pin, ref in c.pins.items():
+            if ref is None or pin not in info.pins:
+                continue
+            if info.pins[pin].direction == "output":
+                port = f"q{len(outs)}"
+                outs[port] = (ref, pins.load(ref))
+            elif ref == net.clock_net:
+                port = "clk"
+            else:
+                if ref not in by_net:
+                    by_net[ref] = f"n{len(by_net)}"
+                    ins[by_net[ref]] = ref
+                port = by_net[ref]
+            conns.append(f".{pin}({port})")
+        body.append(f"  {c.type} u{k} ({', '.join(conns)});")
+    ports = ["clk", *ins, *outs]
+    text = "\n".join([f"module isolated ({', '.join(ports)});", "  input clk;",
+                      *(f"  input {p};" for p in ins), *(f"  output {p};" for p in outs),
+                      *body, "endmodule", ""])
+    return text, ins, outs
+
+
+def opensta_per_net(net, toggles, high: dict[str, int], workdir, *, clock_ns: float = 10.0,
+                    slew_ns: float = NOMINAL_SLEW_NS) -> dict:
+    """OpenSTA ``report_power`` of ``net``'s cells fed every net's measured activity (toggles
+    a clock and duty, ``toggles`` and ``high`` of one run: :func:`synth_scripts.gatelevel.
+    toggles.net_activity`) through :func:`isolated_cells`, against :func:`energy` of the same
+    toggles regrouped as OpenSTA groups it (:func:`sta_groups`); pJ over the run.
+
+    Where the two can differ: the internal energy of each cell's output pin, charged at the
+    measured toggles here and at OpenSTA's estimate from the cell's inputs there (the
+    switching of the same nets is charged at the measured toggles by both); the weight of
+    state-dependent (``when``) tables (a plain mean here, duty-weighted there); and OpenSTA
+    2.0.17 charges an output transition the rise table's energy plus the fall table's, where
+    its later versions and :func:`energy` take their mean (``ours_rise_plus_fall``: ours
+    with that convention)."""
+    from synth_scripts import flow
+
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    text, ins, outs = isolated_cells(net)
+    (workdir / "isolated.v").write_text(text, encoding="utf-8")
+    n = toggles.cycles
+    lines = [f"set_input_transition {slew_ns:g} [all_inputs]",
+             f"set_clock_transition {slew_ns:g} [get_clocks clk]",
+             # timed against the clock: the flip-flops' inputs end paths (a slack to report)
+             "set_input_delay 0 -clock clk [get_ports {n*}]"]
+    for port, ref in ins.items():
+        lines.append(f"set_power_activity -input_ports [get_ports {port}] -activity "
+                     f"{toggles.nets.get(ref, 0) / n:.6f} -duty {high.get(ref, 0) / n:.6f}")
+    for port, (_, load) in outs.items():
+        lines.append(f"set_load {load:.6g} [get_ports {port}]")
+    p = flow.power("isolated", workdir / "isolated.v", lines, net.lib, clock_ns, workdir)
+    scale = n * clock_ns * 1e-9 * 1e12  # W over the run -> pJ
+    sta = {g: {k: float(f"{v * scale:.6g}") for k, v in row.items()}
+           for g, row in p["power_W"].items()}
+    ours = sta_groups(energy(net, toggles, clock_ns=clock_ns, slew_ns=slew_ns))
+    # OpenSTA 2.0.17 charges an output transition the rise table's energy plus the fall
+    # table's (later versions take their mean, as energy() does): ours that way too
+    lib = net.lib.library
+    pins = _pin_energies(net, slew_ns * 1e-9 / lib.time_s, True)
+    extra = {"sequential": 0.0, "combinational": 0.0}
+    for ref, t in toggles.nets.items():
+        if t and ref != net.clock_net:
+            driver = pins.of(ref)[1]
+            if driver is not None:
+                extra[driver[0]] += driver[1] * t * lib.energy_j
+    summed = {g: ours[g] + _pj(extra[g]) for g in extra}
+    summed["leakage"] = ours["leakage"]
+    summed["total"] = summed["sequential"] + summed["combinational"]
+    theirs = {g: sta[g]["total"] for g in ("sequential", "combinational", "total")}
+    theirs["leakage"] = sta["total"]["leakage"]
+
+    def ratio(a: dict) -> dict:
+        return {g: a[g] / v if v else None for g, v in theirs.items()}
+
+    return {"cycles": n, "cells": len(net.cells), "ours": ours, "ours_rise_plus_fall": summed,
+            "opensta": sta, "ratio": ratio(ours), "ratio_rise_plus_fall": ratio(summed)}
 
 
 # -- the wires between nodes -------------------------------------------------------------------

@@ -18,7 +18,7 @@ from pathlib import Path
 from synth_scripts import flow
 from toolkit_base import toolchain
 
-__all__ = ["RESET_CYCLES", "SIMULATORS", "ReplayMismatch", "Toggles", "replay"]
+__all__ = ["RESET_CYCLES", "SIMULATORS", "ReplayMismatch", "Toggles", "net_activity", "replay"]
 
 #: Simulators :func:`replay` can use.
 SIMULATORS = ("verilator", "icarus")
@@ -275,6 +275,15 @@ def _check_ports(net, trace) -> tuple[list, list]:
 #: a 21,776-cell tile builds in 93 s at -O0 and replays 1,300 cycles/s; at -O1 234 s and 5,100
 #: cycles/s; at Verilator's default (-Os) its build had not ended after 19 minutes.
 VERILATOR_OPT = "-O0"
+#: Verilator's ``--output-split-cfuncs``: a function of more statements is split (0: never).
+VERILATOR_SPLIT = 0
+
+
+def verilator_flags() -> list[str]:
+    """The flags of a Verilator replay build that its speed depends on (its folder's digest
+    includes them)."""
+    split = ["--output-split-cfuncs", str(VERILATOR_SPLIT)] if VERILATOR_SPLIT else []
+    return ["-CFLAGS", VERILATOR_OPT, *split]
 
 
 def _build(net, tb: str, sim: str) -> list[str]:
@@ -284,7 +293,11 @@ def _build(net, tb: str, sim: str) -> list[str]:
     import fcntl
     import hashlib
 
-    digest = hashlib.sha256(tb.encode() + Path(net.path).read_bytes()).hexdigest()[:12]
+    flags = verilator_flags() if sim == "verilator" else []
+    # the default build's folder is named as before the flags were part of it
+    extra = "" if flags == ["-CFLAGS", "-O0"] else " ".join(flags)
+    digest = hashlib.sha256(tb.encode() + Path(net.path).read_bytes()
+                            + extra.encode()).hexdigest()[:12]
     where = Path(net.path).parent / f"replay_{sim}_{digest}"
     where.mkdir(parents=True, exist_ok=True)
     exe = where / ("obj/Vtb" if sim == "verilator" else "tb.vvp")
@@ -297,7 +310,7 @@ def _build(net, tb: str, sim: str) -> list[str]:
             if sim == "verilator":
                 flow.run_tool(
                     [toolchain.require("verilator"), "--binary", "--timing", "--output-split",
-                     "0", "-CFLAGS", "-fcoroutines", "-CFLAGS", VERILATOR_OPT, "-Wno-fatal",
+                     "0", "-CFLAGS", "-fcoroutines", *flags, "-Wno-fatal",
                      "-Wno-lint", "-Wno-style", "--build-jobs", "1", "--top-module", "tb",
                      "-Mdir", "obj", *sources],
                     where, where / "build.log", f"verilator build of {net.top}",
@@ -399,3 +412,54 @@ def replay(net, trace, workdir, *, sim: str = "verilator", start: int = 0,
         segments=segments,
         segment_starts=rel,
     )
+
+
+def net_activity(net, trace, workdir) -> tuple[Toggles, dict[str, int]]:
+    """Every net's toggles and the clocks it was high, over the whole ``trace``, from one
+    Icarus run of the replay's testbench changed to write each sample's values (not their
+    changes), the first sample too: what a per-net activity needs (the toggles
+    :func:`replay` counts, and each net's duty). Built in ``workdir`` (not beside the netlist:
+    this harness is not the replay's). For short traces: the values are a line a cycle."""
+    import numpy as np
+
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    ins, outs = _check_ports(net, trace)
+    counted = [r for r in net.nets if r != net.clock_net]
+    flops = _flop_outputs(net)
+    tb = _testbench(net, ins, outs, counted, flops)
+    for old, new in (('      $fwrite(fd, "%h\\n", diff);', '      $fwrite(fd, "%h\\n", snap);'),
+                     ("      else begin take; prev = snap; end",
+                      '      else begin take; prev = snap; $fwrite(fd, "%h\\n", snap); end')):
+        if old not in tb:
+            raise RuntimeError(f"the replay testbench changed: {old.strip()!r} not found")
+        tb = tb.replace(old, new)
+    (workdir / "tb.v").write_text(tb, encoding="utf-8")
+    flow.run_tool([toolchain.require("iverilog"), "-g2012", "-s", "tb", "-o", "tb.vvp", "tb.v",
+                   os.path.relpath(net.path, workdir), os.path.relpath(net.cells_v, workdir)],
+                  workdir, workdir / "build.log", f"iverilog build of {net.top}")
+    _hexfile(workdir / "stim.hex", ins, trace, sum(w for _, w in ins))
+    _hexfile(workdir / "expect.hex", outs, trace, sum(w for _, w in outs))
+    proc = subprocess.run([toolchain.require("vvp"), "-n", "tb.vvp", f"+cycles={trace.cycles}"],
+                          cwd=workdir, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          check=False)
+    if "@@DONE" not in proc.stdout:
+        raise flow.ToolError(f"icarus values of {net.top} did not finish",
+                             (proc.stdout + proc.stderr)[-2000:])
+    text = (workdir / "diffs.txt").read_text(encoding="ascii").translate(
+        str.maketrans("xzXZ", "0000"))
+    lines = text.split()
+    nbytes = max(len(x) for x in lines) // 2 + 1
+    raw = np.frombuffer(b"".join(bytes.fromhex(x.zfill(2 * nbytes)) for x in lines),
+                        dtype=np.uint8).reshape(len(lines), nbytes)
+    bits = np.unpackbits(raw, axis=1, bitorder="big")[:, ::-1][:, :len(counted)]
+    (workdir / "diffs.txt").unlink()
+    changes = bits[1:] ^ bits[:-1]  # sample c+1 against sample c: cycle c's toggles
+    counts = changes.sum(axis=0, dtype=np.int64).tolist()
+    high = bits[:-1].sum(axis=0, dtype=np.int64).tolist()  # the value during cycle c
+    fcols = [counted.index(r) for r in flops]
+    flop_changes = (changes[:, fcols].sum(axis=1, dtype=np.int64).tolist() if fcols
+                    else [0] * changes.shape[0])
+    tog = Toggles(cycles=changes.shape[0], nets=dict(zip(counted, counts, strict=True)),
+                  flop_changes=flop_changes, simulator="icarus", seconds=0.0)
+    return tog, dict(zip(counted, high, strict=True))

@@ -109,7 +109,7 @@ def horowitz_bit_pJ(vdd: float, pdk_name: str = "nangate45") -> float:
     """The PDK table's per-bit SRAM read energy (Horowitz, ISSCC 2014) scaled to its node at
     ``vdd`` (Stillmaker & Baas), as :func:`synth_scripts.scaling.sram_bit_pJ` scales it to the
     liberty's nominal supply."""
-    from synth_scripts import pdk
+    from synth_scripts.gatelevel import pdk
     from synth_scripts.scaling import energy_factor
 
     table = pdk.table(pdk_name)
@@ -123,7 +123,7 @@ def cross_check(shapes: tuple[Shape, ...] = MACRO_SHAPES, table: MacroTable | No
     """Per macro shape: its measured read energy per bit, the per-bit figure of the PDK table
     (Horowitz) at the macro's supply and at the liberty's (what the block's pricing charges
     today), OpenRAM's analytical access energy per bit, and the ratios."""
-    from synth_scripts import pdk
+    from synth_scripts.gatelevel import pdk
 
     table = load() if table is None else table
     lib_vdd = pdk.table(pdk_name).supply_V
