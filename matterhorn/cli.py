@@ -44,7 +44,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 
 #: Subcommands in the order ``--help`` lists them.
 COMMANDS = ("demo", "generate", "regress", "synth", "energy", "stats", "compare", "flow",
-            "prove", "finetune", "layer", "attention", "block")
+            "prove", "finetune", "layer", "attention", "block", "network")
 
 
 def _integer(text: str) -> int:

@@ -36,6 +36,7 @@ __all__ = [
     "load_model",
     "resolve_model",
     "shipped_available",
+    "tokenizer_of",
 ]
 
 #: The name of the shipped model (all-MiniLM-L6-v2) and its display name.
@@ -321,8 +322,11 @@ class WordPieceTokenizer(Tokenizer):
         self._tok.enable_truncation(max_length=max_length)
 
 
-def _tokenizer(source: ModelSource) -> Tokenizer:
-    max_length = min(MAX_TOKENS, source.config.max_position_embeddings)
+def tokenizer_of(source: ModelSource, max_length: int | None = None) -> Tokenizer:
+    """The tokenizer of ``source`` (no model loaded), truncating to ``max_length`` tokens
+    (default: 256 or the model's positions, the fewer)."""
+    if max_length is None:
+        max_length = min(MAX_TOKENS, source.config.max_position_embeddings)
     where = f"{source.name}/{source.vocab.name}"
     try:
         if source.vocab.name == "tokenizer.json":
@@ -345,4 +349,4 @@ def load_model(source: ModelSource) -> tuple[BertEncoder, Tokenizer]:
     model = BertEncoder(source.config)
     model.load_state_dict(state, strict=True)
     model.eval()
-    return model, _tokenizer(source)
+    return model, tokenizer_of(source)

@@ -17,6 +17,7 @@ Each ``<name>.json`` beside this file is a JSON Schema (draft 2020-12) of one do
 - ``block``: ``block.json`` of ``matterhorn block``.
 - ``block_placement``: a whole encoder block placed on one mesh
   (``rtl_gen.block_map.BlockPlacement.document``, ``block.json``'s ``mesh``).
+- ``network``: ``network.json`` of ``matterhorn network``.
 
 Readers call :func:`validate`; a malformed document raises ``ValueError`` with one line that
 names the document and the failing field, e.g.
@@ -43,6 +44,7 @@ SCHEMAS = (
     "golden_layers",
     "golden_stats",
     "layer_slice",
+    "network",
     "pdk",
     "prove_summary",
     "regress_summary",
