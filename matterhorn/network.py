@@ -38,7 +38,7 @@ SCHEMA = "matterhorn.network/1"
 KEPT_SCHEMA = "matterhorn.network-design/1"
 #: The small random network (``--model random``): blocks and sizes
 #: (:func:`networks.block.random_block_model`).
-RANDOM_NETWORK = {"layers": 2, "hidden": 32, "heads": 2, "ffn": 64, "seq": 16}
+RANDOM_NETWORK = {"layers": 2, "hidden": 8, "heads": 2, "ffn": 16, "seq": 8}
 #: How to make the fine-tuned networks, and how long it takes (measured: MiniLM, 2 cores).
 CHECKPOINT_HELP = ("train them with `matterhorn finetune --model {model} --k 0 1 2 --integer "
                    "--out DIR` (about an hour and a quarter on 2 cores: 35 minutes for k = 0, "

@@ -15,8 +15,8 @@ HELP = ("run real sentences through every encoder block of a model in the genera
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="random", metavar="random|minilm|FOLDER",
-                        help="the small random network (2 blocks: hidden 32, 2 heads, FFN 64, "
-                        "16 positions), the shipped all-MiniLM-L6-v2, or a local Hugging Face "
+                        help="the small random network (2 blocks: hidden 8, 2 heads, FFN 16, 8 "
+                        "positions), the shipped all-MiniLM-L6-v2, or a local Hugging Face "
                         "folder of a BERT-family encoder")
     parser.add_argument("--design", action="append", choices=("dense", "ttfs", "mttfs"),
                         help="design, repeatable (default: all three)")
