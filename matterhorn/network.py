@@ -136,10 +136,10 @@ def check_checkpoints(model: str, checkpoints, designs, *, converted: bool = Fal
     for k in needed:
         folder = root / f"k{k}"
         if not folder.is_dir():
-            uses = ", ".join(d for d in designs if trained_k(d) == k)
+            uses = [d for d in designs if trained_k(d) == k]
             raise ValueError(f"--checkpoints {str(root)!r} has no k{k} (the network fine-tuned "
-                             f"at k = {k}, which {uses} runs{'s' if ',' not in uses else ''}); "
-                             f"{how}")
+                             f"at k = {k}, which {', '.join(uses)} "
+                             f"run{'s' if len(uses) == 1 else ''}); {how}")
         this = _checkpoint_config(folder, k, key)
         if config is None:
             config = (k, this)
