@@ -385,7 +385,8 @@ def test_flow_keeps_user_files(tmp_path, capsys):
     for rel in mine:
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_text(rel)
-    skip = [a for s in ("regress", "stats", "synth", "energy", "compare", "block")
+    skip = [a for s in ("regress", "stats", "synth", "energy", "compare", "block",
+                                      "network")
             for a in ("--skip", s)]
     assert main(["flow", "--T", "4", "--k", "1", "--out", str(out), *skip]) == 0
     capsys.readouterr()

@@ -70,7 +70,7 @@ def test_flow_interrupted(tmp_path, capsys):
     # before the fix: the earlier run's flow.json and summary.md (all stages ok) stayed
     out = tmp_path / "flow"
     skip = ["--skip", "generate", "--skip", "synth", "--skip", "energy", "--skip", "compare",
-            "--skip", "block"]
+            "--skip", "block", "--skip", "network"]
     assert main(["flow", "--T", "4", "--out", str(out), "--skip", "regress", *skip]) == 0
     capsys.readouterr()
     first = json.loads((out / "flow.json").read_text())

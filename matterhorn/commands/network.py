@@ -63,8 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --gates: the simulator of the gate-level replays")
     parser.add_argument("-j", "--jobs", "--workers", dest="jobs", type=int, default=1,
                         metavar="N",
-                        help="designs run at a time, 1..64: 1 in this process, more on a local "
-                        "Dask cluster of N worker processes")
+                        help="jobs run at a time, a design each, 1..64: 1 in this process, more "
+                        "on a local Dask cluster of N worker processes")
     parser.add_argument("--out", default="build/network", metavar="DIR",
                         help="output folder (network.json, network.md, network.png; the "
                         "builds in DIR/fast; with --gates the netlists and replays in "
