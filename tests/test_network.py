@@ -140,3 +140,40 @@ def test_a_block_of_another_size_is_refused(tiny):
     with pytest.raises(ValueError, match=r"block 1's ffn_expand layer is \(8, 8\)"):
         check_blocks(bad)
     check_blocks(qnn)
+
+
+def test_the_command_on_the_random_network(tmp_path, capsys):
+    """``matterhorn network`` on the small random network in the Amaranth simulator: the
+    answer first, network.json valid against its schema (and a malformed one refused in one
+    line naming the field), network.md and network.png; a second run into the same folder
+    takes the designs kept by the first."""
+    from matterhorn.cli import main
+    from toolkit_base.schemas import validate
+
+    out = tmp_path / "n"
+    argv = ["network", "--rtl", "amaranth", "--design", "dense", "--design", "mttfs", "--k",
+            "1", "--sentences", "1", "--eval-sentences", "8", "--out", str(out)]
+    assert main(argv) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("At quality cosine ")
+    assert "an M-TTFS k = 1 network costs" in said and "0 mismatches" in said
+    doc = json.loads((out / "network.json").read_text())
+    validate(doc, "network", "network.json")
+    assert doc["dims"]["blocks"] == 2 and doc["evaluation"]["sentences"] == 8
+    assert [d["design"] for d in doc["designs"]] == ["dense", "mttfs-k1"]
+    for d in doc["designs"]:
+        assert d["mismatches"] == 0 and d["embeddings_equal"] == 1
+        assert [b["block"] for b in d["blocks"]] == [0, 1]
+        assert len(d["embeddings"][0]) == 8 and d["energy"]["gates"] is None
+    s = doc["sentences"][0]
+    assert s["length"] == len(s["tokens"]) == doc["tokens"]
+    assert (out / "network.md").read_text().startswith(
+        "# The whole network through the generated hardware\n\n**At quality cosine ")
+    assert (out / "network.png").stat().st_size > 0
+    assert sorted(p.name for p in (out / "designs").iterdir()) == ["dense.json", "mttfs-k1.json"]
+    doc["designs"][0]["blocks"][1]["mismatches"] = "none"
+    with pytest.raises(ValueError, match=r"^network.json: field 'designs\[0\].blocks\[1\]"
+                                         r".mismatches': 'none' is not of type 'integer'$"):
+        validate(doc, "network", "network.json")
+    assert main(argv) == 0
+    assert "dense: taken from" in capsys.readouterr().err
