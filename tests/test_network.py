@@ -177,3 +177,23 @@ def test_the_command_on_the_random_network(tmp_path, capsys):
         validate(doc, "network", "network.json")
     assert main(argv) == 0
     assert "dense: taken from" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_minilms_whole_network_on_verilator(tmp_path):
+    """MiniLM's six blocks, converted post-training (no checkpoint needed), dense and M-TTFS
+    k = 1 on two evaluation sentences, on Verilator: every value of every block, the values
+    handed on and the embeddings equal to the QNN's (the fine-tuned networks' run:
+    docs/network.md; about 15 minutes on two cores with the builds)."""
+    from matterhorn.cli import main
+
+    out = tmp_path / "n"
+    code = main(["network", "--model", "minilm", "--converted", "--design", "dense", "--design",
+                 "mttfs", "--k", "1", "--sentences", "2", "--eval-sentences", "16",
+                 "--out", str(out)])
+    assert code == 0
+    doc = json.loads((out / "network.json").read_text())
+    assert doc["dims"]["blocks"] == 6
+    for d in doc["designs"]:
+        assert d["mismatches"] == 0 and d["handoff_mismatches"] == 0
+        assert d["embeddings_equal"] == 2 and len(d["embeddings"][0]) == 384
