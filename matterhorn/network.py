@@ -636,6 +636,78 @@ def _gates_figures(priced: dict, tokens: int, sentences: int, clock_ns: float) -
     }
 
 
+def _design_document(st: NetworkSetup, d: str, r, quality: dict, p: dict | None, model: dict,
+                     *, tokens: int, n: int, gates: NetworkGates | None) -> dict:
+    """One design's entry of ``network.json`` (:func:`network_document`)."""
+    import torch
+
+    q, _ = quality["designs"][d]
+    float_run = quality["float_run"]
+    emb = torch.tensor(r.embeddings, dtype=torch.float64)
+    cos = (emb * float_run).sum(1) / (emb.norm(dim=1) * float_run.norm(dim=1))
+    return {
+        "design": d,
+        "network": st.network(d).name,
+        "trained_k": st.network(d).k,
+        "mismatches": r.mismatches,
+        "checked": r.checked,
+        "handoff_mismatches": sum(r.handoff),
+        "embeddings_equal": sum(r.equal),
+        "quality": {
+            "qnn": q,
+            "hardware": {"sentences": len(r.equal), "equal_to_qnn": sum(r.equal),
+                         "cos_float": {"mean": round(float(cos.mean()), 6),
+                                       "min": round(float(cos.min()), 6)}},
+        },
+        "embeddings": r.embeddings,
+        "blocks": [{
+            "block": b,
+            "mismatches": br.mismatches,
+            "checked": sum(pc.checked for pc in br.pieces),
+            "handoff_mismatches": r.handoff[b],
+            "cycles": br.cycles,
+            "seconds": round(r.seconds[b], 1) if b < len(r.seconds) else None,
+            "events": dict(br.deliveries),
+            "rates_percent": {k: round(100 * v, 4) for k, v in br.rates().items()},
+            "first_mismatch": next((pc.first_mismatch for pc in br.pieces
+                                    if pc.first_mismatch), None),
+            "gates_per_token_pJ": (None if p is None else dict(p["blocks"][b].totals())),
+            "model_per_token_pJ": model["per_block"][d][b],
+        } for b, br in enumerate(r.blocks)],
+        "energy": {
+            "gates": (None if p is None else
+                      _gates_figures(p, tokens, n, gates.gates.clock_ns)),
+            "model": {"per_token_pJ": model["per_token"][d],
+                      "per_sentence_pJ": _per_sentence(model["per_token"][d], tokens, n)},
+        },
+        "validation": None if p is None else p["validation"],
+    }
+
+
+def _gates_document(priced: dict, gates: NetworkGates) -> dict | None:
+    """How the gates were measured (``network.json``'s ``gates``), or None."""
+    if not priced:
+        return None
+    g0 = next(iter(priced.values()))["sample"]
+    return {
+        "library": g0.library, "liberty": g0.liberty, "clock_ns": g0.clock_ns,
+        "simulator": g0.simulator, "sram_pJ_per_bit": g0.sram_bit_pJ,
+        "scaling_divide_by": g0.divide_by, "sources": dict(g0.sources),
+        "leakage": {"priced": False,
+                    "why": "the block pricing gives no leakage figure yet: "
+                           "matterhorn.network.leakage_pJ is the hook that adds each "
+                           "block's cells' and macros' leakage over its run's time"},
+        "method": {"sample_block": gates.block, "validate_block": gates.validate,
+                   "sample_sentences": g0.sentences, "sample_tokens": g0.tokens,
+                   "how": f"block {gates.block}'s sample sentences replayed at gate level window "
+                          "by window; every window of every block over every sentence priced "
+                          "by the sample's per-unit fits to its counters (the golden QNN's, "
+                          "equal to the RTL's); SRAM bits, flits and hops counted per block "
+                          "(synth_scripts.block_calibration)"},
+        "seconds": {d: round(p["sample"].seconds, 1) for d, p in priced.items()},
+    }
+
+
 def network_document(st: NetworkSetup, designs, done: dict, quality: dict, *,
                      tile_neurons: int, rtl: str, gates: NetworkGates | None) -> dict:
     """``network.json``: the run's parameters, the sentences and their tokens, and per design
@@ -644,66 +716,17 @@ def network_document(st: NetworkSetup, designs, done: dict, quality: dict, *,
     events and rates, its energy per token and per sentence (our gates by component, with the
     latency and throughput; the paper's model at the measured rates) and where each figure
     comes from."""
-    import torch
-
     runs = {d: done[d][0] for d in designs}
     priced = {d: done[d][1] for d in designs if done[d][1] is not None}
-    any_run = runs[designs[0]]
-    tokens, n = any_run.tokens, len(st.sentences)
+    tokens, n = runs[designs[0]].tokens, len(st.sentences)
     model = _model_rows(st, runs, designs)
     qnn0 = st.network(designs[0]).qnn
     cfg = qnn0.cfg
-    g0 = next(iter(priced.values()))["sample"] if priced else None
     sentence_docs = []
     for s in st.sentences:
         ids = st.tokenizer([s])[0][0].tolist()
         sentence_docs.append({"text": s, "tokens": ids, "length": len(ids)})
-    out_designs = []
-    float_run = quality["float_run"]
-    for d in designs:
-        r = runs[d]
-        q, _ = quality["designs"][d]
-        emb = torch.tensor(r.embeddings, dtype=torch.float64)
-        cos = (emb * float_run).sum(1) / (emb.norm(dim=1) * float_run.norm(dim=1))
-        p = priced.get(d)
-        out_designs.append({
-            "design": d,
-            "network": st.network(d).name,
-            "trained_k": st.network(d).k,
-            "mismatches": r.mismatches,
-            "checked": r.checked,
-            "handoff_mismatches": sum(r.handoff),
-            "embeddings_equal": sum(r.equal),
-            "quality": {
-                "qnn": q,
-                "hardware": {"sentences": len(r.equal),
-                             "equal_to_qnn": sum(r.equal),
-                             "cos_float": {"mean": round(float(cos.mean()), 6),
-                                           "min": round(float(cos.min()), 6)}},
-            },
-            "embeddings": r.embeddings,
-            "blocks": [{
-                "block": b,
-                "mismatches": br.mismatches,
-                "checked": sum(pc.checked for pc in br.pieces),
-                "handoff_mismatches": r.handoff[b],
-                "cycles": br.cycles,
-                "seconds": round(r.seconds[b], 1) if b < len(r.seconds) else None,
-                "events": dict(br.deliveries),
-                "rates_percent": {k: round(100 * v, 4) for k, v in br.rates().items()},
-                "first_mismatch": next((pc.first_mismatch for pc in br.pieces
-                                        if pc.first_mismatch), None),
-                "gates_per_token_pJ": (None if p is None else dict(p["blocks"][b].totals())),
-                "model_per_token_pJ": model["per_block"][d][b],
-            } for b, br in enumerate(r.blocks)],
-            "energy": {
-                "gates": (None if p is None else
-                          _gates_figures(p, tokens, n, gates.gates.clock_ns)),
-                "model": {"per_token_pJ": model["per_token"][d],
-                          "per_sentence_pJ": _per_sentence(model["per_token"][d], tokens, n)},
-            },
-            "validation": None if p is None else p["validation"],
-        })
+    gdoc = _gates_document(priced, gates)
     return {
         "schema": SCHEMA,
         "model": st.model,
@@ -723,26 +746,10 @@ def network_document(st: NetworkSetup, designs, done: dict, quality: dict, *,
                                    "0.8 V) per block at the rates each block measured, at B = "
                                    "the sentences run and S = their mean length, summed over "
                                    "the blocks"},
-        "pdk": g0.library if g0 is not None else None,
-        "gates": None if g0 is None else {
-            "library": g0.library, "liberty": g0.liberty, "clock_ns": g0.clock_ns,
-            "simulator": g0.simulator, "sram_pJ_per_bit": g0.sram_bit_pJ,
-            "scaling_divide_by": g0.divide_by, "sources": dict(g0.sources),
-            "leakage": {"priced": False,
-                        "why": "the block pricing gives no leakage figure yet: "
-                               "matterhorn.network.leakage_pJ is the hook that adds each "
-                               "block's cells' and macros' leakage over its run's time"},
-            "method": {"sample_block": gates.block, "validate_block": gates.validate,
-                       "sample_sentences": g0.sentences, "sample_tokens": g0.tokens,
-                       "how": "block {b}'s sample sentences replayed at gate level window by "
-                              "window; every window of every block over every sentence priced "
-                              "by the sample's per-unit fits to its counters (the golden "
-                              "QNN's, equal to the RTL's); SRAM bits, flits and hops counted "
-                              "per block (synth_scripts.block_calibration)".replace(
-                                  "{b}", str(gates.block))},
-            "seconds": {d: round(p["sample"].seconds, 1) for d, p in priced.items()},
-        },
-        "designs": out_designs,
+        "pdk": None if gdoc is None else gdoc["library"],
+        "gates": gdoc,
+        "designs": [_design_document(st, d, runs[d], quality, priced.get(d), model,
+                                     tokens=tokens, n=n, gates=gates) for d in designs],
     }
 
 
