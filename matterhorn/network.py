@@ -708,6 +708,15 @@ def _gates_document(priced: dict, gates: NetworkGates) -> dict | None:
     }
 
 
+def _pdk_label(library: str) -> str:
+    """The PDK a liberty's library belongs to, as its table names it (``NanGate 45 nm``), or
+    the library's own name."""
+    from synth_scripts.gatelevel.pdk import match
+
+    pdk = match(library)
+    return library if pdk.generic else pdk.label
+
+
 def network_document(st: NetworkSetup, designs, done: dict, quality: dict, *,
                      tile_neurons: int, rtl: str, gates: NetworkGates | None) -> dict:
     """``network.json``: the run's parameters, the sentences and their tokens, and per design
@@ -746,7 +755,7 @@ def network_document(st: NetworkSetup, designs, done: dict, quality: dict, *,
                                    "0.8 V) per block at the rates each block measured, at B = "
                                    "the sentences run and S = their mean length, summed over "
                                    "the blocks"},
-        "pdk": None if gdoc is None else gdoc["library"],
+        "pdk": None if gdoc is None else _pdk_label(gdoc["library"]),
         "gates": gdoc,
         "designs": [_design_document(st, d, runs[d], quality, priced.get(d), model,
                                      tokens=tokens, n=n, gates=gates) for d in designs],

@@ -61,10 +61,12 @@ def verdict(doc: dict) -> list[str]:
                      f"per sentence {where}.")
         if g is not None:
             gated = ratio(doc, key="gated_total")
+            converted = (f"; this toolkit's figure for MiniLM's block 0 converted post-training, "
+                         f"{CONVERTED_BLOCK_RATIO:.3f}x, is at the rates of a network at cosine "
+                         "0.295" if doc["model"] == "all-MiniLM-L6-v2" else "")
             lines.append(f"Clock-gated {gated:.3f}x; the paper's model at the same rates "
                          f"{m:.3f}x; the paper's per-block figure {PAPER_RATIO:.3f}x (BERT-base "
-                         f"at SST-2's rates); this toolkit's converted MiniLM block 0 "
-                         f"{CONVERTED_BLOCK_RATIO:.3f}x (a network at cosine 0.295).")
+                         f"at SST-2's rates){converted}.")
     bad = sum(d["mismatches"] for d in doc["designs"])
     checked = sum(d["checked"] for d in doc["designs"])
     equal = sum(d["embeddings_equal"] for d in doc["designs"])
@@ -166,8 +168,8 @@ def _gates_markdown(doc: dict) -> list[str]:
     keys = (*COMPONENTS, "leakage", "total", "gated_total")
     lines = ["## Our gates per sentence by component (µJ)", "",
              (f"{gd['library']} ({gd['liberty']}), {gd['clock_ns']:g} ns, gate-level replays on "
-              f"{gd['simulator']}. {gd['method']['how']}: {gd['method']['sample_sentences']} "
-              f"sentences ({gd['method']['sample_tokens']} tokens) of block "
+              f"{gd['simulator']}. {gd['method']['how']}: {_n(gd['method']['sample_sentences'])} "
+              f"({gd['method']['sample_tokens']} tokens) of block "
               f"{gd['method']['sample_block']}. The SRAM columns are bits x "
               f"{gd['sram_pJ_per_bit']:.4g} pJ, the PDK table's per-bit figure, not our gates. "
               f"Leakage: {gd['leakage']['why']}."), ""]
@@ -196,7 +198,7 @@ def _gates_markdown(doc: dict) -> list[str]:
         v0 = checked[0]["validation"]
         lines += [f"### The pricing's validation: block {v0['held_out_block']} replayed in full",
                   "",
-                  (f"Block {v0['held_out_block']} on the sample's {v0['sentences']} sentences "
+                  (f"Block {v0['held_out_block']} on the sample's {_n(v0['sentences'])} "
                    f"({v0['tokens']} tokens), priced by "
                    f"block {v0['fitted_from']}'s fits and replayed at gate level in full; pJ per "
                    "token, fitted / replayed (error)."), ""]
@@ -209,6 +211,10 @@ def _gates_markdown(doc: dict) -> list[str]:
     lines += ["### Where each cost comes from", ""]
     lines += [f"- **{k}**: {v}" for k, v in gd["sources"].items()] + [""]
     return lines
+
+
+def _n(n: int) -> str:
+    return f"{n} sentence{'s' if n != 1 else ''}"
 
 
 def _err(row: dict) -> str:
