@@ -210,7 +210,10 @@ TOOL_ROWS = [
     ("block", "SIGINT while the pieces run",
      "`interrupted; the run is incomplete`, the last line; no `block.md`", 130,
      "test_reliability_runs.py::test_block_interrupted"),
-    ("every command", "a bad file, folder, number or name (71 cases, 13 commands)",
+    ("network", "SIGINT while the blocks run", "`interrupted; the run is incomplete`, the last "
+     "line; no `network.md`, no design kept as ended", 130,
+     "test_reliability_runs.py::test_network_interrupted"),
+    ("every command", "a bad file, folder, number or name (91 cases, 14 commands)",
      "one line naming it, before any expensive step, nothing in the folder changed", 2,
      "test_reliability_inputs.py::test_validation_before_work"),
     ("`./run`", "two started at once on a fresh `MATTERHORN_VENV`",

@@ -282,6 +282,20 @@ def test_attention_interrupted(tmp_path):
     assert not out.exists() or not list(out.rglob("*summary*"))
 
 
+def test_network_interrupted(tmp_path):
+    # the network command (the random network, block after block in the Amaranth simulator):
+    # SIGINT while the blocks run; nothing that reads as a pass is left (network.md is
+    # written last, staged) and no design is kept as ended.
+    proc = _start(["network", "--rtl", "amaranth", "--sentences", "8", "--design", "dense",
+                   "--eval-sentences", "4", "--out", "n"], tmp_path)
+    code, lines = _interrupt_when(proc, "through the network's", signal.SIGINT, delay=1)
+    assert code == 130, lines
+    assert lines[-1] == f"matterhorn network: {INTERRUPTED}"
+    assert not (tmp_path / "n" / "network.md").exists()
+    assert not (tmp_path / "n" / "designs" / "dense.json").exists()
+    assert not list(tmp_path.glob(".network-*"))
+
+
 def test_block_interrupted(tmp_path):
     # the block command (the random block through its hardware pieces): SIGINT while the
     # pieces run; nothing that reads as a pass is left (block.md is written last, staged).
