@@ -32,7 +32,7 @@ from golden_models.block_pieces import (
 from matterhorn.block_report import MODEL_COMPONENTS, markdown, plot
 from regression.block_parts import seq_max_of
 
-__all__ = ["KEPT_SCHEMA", "MODEL_PIECES", "BlockSetup", "GatesSetup",
+__all__ = ["KEPT_SCHEMA", "MADE_BY", "MODEL_PIECES", "BlockSetup", "GatesSetup", "Told",
            "block_document", "check_checkpoint", "check_designs", "design_key", "hops_per_flit",
            "kept", "model_block_energy", "model_ratios", "run", "setup", "workload_dims", "write"]
 
@@ -361,7 +361,7 @@ def _gates_on_cluster(ex, st, todo, steps) -> list[tuple]:
     return out
 
 
-class _Told:
+class Told:
     """The steps of a design in a worker process: each line is told to the run's console
     (:func:`toolkit_base.cluster.tell`), with the seconds since the design started."""
 
@@ -386,7 +386,7 @@ def _design_in_worker(job) -> tuple:
     import torch
 
     torch.set_num_threads(1)
-    return _design(job, steps=_Told())
+    return _design(job, steps=Told())
 
 
 def _said(result) -> str:

@@ -45,7 +45,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 
 #: Subcommands in the order ``--help`` lists them.
 COMMANDS = ("demo", "generate", "regress", "synth", "energy", "stats", "compare", "flow",
-            "prove", "finetune", "layer", "attention", "block", "sram", "qonnx")
+            "prove", "finetune", "layer", "attention", "block", "sram", "qonnx", "network")
 
 
 def _integer(text: str) -> int:

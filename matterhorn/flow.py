@@ -34,7 +34,7 @@ from golden_models.codespace import check_k, check_T
 from toolkit_base.checks import check_file, check_out_dir, check_rtl_T, check_seed, unique
 
 #: Stage names in run order.
-STAGES = ("generate", "regress", "stats", "synth", "energy", "compare", "block")
+STAGES = ("generate", "regress", "stats", "synth", "energy", "compare", "block", "network")
 #: What each stage does, in a few words (``flow --help``, docs/flow.md, docs/quickstart.md;
 #: tests/test_cli_console.py compares the three with :data:`STAGES`).
 STAGE_SUMMARY = {
@@ -45,6 +45,7 @@ STAGE_SUMMARY = {
     "energy": "the paper's energy model with paper and synthesized costs",
     "compare": "dense INT4 vs TTFS vs M-TTFS in our gates, random and real layer",
     "block": "a whole encoder block (the small random one) through its hardware pieces",
+    "network": "a whole network (the small random one, two blocks) block after block",
 }
 #: The folder of the failed stages' tracebacks, inside the report folder.
 LOGS = "logs"
@@ -53,6 +54,9 @@ COMPARE_WINDOWS = 8
 #: Sentences of the flow's block stage (``matterhorn block`` takes 8): the shortest of the
 #: evaluation split.
 BLOCK_SENTENCES = 1
+#: Evaluation sentences the flow's network stage measures the quality on (``matterhorn
+#: network`` takes the whole split).
+NETWORK_EVALUATION = 64
 SIMULATORS = ("icarus", "verilator")
 
 
@@ -276,6 +280,30 @@ def stage_block(cfg: FlowConfig, out: Path) -> dict:
             "events_per_value": round(sum(rates) / len(rates) * cfg.T / 100, 4)}
 
 
+def stage_network(cfg: FlowConfig, out: Path) -> dict:
+    """The small random network (two blocks) on its shortest evaluation sentence, block after
+    block through the hardware pieces in the Amaranth simulator, as dense INT4 and M-TTFS at
+    ``k`` (``matterhorn network --model random --rtl amaranth``, docs/network.md); fails on
+    any mismatch."""
+    from matterhorn import block, network, network_report
+
+    if cfg.k > 2:
+        return {"skipped": f"k={cfg.k}: the network covers k = 0, 1, 2"}
+    designs = block.check_designs(("dense", "mttfs"), (cfg.k,))
+    st = network.setup("random", BLOCK_SENTENCES, designs, evaluation=NETWORK_EVALUATION,
+                       seed=cfg.seed)
+    doc = network.run(st, designs, rtl="amaranth")
+    network.write(doc, out)
+    bad = {d["design"]: d["mismatches"] for d in doc["designs"] if d["mismatches"]}
+    if bad:
+        raise RuntimeError(f"the network's blocks differ from the integer QNN: {bad} mismatches "
+                           "(network/network.md)")
+    return {"report": "network/network.md", "verdict": network_report.verdict(doc),
+            "tokens": doc["tokens"], "blocks": doc["dims"]["blocks"],
+            "checked": sum(d["checked"] for d in doc["designs"]),
+            "model_ratio": network_report.ratio(doc, f"mttfs-k{cfg.k}", "model")}
+
+
 def movement_errors(doc: dict) -> dict[str, list[float]]:
     """Per library, the model's error on movement (model / gates - 1) over the spiking designs
     and workloads the comparison measured: what the energy tables' borrowed event cost is
@@ -393,6 +421,7 @@ def _run_flow(cfg: FlowConfig, say: Callable[[str], None], bar) -> FlowResult:
         "energy": root,
         "compare": root / "compare",
         "block": root / "block",
+        "network": root / "network",
     }
 
     def run(name: str, fn: Callable[[], dict]) -> bool:
@@ -449,6 +478,7 @@ def _run_flow(cfg: FlowConfig, say: Callable[[str], None], bar) -> FlowResult:
         ),
         ("compare", lambda: stage_compare(cfg, dirs["compare"], say)),
         ("block", lambda: stage_block(cfg, dirs["block"])),
+        ("network", lambda: stage_network(cfg, dirs["network"])),
     )
     for name, fn in steps:
         if not run(name, fn):

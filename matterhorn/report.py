@@ -227,6 +227,16 @@ def _section_block(s: dict) -> list[str]:
     return out
 
 
+def _section_network(s: dict) -> list[str]:
+    if s.get("status") != "ok" or "verdict" not in s:
+        return []
+    out = ["## A whole network, block after block (`network/`)", ""]
+    out += [f"- {line}" for line in s["verdict"]]
+    out += ["", "Quality, energy per sentence and the blocks: `network/network.md`.",
+            "![network](network/network.png)", ""]
+    return out
+
+
 def _provenance(result) -> list[str]:
     """Where each figure came from: only the stages that ran in this run."""
     cfg = result.config
@@ -235,7 +245,8 @@ def _provenance(result) -> list[str]:
     measured = [what for stage, what in (("generate", "RTL"), ("regress", "regression"),
                                          ("stats", "golden statistics"), ("synth", "synthesis"),
                                          ("compare", "the comparison in gates"),
-                                         ("block", "the block's pieces"))
+                                         ("block", "the block's pieces"),
+                                         ("network", "the network's blocks"))
                 if stage in ran]
     if measured:
         lines.append(f"- Measured in this run (seed {cfg.seed}): {', '.join(measured)}.")
@@ -341,5 +352,6 @@ def write_summary(result, root: Path) -> None:
     md += _section_energy(stages.get("energy", {}), root, stages.get("compare"))
     md += _section_compare(stages.get("compare", {}))
     md += _section_block(stages.get("block", {}))
+    md += _section_network(stages.get("network", {}))
     md += _provenance(result)
     write_atomic(root / "summary.md", "\n".join(md))

@@ -330,10 +330,17 @@ class BertEncoder(nn.Module):
         """Sentence embeddings ``[B, H]``: mean over tokens, then L2-normalised."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        hidden = self(input_ids, attention_mask)
-        m = attention_mask[..., None].to(hidden.dtype)
-        mean = (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
-        return nn.functional.normalize(mean, p=2, dim=1)
+        return mean_pool(self(input_ids, attention_mask), attention_mask)
+
+
+def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Sentence embeddings ``[B, H]`` of last hidden states ``hidden [B, S, H]``: the mean over
+    the real tokens of ``attention_mask [B, S]``, L2-normalised (the model card's pooling; the
+    one home of it: :meth:`BertEncoder.embed`, fine-tuning's loss and the embedding of a
+    network's last stream as the hardware made it, :func:`networks.network.stream_embedding`)."""
+    m = attention_mask[..., None].to(hidden.dtype)
+    mean = (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
+    return nn.functional.normalize(mean, p=2, dim=1)
 
 
 def check_spec_for_model(spec: object, config: Path | BertConfig | None = None) -> IntegerSpec:

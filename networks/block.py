@@ -25,7 +25,14 @@ from dataclasses import dataclass
 import torch
 
 from golden_models import IntegerLayer
-from golden_models.block_pieces import ADD_NORM, LINEAR, PIECES, Design, counted_positions
+from golden_models.block_pieces import (
+    ADD_NORM,
+    LINEAR,
+    NEXT_BLOCK,
+    PIECES,
+    Design,
+    counted_positions,
+)
 from golden_models.mask import ttfs_mask
 from golden_models.mttfs import folded_init
 from networks.bert import BertConfig, BertEncoder, BertLayer
@@ -39,7 +46,9 @@ __all__ = [
     "block_case",
     "block_layers",
     "capture_block",
+    "design_masks",
     "random_block_model",
+    "random_float_model",
 ]
 #: The positions :func:`capture_block` records (their codes before the mask).
 RECORDED = ("q_proj_in", "k_proj_in", "v_proj_in", "query", "key", "value", "attn_prob",
@@ -182,7 +191,7 @@ def _capture_one(qnn, tokenizer, sentence, layer, points, feeds) -> BlockSequenc
 
 
 @contextlib.contextmanager
-def _masks_of(qnn: BertEncoder, design: Design):
+def design_masks(qnn: BertEncoder, design: Design):
     """Every spike-encoded position of ``qnn`` with ``design``'s mask
     (:meth:`golden_models.block_pieces.Design.mask` of its calibrated one) while the block is
     read, the calibrated masks back after: the QNN's forward reads its positions' masks."""
@@ -242,6 +251,33 @@ class BlockCase:
         """The same case on its first ``n`` sentences."""
         return dataclasses.replace(self, sequences=self.sequences[:n])
 
+    def fed(self, made: dict[str, torch.Tensor]) -> tuple[BlockCase, int]:
+        """The same case with its inputs (``golden_models.block_pieces.BLOCK_INPUTS``) taken
+        from ``made``: what the block before made as the next block's inputs (its last piece's
+        outputs by name, :data:`~golden_models.block_pieces.NEXT_BLOCK`: the three stream-fed
+        positions' codes and the stream ``r_out``), every sentence's tokens one after the
+        other. Returns the case and the values of ``made`` that differ from the inputs the
+        QNN gave this block (0 when the block before made exactly what the QNN did)."""
+        differ = 0
+        seqs, at = [], 0
+        for s in self.sequences:
+            codes, tensors = dict(s.codes), dict(s.tensors)
+            for out, name in NEXT_BLOCK.items():
+                got = made[out][at:at + s.length].to(torch.int64)
+                where = codes if name in codes else tensors
+                if got.shape != where[name].shape:
+                    raise ValueError(f"{out}: {tuple(got.shape)} values made, the block takes "
+                                     f"{tuple(where[name].shape)}")
+                differ += int((got != where[name]).sum())
+                where[name] = got
+            seqs.append(dataclasses.replace(s, codes=codes, tensors=tensors))
+            at += s.length
+        tokens = sorted({int(v.shape[0]) for v in made.values()})
+        if tokens != [at]:
+            raise ValueError(f"the block before made values of {tokens} tokens, this block's "
+                             f"sentences hold {at}")
+        return dataclasses.replace(self, sequences=tuple(seqs)), differ
+
 
 def block_case(qnn: BertEncoder, tokenizer, sentences: Sequence[str], design, *,
                block: int = 0) -> BlockCase:
@@ -252,7 +288,7 @@ def block_case(qnn: BertEncoder, tokenizer, sentences: Sequence[str], design, *,
     from networks.attention import attention_path
 
     design = design if isinstance(design, Design) else Design.parse(design)
-    with _masks_of(qnn, design):
+    with design_masks(qnn, design):
         sequences = tuple(capture_block(qnn, tokenizer, sentences, block=block))
         layer = qnn.layers[block]
         blk = layer.int_block
@@ -301,20 +337,14 @@ class HashTokenizer:
 RANDOM_DIMS = {"hidden": 32, "heads": 2, "ffn": 64, "seq": 16}
 
 
-def random_block_model(*, seed: int = 0, calibration: Sequence[str] | None = None,
-                       weight_bits: int = 4, hidden: int = RANDOM_DIMS["hidden"],
+def random_float_model(*, seed: int = 0, hidden: int = RANDOM_DIMS["hidden"],
                        heads: int = RANDOM_DIMS["heads"], ffn: int = RANDOM_DIMS["ffn"],
-                       seq: int = RANDOM_DIMS["seq"]) -> tuple[BertEncoder, HashTokenizer]:
-    """A one-block random BERT-family model, converted post-training
-    (:func:`networks.ptq.convert`, W``weight_bits``A4) on ``calibration`` sentences (default:
-    the first 16 of the ``pydoc-topics`` corpus's calibration split) and put in integer mode,
-    masks at ``k = 0``; its tokenizer truncates to ``seq`` tokens."""
-    from networks.corpus import load_corpus
-    from networks.integer import integer_mode_
-    from networks.ptq import PTQConfig, convert
-
+                       seq: int = RANDOM_DIMS["seq"], layers: int = 1,
+                       ) -> tuple[BertEncoder, HashTokenizer]:
+    """A random float BERT-family model of ``layers`` blocks (the float teacher of
+    :func:`random_block_model`) and its tokenizer, which truncates to ``seq`` tokens."""
     torch.manual_seed(seed)
-    cfg = BertConfig(vocab_size=512, hidden_size=hidden, num_hidden_layers=1,
+    cfg = BertConfig(vocab_size=512, hidden_size=hidden, num_hidden_layers=layers,
                      num_attention_heads=heads, intermediate_size=ffn,
                      max_position_embeddings=seq)
     model = BertEncoder(cfg)
@@ -322,7 +352,24 @@ def random_block_model(*, seed: int = 0, calibration: Sequence[str] | None = Non
         torch.nn.init.normal_(lin.weight, std=hidden ** -0.5)
         torch.nn.init.normal_(lin.bias, std=0.1)
     model.requires_grad_(False)
-    tok = HashTokenizer(cfg.vocab_size, seq)
+    return model, HashTokenizer(cfg.vocab_size, seq)
+
+
+def random_block_model(*, seed: int = 0, calibration: Sequence[str] | None = None,
+                       weight_bits: int = 4, hidden: int = RANDOM_DIMS["hidden"],
+                       heads: int = RANDOM_DIMS["heads"], ffn: int = RANDOM_DIMS["ffn"],
+                       seq: int = RANDOM_DIMS["seq"], layers: int = 1,
+                       ) -> tuple[BertEncoder, HashTokenizer]:
+    """A random BERT-family model of ``layers`` blocks (one by default), converted
+    post-training (:func:`networks.ptq.convert`, W``weight_bits``A4) on ``calibration``
+    sentences (default: the first 16 of the ``pydoc-topics`` corpus's calibration split) and
+    put in integer mode, masks at ``k = 0``; its tokenizer truncates to ``seq`` tokens."""
+    from networks.corpus import load_corpus
+    from networks.integer import integer_mode_
+    from networks.ptq import PTQConfig, convert
+
+    model, tok = random_float_model(seed=seed, hidden=hidden, heads=heads, ffn=ffn, seq=seq,
+                                    layers=layers)
     texts = list(calibration) if calibration is not None else (
         load_corpus("pydoc-topics").calibration[:16])
     qnn = convert(model, tok, texts, PTQConfig(weight_bits=weight_bits))

@@ -56,7 +56,7 @@ from golden_models.int_softmax import PROB_BITS, IntSoftmax
 from golden_models.quantizer import MaskedSTE, unsaturated
 from golden_models.residual import BIAS_FRAC_BITS as ADD_BIAS_FRAC_BITS
 from golden_models.residual import ResidualAdd
-from networks.bert import BertEncoder, BertLayer, QLinear, QuantPoint, Tokenizer
+from networks.bert import BertEncoder, BertLayer, QLinear, QuantPoint, Tokenizer, mean_pool
 from networks.integer import IntegerSpec, integer_mode_, score_bits
 from toolkit_base.checks import check_int
 
@@ -478,9 +478,8 @@ def block_outputs(
 
 
 def pooled(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean over the real tokens, L2-normalised (as :meth:`BertEncoder.embed`)."""
-    m = mask[..., None].to(hidden.dtype)
-    return nn.functional.normalize((hidden * m).sum(1) / m.sum(1).clamp(min=1e-9), dim=1)
+    """Mean over the real tokens, L2-normalised (:func:`networks.bert.mean_pool`)."""
+    return mean_pool(hidden, mask)
 
 
 def twin(qnn: BertEncoder, learn_scales: bool = False) -> BertEncoder:

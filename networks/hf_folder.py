@@ -43,6 +43,7 @@ __all__ = [
     "require_model_packages",
     "resolve_model",
     "shipped_available",
+    "tokenizer_of",
 ]
 
 #: The name of the shipped model (all-MiniLM-L6-v2) and its display name.
@@ -476,8 +477,11 @@ class WordPieceTokenizer(Tokenizer):
         self._tok.enable_truncation(max_length=max_length)
 
 
-def _tokenizer(source: ModelSource) -> Tokenizer:
-    max_length = min(MAX_TOKENS, source.config.positions)
+def tokenizer_of(source: ModelSource, max_length: int | None = None) -> Tokenizer:
+    """The tokenizer of ``source`` (no model loaded), truncating to ``max_length`` tokens
+    (default: 256 or the model's positions, the fewer)."""
+    if max_length is None:
+        max_length = min(MAX_TOKENS, source.config.positions)
     where = f"{source.name}/{source.vocab.name}"
     lowercase = True
     settings = source.folder / "tokenizer_config.json"
@@ -504,6 +508,6 @@ def load_model(source: ModelSource) -> tuple[BertEncoder, Tokenizer]:
     model = BertEncoder(source.config)
     model.load_state_dict(state, strict=True)
     model.eval()
-    tokenizer = _tokenizer(source)
+    tokenizer = tokenizer_of(source)
     check_tokenizer(source, tokenizer)
     return model, tokenizer

@@ -376,9 +376,17 @@ def encoder_forward(
     """The blocks in integer mode: the embeddings' LayerNorm output ``x [B, S, H]`` (float, the
     host's) onto the first stream, every block in integers, the last stream back to float."""
     spec = qnn.integer
-    scales = [layer.int_block.s_in for layer in qnn.layers] + [qnn.layers[-1].int_block.s_out]
-    r = saturate(torch.round(x.to(torch.float64) / scales[0]).to(torch.int64), spec.residual_bits)
+    s_in = qnn.layers[0].int_block.s_in
+    r = saturate(torch.round(x.to(torch.float64) / s_in).to(torch.int64), spec.residual_bits)
     valid = attention_mask.to(torch.bool)
     for layer in qnn.layers:
         r = block_forward(layer, r, valid)
-    return r.to(torch.float64) * scales[-1]
+    return last_hidden(qnn, r)
+
+
+def last_hidden(qnn: BertEncoder, r: torch.Tensor) -> torch.Tensor:
+    """The last stream ``r [..., H]`` (integers, the last block's LayerNorm's) back to float on
+    the host, for pooling: ``r`` times that LayerNorm's stream scale (the one home of it:
+    :func:`encoder_forward`, and the embedding of the stream the hardware made,
+    :func:`networks.network.stream_embedding`)."""
+    return r.to(torch.float64) * qnn.layers[-1].int_block.s_out

@@ -53,6 +53,7 @@ from golden_models.block_pieces import (
 from regression.block_parts import (
     PieceRun,
     attention_config,
+    made_by,
     run_norm,
     seq_max_of,
     tile_config,
@@ -214,22 +215,31 @@ def _run_norm(run: PieceRun, b: _Bench, piece, seq, inputs) -> list:
 RUNNERS = {LINEAR: _run_linear, ATTENTION: _run_attention, ADD_NORM: _run_norm}
 
 
-def run_block_pieces(qnn, case, *, tile_neurons: int = TILE_NEURONS) -> list[PieceRun]:
+def run_block_pieces(qnn, case, *, tile_neurons: int = TILE_NEURONS,
+                     outputs: dict | None = None) -> list[PieceRun]:
     """Run the captured sentences of ``case`` (:class:`networks.block.BlockCase`: one design
     of block ``case.block`` of ``qnn``) through the block's hardware pieces, each linear layer
     in tiles of at most ``tile_neurons`` neurons, each piece fed with what the pieces before
     it made (the block's inputs: the captured ones); one :class:`PieceRun` per piece of
-    :data:`golden_models.block_pieces.PIECES`."""
+    :data:`golden_models.block_pieces.PIECES`. ``outputs``: filled with what the block's last
+    piece made (the next block's inputs, by the piece's output names), every sentence's
+    tokens one after the other."""
     check_handlers(RUNNERS, "regression.block.RUNNERS", PIECES)
     bench = _Bench(qnn, case, tile_neurons)
     runs = {p.name: PieceRun(p.name) for p in PIECES}
+    last: dict[str, list] = {}
     for seq in case.sequences:
         made: dict = {}
         for p in PIECES:
             inputs = [made[v] if v in made else seq.value(v) for v in p.inputs]
-            outputs = RUNNERS[p.kind](runs[p.name], bench, p, seq, inputs)
+            out = RUNNERS[p.kind](runs[p.name], bench, p, seq, inputs)
             if not p.next_block:
-                made.update(zip(p.outputs, outputs, strict=True))
+                made.update(zip(p.outputs, out, strict=True))
+            else:
+                for name, v in made_by(p, out).items():
+                    last.setdefault(name, []).append(v)
+    if outputs is not None:
+        outputs.update({name: torch.cat(v) for name, v in last.items()})
     return [runs[p.name] for p in PIECES]
 
 
@@ -315,24 +325,25 @@ def flit_counts(qnn, case, *, seq_max: int) -> dict[str, list[int]]:
 
 
 def run_case(qnn, case, *, tile_neurons: int = TILE_NEURONS, sim: str = "amaranth", root=None,
-             told=None) -> BlockRun:
+             told=None, outputs: dict | None = None) -> BlockRun:
     """The sentences of ``case`` (:class:`networks.block.BlockCase`, one design of a block of
     ``qnn``) through the block's hardware pieces, each sentence alone, in tiles of at most
     ``tile_neurons`` neurons, on ``sim``: the Amaranth simulator (:func:`run_block_pieces`),
     or ``"verilator"`` / ``"icarus"``, the generated Verilog in the fast harness
     (:func:`regression.block_fast.run_block_fast`, its Verilog, builds and runs under
-    ``root``; ``told`` hears of each piece as it ends)."""
+    ``root``; ``told`` hears of each piece as it ends). ``outputs``: filled with what the
+    block's last piece made, the next block's inputs (:func:`run_block_pieces`)."""
     from regression.block_fast import DEFAULT_ROOT, RTL_SIMS, run_block_fast
 
     if sim not in RTL_SIMS:
         raise ValueError(f"sim must be one of {', '.join(RTL_SIMS)}, not {sim!r}")
     design = case.design
     if sim == "amaranth":
-        pieces = run_block_pieces(qnn, case, tile_neurons=tile_neurons)
+        pieces = run_block_pieces(qnn, case, tile_neurons=tile_neurons, outputs=outputs)
     else:
         pieces = run_block_fast(qnn, case, tile_neurons=tile_neurons, sim=sim,
                                 root=DEFAULT_ROOT if root is None else root, name=design.name,
-                                told=told)
+                                told=told, outputs=outputs)
     flits = flit_counts(qnn, case, seq_max=seq_max_of(qnn.layers[case.block].cfg))
     deliveries = count_deliveries({p.piece: p.counters for p in pieces},
                                   {p.piece: p.tiles for p in pieces}, design.dense)

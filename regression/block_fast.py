@@ -55,7 +55,14 @@ from golden_models.block_pieces import (
     TILE_NEURONS,
     check_handlers,
 )
-from regression.block_parts import PieceRun, attention_config, run_norm, tile_config, tile_slices
+from regression.block_parts import (
+    PieceRun,
+    attention_config,
+    made_by,
+    run_norm,
+    tile_config,
+    tile_slices,
+)
 
 __all__ = ["DEFAULT_ROOT", "FAST_RUNNERS", "RTL_SIMS", "run_block_fast"]
 
@@ -471,33 +478,42 @@ def _fast_attention(run: PieceRun, f: _Fast, piece) -> None:
                dense=f.dense, sim=f.sim, root=f.root, name=f.name)
 
 
-def _fast_norm(run: PieceRun, f: _Fast, piece) -> None:
+def _fast_norm(run: PieceRun, f: _Fast, piece) -> list:
     """An add+LayerNorm piece in the Amaranth simulator (its own stream protocol), every row
-    of every sentence after one load."""
+    of every sentence after one load; returns what it made (the codes it walks, then the
+    stream), every sentence's tokens one after the other."""
     from regression.units import minilm_config
 
     add, norm, thetas = f.case.units[piece.name]
     # the codes it walks: none after the last block
     want = ([f.case.cat(c, next_block=piece.next_block) for c in piece.outputs[:-1]]
             if thetas else [])
-    run_norm(run, minilm_config(f.qnn), add, norm, thetas,
-             *(f.case.cat(v) for v in piece.inputs), f.case.cat(piece.outputs[-1]), want)
+    r, codes = run_norm(run, minilm_config(f.qnn), add, norm, thetas,
+                        *(f.case.cat(v) for v in piece.inputs), f.case.cat(piece.outputs[-1]),
+                        want)
+    return [*codes, r]
 
 
 #: The fast runner of each kind of piece: ``(run, fast, piece)``, the piece's every input
-#: the captured one.
+#: the captured one; returns what the piece made (by output, every sentence's tokens one
+#: after the other) when the run hands it back to Python (the add+LayerNorm units), else
+#: None (the tiles and the attention path are checked inside the simulation).
 FAST_RUNNERS = {LINEAR: _fast_linear, ATTENTION: _fast_attention, ADD_NORM: _fast_norm}
 
 
 def run_block_fast(qnn, case, *, tile_neurons: int = TILE_NEURONS, sim: str = "verilator",
-                   root=DEFAULT_ROOT, name: str = "block", told=None) -> list[PieceRun]:
+                   root=DEFAULT_ROOT, name: str = "block", told=None,
+                   outputs: dict | None = None) -> list[PieceRun]:
     """:func:`regression.block.run_block_pieces` in the fast harness on ``sim``
     (``"verilator"`` or ``"icarus"``): the captured sentences of ``case``
     (:class:`networks.block.BlockCase`, one design of a block of ``qnn``) through every piece;
     one :class:`PieceRun` per piece of :data:`golden_models.block_pieces.PIECES`. ``root``: the
     generated Verilog, the builds (cached by content, shared by every run into it) and
     ``runs/<name>-<piece>-...``. ``told``: called with a line as each piece ends (its
-    mismatches and seconds, the build included)."""
+    mismatches and seconds, the build included). ``outputs``: filled with what the block's
+    last piece made (the next block's inputs, by the piece's output names), every sentence's
+    tokens one after the other: what a network's next block is fed
+    (:func:`regression.network.run_network`)."""
     from regression import sim as sims
 
     if sim not in ("icarus", "verilator"):
@@ -508,7 +524,12 @@ def run_block_fast(qnn, case, *, tile_neurons: int = TILE_NEURONS, sim: str = "v
     runs = {p.name: PieceRun(p.name) for p in PIECES}
     for piece in PIECES:
         t0 = time.perf_counter()
-        FAST_RUNNERS[piece.kind](runs[piece.name], fast, piece)
+        made = FAST_RUNNERS[piece.kind](runs[piece.name], fast, piece)
+        if piece.next_block and outputs is not None:
+            if made is None:
+                raise NotImplementedError(f"{piece.name}: its runner hands back nothing to "
+                                          "feed the next block")
+            outputs.update(made_by(piece, made))
         if told is not None:
             told(f"{name}: {piece.name}, {runs[piece.name].mismatches} mismatches in "
                  f"{time.perf_counter() - t0:.0f} s")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-__all__ = ["PieceRun", "attention_config", "run_norm", "seq_max_of", "tile_config",
+__all__ = ["PieceRun", "attention_config", "made_by", "run_norm", "seq_max_of", "tile_config",
            "tile_slices"]
 
 
@@ -107,3 +107,16 @@ def run_norm(run: PieceRun, cfg, add, norm, thetas, r, sums, want_r, want_codes)
     codes = [torch.tensor([row.codes[p] for row in out], dtype=torch.int64)
              for p in range(len(want_codes))]
     return torch.tensor([row.r for row in out], dtype=torch.int64), codes
+
+
+def made_by(piece, values) -> dict:
+    """What ``piece`` made, by output name, from its runner's ``values`` (by output, in
+    order): an add+LayerNorm piece of a network's last block walks no codes and makes its
+    stream alone (the last of its outputs)."""
+    values = list(values)
+    if len(values) == len(piece.outputs):
+        return dict(zip(piece.outputs, values, strict=True))
+    if len(values) == 1:
+        return {piece.outputs[-1]: values[0]}
+    raise ValueError(f"{piece.name}: {len(values)} values made for outputs "
+                     f"{', '.join(piece.outputs)}")

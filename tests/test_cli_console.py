@@ -92,7 +92,7 @@ def test_jobs_means_jobs_at_a_time_everywhere():
         for action in parser._actions:
             if "--jobs" in action.option_strings:
                 seen[name] = action
-    assert set(seen) == {"block", "regress", "synth"}
+    assert set(seen) == {"block", "network", "regress", "synth"}
     for name, action in seen.items():
         assert set(action.option_strings) == {"-j", "--jobs", "--workers"}, name
         assert action.help.startswith("jobs"), (name, action.help)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from matterhorn.cli import main
-from matterhorn.flow import FlowConfig, run_flow
+from matterhorn.flow import STAGES, FlowConfig, run_flow
 
 
 @pytest.mark.parametrize(
@@ -24,7 +24,7 @@ from matterhorn.flow import FlowConfig, run_flow
          "simulator must be one of ('icarus', 'verilator'), not 'modelsim'"),
         ({"skip": ("lint",)}, ValueError,
          ("stage must be one of ('generate', 'regress', 'stats', 'synth', 'energy', 'compare', "
-          "'block'), not 'lint'")),
+          "'block', 'network'), not 'lint'")),
         ({"clock_ns": 0}, ValueError, "clock_ns must be in 0.1..1000 ns, not 0"),
         ({"liberty": "no/such.lib"}, FileNotFoundError,
          "liberty file 'no/such.lib' does not exist"),
@@ -47,7 +47,7 @@ def test_cli_bad_input_writes_nothing(tmp_path, capsys):
 def test_flow_report(tmp_path):
     """generate + stats + energy (regress and synth have their own suites) into one folder."""
     cfg = FlowConfig(T=16, k=1, out_dir=tmp_path / "flow",
-                     skip=("regress", "synth", "compare", "block"))
+                     skip=("regress", "synth", "compare", "block", "network"))
     lines = []
     result = run_flow(cfg, progress=lines.append)
     assert result.ok, result.stages
@@ -55,7 +55,7 @@ def test_flow_report(tmp_path):
     doc = json.loads((root / "flow.json").read_text())
     assert doc["parameters"]["T"] == 16 and doc["parameters"]["k"] == 1
     assert sorted(doc["stages"]) == sorted(["generate", "regress", "stats", "synth", "energy",
-                                            "compare", "block"])
+                                            "compare", "block", "network"])
     assert doc["stages"]["regress"]["status"] == "skipped"
     assert (root / "rtl" / "mttfs_tile.v").is_file()
     assert (root / "stats" / "golden_stats.json").is_file()
@@ -73,7 +73,7 @@ def test_flow_report(tmp_path):
     # provenance of what ran, and only of that
     assert "- Measured in this run (seed 1): RTL, golden statistics.\n" in summary
     assert ("- Not measured in this run (skipped, failed or not run): regress, synth, "
-            "compare, block;") in summary
+            "compare, block, network;") in summary
     assert "Synthesized unit costs" not in summary and "Comparison in gates" not in summary
     # every energy table marks the columns priced with the paper's (borrowed) costs
     assert "* every column: priced with the paper's unit costs (22 nm, borrowed" in summary
@@ -85,9 +85,28 @@ def test_flow_report(tmp_path):
             assert (root / line.split("(")[1].rstrip(")")).is_file()
 
 
+def test_the_network_stage(tmp_path):
+    """The small random network through the flow: its stage's figures, its section of the
+    summary and its report folder (the other stages have their own tests)."""
+    cfg = FlowConfig(T=16, k=1, out_dir=tmp_path / "flow",
+                     skip=tuple(s for s in STAGES if s != "network"))
+    result = run_flow(cfg, progress=lambda _: None)
+    assert result.ok, result.stages
+    network = result.stages["network"]
+    assert network["blocks"] == 2 and network["tokens"] > 0 and network["checked"] > 0
+    assert network["verdict"][-1].startswith("random network, 2 blocks, 1 sentence")
+    assert "0 mismatches" in network["verdict"][-1]
+    summary = (cfg.out_dir / "summary.md").read_text()
+    assert "## A whole network, block after block (`network/`)" in summary
+    assert (cfg.out_dir / "network" / "network.png").is_file()
+    doc = json.loads((cfg.out_dir / "network" / "network.json").read_text())
+    assert [d["design"] for d in doc["designs"]] == ["dense", "mttfs-k1"]
+
+
 def test_failed_stage_is_reported(tmp_path):
     cfg = FlowConfig(T=16, k=1, out_dir=tmp_path / "flow",  # the RTL: test_flow_report
-                     skip=("generate", "regress", "synth", "compare", "block"))
+                     skip=("generate", "regress", "synth", "compare", "block",
+                           "network"))
     cfg.rates_file = cfg.out_dir / "missing.json"  # bypasses the constructor check on purpose
     result = run_flow(cfg, progress=lambda _: None)
     assert not result.ok
@@ -124,7 +143,7 @@ def test_console_prints_the_verdict_and_the_path(tmp_path, capsys):
     summary; ``--verbose`` prints the summary, ``--quiet`` nothing."""
     # the RTL is test_flow_report's: stats and energy
     skip = ["--skip", "generate", "--skip", "regress", "--skip", "synth", "--skip", "compare",
-            "--skip", "block"]
+            "--skip", "block", "--skip", "network"]
     out = tmp_path / "flow"
     assert main(["flow", *skip, "--out", str(out)]) == 0
     got = capsys.readouterr()
@@ -205,6 +224,11 @@ def test_full_flow_on_defaults(tmp_path, nangate_lib):
     assert block["checked"] > 0 and block["verdict"][0].endswith("(dense, mttfs-k1)")
     assert "0 mismatches" in block["verdict"][0]
     assert (cfg.out_dir / "block" / "block.json").is_file()
+    network = result.stages["network"]
+    assert network["checked"] > 0 and network["blocks"] == 2
+    assert "0 mismatches" in network["verdict"][-1]
+    assert "equal the QNN's for 2 of 2" in network["verdict"][-1]
+    assert (cfg.out_dir / "network" / "network.json").is_file()
 
 
 def test_the_synthesis_section_says_where_each_cost_is_from():

@@ -222,6 +222,10 @@ TOOL_ROWS = [
     ("block", "SIGINT while the pieces run",
      "`interrupted; the run is incomplete`, the last line; no `block.md`", 130,
      "test_reliability_runs.py::test_block_interrupted"),
+    ("network", "SIGINT while the blocks run",
+     "`interrupted; the run is incomplete`, the last line; no `network.md`, no design kept as "
+     "ended", 130,
+     "test_reliability_runs.py::test_network_interrupted"),
     ("every command", (f"a bad file, folder, number or name ({len(_INPUT_CASES)} cases, "
                        f"{len({c.command for c in _INPUT_CASES})} commands)"),
      "one line naming it, before any expensive step, nothing in the folder changed", 2,
@@ -398,7 +402,8 @@ def test_flow_keeps_user_files(tmp_path, capsys):
     for rel in mine:
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_text(rel)
-    skip = [a for s in ("regress", "stats", "synth", "energy", "compare", "block")
+    skip = [a for s in ("regress", "stats", "synth", "energy", "compare", "block",
+                                      "network")
             for a in ("--skip", s)]
     assert main(["flow", "--T", "4", "--k", "1", "--out", str(out), *skip]) == 0
     capsys.readouterr()

@@ -43,6 +43,7 @@ FILE_OPTIONS = {
     "layer": {"model"},
     "qonnx": {"model"},
     "block": {"model", "checkpoint", "liberty"},
+    "network": {"model", "checkpoints", "liberty"},
 }
 #: Free-form options that name something (a model, a preset, an address): each needs a case.
 NAME_OPTIONS = {
@@ -55,6 +56,7 @@ NAME_OPTIONS = {
     "finetune": {"start"},
     "layer": {"layer"},
     "block": {"scheduler"},
+    "network": {"sentence"},
 }
 
 
@@ -118,6 +120,37 @@ RELU = json.dumps({"model_type": "bert", "hidden_act": "relu", "hidden_size": 8,
                    "num_attention_heads": 2, "num_hidden_layers": 1, "intermediate_size": 8,
                    "vocab_size": 8})
 RO = "ro"  # an earlier output folder, made read-only by the test
+
+
+def _checkpoint(folder: str, k: int, *, model_key: str = "minilm", integer: bool = True,
+                residual_bits: int = 16) -> Callable[[Path], None]:
+    """A checkpoint folder that passes every check made before the model is loaded (its
+    document valid, its tensor file a safetensors header), fine-tuned at ``k`` for
+    ``model_key``, in integer mode or not."""
+    import struct
+
+    from golden_models.positions import POSITION_KEYS
+
+    quality = {"cos_float": {"mean": 0.9, "min": 0.8}, "retrieval_agreement": 0.9,
+               "bit_exact_qnn": None,
+               "rates": {"network": 0.01, "positions": dict.fromkeys(POSITION_KEYS, 0.01)}}
+    doc = {"schema": "matterhorn.finetune/1", "model": "all-MiniLM-L6-v2", "model_key": model_key,
+           "T": 16, "weight_bits": 4, "act_bits": 4, "rounding": "round",
+           "corpus": {"name": "pydoc-topics", "source": "x", "calibration_sentences": 4,
+                      "evaluation_sentences": 2},
+           "recipe": {}, "runs": [{
+               "k": k, "config": {"steps": 2, "batch": 2, "lr": 0.002, "warmup": 0,
+                                  "weight_decay": 0.0, "seed": 0, "threads": 1,
+                                  "init": "conversion"},
+               "training": {"corpora": [], "sentences": 4, "loss_first": 1.0,
+                            "loss_last": 0.5, "train_seconds": 1.0, "wall_seconds": 1.0},
+               "before": quality, "after": quality}]}
+    if integer:
+        doc["integer"] = {"residual_bits": residual_bits, "guard_bits": 5, "exp_frac_bits": 6}
+    header = b'{"x":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}}'
+    tensors = struct.pack("<Q", len(header)) + header + b"\0" * 8
+    return _both(_write(f"{folder}/finetune.json", json.dumps(doc)),
+                 _write(f"{folder}/checkpoint.safetensors", tensors))
 
 CASES = [
     Case("demo --batch 0", "number", "batch must be in 1..4096, not 0"),
@@ -287,6 +320,43 @@ CASES = [
          "gate_windows must be in 0..1048576, not -1"),
     Case("block --scheduler tcp://x --out o", "name:scheduler",
          "scheduler address 'tcp://x' is malformed"),
+    Case(f"network --out {RO}", "out", f"output folder '{RO}' cannot be written"),
+    Case("network --sentences 0 --out o", "number", "sentences must be in 1..4096, not 0"),
+    Case("network --k 3 --out o", "number", "--k must be 0, 1 or 2 (the compared radii), not 3"),
+    Case("network --gates --gate-block 2 --out o", "number",
+         "gate_block must be in 0..1, not 2"),
+    Case("network --validate-block 1 --out o", "number",
+         "--validate-block 1 prices in gates: add --gates"),
+    Case("network --model gpt2 --out o", "file:model", "model folder 'gpt2' is a decoder",
+         _write("gpt2/config.json", DECODER)),
+    Case("network --gates --liberty bad.lib --out o", "file:liberty",
+         "liberty 'bad.lib' defines no cells", _write("bad.lib", "library (x) {\n")),
+    Case("network --checkpoints ck --out o", "file:checkpoints",
+         "--checkpoints needs the model they were fine-tuned from (--model minilm or a model "
+         "folder), not the random network"),
+    Case("network --model minilm --out o", "file:checkpoints",
+         "--checkpoints DIR is needed: the networks fine-tuned in integer mode that the designs "
+         "run (DIR/k0, DIR/k1, DIR/k2); train them with `matterhorn finetune --model minilm "
+         "--k 0 1 2 --integer --out DIR` (about an hour and a quarter on 2 cores"),
+    Case("network --model minilm --checkpoints ck --design dense --design mttfs --k 1 --out o",
+         "file:checkpoints", "--checkpoints 'ck' has no k1 (the network fine-tuned at k = 1, "
+         "which mttfs-k1 runs); train them with", _checkpoint("ck/k0", 0)),
+    Case("network --model minilm --checkpoints ck --design dense --out o", "file:checkpoints",
+         "checkpoint 'ck/k0' is of model 'bert-base', not 'minilm'",
+         _checkpoint("ck/k0", 0, model_key="bert-base")),
+    Case("network --model minilm --checkpoints ck --design mttfs --k 2 --out o",
+         "file:checkpoints", "checkpoint 'ck/k2' was fine-tuned at k=1, not k=2",
+         _checkpoint("ck/k2", 1)),
+    Case("network --model minilm --checkpoints ck --design ttfs --out o", "file:checkpoints",
+         "checkpoint 'ck/k0' was fine-tuned with float non-linearities, not in integer mode",
+         _checkpoint("ck/k0", 0, integer=False)),
+    Case("network --model minilm --checkpoints ck --design dense --design mttfs --k 1 --out o",
+         "file:checkpoints", "checkpoint 'ck/k1' has another configuration than k0's (integer "
+         "{'residual_bits': 12",
+         _both(_checkpoint("ck/k0", 0), _checkpoint("ck/k1", 1, residual_bits=12))),
+    Case("network --sentence 'one two three four five six seven' --out o", "name:sentence",
+         "--sentence 'one two three four five six seven' is 9 tokens; the generated hardware "
+         "takes at most 8"),
 ]
 
 
@@ -452,4 +522,4 @@ def test_every_input_is_covered():
 
 def test_commands_covered_count():
     # the figure docs/reliability.md gives
-    assert len({c.command for c in CASES}) == len(COMMANDS) == 15
+    assert len({c.command for c in CASES}) == len(COMMANDS) == 16

@@ -70,7 +70,7 @@ def test_flow_interrupted(tmp_path, capsys):
     # before the fix: the earlier run's flow.json and summary.md (all stages ok) stayed
     out = tmp_path / "flow"
     skip = ["--skip", "generate", "--skip", "synth", "--skip", "energy", "--skip", "compare",
-            "--skip", "block"]
+            "--skip", "block", "--skip", "network"]
     assert main(["flow", "--T", "4", "--out", str(out), "--skip", "regress", *skip]) == 0
     capsys.readouterr()
     first = json.loads((out / "flow.json").read_text())
@@ -280,6 +280,20 @@ def test_attention_interrupted(tmp_path):
     assert lines[-1] == f"matterhorn attention: {INTERRUPTED}"
     out = tmp_path / "a"  # nothing that reads as a pass: the command writes no summary
     assert not out.exists() or not list(out.rglob("*summary*"))
+
+
+def test_network_interrupted(tmp_path):
+    # the network command (the random network, block after block in the Amaranth simulator):
+    # SIGINT while the blocks run; nothing that reads as a pass is left (network.md is
+    # written last, staged) and no design is kept as ended.
+    proc = _start(["network", "--rtl", "amaranth", "--sentences", "8", "--design", "dense",
+                   "--eval-sentences", "4", "--out", "n"], tmp_path)
+    code, lines = _interrupt_when(proc, "through the network's", signal.SIGINT, delay=1)
+    assert code == 130, lines
+    assert lines[-1] == f"matterhorn network: {INTERRUPTED}"
+    assert not (tmp_path / "n" / "network.md").exists()
+    assert not (tmp_path / "n" / "designs" / "dense.json").exists()
+    assert not list(tmp_path.glob(".network-*"))
 
 
 def test_block_interrupted(tmp_path):

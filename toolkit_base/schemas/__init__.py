@@ -19,6 +19,7 @@ Each ``<name>.json`` beside this file is a JSON Schema (draft 2020-12) of one do
   (``matterhorn sram``).
 - ``block_placement``: a whole encoder block placed on one mesh
   (``rtl_gen.block_map.BlockPlacement.document``, ``block.json``'s ``mesh``).
+- ``network``: ``network.json`` of ``matterhorn network``.
 
 Readers call :func:`validate`; a malformed document raises ``ValueError`` with one line that
 names the document and the failing field, e.g.
@@ -50,6 +51,7 @@ SCHEMAS = (
     "layer_slice",
     "minilm_rates",
     "minilm_stats",
+    "network",
     "pdk",
     "prove_summary",
     "qonnx_export",
