@@ -223,8 +223,8 @@ TOOL_ROWS = [
      "`interrupted; the run is incomplete`, the last line; no `block.md`", 130,
      "test_reliability_runs.py::test_block_interrupted"),
     ("network", "SIGINT while the blocks run",
-     "`interrupted; the run is incomplete`, the last line; no `network.md`, no design kept as "
-     "ended", 130,
+     ("`interrupted; the run is incomplete`, the last line; no `network.md`, no design kept "
+      "as ended"), 130,
      "test_reliability_runs.py::test_network_interrupted"),
     ("every command", (f"a bad file, folder, number or name ({len(_INPUT_CASES)} cases, "
                        f"{len({c.command for c in _INPUT_CASES})} commands)"),
