@@ -33,8 +33,9 @@ from matterhorn.block_report import MODEL_COMPONENTS, markdown, plot
 from regression.block_parts import seq_max_of
 
 __all__ = ["KEPT_SCHEMA", "MADE_BY", "MODEL_PIECES", "BlockSetup", "GatesSetup", "Told",
-           "block_document", "check_checkpoint", "check_designs", "design_key", "hops_per_flit",
-           "kept", "model_block_energy", "model_ratios", "run", "setup", "workload_dims", "write"]
+           "block_document", "check_checkpoint", "check_designs", "check_gate_sentences",
+           "check_run", "design_key", "hops_per_flit", "kept", "model_block_energy",
+           "model_ratios", "run", "setup", "workload_dims", "write"]
 
 #: Calibration sentences of a real model's conversion (as ``matterhorn layer``).
 CALIBRATION = 6
@@ -111,13 +112,44 @@ def check_designs(designs, ks) -> list[str]:
             raise ValueError(f"--design must be one of dense, ttfs, mttfs, not {d!r}")
         if d == "mttfs":
             for k in ks:
-                check_k(k, 16)
-                if k > 2:
+                if isinstance(k, int) and not 0 <= k <= 2:
                     raise ValueError(f"--k must be 0, 1 or 2 (the compared radii), not {k}")
+                check_k(k, 16)
                 out.append(Design(d, k).name)
         else:
             out.append(Design(d).name)
     return [d for d in DESIGNS if d in out]
+
+
+def check_gate_sentences(sample: int, sentences: int) -> int:
+    """``--gate-sentences``: 0 (every sentence replayed) or 2 to ``sentences`` (two lengths at
+    least tell the attention path's cost per key from its cost per window)."""
+    from toolkit_base.checks import check_int
+
+    check_int("--gate-sentences", sample, 0, sentences)
+    if sample == 1:
+        raise ValueError("--gate-sentences must be 0 (every sentence replayed) or 2 or more (two "
+                         "lengths tell the attention path's cost per key from its cost per "
+                         "window), not 1")
+    return sample
+
+
+def check_run(out, report: str, *, rtl: str, gate_sim: str | None) -> None:
+    """Before any work: the output folder takes ``report``'s files (``block`` or ``network``:
+    ``.json``, ``.md``, ``.png``) and the folders a run keeps there (``designs/``, ``fast/``,
+    ``gates/``), staged beside it; the simulator of the pieces (``rtl``, unless the Amaranth
+    simulator) and, with gates (``gate_sim``), Yosys and the replays' simulator are installed."""
+    from regression.sim import ensure_simulator
+    from toolkit_base import toolchain
+    from toolkit_base.checks import check_out_writable
+
+    check_out_writable(out, beside=True, subdirs=("designs", "fast", "gates"),
+                       files=tuple(f"{report}.{ext}" for ext in ("json", "md", "png")))
+    if rtl != "amaranth":
+        ensure_simulator(rtl)
+    if gate_sim is not None:
+        toolchain.require("yosys")
+        ensure_simulator(gate_sim)
 
 
 def check_checkpoint(model: str, checkpoint) -> None:
@@ -131,7 +163,7 @@ def check_checkpoint(model: str, checkpoint) -> None:
     from networks.checkpoint import check
     from networks.hf_folder import resolve_model
 
-    check(checkpoint, model=resolve_model(model).key)
+    check(checkpoint, model=resolve_model(model, others=("random",)).key, integer=True)
 
 
 def setup(model: str, sentences: int, *, block: int = 0, seed: int = 0,

@@ -120,7 +120,7 @@ def check_real_workload(slice_path, model) -> str | None:
         return None
     if model is None or (model == DEFAULT_MODEL and not shipped_available()):
         return None
-    resolve_model(model)
+    resolve_model(model, others=("none",))
     return model
 
 

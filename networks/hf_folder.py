@@ -166,8 +166,10 @@ def shipped_available() -> bool:
     return True
 
 
-def resolve_model(model: object) -> ModelSource:
+def resolve_model(model: object, *, others: tuple[str, ...] = ()) -> ModelSource:
     """The model ``model`` names: ``"minilm"`` or the path of a model folder; checked.
+    ``others``: the command's own names that ``--model`` also takes (``random``, ``none``),
+    which a message lists beside these.
 
     Raises
     ------
@@ -180,13 +182,14 @@ def resolve_model(model: object) -> ModelSource:
     if isinstance(model, str) and model in SHIPPED:
         folder = model_dir()
         return _source(folder, model, SHIPPED[model])
+    named = "".join(f"{o!r}, " for o in others)
     if not isinstance(model, (str, Path)) or not str(model).strip():
-        raise ValueError(f"--model must be 'minilm' or the path of a model folder, not "
+        raise ValueError(f"--model must be {named}'minilm' or the path of a model folder, not "
                          f"{model!r}")
     folder = Path(model)
     if not folder.exists():
-        raise FileNotFoundError(f"--model {str(model)!r} is neither the shipped model 'minilm' "
-                                "nor an existing model folder")
+        raise FileNotFoundError(f"--model {str(model)!r} is neither {named}the shipped model "
+                                "'minilm' nor an existing model folder")
     if not folder.is_dir():
         raise ValueError(f"--model {str(model)!r} is a file; give the folder that holds "
                          "config.json")

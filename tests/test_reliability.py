@@ -149,8 +149,8 @@ CASES = [
      "the layer's 384 outputs need 4 tiles of 96 neurons, the 1x2 mesh has 2 nodes"),
     ("layer --mesh 17x1 --out out", "mesh_rows must be in 1..16, not 17"),
     ("layer --tile-neurons 257 --out out", "tile_neurons must be in 1..256, not 257"),
-    ("layer --windows 0 --out out", "windows must be in 1..4096, not 0"),
-    ("layer --windows 4097 --out out", "windows must be in 1..4096, not 4097"),
+    ("layer --windows 0 --out out", "--windows must be in 1..4096, not 0"),
+    ("layer --windows 4097 --out out", "--windows must be in 1..4096, not 4097"),
     ("layer --k 16 --out out", "k must be in 0..15 for T=16, not 16"),
     ("layer --k -1 --out out", "k must be in 0..15 for T=16, not -1"),
     ("layer --out ''", f"{_EMPTY} ''"),
@@ -182,6 +182,9 @@ TOOL_ROWS = [
     ("flow", "`--sim verilator`, no `make` on PATH",
      "`GNU make ('make') is not on PATH; install it with: apt-get install make`", 2,
      "test_reliability.py::test_missing_make"),
+    ("block", "`--gates`, no `yosys` on PATH",
+     ("`Yosys ('yosys') is not on PATH; install it with: ...`, before the pieces run, "
+      "nothing written"), 2, "test_reliability.py::test_missing_yosys_before_the_block_runs"),
     ("synth", "`--liberty` without flip-flop cells",
      ("`liberty 'noflops.lib' has no flip-flop cells (no cell has an 'ff' group); registers "
       "cannot be mapped`"), 2, "test_reliability.py::test_liberty_without_flops"),
@@ -316,6 +319,16 @@ def test_missing_make(tmp_path, monkeypatch, capsys):
         err = capsys.readouterr().err
         assert err == f"matterhorn {cmd}: error: {want}"
         assert not out.exists()  # checked before anything runs or is written
+
+
+def test_missing_yosys_before_the_block_runs(tmp_path, monkeypatch, capsys):
+    # before: the pieces ran for minutes, then the pricing failed and left OUT/gates/ behind
+    monkeypatch.setenv("PATH", _path_without(tmp_path, "yosys"))
+    out = tmp_path / "block"
+    assert main(["block", "--gates", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("matterhorn block: error: ") and "('yosys') is not on PATH" in err, err
+    assert err.count("\n") == 1 and not out.exists()
 
 
 def _nangate() -> Path:

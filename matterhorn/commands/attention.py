@@ -42,21 +42,21 @@ def run(args: argparse.Namespace) -> int:
     model = BertConfig.from_json(model_dir() / "config.json")
     heads = model.num_attention_heads if args.heads is None else args.heads
     head_dim = model.head_dim if args.head_dim is None else args.head_dim
-    check_int("heads", heads, 1, 16)
-    check_int("head_dim", head_dim, 1, 256)
+    check_int("--heads", heads, 1, 16)
+    check_int("--head-dim", head_dim, 1, 256)
     if heads != model.num_attention_heads:
         raise ValueError(f"--heads {heads} does not match MiniLM's "
                          f"{model.num_attention_heads} heads")
     if head_dim != model.head_dim:
         raise ValueError(f"--head-dim {head_dim} does not match MiniLM's head dimension "
                          f"{model.head_dim}")
-    check_int("seq_max", args.seq_max, 1, MAX_SEQ)
-    check_int("longest", args.longest, 1, model.max_position_embeddings)
+    check_int("--seq-max", args.seq_max, 1, MAX_SEQ)
+    check_int("--longest", args.longest, 1, model.max_position_embeddings)
     if args.longest > args.seq_max:
         raise ValueError(f"--longest {args.longest} exceeds --seq-max {args.seq_max}: a "
                          f"sequence longer than the design's seq_max={args.seq_max} cannot run "
                          "(generate it with a larger --seq-max)")
-    check_int("sentences", args.sentences, 1, 4096)
+    check_int("--sentences", args.sentences, 1, 4096)
     check_k(args.k, 16)
     check_out_writable(args.out, subdirs=OWN_DIRS)
     cfg = AttentionConfig(heads=heads, head_dim=head_dim, seq_max=args.seq_max, T=16)

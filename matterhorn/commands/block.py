@@ -81,25 +81,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from matterhorn import block, block_report
     from toolkit_base import console
-    from toolkit_base.checks import check_int, check_out_writable
+    from toolkit_base.checks import check_int
     from toolkit_base.cluster import MAX_WORKERS, check_scheduler
 
     # everything that can be checked before the model is loaded
     designs = block.check_designs(args.design or ("dense", "ttfs", "mttfs"),
                                   args.k if args.k is not None else (0, 1, 2))
-    check_int("sentences", args.sentences, 1, 4096)
-    check_int("block", args.block, 0, 63)
+    check_int("--sentences", args.sentences, 1, 4096)
+    check_int("--block", args.block, 0, 63)
     if args.tile_neurons is None:
         from golden_models.block_pieces import TILE_NEURONS
 
         args.tile_neurons = TILE_NEURONS
-    check_int("tile_neurons", args.tile_neurons, 1, 256)
-    check_int("jobs", args.jobs, 1, MAX_WORKERS)
+    check_int("--tile-neurons", args.tile_neurons, 1, 256)
+    check_int("--jobs", args.jobs, 1, MAX_WORKERS)
     check_scheduler(args.scheduler)
     if args.model not in ("random", "minilm"):
         from networks.hf_folder import resolve_model
 
-        resolve_model(args.model)
+        resolve_model(args.model, others=("random",))
     block.check_checkpoint(args.model, args.checkpoint)
     gates = None
     if args.gates:
@@ -108,13 +108,13 @@ def run(args: argparse.Namespace) -> int:
 
         (lib,) = check_liberties([args.liberty] if args.liberty else default_liberties()[:1])
         sample = 2 if args.gate_sentences is None else args.gate_sentences
-        check_int("gate_sentences", sample, 0, args.sentences)
+        block.check_gate_sentences(sample, args.sentences)
         tiles = 0 if args.gate_tiles is None else args.gate_tiles
         heads = 0 if args.gate_heads is None else args.gate_heads
-        check_int("gate_tiles", tiles, 0, 4096)
-        check_int("gate_heads", heads, 0, 4096)
+        check_int("--gate-tiles", tiles, 0, 4096)
+        check_int("--gate-heads", heads, 0, 4096)
         windows = 0 if args.gate_windows is None else args.gate_windows
-        check_int("gate_windows", windows, 0, 1 << 20)
+        check_int("--gate-windows", windows, 0, 1 << 20)
         gates = block.GatesSetup(Path(check_liberty(lib)), args.sim, Path(args.out) / "gates",
                                  sample=sample, tiles=tiles, heads=heads, windows=windows)
     else:
@@ -125,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
             if value is not None:
                 shown = repr(value) if isinstance(value, str) else value
                 raise ValueError(f"{flag} {shown} prices in gates: add --gates")
-    check_out_writable(args.out, beside=True)  # staged in .block-* beside it
+    block.check_run(args.out, "block", rtl=args.rtl,
+                    gate_sim=gates.sim if gates is not None else None)
     import torch
 
     torch.set_num_threads(1)

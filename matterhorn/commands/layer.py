@@ -66,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--layer must be one of {LAYERS}, not {args.layer!r}")
     source = resolve_model(args.model)
     check_out_writable(args.out, subdirs=OWN_DIRS)
-    check_int("windows", args.windows, 1, MAX_WINDOWS)
-    check_int("calibration", args.calibration, 1, len(load_corpus("pydoc-topics").calibration))
+    check_int("--windows", args.windows, 1, MAX_WINDOWS)
+    check_int("--calibration", args.calibration, 1, len(load_corpus("pydoc-topics").calibration))
     sims = unique(args.sim or ("icarus", "verilator"))
     # everything that can be checked before the model is converted and any Verilog generated
     hidden = source.config.hidden_size

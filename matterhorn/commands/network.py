@@ -90,12 +90,12 @@ def _gates(args, blocks: int):
     (lib,) = check_liberties([args.liberty] if args.liberty else default_liberties()[:1])
     sample = 2 if args.gate_sentences is None else args.gate_sentences
     n = len(args.sentence) if args.sentence else args.sentences
-    check_int("gate_sentences", sample, 0, n)
+    block.check_gate_sentences(sample, n)
     top = blocks - 1
     gb = 0 if args.gate_block is None else args.gate_block
-    check_int("gate_block", gb, 0, top)
+    check_int("--gate-block", gb, 0, top)
     if args.validate_block is not None:
-        check_int("validate_block", args.validate_block, 0, top)
+        check_int("--validate-block", args.validate_block, 0, top)
     g = block.GatesSetup(Path(check_liberty(lib)), args.sim, Path(args.out) / "gates",
                          sample=sample)
     return network.NetworkGates(g, gb, args.validate_block)
@@ -104,34 +104,35 @@ def _gates(args, blocks: int):
 def run(args: argparse.Namespace) -> int:
     from matterhorn import block, network, network_report
     from toolkit_base import console
-    from toolkit_base.checks import check_int, check_out_writable
+    from toolkit_base.checks import check_int
     from toolkit_base.cluster import MAX_WORKERS
 
     # everything that can be checked before a model is loaded
     designs = block.check_designs(args.design or ("dense", "ttfs", "mttfs"),
                                   args.k if args.k is not None else (0, 1, 2))
-    check_int("sentences", args.sentences, 1, 4096)
+    check_int("--sentences", args.sentences, 1, 4096)
     if args.eval_sentences is not None:
-        check_int("eval_sentences", args.eval_sentences, 2, 100000)
+        check_int("--eval-sentences", args.eval_sentences, 2, 100000)
     if args.tile_neurons is None:
         from golden_models.block_pieces import TILE_NEURONS
 
         args.tile_neurons = TILE_NEURONS
-    check_int("tile_neurons", args.tile_neurons, 1, 256)
-    check_int("jobs", args.jobs, 1, MAX_WORKERS)
+    check_int("--tile-neurons", args.tile_neurons, 1, 256)
+    check_int("--jobs", args.jobs, 1, MAX_WORKERS)
     if args.model == "random":
         blocks = network.RANDOM_NETWORK["layers"]
     else:
         from networks.hf_folder import resolve_model
 
-        blocks = resolve_model(args.model).config.num_hidden_layers
+        blocks = resolve_model(args.model, others=("random",)).config.num_hidden_layers
     checkpoints = network.check_checkpoints(args.model, args.checkpoints, designs,
                                             converted=args.converted)
     if args.model == "random" and args.converted:
         raise ValueError("--converted: the random network is converted post-training already")
     network.check_sentences(args.model, args.sentence)
     gates = _gates(args, blocks)
-    check_out_writable(args.out, beside=True)  # staged in .network-* beside it
+    block.check_run(args.out, "network", rtl=args.rtl,
+                    gate_sim=gates.gates.sim if gates is not None else None)
     import torch
 
     torch.set_num_threads(1)
