@@ -9,7 +9,7 @@ import json
 import pytest
 
 from matterhorn import attention_report as report
-from regression.attention import AttentionRun
+from regression.attention_run import AttentionRun
 from regression.jobs import Job, JobResult
 
 FIGURES = {"tokens": 26, "cycles": 10336, "cycles_per_token": 397.5, "tokens_per_second": 0.4,

@@ -157,11 +157,10 @@ def test_a_piece_longer_than_the_memories_runs_in_parts(model, captured, monkeyp
     again; the checks and counters are those of one run."""
     import regression.block_fast as bf
 
-    qnn, _ = model
-    seqs = captured["dense"]
-    whole = _fast(model, seqs, "dense", "icarus", "dense-clean")
+    case = captured["dense"]
+    whole = _fast(model, case, "icarus", "dense-clean")
     monkeypatch.setattr(bf, "DEPTHS", {"seq": 512, "out": 256, "cnt": 4})
-    parts = _fast(model, seqs, "dense", "icarus", "dense-parts")
+    parts = _fast(model, case, "icarus", "dense-parts")
     for a, b in zip(whole, parts, strict=True):
         assert b.mismatches == 0, (b.piece, b.first_mismatch)
         assert (a.checked, a.counters) == (b.checked, b.counters), a.piece
