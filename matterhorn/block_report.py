@@ -8,7 +8,7 @@ from pathlib import Path
 
 from golden_models.block_pieces import PIECE_NAMES
 
-__all__ = ["MODEL_COMPONENTS", "PAPER_RATIO", "markdown", "plot", "ratio", "verdict"]
+__all__ = ["MODEL_COMPONENTS", "PAPER_RATIO", "markdown", "plot", "ratio", "sram_said", "verdict"]
 
 #: The components of a design's energy in the paper's model (``energy_model``'s, joules in its
 #: report: Move, W-read, KV-write, Compute), each with the component of our gates it is set
@@ -52,10 +52,12 @@ def verdict(doc: dict) -> list[str]:
         m = doc["gates"].get("method", {}).get("mttfs-k1", {})
         how = (f", {m['sample_sentences']} sentence{'s' if m['sample_sentences'] > 1 else ''} "
                "replayed, the rest by their fits" if m.get("calibrated") else "")
+        sram = ("our FreePDK45 macros" if doc["gates"].get("sram_macros") else
+                "the PDK table's per-bit figure and not our gates")
         lines.append(f"In our gates ({doc['gates']['library']}, {doc['gates']['clock_ns']:g} ns "
                      f"clock{how}), an M-TTFS k=1 block costs {g:.3f}x the dense INT4 block "
-                     f"(clock-gated {gated:.3f}x; without the SRAM bits, which are the PDK "
-                     f"table's per-bit figure and not our gates, {logic:.3f}x).")
+                     f"(clock-gated {gated:.3f}x; without the SRAM accesses, which are "
+                     f"{sram}, {logic:.3f}x).")
     r = ratio(doc)
     if r is not None:
         lines.append(f"In the paper's model at the rates measured here: {r:.3f}x (the paper: "
@@ -65,8 +67,22 @@ def verdict(doc: dict) -> list[str]:
 
 
 def _logic(e: dict) -> float:
-    """A design's energy in our gates alone: its total less the SRAM bits."""
-    return e["total"] - e["sram_read"] - e["sram_write"]
+    """A design's energy less its memories' accesses and deselected clock (their leakage
+    stays: the cells' and the macros' are one component)."""
+    return e["total"] - e["sram_read"] - e["sram_write"] - e.get("sram_deselected", 0.0)
+
+
+def sram_said(gd: dict) -> str:
+    """What the SRAM components of a ``gates`` section (``block.json``, ``network.json``) are
+    priced with, in a sentence."""
+    if gd.get("sram_macros"):
+        return ("The SRAM columns are each memory's accesses and deselected cycles at "
+                + gd["sources"]["sram_read"].split(":")[0]
+                + "'s measured energies (docs/sram_macros.md); leakage is the cells' and the "
+                "macros'.")
+    return (f"The SRAM columns are bits x {gd['sram_pJ_per_bit']:.4g} pJ per bit, the PDK "
+            "table's figure, not our gates (no macro table in this liberty's process); "
+            "leakage is the cells' only.")
 
 
 def markdown(doc: dict) -> str:
@@ -125,9 +141,8 @@ def _gates_markdown(doc: dict) -> list[str]:
     lines = [f"## Energy per block in our gates (µJ), B = {w['batch']}, S = {w['seq']}", "",
              (f"{gd['library']} ({gd['liberty']}), {gd['clock_ns']:g} ns clock, gate-level "
              f"replays on {gd['simulator']}; pJ per token on the run's {doc['tokens']} tokens, "
-             f"times {w['batch'] * w['seq']} tokens; at the library's node, not scaled. The SRAM "
-             f"columns are bits x {gd['sram_pJ_per_bit']:.4g} pJ per bit, the PDK table's "
-             "figure, not our gates (where each cost comes from: below)."), ""]
+             f"times {w['batch'] * w['seq']} tokens; at the library's node, not scaled. "
+             f"{sram_said(gd)} Where each cost comes from: below."), ""]
     method = gd.get("method", {})
     sampled = {d: m for d, m in method.items() if m.get("calibrated")}
     if sampled:

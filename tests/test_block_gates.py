@@ -24,7 +24,7 @@ from golden_models.block_pieces import count_deliveries
 from matterhorn.block import model_ratios
 from matterhorn.block_gates import measure_block_gates
 from networks.block import block_case
-from synth_scripts.block_gates import COMPONENTS, TOTALS
+from synth_scripts.block_gates import COMPONENTS, TOTALS, SramCosts
 
 #: Tiny but whole: 2 heads of 4, FFN 16, a sentence of four tokens with [CLS] and [SEP] (the
 #: add+LayerNorm unit alone is 28,000 cells at any width; every netlist is replayed in Icarus).
@@ -201,15 +201,15 @@ def test_a_layer_that_took_no_event_counts_zero(monkeypatch):
 
     run = SimpleNamespace(windows=1, sram_bits=0, counters=[{"events_in": 0}, {"events_in": 0}],
                           flits=[[]])
-    tile = {"free_pJ": 1.0, "idle_clock_pJ": 0.5, "gated_pJ": 0.75, "cycles": 10,
-            "cells": 5, "area_um2": 100.0}
+    tile = {"free_pJ": 1.0, "idle_clock_pJ": 0.5, "gated_pJ": 0.75, "leakage_pJ": 0.0,
+            "cycles": 10, "cells": 5, "area_um2": 100.0}
     router = {"per_hop_pJ": 1.0, "idle_per_clock_pJ": 0.1, "cells": 3, "area_um2": 44.0,
               "link_toggles_per_flit": 0.0}
     monkeypatch.setattr(gate_tile, "run_tile", lambda *a, **k: run)
     monkeypatch.setattr(gate_tile, "tile_energy", lambda *a, **k: tile)
     pr = SimpleNamespace(lib_path=None, work=Path("unused"), sim="icarus", clock_ns=10.0,
                          windows=False, replay_tiles=0, replay_windows=0, cache={},
-                         netlist_dir=None,
+                         netlist_dir=None, sram_table=None, sram=SramCosts(None, 0.1, 10.0),
                          sram_bit_pJ=0.1,
                          hops=lambda name, n: float(n), router=lambda *a, **k: router,
                          wires=lambda *a, **k: 0.0)
@@ -240,8 +240,8 @@ def test_a_sample_of_tiles_spread_over_the_layer(monkeypatch):
         ran.append(layer)
         return SimpleNamespace(windows=1, sram_bits=1, counters=[{"events_in": 1}], flits=[[]])
 
-    tile = {"free_pJ": 1.0, "idle_clock_pJ": 0.5, "gated_pJ": 0.75, "cycles": 10,
-            "cells": 5, "area_um2": 100.0, "windows": [
+    tile = {"free_pJ": 1.0, "idle_clock_pJ": 0.5, "gated_pJ": 0.75, "leakage_pJ": 0.0,
+            "cycles": 10, "cells": 5, "area_um2": 100.0, "windows": [
                 {"free_pJ": 1.0, "idle_clock_pJ": 0.5, "gated_pJ": 0.75, "cycles": 10,
                  "busy_cycles": 8}]}
     router = {"per_hop_pJ": 1.0, "idle_per_clock_pJ": 0.1, "cells": 3, "area_um2": 44.0,
@@ -250,7 +250,7 @@ def test_a_sample_of_tiles_spread_over_the_layer(monkeypatch):
     monkeypatch.setattr(gate_tile, "tile_energy", lambda *a, **k: tile)
     pr = SimpleNamespace(lib_path=None, work=Path("unused"), sim="icarus", clock_ns=10.0,
                          windows=True, replay_tiles=2, replay_windows=0, cache={},
-                         netlist_dir=None,
+                         netlist_dir=None, sram_table=None, sram=SramCosts(None, 0.1, 10.0),
                          sram_bit_pJ=0.1, hops=lambda name, n: float(n),
                          router=lambda *a, **k: router, wires=lambda *a, **k: 0.0)
     wide, narrow = (SimpleNamespace(time_width=4, in_addr_width=6, n=n) for n in (48, 16))
