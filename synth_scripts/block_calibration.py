@@ -28,10 +28,14 @@ does instead, for one design:
    :func:`~synth_scripts.block_gates.attention_piece`): only the windows' figures differ,
    fitted instead of replayed. Each kind of piece has its calibrator (:data:`CALIBRATORS`).
 
-What is counted, not fitted: the SRAM bits (from the same counters, by the same formulas as
-the pricing), the movement (the run's flits x their hops x the sample's per-hop energy of
-the router and of the link wire, the same product as the pricing's), the routers' idle clock
-(their idle clocks x the sample's per-clock energy), and the add+LayerNorm units (every row
+What is counted, not fitted: the SRAM accesses (from the same counters, by the same formulas
+as the pricing: :func:`synth_scripts.block_gates.tile_accesses`,
+:func:`~synth_scripts.block_gates.attention_accesses`; with the macros, their deselected
+cycles and leakage over the fitted clocks), the cells' leakage (the sample's leakage a clock of
+each tile and node, exact, times the fitted clocks), the movement (the run's flits x their
+hops x the sample's per-hop energy of the router and of the link wire, the same product as
+the pricing's), the routers' idle clock (their idle clocks x the sample's per-clock energy),
+and the add+LayerNorm units (every row
 is the hidden width, so a row costs what the sample's rows cost on average: its figures x
 the run's rows over the sample's).
 
@@ -302,7 +306,8 @@ def calibrate(sample: BlockGates, activity: Mapping[str, PieceActivity], *, toke
                      "counters (an attention node's idle clock: the path's window clocks less "
                      "its busy ones, at its clock energy a clock); "
                      "every window of the run priced by its counters (the golden QNN's, equal "
-                     "to the RTL's); SRAM bits, flits and hops counted; the add+LayerNorm "
+                     "to the RTL's); SRAM accesses, flits and hops counted; the cells' and "
+                     "macros' leakage over the fitted clocks; the add+LayerNorm "
                      "units per row (synth_scripts.block_calibration)"}
     return BlockGates(
         design=sample.design, tokens=tokens, sentences=sentences, pieces=pieces,
