@@ -175,9 +175,9 @@ class Pricing:
 
     def _sram_sources(self) -> dict[str, str]:
         """The sources of the memories' components and of leakage."""
-        cells = ("the cells' leakage of every replayed tile, node and unit (the liberty's "
-                 "cell_leakage_power over the replay's clocks, as synth_scripts.gatelevel."
-                 "energy charges it; taken out of compute and nonlinear), our gates; the "
+        cells = ("our gates: the cells' leakage of every replayed tile, node and unit (the "
+                 "liberty's cell_leakage_power over the replay's clocks, as synth_scripts."
+                 "gatelevel.energy charges it; taken out of compute and nonlinear); the "
                  "routers' leakage stays in their per-hop and idle-clock figures")
         if self.sram_table is None:
             bit = f"{self.sram_bit_pJ:.4g} pJ/bit"

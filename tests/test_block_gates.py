@@ -492,7 +492,7 @@ def test_the_memories_sources(nangate_lib, sky130_lib, tmp_path):
     for c in ("sram_read", "sram_write", "sram_deselected"):
         assert src[c].startswith("our FreePDK45 macros (OpenRAM 1.2.48, ngspice"), src[c]
     assert "TT 1 V 25 C" in src["sram_read"] and "our FreePDK45 macros" in src["leakage"]
-    for c in ("compute", "nonlinear", "movement", "idle"):
+    for c in ("compute", "nonlinear", "movement", "idle", "leakage"):
         assert src[c].startswith("our gates"), src[c]
     sky = Pricing.prepare(sky130_lib, tmp_path / "sky")
     assert sky.sram_table is None
@@ -500,6 +500,7 @@ def test_the_memories_sources(nangate_lib, sky130_lib, tmp_path):
     assert src["sram_read"].startswith("NOT our gates: per-bit")
     assert src["sram_write"].startswith("NOT our gates: per-bit")
     assert "not priced" in src["sram_deselected"] and "not priced" in src["leakage"]
+    assert src["leakage"].startswith("our gates")
     # the per-bit path: bits x the figure, whatever the uses
     assert sky.sram.price([({}, {"x": {"reads": 9}}, 10)], read_bits=10, write_bits=2) == {
         "read": 10 * sky.sram_bit_pJ, "write": 2 * sky.sram_bit_pJ, "deselected": 0.0,
