@@ -8,7 +8,8 @@ from pathlib import Path
 
 from golden_models.block_pieces import PIECE_NAMES
 
-__all__ = ["MODEL_COMPONENTS", "PAPER_RATIO", "markdown", "plot", "ratio", "sram_said", "verdict"]
+__all__ = ["CLOCKS_NS", "MODEL_COMPONENTS", "PAPER_RATIO", "by_clock", "markdown", "plot", "ratio",
+           "sram_said", "verdict"]
 
 #: The components of a design's energy in the paper's model (``energy_model``'s, joules in its
 #: report: Move, W-read, KV-write, Compute), each with the component of our gates it is set
@@ -26,6 +27,33 @@ def ratio(doc: dict, design: str = "mttfs-k1", source: str = "model") -> float |
     if design not in by or "dense" not in by or by[design] is None or by["dense"] is None:
         return None
     return by[design]["total"] / by["dense"]["total"]
+
+
+#: The clock periods (ns) the verdict is shown at beside the pricing's (:func:`by_clock`).
+CLOCKS_NS = (2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+
+
+def by_clock(doc: dict, clocks_ns=CLOCKS_NS, design: str = "mttfs-k1") -> list[dict]:
+    """``design``'s total over the dense design's in our gates at each clock period of
+    ``clocks_ns``, free-running and clock-gated: every component as priced but ``leakage``,
+    which grows with the period (the cells' and the macros' leakage power times the same
+    clocks); the rest does not depend on it (the replays' toggles and the macros' access
+    energies are per clock). ``[]`` without gates, a dense design or ``design``."""
+    by = {d["design"]: d["energy_pJ"]["gates"] for d in doc["designs"]}
+    if not doc.get("gates") or by.get("dense") is None or by.get(design) is None:
+        return []
+    at = doc["gates"]["clock_ns"]
+
+    def total(e: dict, key: str, ns: float) -> float:
+        leak = e.get("leakage", 0.0)
+        return e[key] - leak + leak * ns / at
+
+    return [{"clock_ns": ns,
+             **{k: total(by[design], k, ns) / total(by["dense"], k, ns)
+                for k in ("total", "gated_total")},
+             "leakage_share_dense": by["dense"].get("leakage", 0.0) * ns / at
+             / total(by["dense"], "total", ns)}
+            for ns in clocks_ns]
 
 
 #: How the verdict names the pieces' simulator.
@@ -163,6 +191,16 @@ def _gates_markdown(doc: dict) -> list[str]:
                  if dense is not None else "")
         rows.append([d["design"], *(f"{e[c] / 1e6:.4g}" for c in TOTALS), rel, gated])
     lines += markdown_table(["design", *TOTALS, "vs dense", "gated vs dense"], rows) + [""]
+    rows = by_clock(doc)
+    if rows:
+        lines += ["### The verdict against the clock period", "",
+                  ("M-TTFS k=1 over dense in our gates at other clock periods: leakage (the "
+                   "cells' and the macros') scales with the period, every other component is "
+                   f"per clock (as priced at {gd['clock_ns']:g} ns)."), ""]
+        lines += markdown_table(
+            ["clock ns", "vs dense", "gated vs dense", "leakage share of dense"],
+            [[f"{r['clock_ns']:g}", f"{r['total']:.3f}", f"{r['gated_total']:.3f}",
+              f"{100 * r['leakage_share_dense']:.1f} %"] for r in rows]) + [""]
     lines += ["### Per piece, pJ per token (free-running total / clock-gated total)", ""]
     lines += markdown_table(
         ["piece", *(d["design"] for d in priced)],

@@ -505,3 +505,21 @@ def test_the_memories_sources(nangate_lib, sky130_lib, tmp_path):
     assert sky.sram.price([({}, {"x": {"reads": 9}}, 10)], read_bits=10, write_bits=2) == {
         "read": 10 * sky.sram_bit_pJ, "write": 2 * sky.sram_bit_pJ, "deselected": 0.0,
         "leakage": 0.0}
+
+
+def test_the_verdict_against_the_clock_period():
+    """Leakage scales with the clock period, every other component is per clock: the ratio
+    at another period by hand."""
+    from matterhorn.block_report import by_clock
+
+    dense = {"total": 100.0, "gated_total": 60.0, "leakage": 20.0}
+    k1 = {"total": 90.0, "gated_total": 50.0, "leakage": 30.0}
+    doc = {"gates": {"clock_ns": 10.0},
+           "designs": [{"design": "dense", "energy_pJ": {"gates": dense}},
+                       {"design": "mttfs-k1", "energy_pJ": {"gates": k1}}]}
+    at10, at20 = by_clock(doc, (10.0, 20.0))
+    assert at10 == {"clock_ns": 10.0, "total": 0.9, "gated_total": 50.0 / 60.0,
+                    "leakage_share_dense": 0.2}
+    assert at20 == {"clock_ns": 20.0, "total": 120.0 / 120.0, "gated_total": 80.0 / 80.0,
+                    "leakage_share_dense": 40.0 / 120.0}
+    assert by_clock({**doc, "gates": None}) == []
