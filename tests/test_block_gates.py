@@ -135,7 +135,8 @@ def test_json_and_sources(measured):
         measured["mttfs-k1"].per_token()["attention"]["total"])
     src = doc["sources"]
     assert set(COMPONENTS) <= set(src)
-    assert src["sram_read"].startswith("NOT our gates") and "Horowitz" in src["sram_read"]
+    assert src["sram_read"].startswith("our FreePDK45 macros") and doc["sram_macros"]
+    assert doc["totals"]["leakage"] > 0 and doc["totals"]["sram_deselected"] > 0
     assert "rtl_gen.router.Router" in src["movement"]
     assert doc["detail"]["attention"]["cells"]["sm"] > 0
 
