@@ -97,7 +97,7 @@ def piece_only(args) -> int:
             dump.write_text(json.dumps(dataclasses.asdict(full)) + "\n")
         act = activity(st.qnn, held, tile_neurons=tn)[piece.name]
         cal, fits = CALIBRATORS[piece.kind](piece, got, act, float(full.hops),
-                                            pr.sram_bit_pJ, st.qnn.cfg.num_attention_heads, d)
+                                            pr.sram, st.qnn.cfg.num_attention_heads, d)
         print(f"\n## {d}, {piece.name}: sample {sample_ix} ({sample.tokens} tokens, "
               f"{t_sample:.0f} s), held-out sentence {args.held_out} ({held.tokens} tokens, "
               + ("replayed earlier" if t_full is None else f"replayed in {t_full:.0f} s")

@@ -683,6 +683,7 @@ def _gates_document(gates: dict, runs) -> dict:
         "clock_ns": g0.clock_ns,
         "simulator": g0.simulator,
         "sram_pJ_per_bit": g0.sram_bit_pJ,
+        "sram_macros": g0.sram_macros,
         "scaling_divide_by": g0.divide_by,
         "sources": dict(g0.sources),
         "seconds": {d: round(g.seconds, 1) for d, g in gates.items()},

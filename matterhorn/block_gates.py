@@ -187,7 +187,8 @@ class DesignPricing:
             design=self.design, tokens=self.tokens, sentences=self.sentences, pieces=pieces,
             library=pr.library, liberty=pr.liberty, clock_ns=pr.clock_ns, simulator=pr.sim,
             sram_bit_pJ=pr.sram_bit_pJ, divide_by=pr.divide_by, sources=pr.sources(),
-            dims=dict(self.dims), seconds=time.perf_counter() - self.t0)
+            dims=dict(self.dims), seconds=time.perf_counter() - self.t0,
+            sram_macros=pr.sram_table is not None)
 
 
 def validate_attention(qnn, case, *, lib_path, work, sim: str = "verilator",

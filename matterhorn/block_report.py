@@ -8,7 +8,8 @@ from pathlib import Path
 
 from golden_models.block_pieces import PIECE_NAMES
 
-__all__ = ["MODEL_COMPONENTS", "PAPER_RATIO", "markdown", "plot", "ratio", "verdict"]
+__all__ = ["CLOCKS_NS", "MODEL_COMPONENTS", "PAPER_RATIO", "by_clock", "markdown", "plot", "ratio",
+           "sram_said", "verdict"]
 
 #: The components of a design's energy in the paper's model (``energy_model``'s, joules in its
 #: report: Move, W-read, KV-write, Compute), each with the component of our gates it is set
@@ -26,6 +27,33 @@ def ratio(doc: dict, design: str = "mttfs-k1", source: str = "model") -> float |
     if design not in by or "dense" not in by or by[design] is None or by["dense"] is None:
         return None
     return by[design]["total"] / by["dense"]["total"]
+
+
+#: The clock periods (ns) the verdict is shown at beside the pricing's (:func:`by_clock`).
+CLOCKS_NS = (2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+
+
+def by_clock(doc: dict, clocks_ns=CLOCKS_NS, design: str = "mttfs-k1") -> list[dict]:
+    """``design``'s total over the dense design's in our gates at each clock period of
+    ``clocks_ns``, free-running and clock-gated: every component as priced but ``leakage``,
+    which grows with the period (the cells' and the macros' leakage power times the same
+    clocks); the rest does not depend on it (the replays' toggles and the macros' access
+    energies are per clock). ``[]`` without gates, a dense design or ``design``."""
+    by = {d["design"]: d["energy_pJ"]["gates"] for d in doc["designs"]}
+    if not doc.get("gates") or by.get("dense") is None or by.get(design) is None:
+        return []
+    at = doc["gates"]["clock_ns"]
+
+    def total(e: dict, key: str, ns: float) -> float:
+        leak = e.get("leakage", 0.0)
+        return e[key] - leak + leak * ns / at
+
+    return [{"clock_ns": ns,
+             **{k: total(by[design], k, ns) / total(by["dense"], k, ns)
+                for k in ("total", "gated_total")},
+             "leakage_share_dense": by["dense"].get("leakage", 0.0) * ns / at
+             / total(by["dense"], "total", ns)}
+            for ns in clocks_ns]
 
 
 #: How the verdict names the pieces' simulator.
@@ -52,10 +80,12 @@ def verdict(doc: dict) -> list[str]:
         m = doc["gates"].get("method", {}).get("mttfs-k1", {})
         how = (f", {m['sample_sentences']} sentence{'s' if m['sample_sentences'] > 1 else ''} "
                "replayed, the rest by their fits" if m.get("calibrated") else "")
+        sram = ("our FreePDK45 macros" if doc["gates"].get("sram_macros") else
+                "the PDK table's per-bit figure and not our gates")
         lines.append(f"In our gates ({doc['gates']['library']}, {doc['gates']['clock_ns']:g} ns "
                      f"clock{how}), an M-TTFS k=1 block costs {g:.3f}x the dense INT4 block "
-                     f"(clock-gated {gated:.3f}x; without the SRAM bits, which are the PDK "
-                     f"table's per-bit figure and not our gates, {logic:.3f}x).")
+                     f"(clock-gated {gated:.3f}x; without the SRAM accesses, which are "
+                     f"{sram}, {logic:.3f}x).")
     r = ratio(doc)
     if r is not None:
         lines.append(f"In the paper's model (its 22 nm unit costs) at the rates measured here, "
@@ -66,8 +96,22 @@ def verdict(doc: dict) -> list[str]:
 
 
 def _logic(e: dict) -> float:
-    """A design's energy in our gates alone: its total less the SRAM bits."""
-    return e["total"] - e["sram_read"] - e["sram_write"]
+    """A design's energy less its memories' accesses and deselected clock (their leakage
+    stays: the cells' and the macros' are one component)."""
+    return e["total"] - e["sram_read"] - e["sram_write"] - e.get("sram_deselected", 0.0)
+
+
+def sram_said(gd: dict) -> str:
+    """What the SRAM components of a ``gates`` section (``block.json``, ``network.json``) are
+    priced with, in a sentence."""
+    if gd.get("sram_macros"):
+        return ("The SRAM columns are each memory's accesses and deselected cycles at "
+                + gd["sources"]["sram_read"].split(":")[0]
+                + "'s measured energies (docs/sram_macros.md); leakage is the cells' and the "
+                "macros'.")
+    return (f"The SRAM columns are bits x {gd['sram_pJ_per_bit']:.4g} pJ per bit, the PDK "
+            "table's figure, not our gates (no macro table in this liberty's process); "
+            "leakage is the cells' only.")
 
 
 def markdown(doc: dict) -> str:
@@ -126,9 +170,8 @@ def _gates_markdown(doc: dict) -> list[str]:
     lines = [f"## Energy per block in our gates (µJ), B = {w['batch']}, S = {w['seq']}", "",
              (f"{gd['library']} ({gd['liberty']}), {gd['clock_ns']:g} ns clock, gate-level "
              f"replays on {gd['simulator']}; pJ per token on the run's {doc['tokens']} tokens, "
-             f"times {w['batch'] * w['seq']} tokens; at the library's node, not scaled. The SRAM "
-             f"columns are bits x {gd['sram_pJ_per_bit']:.4g} pJ per bit, the PDK table's "
-             "figure, not our gates (where each cost comes from: below)."), ""]
+             f"times {w['batch'] * w['seq']} tokens; at the library's node, not scaled. "
+             f"{sram_said(gd)} Where each cost comes from: below."), ""]
     method = gd.get("method", {})
     sampled = {d: m for d, m in method.items() if m.get("calibrated")}
     if sampled:
@@ -149,6 +192,16 @@ def _gates_markdown(doc: dict) -> list[str]:
                  if dense is not None else "")
         rows.append([d["design"], *(f"{e[c] / 1e6:.4g}" for c in TOTALS), rel, gated])
     lines += markdown_table(["design", *TOTALS, "vs dense", "gated vs dense"], rows) + [""]
+    rows = by_clock(doc)
+    if rows:
+        lines += ["### The verdict against the clock period", "",
+                  ("M-TTFS k=1 over dense in our gates at other clock periods: leakage (the "
+                   "cells' and the macros') scales with the period, every other component is "
+                   f"per clock (as priced at {gd['clock_ns']:g} ns)."), ""]
+        lines += markdown_table(
+            ["clock ns", "vs dense", "gated vs dense", "leakage share of dense"],
+            [[f"{r['clock_ns']:g}", f"{r['total']:.3f}", f"{r['gated_total']:.3f}",
+              f"{100 * r['leakage_share_dense']:.1f} %"] for r in rows]) + [""]
     lines += ["### Per piece, pJ per token (free-running total / clock-gated total)", ""]
     lines += markdown_table(
         ["piece", *(d["design"] for d in priced)],

@@ -31,7 +31,7 @@ from golden_models.block_pieces import TILE_NEURONS
 
 __all__ = ["CHECKPOINT_HELP", "KEPT_SCHEMA", "RANDOM_NETWORK", "SCHEMA", "NetworkGates",
            "NetworkSetup", "TrainedNetwork", "check_checkpoints", "check_sentences", "kept",
-           "leakage_pJ", "network_document", "network_key", "price", "run", "setup", "write"]
+           "network_document", "network_key", "price", "run", "setup", "write"]
 
 SCHEMA = "matterhorn.network/1"
 #: Schema of a design's result, kept as the design ends (``DIR/designs/<design>.json``).
@@ -274,16 +274,6 @@ def network_key(st: NetworkSetup, design: str, *, tile_neurons: int, gates, rtl:
 
 
 # -- one design --------------------------------------------------------------------------------
-
-
-def leakage_pJ(priced, clock_ns: float) -> float | None:
-    """The hook of the cells' and macros' leakage over a run's time (the liberty's
-    ``leakage_power`` of every priced cell, times the run's clocks at ``clock_ns``): ``None``
-    while the block pricing gives no leakage figure of its own; ``network.json`` then says
-    leakage is not priced (``gates.leakage``). One block's :class:`BlockGates` in, pJ over
-    its run out."""
-    del priced, clock_ns
-    return None
 
 
 #: The packages whose sources make a block's pricing (a kept sample names their digest).
@@ -607,17 +597,12 @@ def _model_rows(st, runs: dict, designs) -> dict:
 
 
 def _gates_figures(priced: dict, tokens: int, sentences: int, clock_ns: float) -> dict:
-    """A design's gates over the network: pJ per token and per sentence by component (with
-    the leakage hook), per block, and the latency and throughput at ``clock_ns``."""
-    from synth_scripts.block_gates import COMPONENTS, TOTALS
+    """A design's gates over the network: pJ per token and per sentence by component (the
+    blocks' leakage among them), per block, and the latency and throughput at ``clock_ns``."""
+    from synth_scripts.block_gates import TOTALS
 
     blocks = priced["blocks"]
     per_token = {k: math.fsum(b.totals()[k] for b in blocks) for k in TOTALS}
-    leak = [leakage_pJ(b, clock_ns) for b in blocks]
-    per_token["leakage"] = (None if any(x is None for x in leak)
-                            else math.fsum(leak) / tokens)
-    order = (*COMPONENTS, "leakage", "total", "gated_total")
-    per_token = {k: per_token[k] for k in order}
     # the pieces run one after the other (the tiles of a layer side by side): clocks a token
     cycles = [sum(p.cycles for p in b.pieces) / b.tokens for b in blocks]
     slowest = max(p.cycles / b.tokens for b in blocks for p in b.pieces)
@@ -692,11 +677,12 @@ def _gates_document(priced: dict, gates: NetworkGates) -> dict | None:
     return {
         "library": g0.library, "liberty": g0.liberty, "clock_ns": g0.clock_ns,
         "simulator": g0.simulator, "sram_pJ_per_bit": g0.sram_bit_pJ,
+        "sram_macros": g0.sram_macros,
         "scaling_divide_by": g0.divide_by, "sources": dict(g0.sources),
-        "leakage": {"priced": False,
-                    "why": "the block pricing gives no leakage figure yet: "
-                           "matterhorn.network.leakage_pJ is the hook that adds each "
-                           "block's cells' and macros' leakage over its run's time"},
+        "leakage": {"priced": True,
+                    "why": "each block's pricing counts its cells' leakage and, with the "
+                           "macros (NanGate 45), its macros' over each piece's clocks: the "
+                           "component leakage (synth_scripts.block_gates)"},
         "method": {"sample_block": gates.block, "validate_block": gates.validate,
                    "sample_sentences": g0.sentences, "sample_tokens": g0.tokens,
                    "how": f"block {gates.block}'s sample sentences replayed at gate level window "

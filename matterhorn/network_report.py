@@ -160,18 +160,18 @@ def _mean(rates: dict) -> float:
 
 
 def _gates_markdown(doc: dict) -> list[str]:
+    from matterhorn.block_report import sram_said
     from synth_scripts.block_gates import COMPONENTS
     from toolkit_base.tables import markdown_table
 
     gd = doc["gates"]
     priced = [d for d in doc["designs"] if d["energy"]["gates"] is not None]
-    keys = (*COMPONENTS, "leakage", "total", "gated_total")
+    keys = (*COMPONENTS, "total", "gated_total")
     lines = ["## Our gates per sentence by component (µJ)", "",
              (f"{gd['library']} ({gd['liberty']}), {gd['clock_ns']:g} ns, gate-level replays on "
               f"{gd['simulator']}. {gd['method']['how']}: {_n(gd['method']['sample_sentences'])} "
               f"({gd['method']['sample_tokens']} tokens) of block "
-              f"{gd['method']['sample_block']}. The SRAM columns are bits x "
-              f"{gd['sram_pJ_per_bit']:.4g} pJ, the PDK table's per-bit figure, not our gates. "
+              f"{gd['method']['sample_block']}. {sram_said(gd)} "
               f"Leakage: {gd['leakage']['why']}."), ""]
     lines += markdown_table(
         ["design", *keys],

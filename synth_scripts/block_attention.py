@@ -31,11 +31,18 @@ from dataclasses import dataclass
 
 import torch
 
-from synth_scripts.block_gates import NODE_COMPONENT, PieceGates, attention_piece, window_sample
+from synth_scripts.block_gates import (
+    NODE_COMPONENT,
+    PieceGates,
+    attention_accesses,
+    attention_piece,
+    memory_shapes,
+    window_sample,
+)
 from synth_scripts.block_pricing import Pricing, piece_flits, spread, unit_costs
 
-__all__ = ["AttentionSequence", "attention_counters", "attention_sram", "price_attention",
-           "validate_attention", "window_features"]
+__all__ = ["AttentionSequence", "attention_counters", "attention_shapes", "attention_sram",
+           "price_attention", "validate_attention", "window_features"]
 
 
 @dataclass(frozen=True)
@@ -172,7 +179,8 @@ def window_features(counters, h: int) -> list[dict[str, int]]:
 def _node_energies(pr: Pricing, acfg, rec, start: int, design: str,
                    windows=None) -> tuple[dict, dict, list]:
     """Each head's nodes replayed from clock ``start`` (after the configuration): their
-    energies summed per component (``compute``, ``nonlinear``, ``idle``, ``gated``), their
+    energies summed per component (``compute``, ``nonlinear``, ``idle``, ``gated``; the cells'
+    ``leakage``, inside the others, and per node kind ``<part>_leakage``), their
     cells, and with ``pr.windows`` each window of each node priced on its own (``windows``:
     the run's, per sequence; ``PieceGates.samples``). With ``pr.replay_heads``, only that
     many heads, spread over the path (:func:`synth_scripts.block_pricing.spread`)."""
@@ -202,6 +210,9 @@ def _node_energies(pr: Pricing, acfg, rec, start: int, design: str,
             energy["gated"] += e["gated_pJ"]
             energy[f"{part}_logic"] += e["free_pJ"] - e["idle_clock_pJ"]
             energy[f"{part}_idle_clock"] += e["idle_clock_pJ"]
+            # the cells' leakage, inside the logic and the gated figure
+            energy["leakage"] += e["leakage_pJ"]
+            energy[f"{part}_leakage"] += e["leakage_pJ"]
             cells[part] = e["cells"]
     return energy, cells, samples
 
@@ -266,10 +277,33 @@ def price_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSequen
     # the path's own routers are idle on the clocks they move nothing
     u = {**unit_costs(pr, router, area), "idle_per_clock": arouter["idle_per_clock_pJ"],
          **unit_costs(pr, arouter, area, "inner_")}
+    # a node's cells leak the same every clock: what the calibration charges a window's clock
+    replayed = len(spread(acfg.heads, pr.replay_heads))
+    for part in NODE_COMPONENT:
+        u[f"{part}_leak_per_clock"] = (energy[f"{part}_leakage"] / (replayed * cycles)
+                                       if cycles else 0.0)
+    plan = {}
+    if pr.sram_table is not None:
+        plan = {"shapes": attention_shapes(acfg, dense), "heads": acfg.heads}
+    uses = [(plan["shapes"], attention_accesses(counters, h), cycles)
+            for h in range(acfg.heads)] if plan else []
     return attention_piece(
-        energy, read_bits=read, write_bits=write, sram_bit_pJ=pr.sram_bit_pJ,
+        energy, read_bits=read, write_bits=write,
+        sram=pr.sram.price(uses, read_bits=read, write_bits=write),
         flits=len(flits) + len(run.inner), hops=hops, inner_hops=inner_hops, heads=acfg.heads,
-        cycles=cycles, unit_costs=u, cells=cells, counters=dict(counters), samples=run.samples)
+        cycles=cycles, unit_costs=u, cells=cells, counters=dict(counters), memories=plan,
+        samples=run.samples)
+
+
+def attention_shapes(acfg, dense: bool) -> dict[str, dict]:
+    """The memory of each node kind of a head (the key memory, the softmax row buffer, the
+    value memory), by node kind: ``MemoryShape.to_json()`` of the elaborated node's one
+    memory."""
+    out = {}
+    for part in NODE_COMPONENT:
+        [shape] = memory_shapes(_node_component(acfg, part, dense)).values()
+        out[part] = shape
+    return out
 
 
 def _whole_trace(rec, comp, cut: dict[str, int]):

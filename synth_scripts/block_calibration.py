@@ -28,10 +28,14 @@ does instead, for one design:
    :func:`~synth_scripts.block_gates.attention_piece`): only the windows' figures differ,
    fitted instead of replayed. Each kind of piece has its calibrator (:data:`CALIBRATORS`).
 
-What is counted, not fitted: the SRAM bits (from the same counters, by the same formulas as
-the pricing), the movement (the run's flits x their hops x the sample's per-hop energy of
-the router and of the link wire, the same product as the pricing's), the routers' idle clock
-(their idle clocks x the sample's per-clock energy), and the add+LayerNorm units (every row
+What is counted, not fitted: the SRAM accesses (from the same counters, by the same formulas
+as the pricing: :func:`synth_scripts.block_gates.tile_accesses`,
+:func:`~synth_scripts.block_gates.attention_accesses`; with the macros, their deselected
+cycles and leakage over the fitted clocks), the cells' leakage (the sample's leakage a clock of
+each tile and node, exact, times the fitted clocks), the movement (the run's flits x their
+hops x the sample's per-hop energy of the router and of the link wire, the same product as
+the pricing's), the routers' idle clock (their idle clocks x the sample's per-clock energy),
+and the add+LayerNorm units (every row
 is the hidden width, so a row costs what the sample's rows cost on average: its figures x
 the run's rows over the sample's).
 
@@ -59,8 +63,11 @@ from synth_scripts.block_gates import (
     TOTALS,
     BlockGates,
     PieceGates,
+    SramCosts,
+    attention_accesses,
     attention_piece,
     linear_piece,
+    tile_accesses,
 )
 
 __all__ = ["CALIBRATORS", "NO_INTERCEPT", "TARGETS", "Fit", "PieceActivity", "calibrate",
@@ -157,7 +164,7 @@ def _scaled(p: PieceGates, by: float) -> PieceGates:
     """An add+LayerNorm piece's figures for ``by`` times its rows."""
     e = {k: v * by for k, v in p.energy_pJ.items()}
     return PieceGates(p.piece, e, flits=round(p.flits * by), hops=p.hops * by,
-                      cycles=p.cycles * by, cells=dict(p.cells),
+                      cycles=p.cycles * by, cells=dict(p.cells), memories=dict(p.memories),
                       counters={k: round(v * by) for k, v in p.counters.items()},
                       sram_bits={k: round(v * by) for k, v in p.sram_bits.items()},
                       parts={k: v * by for k, v in p.parts.items()}, tiles=p.tiles,
@@ -174,22 +181,30 @@ def _predicted(fits: dict[str, Fit], windows: Sequence[dict]) -> list[dict[str, 
     return out
 
 
-def _linear(p: PieceGates, act: PieceActivity, fits, hops: float, sram_bit_pJ: float,
+def _linear(p: PieceGates, act: PieceActivity, fits, hops: float, sram: SramCosts,
             heads: int) -> PieceGates:
     pred = _predicted(fits, act.windows)
-    per_tile = Counter()
-    for w in pred:
+    per_tile, windows, counters = Counter(), Counter(), defaultdict(Counter)
+    for w, a in zip(pred, act.windows, strict=True):
         per_tile[w["instance"]] += w["cycles"]
+        windows[w["instance"]] += 1
+        counters[w["instance"]].update(a["x"])
     cycles = max(per_tile.values(), default=0.0)  # the tiles run side by side
+    plans = p.memories.get("tiles", [])
+    uses = [(plans[i]["shapes"], tile_accesses(plans[i], windows[i], counters[i]), per_tile[i])
+            for i in sorted(per_tile)] if plans else []
+    # the tiles' cells leak the same every clock (the sample's leakage per clock)
+    leak = p.unit_costs.get("leak_per_clock", 0.0) * math.fsum(per_tile.values())
     return linear_piece(
         p.piece, logic=math.fsum(w["logic"] for w in pred),
         idle=math.fsum(w["idle"] for w in pred), gated=math.fsum(w["gated"] for w in pred),
-        cycles=cycles, read_bits=act.sram_bits["read"], sram_bit_pJ=sram_bit_pJ,
+        cell_leakage=leak, cycles=cycles, read_bits=act.sram_bits["read"],
+        sram=sram.price(uses, read_bits=act.sram_bits["read"], write_bits=0),
         flits=act.flits, hops=hops, tiles=p.tiles, unit_costs=dict(p.unit_costs),
-        cells=dict(p.cells), counters=dict(act.counters))
+        cells=dict(p.cells), counters=dict(act.counters), memories=dict(p.memories))
 
 
-def _attention(p: PieceGates, act: PieceActivity, fits, hops: float, sram_bit_pJ: float,
+def _attention(p: PieceGates, act: PieceActivity, fits, hops: float, sram: SramCosts,
                heads: int) -> PieceGates:
     pred = _predicted(fits, act.windows)
     # the nodes' windows are the path's: a window lasts as long as its slowest node's
@@ -203,21 +218,31 @@ def _attention(p: PieceGates, act: PieceActivity, fits, hops: float, sram_bit_pJ
         # its clock energy a clock (a fit of the idle clock itself would need a negative
         # coefficient for every counter that keeps the node busy)
         idle = fits[w["unit"]].idle_per_clock * max(longest[i % n] - w["busy"], 0.0)
+        # its cells' leakage over the path's clocks of the window, inside its logic and gated
+        leak = p.unit_costs.get(f"{w['unit']}_leak_per_clock", 0.0) * longest[i % n]
         comp = NODE_COMPONENT[w["unit"]]
         energy[comp] += w["logic"]
         energy["idle"] += idle
         energy["gated"] += w["gated"]
+        energy["leakage"] += leak
         energy[f"{w['unit']}_logic"] += w["logic"]
         energy[f"{w['unit']}_idle_clock"] += idle
+        energy[f"{w['unit']}_leakage"] += leak
     inner = act.inner_hops
+    cycles = math.fsum(longest)
+    plan = p.memories
+    uses = [(plan["shapes"], attention_accesses(act.counters, h), cycles)
+            for h in range(heads)] if plan else []
     return attention_piece(
         energy, read_bits=act.sram_bits["read"], write_bits=act.sram_bits["write"],
-        sram_bit_pJ=sram_bit_pJ, flits=act.flits + inner, hops=hops, inner_hops=inner,
-        heads=heads, cycles=math.fsum(longest), unit_costs=dict(p.unit_costs),
-        cells=dict(p.cells), counters=dict(act.counters))
+        sram=sram.price(uses, read_bits=act.sram_bits["read"],
+                        write_bits=act.sram_bits["write"]),
+        flits=act.flits + inner, hops=hops, inner_hops=inner, heads=heads, cycles=cycles,
+        unit_costs=dict(p.unit_costs), cells=dict(p.cells), counters=dict(act.counters),
+        memories=dict(plan))
 
 
-def _fitted(piece, p: PieceGates, act: PieceActivity, hops: float, sram_bit_pJ: float,
+def _fitted(piece, p: PieceGates, act: PieceActivity, hops: float, sram: SramCosts,
             heads: int, design: str) -> tuple[PieceGates, dict]:
     """A piece whose windows are priced by their units' fits: the piece, its fits' record."""
     if not p.samples:
@@ -231,11 +256,11 @@ def _fitted(piece, p: PieceGates, act: PieceActivity, hops: float, sram_bit_pJ: 
                "rel_error": {t: round(e, 4) for t, e in f.rel_error.items()}}
            for u, f in fits.items()}
     calibrated = (_attention if piece.kind == ATTENTION else _linear)(
-        p, act, fits, hops, sram_bit_pJ, heads)
+        p, act, fits, hops, sram, heads)
     return calibrated, doc
 
 
-def _rows(piece, p: PieceGates, act: PieceActivity, hops: float, sram_bit_pJ: float,
+def _rows(piece, p: PieceGates, act: PieceActivity, hops: float, sram: SramCosts,
           heads: int, design: str) -> tuple[PieceGates, dict]:
     """An add+LayerNorm piece: every row is the hidden width, so a row costs what the sample's
     rows cost on average."""
@@ -243,8 +268,9 @@ def _rows(piece, p: PieceGates, act: PieceActivity, hops: float, sram_bit_pJ: fl
     return _scaled(p, act.rows / rows), {"rows": {"samples": rows, "per": "row"}}
 
 
-#: The calibrator of each kind of piece: ``(piece, sampled, activity, hops, sram_bit_pJ,
-#: heads, design)`` -> the piece over the run and what its fits were.
+#: The calibrator of each kind of piece: ``(piece, sampled, activity, hops, sram (how the
+#: memories are priced, :class:`synth_scripts.block_gates.SramCosts`), heads, design)`` -> the
+#: piece over the run and what its fits were.
 CALIBRATORS = {LINEAR: _fitted, ATTENTION: _fitted, ADD_NORM: _rows}
 
 
@@ -257,15 +283,19 @@ def calibrate(sample: BlockGates, activity: Mapping[str, PieceActivity], *, toke
     each piece's hops per input flit on the placement (default one). The result's ``method``
     names the sample and each fit."""
     check_handlers(CALIBRATORS, "synth_scripts.block_calibration.CALIBRATORS", PIECES)
+    from synth_scripts.sram import table
+
     hpf = dict(hops_per_flit or {})
     heads = sample.dims["heads"]
+    sram = SramCosts(table.load() if sample.sram_macros else None, sample.sram_bit_pJ,
+                     sample.clock_ns)
     pieces, fits_doc = [], {}
     for piece in PIECES:
         name = piece.name
         act = activity[name]
         hops = act.flits * float(hpf.get(name, 1.0))
         calibrated, fits_doc[name] = CALIBRATORS[piece.kind](
-            piece, sample.piece(name), act, hops, sample.sram_bit_pJ, heads, sample.design)
+            piece, sample.piece(name), act, hops, sram, heads, sample.design)
         pieces.append(calibrated)
     method = {"calibrated": True, "sample_sentences": sample.sentences,
               "sample_tokens": sample.tokens, "sample_seconds": round(sample.seconds, 1),
@@ -276,14 +306,15 @@ def calibrate(sample: BlockGates, activity: Mapping[str, PieceActivity], *, toke
                      "counters (an attention node's idle clock: the path's window clocks less "
                      "its busy ones, at its clock energy a clock); "
                      "every window of the run priced by its counters (the golden QNN's, equal "
-                     "to the RTL's); SRAM bits, flits and hops counted; the add+LayerNorm "
+                     "to the RTL's); SRAM accesses, flits and hops counted; the cells' and "
+                     "macros' leakage over the fitted clocks; the add+LayerNorm "
                      "units per row (synth_scripts.block_calibration)"}
     return BlockGates(
         design=sample.design, tokens=tokens, sentences=sentences, pieces=pieces,
         library=sample.library, liberty=sample.liberty, clock_ns=sample.clock_ns,
         simulator=sample.simulator, sram_bit_pJ=sample.sram_bit_pJ,
         divide_by=sample.divide_by, sources=dict(sample.sources), dims=dict(sample.dims),
-        seconds=sample.seconds, method=method)
+        seconds=sample.seconds, method=method, sram_macros=sample.sram_macros)
 
 
 def compare(calibrated: BlockGates, measured: BlockGates) -> dict:

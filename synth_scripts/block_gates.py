@@ -11,16 +11,25 @@ piece's movement is its flits' hops times its router's and link wires' unit cost
 
 Components, in pJ (:data:`COMPONENTS`):
 
-- ``sram_read``, ``sram_write``: bits read from and written to the arrays (a tile's weight,
-  threshold and init rows; the key and value memories; the softmax row buffer; the
-  LayerNorm's channel and row SRAMs) times the per-bit energy of the liberty's PDK table
-  (:func:`synth_scripts.scaling.sram_bit_pJ`). **Not our gates**: the arrays are cut out of
+- ``sram_read``, ``sram_write``: the arrays' accesses (a tile's weight, threshold and init
+  rows; the key and value memories; the softmax row buffer; the LayerNorm's channel and row
+  SRAMs). For NanGate 45 (the liberty's PDK table ``nangate45``), each memory's reads, whole
+  writes and granule writes at its macros' measured energies (:func:`price_memories`, which
+  calls :func:`synth_scripts.sram.pricing.memory_energy` per memory with the counts of
+  :func:`tile_accesses`, :func:`attention_accesses`, :func:`norm_accesses`: our FreePDK45
+  macros, docs/sram_macros.md). For any other liberty (no macro table in its process),
+  the bits read and written times the per-bit energy of the liberty's PDK table
+  (:func:`synth_scripts.scaling.sram_bit_pJ`): **not our gates**. The arrays are cut out of
   every netlist. A tile's one-time load (weights, thresholds, init) is not counted; the key and
   value writes of every sentence are.
+- ``sram_deselected``: the macros' clock on the cycles they are not accessed (every macro of a
+  memory but the ones an access selects, and every macro on a cycle with no access), at their
+  measured deselected-cycle energy, free-running; 0 clock-gated and with the per-bit figure.
 - ``compute``: the logic of the tiles and of the attention path's query x key and probability
-  x value tiles, less the clock of their idle cycles.
+  x value tiles, less the clock of their idle cycles and their cells' leakage.
 - ``nonlinear``: the softmax nodes (the unit :class:`rtl_gen.softmax.Softmax` and its
-  probability encoder) and the add+LayerNorm units, less their idle clock.
+  probability encoder) and the add+LayerNorm units, less their idle clock and their cells'
+  leakage.
 - ``movement``: a piece's input flits (``synth_scripts.block_pricing.piece_flits``) x their
   hops x the per-hop energy of the generated router
   (``synth_scripts.gatelevel.measure.router_energy``) on those flits. The hops default to one
@@ -38,10 +47,18 @@ Components, in pJ (:data:`COMPONENTS`):
 - ``idle``: the clock of the cycles a block does not work, free-running (the tiles', nodes'
   and units' replays), and the routers' idle clock (one router per tile or unit, three per
   head) on the clocks they move nothing.
+- ``leakage``: the cells' leakage of every replayed tile, node and unit (the liberty's
+  ``cell_leakage_power``, which :func:`synth_scripts.gatelevel.energy.energy` charges over a
+  replay's clocks; taken out of ``compute`` and ``nonlinear``, not counted twice) and, with
+  the macros, every macro's measured leakage over the piece's clocks at the clock period.
+  The routers' leakage stays inside their per-hop and idle-clock figures (``movement``,
+  ``idle``).
 
-``total`` is the sum of the six (free-running clock); ``gated_total`` = SRAM + movement + every
-block's clock-gated energy (no idle clock, the clock-gating cell's own energy on every cycle;
-the routers gated too), as :func:`synth_scripts.gate_compare.measure_design` reports them.
+``total`` is the sum of the eight (free-running clock); ``gated_total`` = SRAM reads and
+writes + movement + every block's clock-gated energy less its cells' leakage + leakage (no
+idle clock, no deselected macro clock, the clock-gating cell's own energy and leakage on every
+cycle; the routers gated too), as :func:`synth_scripts.gate_compare.measure_design` reports
+them.
 """
 
 from __future__ import annotations
@@ -59,17 +76,24 @@ __all__ = [
     "TOTALS",
     "BlockGates",
     "PieceGates",
+    "SramCosts",
+    "attention_accesses",
     "attention_movement_parts",
     "attention_piece",
     "linear_piece",
     "moved",
+    "memory_shapes",
     "movement_parts",
+    "norm_accesses",
     "piece_gates",
+    "price_memories",
+    "tile_accesses",
     "window_sample",
 ]
 
 #: The energy components of a piece, in pJ.
-COMPONENTS = ("sram_read", "sram_write", "compute", "nonlinear", "movement", "idle")
+COMPONENTS = ("sram_read", "sram_write", "sram_deselected", "compute", "nonlinear", "movement",
+              "idle", "leakage")
 #: The keys of a piece's (and the block's) energy: the components, the free-running total and
 #: the clock-gated total.
 TOTALS = (*COMPONENTS, "total", "gated_total")
@@ -106,6 +130,11 @@ class PieceGates:
     #: ``wire_per_hop``, ``idle_per_clock`` (a router's idle clock); the attention path's own
     #: mesh ``inner_per_hop``, ``inner_wire_per_hop``
     unit_costs: dict[str, float] = field(default_factory=dict)
+    #: Its memories' shapes (``MemoryShape.to_json()`` by module path, or by node kind in the
+    #: attention path) and what their accesses are counted from: a linear piece's
+    #: ``{"tiles": [per tile {"shapes", "groups", "walk"}]}``; the attention path's
+    #: ``{"shapes", "heads"}``; an add+LayerNorm unit's ``{"shapes", "hidden"}``
+    memories: dict = field(default_factory=dict)
 
     def check(self) -> None:
         """The components add up to the free-running total; the gated total adds SRAM,
@@ -145,6 +174,9 @@ class BlockGates:
     #: How the figures were made when not by replaying every window: ``{"calibrated": True,
     #: "sample_sentences", "sample_tokens", "fits", ...}`` (:mod:`synth_scripts.block_calibration`)
     method: dict = field(default_factory=dict)
+    #: The memories priced at the shipped macro table's measured energies (NanGate 45), not
+    #: by the bit (:class:`SramCosts`)
+    sram_macros: bool = False
 
     def piece(self, name: str) -> PieceGates:
         return next(p for p in self.pieces if p.piece == name)
@@ -179,6 +211,7 @@ class BlockGates:
             "clock_ns": self.clock_ns,
             "simulator": self.simulator,
             "sram_pJ_per_bit": self.sram_bit_pJ,
+            "sram_macros": self.sram_macros,
             "scaling_divide_by": self.divide_by,
             "pieces": self.per_token(),
             "totals": self.totals(),
@@ -198,17 +231,117 @@ class BlockGates:
 
 
 def piece_gates(name: str, *, sram_read: float = 0.0, sram_write: float = 0.0,
-           compute: float = 0.0, nonlinear: float = 0.0, movement: float = 0.0,
-           idle: float = 0.0, gated_logic: float, **detail) -> PieceGates:
+                sram_deselected: float = 0.0, compute: float = 0.0, nonlinear: float = 0.0,
+                movement: float = 0.0, idle: float = 0.0, leakage: float = 0.0,
+                gated_logic: float, **detail) -> PieceGates:
     """A :class:`PieceGates` from its components (pJ); ``gated_logic`` is its blocks'
-    clock-gated energy (what replaces compute, nonlinear and idle when gated)."""
-    e = {"sram_read": sram_read, "sram_write": sram_write, "compute": compute,
-         "nonlinear": nonlinear, "movement": movement, "idle": idle}
+    clock-gated energy less their cells' leakage (what replaces compute, nonlinear and idle
+    when gated; the deselected macros' clock stops too, leakage stays)."""
+    e = {"sram_read": sram_read, "sram_write": sram_write, "sram_deselected": sram_deselected,
+         "compute": compute, "nonlinear": nonlinear, "movement": movement, "idle": idle,
+         "leakage": leakage}
     e["total"] = math.fsum(e.values())
-    e["gated_total"] = sram_read + sram_write + movement + gated_logic
+    e["gated_total"] = math.fsum((sram_read, sram_write, movement, gated_logic, leakage))
     p = PieceGates(name, e, **detail)
     p.check()
     return p
+
+
+# -- the memories, priced by access -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SramCosts:
+    """How one measurement prices its memories: at the measured macros of ``table`` (a
+    :class:`synth_scripts.sram.table.MacroTable`; NanGate 45, the macros' process) or, with
+    ``table`` None, at ``bit_pJ`` a bit read or written (the PDK table's per-bit figure);
+    ``clock_ns`` the clock their leakage runs over."""
+
+    table: object | None
+    bit_pJ: float
+    clock_ns: float
+
+    def price(self, uses, *, read_bits: int, write_bits: int) -> dict[str, float]:
+        """``{"read", "write", "deselected", "leakage"}`` pJ of a piece's memories: with the
+        macros, :func:`price_memories` of each ``(shapes, accesses, cycles)`` of ``uses``;
+        else ``read_bits`` and ``write_bits`` at the per-bit figure (no deselected clock, no
+        leakage)."""
+        if self.table is None:
+            return {"read": read_bits * self.bit_pJ, "write": write_bits * self.bit_pJ,
+                    "deselected": 0.0, "leakage": 0.0}
+        out = dict.fromkeys(("read", "write", "deselected", "leakage"), 0.0)
+        for shapes, accesses, cycles in uses:
+            got = price_memories(shapes, accesses, cycles=cycles, clock_ns=self.clock_ns,
+                                 table=self.table)
+            for k, v in got.items():
+                out[k] += v
+        return out
+
+
+def memory_shapes(component) -> dict[str, dict]:
+    """``component``'s memories (:func:`synth_scripts.sram.shapes.memories`, elaborated):
+    ``MemoryShape.to_json()`` by module path."""
+    from synth_scripts.sram.shapes import memories
+
+    return {m.path: m.to_json() for m in memories(component)}
+
+
+def tile_accesses(plan: Mapping, windows: int, counters: Mapping[str, int]) -> dict:
+    """A tile's accesses over ``windows`` windows with ``counters`` (summed over them; its
+    ``plan``: ``groups`` lane groups, ``walk`` steps of the threshold walk, 0 for raw sums):
+    a weight row read per ``weight_row_reads``, a threshold row per step and group, an init
+    row per group, each window (docs/sram_macros.md)."""
+    g = plan["groups"]
+    return {"weights.mem": {"reads": int(counters.get("weight_row_reads", 0))},
+            "thresholds.mem": {"reads": plan["walk"] * g * windows},
+            "init.mem": {"reads": g * windows}}
+
+
+def attention_accesses(counters: Mapping[str, int], h: int) -> dict:
+    """Head ``h``'s memories' accesses from the attention path's ``counters`` over the run, by
+    node kind: the key memory read a row per ``qk_weight_row_reads`` and written a code per
+    ``qk_key_writes``; the value memory likewise (``pv_``); the softmax row buffer written
+    once per score and read in its two later passes."""
+    def c(name: str) -> int:
+        return int(counters.get(f"cnt_{name}_h{h}", 0))
+
+    scores = c("sm_scores_in")
+    return {"qk": {"reads": c("qk_weight_row_reads"), "granule_writes": c("qk_key_writes")},
+            "sm": {"reads": 2 * scores, "writes": scores},
+            "pv": {"reads": c("pv_weight_row_reads"), "granule_writes": c("pv_value_writes")}}
+
+
+def norm_accesses(hidden: int, rows: int) -> dict:
+    """An add+LayerNorm unit's accesses over ``rows`` rows of ``hidden`` channels: a channel
+    word read in both passes, the sum written, then read back."""
+    return {"channels.mem": {"reads": 2 * hidden * rows},
+            "row.mem": {"reads": hidden * rows, "writes": hidden * rows}}
+
+
+def price_memories(shapes: Mapping[str, dict], accesses: Mapping[str, Mapping[str, int]], *,
+                   cycles: float, clock_ns: float, table) -> dict[str, float]:
+    """``{"read", "write", "deselected", "leakage"}`` pJ of the memories of ``shapes`` with
+    ``accesses`` (by the same names: ``reads``, ``writes``, ``granule_writes``) over a run of
+    ``cycles`` clocks (rounded; at least its accesses), free-running:
+    :func:`synth_scripts.sram.pricing.memory_energy` of each, summed. Clock-gated, the same
+    without ``deselected``."""
+    from synth_scripts.sram.pricing import memory_energy
+    from synth_scripts.sram.shapes import MemoryShape
+
+    out = dict.fromkeys(("read", "write", "deselected", "leakage"), 0.0)
+    for name, acc in accesses.items():
+        reads, writes = acc.get("reads", 0), acc.get("writes", 0)
+        granules = acc.get("granule_writes", 0)
+        busy = reads + writes + granules
+        run = max(round(cycles), busy)
+        e = memory_energy(MemoryShape(**shapes[name]), reads=reads, writes=writes,
+                          granule_writes=granules, idle_cycles=run - busy, cycles=run,
+                          clock_ns=clock_ns, table=table)
+        out["read"] += e.read
+        out["write"] += e.write
+        out["deselected"] += e.deselected
+        out["leakage"] += e.leakage
+    return out
 
 
 def movement_parts(u: Mapping[str, float], hops: float, routers: int,
@@ -245,40 +378,54 @@ def window_sample(unit: str, instance: int, counters: Mapping[str, int], window:
             "cycles": window["cycles"], "busy": window["busy_cycles"]}
 
 
-def linear_piece(name: str, *, logic: float, idle: float, gated: float, cycles: float,
-                 read_bits: int, sram_bit_pJ: float, flits: int, hops: float, tiles: int,
-                 unit_costs: Mapping[str, float], cells: dict, counters: dict,
+def linear_piece(name: str, *, logic: float, idle: float, gated: float, cell_leakage: float,
+                 cycles: float, read_bits: int, sram: Mapping[str, float], flits: int,
+                 hops: float, tiles: int, unit_costs: Mapping[str, float], cells: dict,
+                 counters: dict, memories: dict | None = None,
                  samples: list | None = None) -> PieceGates:
     """A linear piece from its ``tiles``' summed ``logic``, ``idle`` clock and ``gated``
-    energy (pJ) and its ``cycles`` (the tiles run side by side), the SRAM bits its tiles read,
-    its input ``flits`` and their ``hops``: movement and the routers' idle clock (a router a
-    tile) from its ``unit_costs``."""
+    energy (pJ, the cells' leakage in ``logic`` and ``gated``: ``cell_leakage``, moved to
+    ``leakage``) and its ``cycles`` (the tiles run side by side), its memories' ``sram``
+    (:meth:`SramCosts.price`) and the bits its tiles read, its input ``flits`` and their
+    ``hops``: movement and the routers' idle clock (a router a tile) from its
+    ``unit_costs``."""
     parts = movement_parts(unit_costs, hops, tiles, cycles)
     return piece_gates(
-        name, sram_read=read_bits * sram_bit_pJ, compute=logic, movement=moved(parts),
-        idle=idle + parts["routers_idle_clock"], gated_logic=gated, flits=flits, hops=hops,
-        cycles=cycles, cells=cells, counters=counters, sram_bits={"read": read_bits, "write": 0},
-        tiles=tiles, parts=parts, samples=[] if samples is None else samples,
-        unit_costs=unit_costs)
+        name, sram_read=sram["read"], sram_write=sram["write"],
+        sram_deselected=sram["deselected"], compute=logic - cell_leakage,
+        movement=moved(parts), idle=idle + parts["routers_idle_clock"],
+        leakage=cell_leakage + sram["leakage"], gated_logic=gated - cell_leakage, flits=flits,
+        hops=hops, cycles=cycles, cells=cells, counters=counters,
+        sram_bits={"read": read_bits, "write": 0}, tiles=tiles, parts=parts,
+        samples=[] if samples is None else samples, unit_costs=unit_costs,
+        memories={} if memories is None else memories)
 
 
 def attention_piece(energy: Mapping[str, float], *, read_bits: int, write_bits: int,
-                    sram_bit_pJ: float, flits: int, hops: float, inner_hops: float, heads: int,
-                    cycles: float, unit_costs: Mapping[str, float], cells: dict, counters: dict,
+                    sram: Mapping[str, float], flits: int, hops: float, inner_hops: float,
+                    heads: int, cycles: float, unit_costs: Mapping[str, float], cells: dict,
+                    counters: dict, memories: dict | None = None,
                     samples: list | None = None) -> PieceGates:
     """The attention piece from its nodes' ``energy`` (``compute``, ``nonlinear``, ``idle``,
-    ``gated`` and per node kind ``<unit>_logic``, ``<unit>_idle_clock``; pJ), its
-    ``cycles``, the bits its key, value and row memories read and wrote, its ``flits`` (input
-    and inner, as the caller counts them), its input flits' ``hops`` and its own mesh's
-    ``inner_hops``: movement and the routers' idle clock (three a head) from its
-    ``unit_costs``."""
+    ``gated``, ``leakage`` (the cells', inside the other three) and per node kind
+    ``<unit>_logic``, ``<unit>_idle_clock``, ``<unit>_leakage``; pJ), its ``cycles``, its
+    memories' ``sram`` (:meth:`SramCosts.price`) and the bits its key, value and row memories
+    read and wrote, its ``flits`` (input and inner, as the caller counts them), its input
+    flits' ``hops`` and its own mesh's ``inner_hops``: movement and the routers' idle clock
+    (three a head) from its ``unit_costs``."""
     moves = attention_movement_parts(unit_costs, hops, inner_hops, heads, cycles)
     parts = {k: v for k, v in energy.items() if k.startswith(tuple(NODE_COMPONENT))}
     parts.update(moves)
+    leak = {c: math.fsum(energy.get(f"{u}_leakage", 0.0) for u, cu in NODE_COMPONENT.items()
+                         if cu == c) for c in set(NODE_COMPONENT.values())}
     return piece_gates(
-        "attention", sram_read=read_bits * sram_bit_pJ, sram_write=write_bits * sram_bit_pJ,
-        compute=energy["compute"], nonlinear=energy["nonlinear"], movement=moved(moves),
-        idle=energy["idle"] + moves["routers_idle_clock"], gated_logic=energy["gated"],
+        "attention", sram_read=sram["read"], sram_write=sram["write"],
+        sram_deselected=sram["deselected"], compute=energy["compute"] - leak["compute"],
+        nonlinear=energy["nonlinear"] - leak["nonlinear"], movement=moved(moves),
+        idle=energy["idle"] + moves["routers_idle_clock"],
+        leakage=energy["leakage"] + sram["leakage"],
+        gated_logic=energy["gated"] - energy["leakage"],
         flits=flits, hops=hops + inner_hops, cycles=cycles, cells=cells, counters=counters,
         sram_bits={"read": read_bits, "write": write_bits}, parts=parts,
-        samples=[] if samples is None else samples, unit_costs=unit_costs)
+        samples=[] if samples is None else samples, unit_costs=unit_costs,
+        memories={} if memories is None else memories)

@@ -39,22 +39,30 @@ import torch
 
 from synth_scripts.block_gates import (
     PieceGates,
+    SramCosts,
     linear_piece,
+    memory_shapes,
     moved,
     movement_parts,
+    norm_accesses,
     piece_gates,
+    tile_accesses,
     window_sample,
 )
 
-__all__ = ["FLIT_BITS", "ROUTER_FLITS", "Pricing", "assemble_linear", "flit_pieces",
+__all__ = ["FLIT_BITS", "MACRO_PDKS", "ROUTER_FLITS", "Pricing", "assemble_linear", "flit_pieces",
            "piece_flits", "price_linear", "price_norm", "price_tile", "replayed_tiles", "spread",
-           "unit_costs"]
+           "tile_plans", "unit_costs"]
 
 #: Flits a router energy is measured on (:func:`synth_scripts.gatelevel.measure.router_energy`).
 ROUTER_FLITS = 256
 #: The widest payload of a router flit (``rtl_gen.layouts.flit_layout``): a wider value (a sum,
 #: a stream value) travels as several flits.
 FLIT_BITS = 16
+#: The PDK tables (:mod:`synth_scripts.gatelevel.pdk`) whose liberty is drawn for the process
+#: of the shipped SRAM macros (FreePDK45, :mod:`synth_scripts.sram`): a pricing on one of them
+#: prices its memories at the macros' measured energies, any other by the bit.
+MACRO_PDKS = ("nangate45",)
 
 
 @dataclass
@@ -93,6 +101,14 @@ class Pricing:
     #: add+LayerNorm unit, spread over the sample's tokens (0: all). A linear piece's window
     #: is one token, whatever its sentence, so its fit needs tokens, not sentences.
     replay_windows: int = 0
+    #: The shipped macro table (:func:`synth_scripts.sram.table.load`) when the liberty is of
+    #: :data:`MACRO_PDKS`, else None: the memories then go by the bit
+    sram_table: object | None = None
+
+    @property
+    def sram(self) -> SramCosts:
+        """How this measurement prices its memories."""
+        return SramCosts(self.sram_table, self.sram_bit_pJ, self.clock_ns)
 
     @classmethod
     def prepare(cls, lib_path, work, *, sim: str = "verilator", clock_ns: float = 10.0,
@@ -108,6 +124,7 @@ class Pricing:
         ``windows``)."""
         from synth_scripts import scaling
         from synth_scripts.gatelevel import liberty
+        from synth_scripts.sram import table
 
         for name, n in (("replay_tiles", replay_tiles), ("replay_heads", replay_heads),
                         ("replay_windows", replay_windows)):
@@ -125,7 +142,8 @@ class Pricing:
                    scaling.sram_bit_pJ(lib), lib.pdk.sram_bit["source"], rule["divide_by"],
                    cache.setdefault(lib.sha256, {}), dict(hops_per_flit or {}),
                    Path(netlist_dir) if netlist_dir is not None else work / "netlists",
-                   lib.library, windows, replay_tiles, replay_heads, replay_windows)
+                   lib.library, windows, replay_tiles, replay_heads, replay_windows,
+                   table.load() if lib.pdk.name in MACRO_PDKS else None)
 
     def __getstate__(self) -> dict:
         """What a task of the pricing takes to a worker process: everything but the mapped
@@ -155,6 +173,43 @@ class Pricing:
         pitch = math.sqrt(node_area_um2 + router["area_um2"])
         return hops * router["link_toggles_per_flit"] * link_pJ(self.lib, pitch)
 
+    def _sram_sources(self) -> dict[str, str]:
+        """The sources of the memories' components and of leakage."""
+        cells = ("our gates: the cells' leakage of every replayed tile, node and unit (the "
+                 "liberty's cell_leakage_power over the replay's clocks, as synth_scripts."
+                 "gatelevel.energy charges it; taken out of compute and nonlinear); the "
+                 "routers' leakage stays in their per-hop and idle-clock figures")
+        if self.sram_table is None:
+            bit = f"{self.sram_bit_pJ:.4g} pJ/bit"
+            return {
+                "sram_read": f"NOT our gates: per-bit: bits read x {bit}, "
+                             f"{self.sram_bit_source}, scaled to {self.library} "
+                             "(synth_scripts.scaling.sram_bit_pJ, Stillmaker & Baas); no macro "
+                             f"table in {self.library}'s process (the shipped one is "
+                             "FreePDK45's, docs/sram_macros.md)",
+                "sram_write": "NOT our gates: per-bit: bits written (key and value codes, "
+                              f"softmax row, LayerNorm row) x the same {bit} (a read's figure)",
+                "sram_deselected": "not priced: the per-bit figure has no deselected cycle",
+                "leakage": f"{cells}; the memories' leakage not priced (per-bit figure, no "
+                           "macro)",
+            }
+        macros = _macros_named(self.sram_table)
+        how = ("each memory banked into macros (synth_scripts.sram.shapes.bank) and priced by "
+               "its recorded accesses (synth_scripts.block_gates.price_memories, "
+               "synth_scripts.sram.pricing.memory_energy)")
+        return {
+            "sram_read": f"{macros}: each read at its macros' measured read energy; {how}; "
+                         "the macros at 1.0 V, not scaled to the liberty's supply",
+            "sram_write": f"{macros}: each whole write (softmax row, LayerNorm row) at its "
+                          "macros' measured write energy, a key or value code's write as a "
+                          f"whole write of the one macro that holds it; {how}",
+            "sram_deselected": f"{macros}: the clock of every macro on the cycles it is not "
+                               "accessed (free-running), at its measured deselected-cycle "
+                               "energy; 0 clock-gated",
+            "leakage": f"{cells}; and {macros}: every macro's measured leakage over its "
+                       f"piece's clocks at {self.clock_ns:g} ns",
+        }
+
     def hops(self, piece: str, flits: int) -> float:
         """The hops ``flits`` input flits of ``piece`` make: one each unless
         ``hops_per_flit`` gives the piece's."""
@@ -166,44 +221,50 @@ class Pricing:
 
         at = (f"{self.library} ({self.liberty}), {self.clock_ns:g} ns clock, {self.sim} "
               "replay")
-        bit = f"{self.sram_bit_pJ:.4g} pJ/bit"
         wire = wire_capacitance(self.lib)[1]
         return {
-            "compute": "gate-level replay of each piece's own netlist on its recorded RTL "
-                       "stimulus (synth_scripts.gatelevel, priced by "
+            "compute": "our gates: gate-level replay of each piece's own netlist on its "
+                       "recorded RTL stimulus (synth_scripts.gatelevel, priced by "
                        "synth_scripts.gatelevel.energy): the tiles (rtl_gen.tile.NeuronTile or "
                        "rtl_gen.dense.DenseTile, SRAM macros cut), the attention path's query x "
                        "key and probability x value tiles (rtl_gen.kv_tiles, key and value "
-                       f"memories cut); {at}",
-            "nonlinear": "gate-level replay of each head's softmax node (rtl_gen.attn_softmax."
-                         "SoftmaxNode: rtl_gen.softmax.Softmax and its probability encoder, "
-                         "row buffer cut) on the attention path's recorded stimulus, and of "
-                         "the add+LayerNorm unit (rtl_gen.add_norm.AddNorm, SRAMs cut) on this "
-                         f"run's rows (synth_scripts.unit_gates); {at}",
-            "sram_read": f"NOT our gates: bits read x {bit}, {self.sram_bit_source}, scaled to "
-                         f"{self.library} (synth_scripts.scaling.sram_bit_pJ, Stillmaker & "
-                         "Baas)",
-            "sram_write": "NOT our gates: bits written (key and value codes, softmax row, "
-                          f"LayerNorm row) x the same {bit} (a read's figure)",
-            "movement": "gate-level replay of the generated router (rtl_gen.router.Router) "
-                        "moving each piece's own input flits, one per clock "
-                        "(synth_scripts.gatelevel.measure.router_energy): its per-hop energy x the "
-                        "piece's flit hops (one hop per flit unless a placement gives them), "
-                        "and inside the attention path the hops its mesh counted, on its own "
-                        f"router; {at}; and the link wires: per hop, the transitions a flit "
-                        "made on the replayed router's output link x 1/2 C V^2 of a wire as "
-                        "long as the node's pitch (the square root of the node's and its "
+                       f"memories cut), less their idle clock and their cells' leakage; {at}",
+            "nonlinear": "our gates: gate-level replay of each head's softmax node "
+                         "(rtl_gen.attn_softmax.SoftmaxNode: rtl_gen.softmax.Softmax and its "
+                         "probability encoder, row buffer cut) on the attention path's recorded "
+                         "stimulus, and of the add+LayerNorm unit (rtl_gen.add_norm.AddNorm, "
+                         "SRAMs cut) on this run's rows (synth_scripts.unit_gates), less their "
+                         f"idle clock and their cells' leakage; {at}",
+            **self._sram_sources(),
+            "movement": "our gates: gate-level replay of the generated router "
+                        "(rtl_gen.router.Router) moving each piece's own input flits, one per "
+                        "clock (synth_scripts.gatelevel.measure.router_energy): its per-hop "
+                        "energy x the piece's flit hops (one hop per flit unless a placement "
+                        "gives them), and inside the attention path the hops its mesh counted, "
+                        f"on its own router; {at}; and the link wires: per hop, the transitions "
+                        "a flit made on the replayed router's output link x 1/2 C V^2 of a wire "
+                        "as long as the node's pitch (the square root of the node's and its "
                         "router's cell area; the SRAM macros' area left out, so the pitch is "
                         f"a lower bound), C at {wire}",
-            "idle": "the clock of the cycles each tile, node and unit does not work "
+            "idle": "our gates: the clock of the cycles each tile, node and unit does not work "
                     "(free-running clock), and the routers' idle clock on the clocks they move "
                     "nothing",
-            "gated_total": "SRAM + movement + every block's clock-gated energy (its idle clock "
-                           "stopped, the clock-gating cell's own energy added)",
+            "gated_total": "SRAM reads and writes + movement + every block's clock-gated "
+                           "energy (its idle clock stopped, the clock-gating cell's own energy "
+                           "added) + leakage; the deselected macros' clock stopped",
             "not_priced": "the attention path's glue (load and query forks, output merge, flit "
                           "injectors and ejectors); the tiles' one-time load (weights, "
                           "thresholds, init) and the units' and nodes' one-time constants",
         }
+
+
+def _macros_named(table) -> str:
+    """``our FreePDK45 macros (OpenRAM 1.2.48, ngspice-39, TT 1.0 V 25 C)`` of ``table``."""
+    m = table.macros[0]
+    prov, bench = m["provenance"], m["bench"]
+    return (f"our FreePDK45 macros (OpenRAM {prov['openram']}, {prov['ngspice']}, "
+            f"{bench['corner']} {bench['vdd']:g} V {bench['temp']:g} C; {table.source}, "
+            "synth_scripts.sram, docs/sram_macros.md)")
 
 
 def unit_costs(pr: Pricing, router: dict, area: float, prefix: str = "") -> dict:
@@ -284,26 +345,59 @@ def price_tile(pr: Pricing, name: str, i: int, layer, config, design: str,
             "seconds": time.perf_counter() - t0}
 
 
+def tile_plans(pr: Pricing, tiles, design: str) -> list[dict]:
+    """Per tile of ``tiles`` (``(layer, config)``) what its memories' accesses are counted from
+    (``PieceGates.memories``: :func:`synth_scripts.block_gates.tile_accesses`): its memories'
+    shapes, read from the elaborated tile (kept in ``pr.cache`` by configuration), its lane
+    groups and the steps of its threshold walk (none for raw sums). Empty without the macros
+    (the per-bit figure needs no shape)."""
+    if pr.sram_table is None:
+        return []
+    from rtl_gen.dense import DenseTile
+    from rtl_gen.tile import NeuronTile
+
+    kept = pr.cache.setdefault("memories", {})
+    plans = []
+    for _, config in tiles:
+        key = (design == "dense", repr(config))
+        if key not in kept:
+            tile = DenseTile(config) if design == "dense" else NeuronTile(config)
+            kept[key] = {"shapes": memory_shapes(tile), "groups": config.groups,
+                         "walk": 0 if config.raw_sums else config.T - 1}
+        plans.append(kept[key])
+    return plans
+
+
 def assemble_linear(pr: Pricing, name: str, tiles, design: str, priced: list[dict]) -> PieceGates:
     """Linear piece ``name`` from its replayed tiles (``priced``: :func:`price_tile` of each, in
     the order of :func:`replayed_tiles`): their energies summed, the piece's clocks those of
-    its slowest tile (the tiles run side by side), its input flits (the first tile's) through
-    a router per tile (``pr.router``)."""
+    its slowest tile (the tiles run side by side), each tile's memories over its own clocks
+    (``pr.sram``), its input flits (the first tile's) through a router per tile
+    (``pr.router``)."""
     from rtl_gen.dense import dense_pack
 
-    compute = idle = gated = area = 0.0
+    compute = idle = gated = area = leak = run_clocks = 0.0
     sram_bits, cycles, counters, cells, samples = 0, 0, Counter(), 0, []
     config0 = tiles[0][1]  # every tile's input: the layer's n_in, its code width
     flits = None
+    plans = tile_plans(pr, tiles, design)
+    uses = []
     for got in priced:
         tile, n = got["tile"], got["windows"]
         samples += got["samples"]
         compute += (tile["free_pJ"] - tile["idle_clock_pJ"]) * n
         idle += tile["idle_clock_pJ"] * n
         gated += tile["gated_pJ"] * n
+        leak += tile["leakage_pJ"] * n
+        run_clocks += tile["cycles"] * n
         sram_bits += got["sram_bits"]
+        mine = Counter()
         for c in got["counters"]:  # update, not +: a counter that stayed 0 is kept
             counters.update(c)
+            mine.update(c)
+        if plans:
+            plan = plans[got["index"]]
+            uses.append((plan["shapes"], tile_accesses(plan, n, mine), tile["cycles"] * n))
         cycles = max(cycles, tile["cycles"] * n)  # the tiles run side by side
         cells = max(cells, tile["cells"])
         area = max(area, tile["area_um2"])
@@ -313,12 +407,15 @@ def assemble_linear(pr: Pricing, name: str, tiles, design: str, priced: list[dic
     width = dense_pack(config0) * config0.time_width if dense else config0.time_width
     router = pr.router(flits, width, config0.in_addr_width)
     hops = pr.hops(name, len(flits))
-    u = unit_costs(pr, router, area)
+    # a tile's cells leak the same every clock: what the calibration charges a fitted clock
+    u = {**unit_costs(pr, router, area), "leak_per_clock": leak / run_clocks if run_clocks
+         else 0.0}
     return linear_piece(
-        name, logic=compute, idle=idle, gated=gated, cycles=cycles, read_bits=sram_bits,
-        sram_bit_pJ=pr.sram_bit_pJ, flits=len(flits), hops=hops, tiles=len(tiles),
-        unit_costs=u, cells={"tile": cells, "router": router["cells"]},
-        counters=dict(counters), samples=samples)
+        name, logic=compute, idle=idle, gated=gated, cell_leakage=leak, cycles=cycles,
+        read_bits=sram_bits, sram=pr.sram.price(uses, read_bits=sram_bits, write_bits=0),
+        flits=len(flits), hops=hops, tiles=len(tiles), unit_costs=u,
+        cells={"tile": cells, "router": router["cells"]}, counters=dict(counters),
+        memories={"tiles": plans} if plans else {}, samples=samples)
 
 
 def price_linear(pr: Pricing, name: str, tiles, design: str, codes: torch.Tensor) -> PieceGates:
@@ -379,12 +476,25 @@ def price_norm(pr: Pricing, name: str, ucfg, add, norm, thetas, r: torch.Tensor,
     cycles = sum(m["cycles_per_row"])
     u = unit_costs(pr, router, m["area_um2"])
     parts = movement_parts(u, hops, 1, cycles)
+    plan = {}
+    if pr.sram_table is not None:
+        from rtl_gen.add_norm import AddNorm
+
+        kept = pr.cache.setdefault("memories", {})
+        if ("add_norm", repr(ucfg)) not in kept:
+            kept["add_norm", repr(ucfg)] = memory_shapes(AddNorm(ucfg))
+        plan = {"shapes": kept["add_norm", repr(ucfg)], "hidden": hidden}
+    uses = [(plan["shapes"], norm_accesses(hidden, n), cycles)] if plan else []
+    sram = pr.sram.price(uses, read_bits=read, write_bits=write)
+    leak = e["leakage_per_row"] * n
     return piece_gates(
-        name, sram_read=read * pr.sram_bit_pJ, sram_write=write * pr.sram_bit_pJ,
-        nonlinear=(e["free_per_row"] - e["idle_clock_per_row"]) * n,
+        name, sram_read=sram["read"], sram_write=sram["write"],
+        sram_deselected=sram["deselected"],
+        nonlinear=(e["free_per_row"] - e["idle_clock_per_row"]) * n - leak,
         movement=moved(parts), parts=parts,
         idle=e["idle_clock_per_row"] * n + parts["routers_idle_clock"],
-        gated_logic=e["gated_per_row"] * n, flits=len(flits), hops=hops, cycles=cycles,
+        leakage=leak + sram["leakage"], gated_logic=e["gated_per_row"] * n - leak,
+        flits=len(flits), hops=hops, cycles=cycles,
         cells={"unit": m["cells"], "router": router["cells"]},
         counters={"rows": n, "channels": n * hidden}, sram_bits={"read": read, "write": write},
-        unit_costs=u)
+        unit_costs=u, memories=plan)

@@ -126,7 +126,8 @@ def measure(run: UnitRun, config, lib_path, work, *, sim: str = "verilator",
     across calls (the same unit measured on other rows); ``netlist_dir``, when given, is where it
     is mapped (a folder named by the module and that digest), else ``work/netlist``.
     ``energy_pJ.idle_clock_per_row`` is the part of ``free_per_row`` that is the clock of the
-    cycles the unit is idle (neither busy nor offered a beat). With ``one_replay`` a unit
+    cycles the unit is idle (neither busy nor offered a beat); ``leakage_per_row`` the part of
+    ``free_per_row`` and ``gated_per_row`` that is its cells' leakage. With ``one_replay`` a unit
     measured per row (no groups: the add+LayerNorm) is replayed once and only its clocks after
     the load are counted (``gatelevel.replay(start=...)``) instead of subtracting a replay of
     the load alone.
@@ -156,7 +157,7 @@ def measure(run: UnitRun, config, lib_path, work, *, sim: str = "verilator",
     inputs = ("i__valid", "load__valid") if run.unit == "softmax" else (
         "r__valid", "v__valid", "load__valid")
 
-    idle = {}
+    idle, leak = {}, {}
 
     def energy(stop: int, name: str):
         t = _slice(run.trace, stop)
@@ -165,6 +166,7 @@ def measure(run: UnitRun, config, lib_path, work, *, sim: str = "verilator",
         # the clock energy of the cycles the unit is idle
         per_cycle = (e.detail["clock_pins"] + e.detail["clock_net"]) / e.cycles
         idle[name] = per_cycle * (e.cycles - e.enabled_cycles)
+        leak[name] = e.free["leakage"]  # the cells' leakage, in both figures
         return e.free["total"], e.gated["total"]
 
     total = run.trace.cycles
@@ -174,6 +176,7 @@ def measure(run: UnitRun, config, lib_path, work, *, sim: str = "verilator",
                                enable=_enable(run.trace, inputs)[run.load_end:])
         per_cycle = (e.detail["clock_pins"] + e.detail["clock_net"]) / e.cycles
         idle["all"], idle["load"] = per_cycle * (e.cycles - e.enabled_cycles), 0.0
+        leak["all"], leak["load"] = e.free["leakage"], 0.0
         load, full = (0.0, 0.0), (e.free["total"], e.gated["total"])
     else:
         load = energy(run.load_end, "load")
@@ -197,7 +200,8 @@ def measure(run: UnitRun, config, lib_path, work, *, sim: str = "verilator",
         n = len(run.rows)
         out["energy_pJ"] = {"free_per_row": free / n, "gated_per_row": gated / n,
                             "gated_per_entry": gated / n / run.rows[0],
-                            "idle_clock_per_row": (idle["all"] - idle["load"]) / n}
+                            "idle_clock_per_row": (idle["all"] - idle["load"]) / n,
+                            "leakage_per_row": (leak["all"] - leak["load"]) / n}
         return out
     mid = energy(run.group_end, "first_group")
     e_a = [m - s for m, s in zip(mid, load, strict=True)]
@@ -213,6 +217,7 @@ def measure(run: UnitRun, config, lib_path, work, *, sim: str = "verilator",
         "gated_per_row_fixed": per_a - key * len_a,
         "gated_per_entry": key,
         "idle_clock_per_row": (idle["all"] - idle["load"]) / (n_a + n_b),
+        "leakage_per_row": (leak["all"] - leak["load"]) / (n_a + n_b),
         "groups": {"rows": [n_a, n_b], "mean_entries": [len_a, len_b],
                    "gated_per_row": [per_a, per_b]},
     }

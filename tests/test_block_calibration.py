@@ -103,7 +103,7 @@ def test_the_attention_path_calibrated_with_its_nodes_idle_clocks():
     clocks, and each node idles the rest of it at its clock energy a clock."""
     from golden_models.block_pieces import ATTENTION, PIECES
     from synth_scripts.block_calibration import CALIBRATORS, PieceActivity
-    from synth_scripts.block_gates import PieceGates
+    from synth_scripts.block_gates import PieceGates, SramCosts
 
     piece = next(p for p in PIECES if p.kind == ATTENTION)
     heads, per_clock = 2, {"qk": 0.5, "sm": 0.25, "pv": 0.75}
@@ -122,7 +122,8 @@ def test_the_attention_path_calibrated_with_its_nodes_idle_clocks():
              "inner_wire_per_hop": 0.0, "idle_per_clock": 0.0}
     sampled = PieceGates("attention", {}, 0, 0.0, 0.0, {}, samples=samples, unit_costs=costs)
     act = PieceActivity("attention", windows, 0, {"read": 0, "write": 0}, {})
-    got, fits = CALIBRATORS[ATTENTION](piece, sampled, act, 0.0, 0.0, heads, "mttfs-k1")
+    got, fits = CALIBRATORS[ATTENTION](piece, sampled, act, 0.0, SramCosts(None, 0.0, 10.0),
+                                       heads, "mttfs-k1")
     n = 12
     longest = [max(8.0 * w["x"]["keys"] for w in windows[j::n]) for j in range(n)]
     want = sum(per_clock[w["unit"]] * (longest[i % n] - w["x"]["work"])

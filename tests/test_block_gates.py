@@ -24,7 +24,7 @@ from golden_models.block_pieces import count_deliveries
 from matterhorn.block import model_ratios
 from matterhorn.block_gates import measure_block_gates
 from networks.block import block_case
-from synth_scripts.block_gates import COMPONENTS, TOTALS
+from synth_scripts.block_gates import COMPONENTS, TOTALS, SramCosts
 
 #: Tiny but whole: 2 heads of 4, FFN 16, a sentence of four tokens with [CLS] and [SEP] (the
 #: add+LayerNorm unit alone is 28,000 cells at any width; every netlist is replayed in Icarus).
@@ -135,7 +135,8 @@ def test_json_and_sources(measured):
         measured["mttfs-k1"].per_token()["attention"]["total"])
     src = doc["sources"]
     assert set(COMPONENTS) <= set(src)
-    assert src["sram_read"].startswith("NOT our gates") and "Horowitz" in src["sram_read"]
+    assert src["sram_read"].startswith("our FreePDK45 macros") and doc["sram_macros"]
+    assert doc["totals"]["leakage"] > 0 and doc["totals"]["sram_deselected"] > 0
     assert "rtl_gen.router.Router" in src["movement"]
     assert doc["detail"]["attention"]["cells"]["sm"] > 0
 
@@ -201,15 +202,15 @@ def test_a_layer_that_took_no_event_counts_zero(monkeypatch):
 
     run = SimpleNamespace(windows=1, sram_bits=0, counters=[{"events_in": 0}, {"events_in": 0}],
                           flits=[[]])
-    tile = {"free_pJ": 1.0, "idle_clock_pJ": 0.5, "gated_pJ": 0.75, "cycles": 10,
-            "cells": 5, "area_um2": 100.0}
+    tile = {"free_pJ": 1.0, "idle_clock_pJ": 0.5, "gated_pJ": 0.75, "leakage_pJ": 0.0,
+            "cycles": 10, "cells": 5, "area_um2": 100.0}
     router = {"per_hop_pJ": 1.0, "idle_per_clock_pJ": 0.1, "cells": 3, "area_um2": 44.0,
               "link_toggles_per_flit": 0.0}
     monkeypatch.setattr(gate_tile, "run_tile", lambda *a, **k: run)
     monkeypatch.setattr(gate_tile, "tile_energy", lambda *a, **k: tile)
     pr = SimpleNamespace(lib_path=None, work=Path("unused"), sim="icarus", clock_ns=10.0,
                          windows=False, replay_tiles=0, replay_windows=0, cache={},
-                         netlist_dir=None,
+                         netlist_dir=None, sram_table=None, sram=SramCosts(None, 0.1, 10.0),
                          sram_bit_pJ=0.1,
                          hops=lambda name, n: float(n), router=lambda *a, **k: router,
                          wires=lambda *a, **k: 0.0)
@@ -240,8 +241,8 @@ def test_a_sample_of_tiles_spread_over_the_layer(monkeypatch):
         ran.append(layer)
         return SimpleNamespace(windows=1, sram_bits=1, counters=[{"events_in": 1}], flits=[[]])
 
-    tile = {"free_pJ": 1.0, "idle_clock_pJ": 0.5, "gated_pJ": 0.75, "cycles": 10,
-            "cells": 5, "area_um2": 100.0, "windows": [
+    tile = {"free_pJ": 1.0, "idle_clock_pJ": 0.5, "gated_pJ": 0.75, "leakage_pJ": 0.0,
+            "cycles": 10, "cells": 5, "area_um2": 100.0, "windows": [
                 {"free_pJ": 1.0, "idle_clock_pJ": 0.5, "gated_pJ": 0.75, "cycles": 10,
                  "busy_cycles": 8}]}
     router = {"per_hop_pJ": 1.0, "idle_per_clock_pJ": 0.1, "cells": 3, "area_um2": 44.0,
@@ -250,7 +251,7 @@ def test_a_sample_of_tiles_spread_over_the_layer(monkeypatch):
     monkeypatch.setattr(gate_tile, "tile_energy", lambda *a, **k: tile)
     pr = SimpleNamespace(lib_path=None, work=Path("unused"), sim="icarus", clock_ns=10.0,
                          windows=True, replay_tiles=2, replay_windows=0, cache={},
-                         netlist_dir=None,
+                         netlist_dir=None, sram_table=None, sram=SramCosts(None, 0.1, 10.0),
                          sram_bit_pJ=0.1, hops=lambda name, n: float(n),
                          router=lambda *a, **k: router, wires=lambda *a, **k: 0.0)
     wide, narrow = (SimpleNamespace(time_width=4, in_addr_width=6, n=n) for n in (48, 16))
@@ -398,3 +399,128 @@ def test_the_attention_path_node_by_node_agrees_with_its_whole_netlist(model, na
     dense, k1 = got["dense"], got["mttfs-k1"]
     assert (k1["pieces_pJ"] / dense["pieces_pJ"]) == pytest.approx(
         k1["whole_pJ"] / dense["whole_pJ"], rel=0.05)
+
+
+# -- the memories priced by access ---------------------------------------------------------------
+
+
+def test_memories_priced_by_access_against_memory_energy():
+    """A piece's memories at the shipped macros: each memory's counts (a tile's, a head's, an
+    add+LayerNorm unit's) and :func:`synth_scripts.sram.pricing.memory_energy` of each by
+    hand, exactly; a linear piece's components and gated total from them."""
+    from synth_scripts.block_gates import (
+        SramCosts,
+        attention_accesses,
+        linear_piece,
+        norm_accesses,
+        tile_accesses,
+    )
+    from synth_scripts.sram import pricing, table
+    from synth_scripts.sram.shapes import MemoryShape
+
+    tab = table.load()
+    tile = {m.path: m for m in (MemoryShape("weights.mem", 384, 192),
+                                MemoryShape("thresholds.mem", 15, 864),
+                                MemoryShape("init.mem", 1, 864))}
+    plan = {"shapes": {k: m.to_json() for k, m in tile.items()}, "groups": 3, "walk": 15}
+    acc = tile_accesses(plan, 4, {"weight_row_reads": 100, "events_in": 7})
+    assert acc == {"weights.mem": {"reads": 100}, "thresholds.mem": {"reads": 15 * 3 * 4},
+                   "init.mem": {"reads": 3 * 4}}
+    assert tile_accesses({**plan, "walk": 0}, 4, {})["thresholds.mem"] == {"reads": 0}
+    counters = {"cnt_qk_weight_row_reads_h1": 5, "cnt_qk_key_writes_h1": 7,
+                "cnt_sm_scores_in_h1": 3, "cnt_pv_weight_row_reads_h1": 11,
+                "cnt_pv_value_writes_h1": 13, "cnt_qk_weight_row_reads_h0": 99}
+    assert attention_accesses(counters, 1) == {
+        "qk": {"reads": 5, "granule_writes": 7}, "sm": {"reads": 6, "writes": 3},
+        "pv": {"reads": 11, "granule_writes": 13}}
+    assert norm_accesses(4, 3) == {"channels.mem": {"reads": 24},
+                                   "row.mem": {"reads": 12, "writes": 12}}
+    head = {"qk": MemoryShape("weights.mem", 32, 512, granularity=4),
+            "sm": MemoryShape("softmax.row.mem", 512, 14),
+            "pv": MemoryShape("weights.mem", 128, 128, granularity=4)}
+    sram = SramCosts(tab, 0.2, 10.0)
+    cycles = 1000
+    got = sram.price([(plan["shapes"], acc, cycles),
+                      ({k: m.to_json() for k, m in head.items()},
+                       attention_accesses(counters, 1), cycles)], read_bits=1, write_bits=1)
+    by_hand = [pricing.memory_energy(tile[k], reads=a["reads"], idle_cycles=cycles - a["reads"],
+                                     cycles=cycles, clock_ns=10.0, table=tab)
+               for k, a in acc.items()]
+    by_hand += [
+        pricing.memory_energy(head["qk"], reads=5, granule_writes=7, idle_cycles=988,
+                              cycles=cycles, clock_ns=10.0, table=tab),
+        pricing.memory_energy(head["sm"], reads=6, writes=3, idle_cycles=991, cycles=cycles,
+                              clock_ns=10.0, table=tab),
+        pricing.memory_energy(head["pv"], reads=11, granule_writes=13, idle_cycles=976,
+                              cycles=cycles, clock_ns=10.0, table=tab)]
+    def summed(what: str) -> float:  # a piece's uses (the tile, the head), each summed
+        return (sum(getattr(e, what) for e in by_hand[:3])
+                + sum(getattr(e, what) for e in by_hand[3:]))
+
+    assert got == {"read": summed("read"), "write": summed("write"),
+                   "deselected": summed("deselected"), "leakage": summed("leakage")}
+    # the weights, from the table's 256 x 32 entry: 6 x 2 macros, 6 read a word, 6 deselected
+    e = tab.entry(pricing.bank(tile["weights.mem"]).macro)
+    w = by_hand[0]
+    assert w.read == pytest.approx(100 * 6 * e["read_pJ"], rel=1e-12)
+    assert w.deselected == pytest.approx((100 * 6 + 900 * 12) * e["deselected_pJ"], rel=1e-12)
+    assert w.leakage == pytest.approx(12 * e["leakage_uW"] * 1e-6 * 1000 * 10e-9 * 1e12,
+                                      rel=1e-12)
+    # the piece: the cells' leakage out of compute and the gated logic, into leakage
+    costs = {"per_hop": 0.0, "wire_per_hop": 0.0, "idle_per_clock": 0.0}
+    p = linear_piece("query", logic=50.0, idle=5.0, gated=40.0, cell_leakage=3.0,
+                     cycles=cycles, read_bits=1, sram=got, flits=0, hops=0.0, tiles=1,
+                     unit_costs=costs, cells={}, counters={})
+    e = p.energy_pJ
+    assert (e["sram_read"], e["sram_write"], e["sram_deselected"]) == (
+        got["read"], got["write"], got["deselected"])
+    assert e["compute"] == 47.0 and e["idle"] == 5.0 and e["leakage"] == 3.0 + got["leakage"]
+    assert e["gated_total"] == pytest.approx(got["read"] + got["write"] + 37.0 + e["leakage"],
+                                             rel=1e-12)
+    assert e["total"] == pytest.approx(sum(e[c] for c in COMPONENTS), rel=1e-12)
+
+
+def test_the_memories_sources(nangate_lib, sky130_lib, tmp_path):
+    """NanGate 45 prices its memories at our FreePDK45 macros; sky130 (no macro table in its
+    process) keeps the per-bit figure and says so; every component says where its figures
+    come from."""
+    from synth_scripts.block_pricing import Pricing
+
+    ng = Pricing.prepare(nangate_lib, tmp_path / "ng")
+    assert ng.sram_table is not None
+    src = ng.sources()
+    assert set(COMPONENTS) <= set(src)
+    for c in ("sram_read", "sram_write", "sram_deselected"):
+        assert src[c].startswith("our FreePDK45 macros (OpenRAM 1.2.48, ngspice"), src[c]
+    assert "TT 1 V 25 C" in src["sram_read"] and "our FreePDK45 macros" in src["leakage"]
+    for c in ("compute", "nonlinear", "movement", "idle", "leakage"):
+        assert src[c].startswith("our gates"), src[c]
+    sky = Pricing.prepare(sky130_lib, tmp_path / "sky")
+    assert sky.sram_table is None
+    src = sky.sources()
+    assert src["sram_read"].startswith("NOT our gates: per-bit")
+    assert src["sram_write"].startswith("NOT our gates: per-bit")
+    assert "not priced" in src["sram_deselected"] and "not priced" in src["leakage"]
+    assert src["leakage"].startswith("our gates")
+    # the per-bit path: bits x the figure, whatever the uses
+    assert sky.sram.price([({}, {"x": {"reads": 9}}, 10)], read_bits=10, write_bits=2) == {
+        "read": 10 * sky.sram_bit_pJ, "write": 2 * sky.sram_bit_pJ, "deselected": 0.0,
+        "leakage": 0.0}
+
+
+def test_the_verdict_against_the_clock_period():
+    """Leakage scales with the clock period, every other component is per clock: the ratio
+    at another period by hand."""
+    from matterhorn.block_report import by_clock
+
+    dense = {"total": 100.0, "gated_total": 60.0, "leakage": 20.0}
+    k1 = {"total": 90.0, "gated_total": 50.0, "leakage": 30.0}
+    doc = {"gates": {"clock_ns": 10.0},
+           "designs": [{"design": "dense", "energy_pJ": {"gates": dense}},
+                       {"design": "mttfs-k1", "energy_pJ": {"gates": k1}}]}
+    at10, at20 = by_clock(doc, (10.0, 20.0))
+    assert at10 == {"clock_ns": 10.0, "total": 0.9, "gated_total": 50.0 / 60.0,
+                    "leakage_share_dense": 0.2}
+    assert at20 == {"clock_ns": 20.0, "total": 120.0 / 120.0, "gated_total": 80.0 / 80.0,
+                    "leakage_share_dense": 40.0 / 120.0}
+    assert by_clock({**doc, "gates": None}) == []

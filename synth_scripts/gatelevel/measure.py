@@ -32,7 +32,9 @@ def replay_energy(net, trace, load_cycles: int, windows: int, work: Path, sim: s
     them), and the ``hold`` clocks after (a block whose registers settle on the edge after its
     last busy clock). Returns per window ``free_pJ`` and ``gated_pJ`` (the clock gated while
     not enabled), ``idle_clock_pJ`` (the clock energy of the cycles it is not enabled, in the
-    free figure), ``cycles``, ``busy_cycles``; and ``cells``, ``replay_cycles_per_s``.
+    free figure), ``leakage_pJ`` (the cells' leakage over the window's clocks, in both the
+    free and the gated figure), ``cycles``, ``busy_cycles``; and ``cells``,
+    ``replay_cycles_per_s``.
     With ``one_replay``, the trace is replayed once and only its clocks after the load are
     counted (``replay(start=...)``) instead of subtracting a replay of the load
     alone: half the builds; the clock at the boundary is the only difference.
@@ -68,13 +70,15 @@ def replay_energy(net, trace, load_cycles: int, windows: int, work: Path, sim: s
         on = enable(trace)[load_cycles:]
         e = gate_energy.energy(net, tog, clock_ns=clock_ns, enable=on)
         free, gated, idle = e.free["total"], e.gated["total"], idle_clock(e)
+        leak = e.free["leakage"]
         if marks is not None:
             per_window = []
             for i, lo in enumerate(tog.segment_starts):
                 seg = tog.segment(i)
                 w = gate_energy.energy(net, seg, clock_ns=clock_ns, enable=on[lo:lo + seg.cycles])
                 per_window.append({"free_pJ": w.free["total"], "gated_pJ": w.gated["total"],
-                                   "idle_clock_pJ": idle_clock(w), "cycles": seg.cycles,
+                                   "idle_clock_pJ": idle_clock(w),
+                                   "leakage_pJ": w.free["leakage"], "cycles": seg.cycles,
                                    "busy_cycles": w.enabled_cycles})
     else:
         full, tog = measure(trace, "all")
@@ -82,6 +86,7 @@ def replay_energy(net, trace, load_cycles: int, windows: int, work: Path, sim: s
         free = full.free["total"] - load.free["total"]
         gated = full.gated["total"] - load.gated["total"]
         idle = idle_clock(full) - idle_clock(load)
+        leak = full.free["leakage"] - load.free["leakage"]
     cycles = trace.cycles - load_cycles
     busy = sum(enable(_slice(trace, load_cycles, trace.cycles)))
     out = {} if per_window is None else {"windows": per_window}
@@ -89,6 +94,7 @@ def replay_energy(net, trace, load_cycles: int, windows: int, work: Path, sim: s
         "free_pJ": free / n,
         "gated_pJ": gated / n,
         "idle_clock_pJ": idle / n,
+        "leakage_pJ": leak / n,
         "cycles": cycles / n,
         "busy_cycles": busy / n,
         "cells": len(net.cells),
