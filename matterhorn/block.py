@@ -34,7 +34,7 @@ from regression.block_parts import seq_max_of
 
 __all__ = ["KEPT_SCHEMA", "MADE_BY", "MODEL_PIECES", "BlockSetup", "GatesSetup", "Told",
            "block_document", "check_checkpoint", "check_designs", "check_gate_sentences",
-           "check_run", "design_key", "hops_per_flit", "kept", "model_block_energy",
+           "check_run", "code_digest", "design_key", "hops_per_flit", "kept", "model_block_energy",
            "model_ratios", "run", "setup", "workload_dims", "write"]
 
 #: Calibration sentences of a real model's conversion (as ``matterhorn layer``).
@@ -209,21 +209,27 @@ def setup(model: str, sentences: int, *, block: int = 0, seed: int = 0,
     return BlockSetup(qnn, tok, name, picked, seq_max, made_of)
 
 
+def code_digest(packages=MADE_BY) -> dict:
+    """The digest of each of ``packages``' sources and data tables (``.py`` and ``.json``: the
+    shipped PDK and SRAM macro tables price a run as much as the code does), by package: what
+    a kept result was made of."""
+    import importlib
+
+    from toolkit_base.files import folder_digest
+
+    return {m: folder_digest(Path(importlib.import_module(m).__file__).parent, (".py", ".json"))
+            for m in packages}
+
+
 def design_key(st: BlockSetup, design: str, *, block: int, tile_neurons: int,
                gates: GatesSetup | None, rtl: str = "amaranth") -> dict:
     """What ``design``'s result in a run is made of: the network, the sentences, the block,
     the tiles, the pieces' simulator, the gates' liberty, simulator and clock, and the
     toolkit's sources (:data:`MADE_BY`). A result kept with the same key is the result this
     run would give."""
-    import importlib
-
-    from toolkit_base.files import folder_digest
-
-    code = {m: folder_digest(Path(importlib.import_module(m).__file__).parent, (".py",))
-            for m in MADE_BY}
     return {"network": st.source, "sentences": list(st.sentences), "block": block,
             "tile_neurons": tile_neurons, "design": design, "rtl": rtl,
-            "gates": None if gates is None else gates.identity(), "code": code}
+            "gates": None if gates is None else gates.identity(), "code": code_digest(MADE_BY)}
 
 
 def kept(keep, key: dict) -> tuple | None:

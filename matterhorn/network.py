@@ -261,13 +261,9 @@ def network_key(st: NetworkSetup, design: str, *, tile_neurons: int, gates, rtl:
     """What ``design``'s result in a run is made of (the kept result of an earlier run with
     the same key is the one this run would give): the network, the sentences, the tiles, the
     pieces' simulator, the pricing and the toolkit's sources."""
-    import importlib
+    from matterhorn.block import code_digest
 
-    from matterhorn.block import MADE_BY
-    from toolkit_base.files import folder_digest
-
-    code = {m: folder_digest(Path(importlib.import_module(m).__file__).parent, (".py",))
-            for m in MADE_BY}
+    code = code_digest()
     return {"network": st.network(design).source, "sentences": list(st.sentences),
             "design": design, "tile_neurons": tile_neurons, "rtl": rtl,
             "gates": None if gates is None else gates.identity(), "code": code}
@@ -304,12 +300,9 @@ def _replayed(keep, key: dict, measure):
 
 def _replay_key(case, gates: NetworkGates, block: int, n: int, tile_neurons: int, source: str,
                 windows: bool) -> dict:
-    import importlib
+    from matterhorn.block import code_digest
 
-    from toolkit_base.files import folder_digest
-
-    code = {m: folder_digest(Path(importlib.import_module(m).__file__).parent, (".py",))
-            for m in PRICED_BY}
+    code = code_digest(PRICED_BY)
     return {"network": source, "tokens": [list(t) for t in case.tokens[:n]],
             "design": case.design.name, "block": block, "tile_neurons": tile_neurons,
             "gates": gates.gates.identity(), "windows": windows, "code": code}
