@@ -701,22 +701,11 @@ def _gates_document(gates: dict, runs) -> dict:
 def write(doc: dict, out: Path) -> list[Path]:
     """``block.json``, ``block.md`` and ``block.png`` into ``out``: staged beside it, then
     moved in, the summary (``block.md``) last; nothing is written for an invalid document."""
-    import os
-
-    from toolkit_base.files import staging_dir
+    from toolkit_base.files import write_report_set
     from toolkit_base.schemas import validate
 
     if not all(math.isfinite(d["energy_pJ"][s]["total"]) for d in doc["designs"]
                for s in ("model", "gates") if d["energy_pJ"][s] is not None):
         raise ValueError("an energy figure of block.json is not finite")
     validate(doc, "block", "block.json")
-    out = Path(out)
-    names = ("block.json", "block.png", "block.md")
-    with staging_dir(out.parent, prefix=".block-") as stage:
-        (stage / "block.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-        plot(doc, stage / "block.png")
-        (stage / "block.md").write_text(markdown(doc), encoding="utf-8")
-        out.mkdir(parents=True, exist_ok=True)
-        for name in names:
-            os.replace(stage / name, out / name)
-    return [out / n for n in names]
+    return write_report_set(out, "block", doc, plot, markdown)

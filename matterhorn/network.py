@@ -745,10 +745,9 @@ def write(doc: dict, out: Path) -> list[Path]:
     """``network.json``, ``network.md`` and ``network.png`` into ``out``: staged beside it,
     then moved in, the summary (``network.md``) last; nothing is written for an invalid
     document."""
-    import os
 
     from matterhorn.network_report import markdown, plot
-    from toolkit_base.files import staging_dir
+    from toolkit_base.files import write_report_set
     from toolkit_base.schemas import validate
 
     for d in doc["designs"]:
@@ -757,14 +756,5 @@ def write(doc: dict, out: Path) -> list[Path]:
             if e is not None and not math.isfinite(e["per_token_pJ"]["total"]):
                 raise ValueError("an energy figure of network.json is not finite")
     validate(doc, "network", "network.json")
-    out = Path(out)
-    names = ("network.json", "network.png", "network.md")
-    with staging_dir(out.parent, prefix=".network-") as stage:
-        (stage / "network.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-        plot(doc, stage / "network.png")
-        (stage / "network.md").write_text(markdown(doc), encoding="utf-8")
-        out.mkdir(parents=True, exist_ok=True)
-        for name in names:
-            os.replace(stage / name, out / name)
-    return [out / n for n in names]
+    return write_report_set(out, "network", doc, plot, markdown)
 

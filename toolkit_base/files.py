@@ -23,6 +23,7 @@ __all__ = [
     "locked",
     "owned_files",
     "public",
+    "write_report_set",
     "replace_dir",
     "replace_owned",
     "staging_dir",
@@ -114,6 +115,22 @@ def staging_dir(parent: str | os.PathLike, *, prefix: str = ".tmp-") -> Iterator
         yield tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_report_set(out: str | os.PathLike, name: str, doc: dict, plot, markdown) -> list[Path]:
+    """``name.json`` (``doc``), ``name.png`` (``plot(doc, path)``) and ``name.md``
+    (``markdown(doc)``) into ``out``: staged in ``.name-*`` beside it, then moved in, the
+    Markdown last, so a failed or interrupted write leaves the earlier set or none."""
+    out = Path(out)
+    names = (f"{name}.json", f"{name}.png", f"{name}.md")
+    with staging_dir(out.parent, prefix=f".{name}-") as stage:
+        (stage / names[0]).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        plot(doc, stage / names[1])
+        (stage / names[2]).write_text(markdown(doc), encoding="utf-8")
+        out.mkdir(parents=True, exist_ok=True)
+        for n in names:
+            os.replace(stage / n, out / n)
+    return [out / n for n in names]
 
 
 @contextlib.contextmanager
