@@ -16,6 +16,15 @@ def mesh_arg(text: str) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
+def add_design_arguments(parser) -> None:
+    """``--design dense|ttfs|mttfs`` and ``--k``, repeatable, of the commands that compare the
+    designs (block, network; checked by ``matterhorn.block.check_designs``)."""
+    parser.add_argument("--design", action="append", choices=("dense", "ttfs", "mttfs"),
+                        help="design, repeatable (default: all three)")
+    parser.add_argument("--k", type=int, action="append",
+                        help="M-TTFS dead-zone radius 0..2, repeatable (default: 0, 1 and 2)")
+
+
 def check_liberty(path) -> str:
     """Return ``path`` if it is a liberty the synthesis can use, else raise (one line naming
     it): read and checked as ``synth_scripts.gatelevel.liberty.prepare`` reads it, into a temporary

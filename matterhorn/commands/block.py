@@ -12,14 +12,13 @@ HELP = ("run real sentences through a whole encoder block's hardware pieces (pro
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from matterhorn.commands import add_design_arguments
+
     parser.add_argument("--model", default="random", metavar="random|minilm|FOLDER",
                         help="the small random block (hidden 32, 2 heads, FFN 64, 16 "
                         "positions), the shipped all-MiniLM-L6-v2, or a local Hugging Face "
                         "folder of a BERT-family encoder")
-    parser.add_argument("--design", action="append", choices=("dense", "ttfs", "mttfs"),
-                        help="design, repeatable (default: all three)")
-    parser.add_argument("--k", type=int, action="append",
-                        help="M-TTFS dead-zone radius 0..2, repeatable (default: 0, 1 and 2)")
+    add_design_arguments(parser)
     parser.add_argument("--checkpoint", metavar="DIR", default=None,
                         help="a checkpoint folder of matterhorn finetune --integer (OUT/k<k>): "
                         "run that fine-tuned network instead of the post-training conversion")

@@ -14,14 +14,13 @@ HELP = ("run real sentences through every encoder block of a model in the genera
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from matterhorn.commands import add_design_arguments
+
     parser.add_argument("--model", default="random", metavar="random|minilm|FOLDER",
                         help="the small random network (2 blocks: hidden 8, 2 heads, FFN 16, 8 "
                         "positions), the shipped all-MiniLM-L6-v2, or a local Hugging Face "
                         "folder of a BERT-family encoder")
-    parser.add_argument("--design", action="append", choices=("dense", "ttfs", "mttfs"),
-                        help="design, repeatable (default: all three)")
-    parser.add_argument("--k", type=int, action="append",
-                        help="M-TTFS dead-zone radius 0..2, repeatable (default: 0, 1 and 2)")
+    add_design_arguments(parser)
     parser.add_argument("--checkpoints", metavar="DIR", default=None,
                         help="the folder of matterhorn finetune --integer --k 0 1 2: DIR/k0 "
                         "runs dense, TTFS and M-TTFS k=0, DIR/k1 and DIR/k2 their own radius "
