@@ -3,9 +3,10 @@
 ``./run flow`` installs the package without extras (``pip install -e .``), so every third-party
 module that ``matterhorn flow`` can reach, and every cocotb bench its regression runs, must come
 from ``[project.dependencies]``. The walk follows the project's imports (module level and lazy,
-inside functions) from :mod:`matterhorn.flow` and from every module of ``cocotb_tests`` that is
-not a pytest file, and maps each third-party top-level module to the distribution that installs
-it in this environment (the test environment has the extras too, so every import resolves).
+inside functions) from :mod:`matterhorn.flow`, from every module of ``cocotb_tests`` that is not
+a pytest file and from the root ``conftest.py`` (pytest loads it around every bench), and maps
+each third-party top-level module to the distribution that installs it in this environment (the
+test environment has the extras too, so every import resolves).
 """
 
 from __future__ import annotations
@@ -116,9 +117,13 @@ def reached_third_party(roots: list[str], root: Path = ROOT) -> dict[str, set[st
 
 
 def flow_roots(root: Path = ROOT) -> list[str]:
+    """The flow, its benches, and the conftest files pytest loads around a bench (cocotb's
+    runner runs each bench under pytest from the repository, so the root ``conftest.py`` is
+    imported in the flow's environment too)."""
     benches = sorted(p.stem for p in (root / "cocotb_tests").glob("*.py")
-                     if not p.stem.startswith("test_") and p.stem != "conftest")
-    return ["matterhorn.flow"] + [f"cocotb_tests.{b}" for b in benches]
+                     if not p.stem.startswith("test_"))
+    conftests = ["conftest"] if (root / "conftest.py").is_file() else []
+    return ["matterhorn.flow"] + [f"cocotb_tests.{b}" for b in benches] + conftests
 
 
 def missing_from_main(third: dict[str, set[str]]) -> list[str]:
@@ -162,6 +167,18 @@ def test_a_module_the_main_install_lacks_is_found(tmp_path, monkeypatch):
     assert set(third) == {"hypothesis", "numpy"}
     lines = missing_from_main(third)
     assert len(lines) == 1 and lines[0].startswith("hypothesis (imported by toolkit_base.extra)")
+
+
+def test_the_root_conftest_is_walked(tmp_path):
+    # the benches run under pytest, which imports the root conftest.py in the flow's
+    # environment: a test-extra import there stopped all 12 of the flow's jobs once
+    (tmp_path / "matterhorn").mkdir()
+    (tmp_path / "matterhorn" / "__init__.py").write_text("")
+    (tmp_path / "matterhorn" / "flow.py").write_text("")
+    (tmp_path / "cocotb_tests").mkdir()
+    (tmp_path / "conftest.py").write_text("import hypothesis\n")
+    third = reached_third_party(flow_roots(tmp_path), tmp_path)
+    assert third == {"hypothesis": {"conftest"}}
 
 
 def test_a_guarded_import_is_optional(tmp_path):
