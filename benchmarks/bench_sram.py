@@ -52,25 +52,6 @@ OPENRAM_CHAR = textwrap.dedent('''
                                  default=float))
 ''')
 
-CONFIG = textwrap.dedent('''
-    word_size = {bits}
-    num_words = {words}
-    tech_name = "freepdk45"
-    nominal_corner_only = True
-    process_corners = ["TT"]
-    supply_voltages = [{vdd}]
-    temperatures = [{temp}]
-    netlist_only = True
-    check_lvsdrc = False
-    route_supplies = False
-    use_conda = False
-    analytical_delay = False
-    spice_name = "ngspice"
-    trim_netlist = False
-    num_sim_threads = 1
-    output_path = "{out}/"
-    output_name = "sram_{words}x{bits}"
-''')
 
 
 def openram_own(shape: Shape, bench: spice.Bench, work: Path) -> dict:
@@ -78,8 +59,9 @@ def openram_own(shape: Shape, bench: spice.Bench, work: Path) -> dict:
     (its mean power x the period) of each kind, and the seconds."""
     work.mkdir(parents=True, exist_ok=True)
     cfg = work / "openram_char_config.py"
-    cfg.write_text(CONFIG.format(bits=shape.bits, words=shape.words, vdd=bench.vdd,
-                                 temp=bench.temp, out=work))
+    cfg.write_text(macros.openram_config(
+        shape, work, vdd=bench.vdd, temp=bench.temp, analytical_delay=False,
+        extra=('spice_name = "ngspice"', "trim_netlist = False", "num_sim_threads = 1")))
     # OpenRAM wraps every simulator call in `source $CONDA_HOME/bin/activate`, even without
     # conda: a do-nothing one
     conda = work / "conda"

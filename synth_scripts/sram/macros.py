@@ -39,6 +39,7 @@ __all__ = [
     "Shape",
     "generate",
     "models",
+    "openram_config",
     "openram_dir",
     "openram_version",
     "trim",
@@ -133,23 +134,19 @@ class Macro:
         return self.columns // self.shape.bits
 
 
-_CONFIG = """\
-word_size = {bits}
-num_words = {words}
-tech_name = "{tech}"
-nominal_corner_only = True
-process_corners = ["TT"]
-supply_voltages = [{vdd}]
-temperatures = [{temp}]
-netlist_only = True
-check_lvsdrc = False
-route_supplies = False
-use_conda = False
-analytical_delay = True
-output_path = "{out}"
-output_name = "{name}"
-num_threads = 1
-"""
+def openram_config(shape: Shape, out: str | os.PathLike, *, vdd: float, temp: float,
+                   analytical_delay: bool = True, extra: tuple[str, ...] = ()) -> str:
+    """OpenRAM's configuration file of ``shape`` in FreePDK45 at one corner (TT, ``vdd``,
+    ``temp``): ``netlist_only``, no DRC/LVS, no supply routing, no conda, one thread; its output
+    ``out/sram_<words>x<bits>``. ``analytical_delay=False`` and ``extra`` lines (``spice_name =
+    "ngspice"``, ...) set up its own characterizer (benchmarks/bench_sram.py)."""
+    lines = [f"word_size = {shape.bits}", f"num_words = {shape.words}",
+             f'tech_name = "{TECH}"', "nominal_corner_only = True", 'process_corners = ["TT"]',
+             f"supply_voltages = [{vdd}]", f"temperatures = [{temp}]", "netlist_only = True",
+             "check_lvsdrc = False", "route_supplies = False", "use_conda = False",
+             f"analytical_delay = {analytical_delay}", f'output_path = "{out}/"',
+             f'output_name = "sram_{shape.words}x{shape.bits}"', "num_threads = 1", *extra]
+    return "\n".join(lines) + "\n"
 
 
 def generate(shape: Shape, work: str | os.PathLike, *, vdd: float = 1.0,
@@ -164,8 +161,7 @@ def generate(shape: Shape, work: str | os.PathLike, *, vdd: float = 1.0,
     work.mkdir(parents=True, exist_ok=True)
     name = f"sram_{shape.words}x{shape.bits}"
     cfg = work / f"{name}_config.py"
-    cfg.write_text(_CONFIG.format(bits=shape.bits, words=shape.words, tech=TECH, vdd=vdd,
-                                  temp=temp, out=f"{work}/", name=name))
+    cfg.write_text(openram_config(shape, work, vdd=vdd, temp=temp))
     # its temporary files in the work folder, not /tmp (it empties its folder, keeps it)
     env = dict(os.environ, OPENRAM_HOME=str(root / "compiler"),
                OPENRAM_TECH=str(root / "technology"), OPENRAM_TMP=str(work / "openram_temp"))
