@@ -32,10 +32,10 @@ from golden_models.block_pieces import (
 from matterhorn.block_report import MODEL_COMPONENTS, markdown, plot
 from regression.block_parts import seq_max_of
 
-__all__ = ["KEPT_SCHEMA", "MADE_BY", "MODEL_PIECES", "BlockSetup", "GatesSetup", "Told",
+__all__ = ["BlockSetup", "GatesSetup", "KEPT_SCHEMA", "MADE_BY", "MODEL_PIECES", "Told",
            "block_document", "check_checkpoint", "check_designs", "check_gate_sentences",
            "check_run", "code_digest", "design_key", "hops_per_flit", "kept", "model_block_energy",
-           "model_ratios", "run", "setup", "workload_dims", "write"]
+           "model_ratios", "read_kept", "run", "setup", "workload_dims", "write"]
 
 #: Calibration sentences of a real model's conversion (as ``matterhorn layer``).
 CALIBRATION = 6
@@ -232,22 +232,34 @@ def design_key(st: BlockSetup, design: str, *, block: int, tile_neurons: int,
             "gates": None if gates is None else gates.identity(), "code": code_digest(MADE_BY)}
 
 
-def kept(keep, key: dict) -> tuple | None:
-    """The result ``(BlockRun, BlockGates or None)`` kept in folder ``keep`` for the design
-    of ``key`` (:func:`design_key`) by an earlier run, or None when there is none, it is
-    unreadable or it was made of anything else."""
-    from regression.block import BlockRun
-    from synth_scripts.block_gates import BlockGates
-
+def read_kept(keep, key: dict, schema: str = KEPT_SCHEMA) -> dict | None:
+    """The document kept in folder ``keep`` for the design of ``key`` (``<design>.json``) when
+    it is of ``schema`` and was made of exactly ``key``; None when there is none, it is
+    unreadable or it was made of anything else (block's and network's kept designs)."""
     if keep is None:
         return None
     try:
         doc = json.loads((Path(keep) / f"{key['design']}.json").read_text(encoding="utf-8"))
-        if doc.get("schema") != KEPT_SCHEMA or doc.get("key") != key:
-            return None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schema") != schema or doc.get("key") != key:
+        return None
+    return doc
+
+
+def kept(keep, key: dict) -> tuple | None:
+    """The result ``(BlockRun, BlockGates or None)`` kept in folder ``keep`` for the design
+    of ``key`` (:func:`design_key`) by an earlier run, or None (:func:`read_kept`)."""
+    from regression.block import BlockRun
+    from synth_scripts.block_gates import BlockGates
+
+    doc = read_kept(keep, key)
+    if doc is None:
+        return None
+    try:
         return (BlockRun.load(doc["run"]),
                 None if doc["gates"] is None else BlockGates.load(doc["gates"]))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
 
 

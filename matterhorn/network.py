@@ -416,22 +416,21 @@ def _keep(keep, key: dict, run, priced) -> None:
 def kept(keep, key: dict) -> tuple | None:
     """The result ``(NetworkRun, pricing or None)`` kept in folder ``keep`` for the design of
     ``key`` (:func:`network_key`) by an earlier run, or None when there is none, it is
-    unreadable or it was made of anything else."""
+    unreadable or it was made of anything else (:func:`matterhorn.block.read_kept`)."""
+    from matterhorn.block import read_kept
     from regression.network import NetworkRun
     from synth_scripts.block_gates import BlockGates
 
-    if keep is None:
+    doc = read_kept(keep, key, KEPT_SCHEMA)
+    if doc is None:
         return None
     try:
-        doc = json.loads((Path(keep) / f"{key['design']}.json").read_text(encoding="utf-8"))
-        if doc.get("schema") != KEPT_SCHEMA or doc.get("key") != key:
-            return None
         g = doc["gates"]
         priced = None if g is None else {
             "blocks": [BlockGates.load(b) for b in g["blocks"]],
             "sample": BlockGates.load(g["sample"]), "validation": g["validation"]}
         return NetworkRun.load(doc["run"]), priced
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
 
 
