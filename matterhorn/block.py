@@ -35,7 +35,7 @@ from regression.block_parts import seq_max_of
 __all__ = ["BlockSetup", "GatesSetup", "KEPT_SCHEMA", "MADE_BY", "MODEL_PIECES", "Told",
            "block_document", "check_checkpoint", "check_designs", "check_gate_sentences",
            "check_run", "code_digest", "design_key", "hops_per_flit", "kept", "model_block_energy",
-           "model_ratios", "read_kept", "run", "setup", "workload_dims", "write"]
+           "model_ratios", "read_kept", "run", "setup", "take_kept", "workload_dims", "write"]
 
 #: Calibration sentences of a real model's conversion (as ``matterhorn layer``).
 CALIBRATION = 6
@@ -245,6 +245,21 @@ def read_kept(keep, key: dict, schema: str = KEPT_SCHEMA) -> dict | None:
     if not isinstance(doc, dict) or doc.get("schema") != schema or doc.get("key") != key:
         return None
     return doc
+
+
+def take_kept(keep, keys: dict, load, steps=None) -> dict:
+    """The designs of ``keys`` (design -> key) whose result an earlier run kept in ``keep``,
+    loaded by ``load(keep, key)`` (:func:`kept`, ``matterhorn.network.kept``), each said on
+    ``steps``: design -> result."""
+    done = {}
+    for d, key in keys.items():
+        result = load(keep, key)
+        if result is not None:
+            done[d] = result
+            if steps is not None:
+                steps.say(f"{d}: taken from {Path(keep) / f'{d}.json'} (an earlier run's, "
+                          "the same network, sentences and sources)")
+    return done
 
 
 def kept(keep, key: dict) -> tuple | None:
@@ -478,14 +493,7 @@ def run(st: BlockSetup, designs, *, block: int = 0, tile_neurons: int = TILE_NEU
             for d in designs}
     # a worker process builds and runs by the absolute path
     fast = (rtl, Path(DEFAULT_ROOT if rtl_root is None else rtl_root).resolve())
-    done = {}
-    for d in designs:
-        result = kept(keep, keys[d])
-        if result is not None:
-            done[d] = result
-            if steps is not None:
-                steps.say(f"{d}: taken from {Path(keep) / f'{d}.json'} (an earlier run's, "
-                          "the same network, sentences and sources)")
+    done = take_kept(keep, keys, kept, steps)
     # a worker process writes its design's file: the folder by its absolute path
     where = None if keep is None else Path(keep).resolve()
     todo = [(st, d, block, tile_neurons, placement, gates, where, keys[d], fast)

@@ -459,6 +459,7 @@ def run(st: NetworkSetup, designs, *, tile_neurons: int = TILE_NEURONS, rtl: str
     run of the same key (:func:`network_key`)."""
     import warnings
 
+    from matterhorn.block import take_kept
     from regression.block_fast import DEFAULT_ROOT
     from rtl_gen.block_map import BlockShape, place_block
     from toolkit_base.cluster import executor
@@ -470,14 +471,7 @@ def run(st: NetworkSetup, designs, *, tile_neurons: int = TILE_NEURONS, rtl: str
             for d in designs}
     fast = (rtl, Path(DEFAULT_ROOT if rtl_root is None else rtl_root).resolve())
     where = None if keep is None else Path(keep).resolve()
-    done = {}
-    for d in designs:
-        result = kept(keep, keys[d])
-        if result is not None:
-            done[d] = result
-            if steps is not None:
-                steps.say(f"{d}: taken from {Path(keep) / f'{d}.json'} (an earlier run's, "
-                          "the same network, sentences and sources)")
+    done = take_kept(keep, keys, kept, steps)
     todo = [(st.network(d).qnn, st.tokenizer, st.sentences, d, tile_neurons, placement,
              gates, fast, where, keys[d]) for d in designs if d not in done]
     if steps is not None:  # the quality, then per design its run and its pricing
