@@ -38,13 +38,13 @@ from pathlib import Path
 from golden_models.workloads import DESIGNS, Workload, design_layer, random_workload
 from matterhorn.compare_report import markdown, plot
 from rtl_gen.router import mean_hops
+from synth_scripts.block_gates import SramCosts
 from synth_scripts.entries import sig
 from synth_scripts.gate_compare import measure_design
 from synth_scripts.gatelevel.measure import MESH
-from synth_scripts.scaling import sram_bit_pJ
 from toolkit_base.checks import check_out_dir, check_rtl_T, check_seed, unique
 
-SCHEMA = "matterhorn.compare/1"
+SCHEMA = "matterhorn.compare/2"
 #: Mean hops of a flit on the ``MESH`` (8/3 on 4x4).
 HOPS = mean_hops(*MESH)
 #: The model of the real workload by default: the shipped MiniLM when the models extra is in.
@@ -170,14 +170,15 @@ def compare_workload(wl: Workload, lib_path: Path, costs: dict, work: Path, *, s
     from synth_scripts.gatelevel import liberty
 
     lib = liberty.prepare(lib_path, work / "lib")
-    e_bit = sram_bit_pJ(lib)
+    sram = SramCosts.of_library(lib, clock_ns)
+    e_bit = sram.bit_pJ
     cache: dict = {}
     designs = []
     for design in DESIGNS:
         t0 = time.perf_counter()
         layer = design_layer(wl.layer, design)
         g = measure_design(layer, design, wl.codes, lib_path=lib_path, work=work, sim=sim,
-                           clock_ns=clock_ns, hops=HOPS, sram_bit=e_bit, cache=cache)
+                           clock_ns=clock_ns, hops=HOPS, sram=sram, cache=cache)
         gates = g.energy_pJ
         model = model_energy(design, g.counters, layer.weight_bits, costs, g.flits, e_bit)
         designs.append({
@@ -211,6 +212,18 @@ def compare_workload(wl: Workload, lib_path: Path, costs: dict, work: Path, *, s
             "n_out": wl.layer.n_out, "weight_bits": wl.layer.weight_bits,
             "windows": int(wl.codes.shape[0]), "designs": designs,
             "sram_pJ_per_bit": sig(e_bit, 5)}
+
+
+def sram_source(sram: SramCosts, lib) -> str:
+    """Where the gate side's SRAM figures of library ``lib`` come from (``sram``: how it
+    prices the memories), for compare.json and compare.md."""
+    bit = f"{sram.bit_pJ:.4g} pJ/bit ({lib.pdk.sram_bit['source']}, scaled to {lib.name})"
+    if sram.table is None:
+        return (f"NOT our gates: the bits read x {bit}; no macro table in {lib.name}'s process, "
+                "so no deselected clock or leakage of the memories")
+    return (f"{sram.macros_named()}: each tile memory's reads, deselected clocks and leakage at "
+            f"its macros' measured energies, counted by access; the macros at 1.0 V, not "
+            f"scaled to the liberty's supply. The model keeps {bit} a weight bit read")
 
 
 def _round(d: dict) -> dict:
@@ -308,6 +321,7 @@ def _pdk_entry(lib_path, lib, workloads, work, *, T, k, sim, clock_ns, progress,
              "unit_cost_source": "synthesized by matterhorn synth on this library "
              "(unit_costs_pJ_native); E_move_event_router for a hop",
              "sram_bit_source": lib.pdk.sram_bit["source"],
+             "sram_source": sram_source(SramCosts.of_library(lib, clock_ns), lib),
              "workloads": []}
     for wl in workloads:
         progress(f"[compare] {lib.name}: workload {wl.name}")

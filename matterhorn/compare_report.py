@@ -1,7 +1,7 @@
 """The report of ``matterhorn compare``: the verdict sentence, ``compare.md`` and ``compare.png``.
 
 Everything here reads a finished ``compare.json`` document (docs/compare.md, schema
-``matterhorn.compare/1``) and writes nothing but the files it is asked for.
+``matterhorn.compare/2``) and writes nothing but the files it is asked for.
 """
 
 from __future__ import annotations
@@ -121,24 +121,27 @@ def markdown(doc: dict) -> str:
     lines += verdict_markdown(doc) + [""]
     lines += [("Energy per window (one token through one layer) in pJ, from the liberty-mapped "
                "netlists simulated on the workload; `model` is the analytical model on the "
-               "same counts with unit costs synthesized on the same library. SRAM arrays are "
-               "priced per bit from a cited figure, not from our gates (below)."), ""]
+               "same counts with unit costs synthesized on the same library. `SRAM desel.` is "
+               "the memories' clock on the cycles they are not read; `leakage` the cells' and "
+               "the memories'. Where each library's SRAM figures come from is said below it "
+               "(our macros, or a cited per-bit figure that is not our gates)."), ""]
     for entry in doc["pdks"]:
         lines += [f"## {entry['technology']} (`{entry['liberty']}`)", ""]
         for wl in entry["workloads"]:
             lines += [f"### {wl['name']}: {wl['source']}", "",
                       "**Verdict:** " + verdict(wl, p["k"]) + ".", "",
-                      ("| design | flits | cycles | SRAM | compute | movement | idle | total "
-                       "| gated | Rel. gates | Rel. gated | model total | Rel. model | "
-                       "model err |"),
+                      ("| design | flits | cycles | SRAM | SRAM desel. | compute | movement | "
+                       "idle | leakage | total | gated | Rel. gates | Rel. gated | model total | "
+                       "Rel. model | model err |"),
                       ("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-                       "---: | ---: | ---: | ---: |")]
+                       "---: | ---: | ---: | ---: | ---: | ---: |")]
             for d in wl["designs"]:
                 g, m, r = d["energy_pJ"]["gates"], d["energy_pJ"]["model"], d["rel_dense"]
                 err = d["error"]["total"]
                 lines.append(
                     f"| {d['design']} | {d['flits']:.4g} | {d['cycles']:.4g} | {g['sram']:.4g} "
-                    f"| {g['compute']:.4g} | {g['movement']:.4g} | {g['idle']:.4g} | "
+                    f"| {g['sram_deselected']:.4g} | {g['compute']:.4g} | {g['movement']:.4g} "
+                    f"| {g['idle']:.4g} | {g['leakage']:.4g} | "
                     f"{g['total']:.4g} | {g['total_gated']:.4g} | {r['gates']:.3g} | "
                     f"{r['gates_gated']:.3g} | {m['total']:.4g} | {r['model']:.3g} | "
                     f"{'-' if err is None else f'{err:+.0%}'} |")
@@ -152,7 +155,7 @@ def markdown(doc: dict) -> str:
                   + ", ".join(f"{k} {v:g}" for k, v in entry["unit_costs_pJ"].items()
                               if not k.startswith(("E_weight", "E_move_dense", "E_move_event")))
                   + f", E_move_event_router {entry['unit_costs_pJ']['E_move_event_router']:g}.",
-                  "", f"SRAM: {entry['sram_bit_source']}.", ""]
+                  "", f"SRAM: {entry['sram_source']}.", ""]
     for m in doc["missing"]:
         lines += [f"Not run: {m}.", ""]
     lines += ["Method: docs/compare.md."]
@@ -170,7 +173,8 @@ def plot(doc: dict, path: Path) -> None:
 
     panels = [(e, w) for e in doc["pdks"] for w in e["workloads"]]
     fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 5.2), squeeze=False)
-    colors = {"sram": "#4c72b0", "compute": "#dd8452", "movement": "#55a868", "idle": "#c7c7c7"}
+    colors = {"sram": "#4c72b0", "sram_deselected": "#8fa8d4", "compute": "#dd8452",
+              "movement": "#55a868", "idle": "#c7c7c7", "leakage": "#937860"}
     k = doc["parameters"]["k"]
     for ax, (e, w) in zip(axes[0], panels, strict=True):
         names = [DESIGN_LABEL.get(d["design"], d["design"]) for d in w["designs"]]

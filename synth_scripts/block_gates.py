@@ -76,6 +76,7 @@ __all__ = [
     "TOTALS",
     "BlockGates",
     "PieceGates",
+    "MACRO_PDKS",
     "SramCosts",
     "attention_accesses",
     "attention_movement_parts",
@@ -88,6 +89,7 @@ __all__ = [
     "piece_gates",
     "price_memories",
     "tile_accesses",
+    "tile_plan",
     "window_sample",
 ]
 
@@ -250,6 +252,12 @@ def piece_gates(name: str, *, sram_read: float = 0.0, sram_write: float = 0.0,
 # -- the memories, priced by access -------------------------------------------------------------
 
 
+#: The PDK tables (:mod:`synth_scripts.gatelevel.pdk`) whose liberty is drawn for the process
+#: of the shipped SRAM macros (FreePDK45, :mod:`synth_scripts.sram`): a pricing on one of them
+#: prices its memories at the macros' measured energies, any other by the bit.
+MACRO_PDKS = ("nangate45",)
+
+
 @dataclass(frozen=True)
 class SramCosts:
     """How one measurement prices its memories: at the measured macros of ``table`` (a
@@ -260,6 +268,27 @@ class SramCosts:
     table: object | None
     bit_pJ: float
     clock_ns: float
+
+    @classmethod
+    def of_library(cls, lib, clock_ns: float) -> SramCosts:
+        """The one rule of which memories a liberty's measurement prices how: ``lib`` (a
+        :func:`synth_scripts.gatelevel.liberty.prepare` result) of :data:`MACRO_PDKS` at the
+        shipped macro table (:func:`synth_scripts.sram.table.load`), any other at its PDK
+        table's per-bit figure (:func:`synth_scripts.scaling.sram_bit_pJ`)."""
+        from synth_scripts import scaling
+        from synth_scripts.sram import table
+
+        return cls(table.load() if lib.pdk.name in MACRO_PDKS else None,
+                   scaling.sram_bit_pJ(lib), clock_ns)
+
+    def macros_named(self) -> str:
+        """``our FreePDK45 macros (OpenRAM 1.2.48, ngspice-39, TT 1.0 V 25 C; ...)``: what
+        :attr:`table` measured, for a report's sources."""
+        m = self.table.macros[0]
+        prov, bench = m["provenance"], m["bench"]
+        return (f"our FreePDK45 macros (OpenRAM {prov['openram']}, {prov['ngspice']}, "
+                f"{bench['corner']} {bench['vdd']:g} V {bench['temp']:g} C; {self.table.source}, "
+                "synth_scripts.sram, docs/sram_macros.md)")
 
     def price(self, uses, *, read_bits: int, write_bits: int) -> dict[str, float]:
         """``{"read", "write", "deselected", "leakage"}`` pJ of a piece's memories: with the
@@ -295,6 +324,19 @@ def tile_accesses(plan: Mapping, windows: int, counters: Mapping[str, int]) -> d
     return {"weights.mem": {"reads": int(counters.get("weight_row_reads", 0))},
             "thresholds.mem": {"reads": plan["walk"] * g * windows},
             "init.mem": {"reads": g * windows}}
+
+
+def tile_plan(config, dense: bool) -> dict:
+    """What a tile's memories' accesses are counted from (:func:`tile_accesses`): its memories'
+    ``shapes`` (:func:`memory_shapes` of the elaborated :class:`rtl_gen.dense.DenseTile` or
+    :class:`rtl_gen.tile.NeuronTile` of ``config``), its lane ``groups`` and the ``walk``
+    steps of its threshold walk (none for raw sums)."""
+    from rtl_gen.dense import DenseTile
+    from rtl_gen.tile import NeuronTile
+
+    tile = DenseTile(config) if dense else NeuronTile(config)
+    return {"shapes": memory_shapes(tile), "groups": config.groups,
+            "walk": 0 if config.raw_sums else config.T - 1}
 
 
 def attention_accesses(counters: Mapping[str, int], h: int) -> dict:

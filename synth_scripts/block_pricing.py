@@ -47,10 +47,11 @@ from synth_scripts.block_gates import (
     norm_accesses,
     piece_gates,
     tile_accesses,
+    tile_plan,
     window_sample,
 )
 
-__all__ = ["FLIT_BITS", "MACRO_PDKS", "ROUTER_FLITS", "Pricing", "assemble_linear", "flit_pieces",
+__all__ = ["FLIT_BITS", "ROUTER_FLITS", "Pricing", "assemble_linear", "flit_pieces",
            "piece_flits", "price_linear", "price_norm", "price_tile", "replayed_tiles", "spread",
            "tile_plans", "unit_costs"]
 
@@ -59,10 +60,6 @@ ROUTER_FLITS = 256
 #: The widest payload of a router flit (``rtl_gen.layouts.flit_layout``): a wider value (a sum,
 #: a stream value) travels as several flits.
 FLIT_BITS = 16
-#: The PDK tables (:mod:`synth_scripts.gatelevel.pdk`) whose liberty is drawn for the process
-#: of the shipped SRAM macros (FreePDK45, :mod:`synth_scripts.sram`): a pricing on one of them
-#: prices its memories at the macros' measured energies, any other by the bit.
-MACRO_PDKS = ("nangate45",)
 
 
 @dataclass
@@ -102,7 +99,7 @@ class Pricing:
     #: is one token, whatever its sentence, so its fit needs tokens, not sentences.
     replay_windows: int = 0
     #: The shipped macro table (:func:`synth_scripts.sram.table.load`) when the liberty is of
-    #: :data:`MACRO_PDKS`, else None: the memories then go by the bit
+    #: :data:`synth_scripts.block_gates.MACRO_PDKS`, else None: the memories then go by the bit
     sram_table: object | None = None
 
     @property
@@ -124,7 +121,6 @@ class Pricing:
         ``windows``)."""
         from synth_scripts import scaling
         from synth_scripts.gatelevel import liberty
-        from synth_scripts.sram import table
 
         for name, n in (("replay_tiles", replay_tiles), ("replay_heads", replay_heads),
                         ("replay_windows", replay_windows)):
@@ -138,12 +134,13 @@ class Pricing:
         lib = liberty.prepare(Path(lib_path), work / "lib")
         cache = {} if cache is None else cache
         rule = scaling.scaling_rule(lib.nom_voltage, scaling.technology_of(lib.name))
+        sram = SramCosts.of_library(lib, clock_ns)
         return cls(Path(lib_path), work, sim, clock_ns, lib.name, lib.source_name,
-                   scaling.sram_bit_pJ(lib), lib.pdk.sram_bit["source"], rule["divide_by"],
+                   sram.bit_pJ, lib.pdk.sram_bit["source"], rule["divide_by"],
                    cache.setdefault(lib.sha256, {}), dict(hops_per_flit or {}),
                    Path(netlist_dir) if netlist_dir is not None else work / "netlists",
                    lib.library, windows, replay_tiles, replay_heads, replay_windows,
-                   table.load() if lib.pdk.name in MACRO_PDKS else None)
+                   sram.table)
 
     def __getstate__(self) -> dict:
         """What a task of the pricing takes to a worker process: everything but the mapped
@@ -193,7 +190,7 @@ class Pricing:
                 "leakage": f"{cells}; the memories' leakage not priced (per-bit figure, no "
                            "macro)",
             }
-        macros = _macros_named(self.sram_table)
+        macros = self.sram.macros_named()
         how = ("each memory banked into macros (synth_scripts.sram.shapes.bank) and priced by "
                "its recorded accesses (synth_scripts.block_gates.price_memories, "
                "synth_scripts.sram.pricing.memory_energy)")
@@ -256,15 +253,6 @@ class Pricing:
                           "injectors and ejectors); the tiles' one-time load (weights, "
                           "thresholds, init) and the units' and nodes' one-time constants",
         }
-
-
-def _macros_named(table) -> str:
-    """``our FreePDK45 macros (OpenRAM 1.2.48, ngspice-39, TT 1.0 V 25 C)`` of ``table``."""
-    m = table.macros[0]
-    prov, bench = m["provenance"], m["bench"]
-    return (f"our FreePDK45 macros (OpenRAM {prov['openram']}, {prov['ngspice']}, "
-            f"{bench['corner']} {bench['vdd']:g} V {bench['temp']:g} C; {table.source}, "
-            "synth_scripts.sram, docs/sram_macros.md)")
 
 
 def unit_costs(pr: Pricing, router: dict, area: float, prefix: str = "") -> dict:
@@ -353,17 +341,12 @@ def tile_plans(pr: Pricing, tiles, design: str) -> list[dict]:
     (the per-bit figure needs no shape)."""
     if pr.sram_table is None:
         return []
-    from rtl_gen.dense import DenseTile
-    from rtl_gen.tile import NeuronTile
-
     kept = pr.cache.setdefault("memories", {})
     plans = []
     for _, config in tiles:
         key = (design == "dense", repr(config))
         if key not in kept:
-            tile = DenseTile(config) if design == "dense" else NeuronTile(config)
-            kept[key] = {"shapes": memory_shapes(tile), "groups": config.groups,
-                         "walk": 0 if config.raw_sums else config.T - 1}
+            kept[key] = tile_plan(config, design == "dense")
         plans.append(kept[key])
     return plans
 
