@@ -202,8 +202,7 @@ def _gates_markdown(doc: dict) -> list[str]:
                    f"({v0['tokens']} tokens), priced by "
                    f"block {v0['fitted_from']}'s fits and replayed at gate level in full; pJ per "
                    "token, fitted / replayed (error)."), ""]
-        comps = ("sram_read", "compute", "nonlinear", "movement", "idle", "total",
-                 "gated_total")
+        comps = keys  # every component, leakage and the deselected macros' clock included
         lines += markdown_table(
             ["design", *comps],
             [[d["design"], *(_err(d["validation"]["totals"][c]) for c in comps)]
