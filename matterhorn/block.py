@@ -668,6 +668,8 @@ def block_document(st: BlockSetup, runs, model: dict, dims, *, block: int,
                 "gates": (None if g is None else
                           {k: v * tokens_per_block for k, v in g.totals().items()}),
                 "model": {c: m[f"{c}_J"] * 1e12 for c in (*MODEL_COMPONENTS, "total")},
+                **({} if g is None or not g.sram_macros else {"gates_sram_by_bit": {
+                    k: v * tokens_per_block for k, v in g.per_bit_totals().items()}}),
             },
             "gates_per_token_pJ": None if g is None else g.per_token(),
             "gates_parts_per_token_pJ": None if g is None else {

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from golden_models.block_pieces import PIECE_NAMES
 
-__all__ = ["CLOCKS_NS", "MODEL_COMPONENTS", "PAPER_RATIO", "by_clock", "markdown", "plot", "ratio",
-           "sram_said", "verdict"]
+__all__ = ["CLOCKS_NS", "MODEL_COMPONENTS", "PAPER_RATIO", "by_bit", "by_clock", "markdown", "plot",
+           "ratio", "sram_said", "verdict"]
 
 #: The components of a design's energy in the paper's model (``energy_model``'s, joules in its
 #: report: Move, W-read, KV-write, Compute), each with the component of our gates it is set
@@ -86,6 +86,12 @@ def verdict(doc: dict) -> list[str]:
                      f"clock{how}), an M-TTFS k=1 block costs {g:.3f}x the dense INT4 block "
                      f"(clock-gated {gated:.3f}x; without the SRAM accesses, which are "
                      f"{sram}, {logic:.3f}x).")
+        bit = by_bit(doc)
+        if bit is not None:
+            lines.append(f"With the memories priced by the bit instead ({bit['bit_pJ']:.4g} pJ a "
+                         "bit, the PDK table's figure, no deselected clock or macro leakage: "
+                         f"the accounting before the macros) it would read {bit['total']:.3f}x "
+                         f"(clock-gated {bit['gated_total']:.3f}x).")
     r = ratio(doc)
     if r is not None:
         lines.append(f"In the paper's model (its 22 nm unit costs) at the rates measured here, "
@@ -93,6 +99,17 @@ def verdict(doc: dict) -> list[str]:
                      f"{PAPER_RATIO:.3f}x)" + ("." if g is not None else
                                               "; in our gates: not measured (--gates)."))
     return lines
+
+
+def by_bit(doc: dict, design: str = "mttfs-k1") -> dict | None:
+    """``design`` over dense in our gates with the memories priced by the bit
+    (``gates_sram_by_bit``, :meth:`synth_scripts.block_gates.BlockGates.per_bit_totals`):
+    ``{"total", "gated_total", "bit_pJ"}``; None unless both were priced at the macros."""
+    by = {d["design"]: d["energy_pJ"].get("gates_sram_by_bit") for d in doc["designs"]}
+    if by.get("dense") is None or by.get(design) is None:
+        return None
+    return {k: by[design][k] / by["dense"][k] for k in ("total", "gated_total")} | {
+        "bit_pJ": doc["gates"]["sram_pJ_per_bit"]}
 
 
 def _logic(e: dict) -> float:
@@ -192,6 +209,21 @@ def _gates_markdown(doc: dict) -> list[str]:
                  if dense is not None else "")
         rows.append([d["design"], *(f"{e[c] / 1e6:.4g}" for c in TOTALS), rel, gated])
     lines += markdown_table(["design", *TOTALS, "vs dense", "gated vs dense"], rows) + [""]
+    bit = [(d["design"], d["energy_pJ"]["gates_sram_by_bit"]) for d in priced
+           if d["energy_pJ"].get("gates_sram_by_bit")]
+    if bit:
+        lines += ["### The memories by the bit, beside the macros", "",
+                  (f"The same run with its memories priced as before the macros: the bits read "
+                   f"and written at {gd['sram_pJ_per_bit']:.4g} pJ a bit (the PDK table's "
+                   "figure, not our gates), no deselected clock, no macro leakage (the cells' "
+                   "leakage stays); every other component as above. µJ per block."), ""]
+        base = dict(bit).get("dense")
+        lines += markdown_table(
+            ["design", *TOTALS, "vs dense", "gated vs dense"],
+            [[name, *(f"{e[c] / 1e6:.4g}" for c in TOTALS),
+              "" if base is None else f"{e['total'] / base['total']:.3f}",
+              "" if base is None else f"{e['gated_total'] / base['gated_total']:.3f}"]
+             for name, e in bit]) + [""]
     rows = by_clock(doc)
     if rows:
         lines += ["### The verdict against the clock period", "",

@@ -168,7 +168,7 @@ def _scaled(p: PieceGates, by: float) -> PieceGates:
                       counters={k: round(v * by) for k, v in p.counters.items()},
                       sram_bits={k: round(v * by) for k, v in p.sram_bits.items()},
                       parts={k: v * by for k, v in p.parts.items()}, tiles=p.tiles,
-                      unit_costs=dict(p.unit_costs))
+                      unit_costs=dict(p.unit_costs), memory_leakage=p.memory_leakage * by)
 
 
 def _predicted(fits: dict[str, Fit], windows: Sequence[dict]) -> list[dict[str, float]]:

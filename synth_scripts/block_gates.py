@@ -137,6 +137,26 @@ class PieceGates:
     #: ``{"tiles": [per tile {"shapes", "groups", "walk"}]}``; the attention path's
     #: ``{"shapes", "heads"}``; an add+LayerNorm unit's ``{"shapes", "hidden"}``
     memories: dict = field(default_factory=dict)
+    #: The macros' leakage (pJ) inside ``energy_pJ["leakage"]`` (the rest is the cells'); 0 by
+    #: the bit
+    memory_leakage: float = 0.0
+
+    def per_bit(self, bit_pJ: float) -> dict[str, float]:
+        """:data:`TOTALS` (pJ) with the memories priced as they were before the macros: the
+        bits read and written (``sram_bits``) at ``bit_pJ`` a bit, no deselected clock and no
+        macro leakage; everything else as priced."""
+        was = self.energy_pJ
+        e = dict(was)
+        e["sram_read"] = self.sram_bits.get("read", 0) * bit_pJ
+        e["sram_write"] = self.sram_bits.get("write", 0) * bit_pJ
+        e["sram_deselected"] = 0.0
+        e["leakage"] -= self.memory_leakage
+        e["total"] = math.fsum(e[c] for c in COMPONENTS)
+        # clock-gated: the accesses and leakage change; the deselected clock was never in it
+        e["gated_total"] = math.fsum((was["gated_total"], e["sram_read"] - was["sram_read"],
+                                      e["sram_write"] - was["sram_write"],
+                                      -self.memory_leakage))
+        return e
 
     def check(self) -> None:
         """The components add up to the free-running total; the gated total adds SRAM,
@@ -192,6 +212,13 @@ class BlockGates:
         per = self.per_token()
         return {k: math.fsum(e[k] for e in per.values()) for k in TOTALS}
 
+    def per_bit_totals(self) -> dict[str, float]:
+        """The block's :data:`TOTALS` in pJ per token with its memories priced by the bit
+        (:meth:`PieceGates.per_bit` at ``sram_bit_pJ``): the accounting before the macros, to
+        set beside them. Equal to :meth:`totals` when the memories already go by the bit."""
+        per = [p.per_bit(self.sram_bit_pJ) for p in self.pieces]
+        return {k: math.fsum(e[k] for e in per) / self.tokens for k in TOTALS}
+
     def dump(self) -> dict:
         """Everything of the measurement as plain JSON data: :meth:`load` rebuilds it, equal
         (:meth:`to_json` is the report's, per token)."""
@@ -221,6 +248,7 @@ class BlockGates:
             "detail": {p.piece: {"flits": p.flits, "hops": p.hops,
                                  "cycles_per_token": p.cycles / self.tokens, "cells": p.cells,
                                  "sram_bits": p.sram_bits,
+                                 "memory_leakage_pJ": p.memory_leakage / self.tokens,
                                  "parts_pJ": {k: v / self.tokens for k, v in p.parts.items()},
                                  "seconds": round(p.seconds, 1)}
                        for p in self.pieces},
@@ -436,7 +464,8 @@ def linear_piece(name: str, *, logic: float, idle: float, gated: float, cell_lea
         name, sram_read=sram["read"], sram_write=sram["write"],
         sram_deselected=sram["deselected"], compute=logic - cell_leakage,
         movement=moved(parts), idle=idle + parts["routers_idle_clock"],
-        leakage=cell_leakage + sram["leakage"], gated_logic=gated - cell_leakage, flits=flits,
+        leakage=cell_leakage + sram["leakage"], memory_leakage=sram["leakage"],
+        gated_logic=gated - cell_leakage, flits=flits,
         hops=hops, cycles=cycles, cells=cells, counters=counters,
         sram_bits={"read": read_bits, "write": 0}, tiles=tiles, parts=parts,
         samples=[] if samples is None else samples, unit_costs=unit_costs,
@@ -465,7 +494,7 @@ def attention_piece(energy: Mapping[str, float], *, read_bits: int, write_bits: 
         sram_deselected=sram["deselected"], compute=energy["compute"] - leak["compute"],
         nonlinear=energy["nonlinear"] - leak["nonlinear"], movement=moved(moves),
         idle=energy["idle"] + moves["routers_idle_clock"],
-        leakage=energy["leakage"] + sram["leakage"],
+        leakage=energy["leakage"] + sram["leakage"], memory_leakage=sram["leakage"],
         gated_logic=energy["gated"] - energy["leakage"],
         flits=flits, hops=hops + inner_hops, cycles=cycles, cells=cells, counters=counters,
         sram_bits={"read": read_bits, "write": write_bits}, parts=parts,

@@ -524,3 +524,61 @@ def test_the_verdict_against_the_clock_period():
     assert at20 == {"clock_ns": 20.0, "total": 120.0 / 120.0, "gated_total": 80.0 / 80.0,
                     "leakage_share_dense": 40.0 / 120.0}
     assert by_clock({**doc, "gates": None}) == []
+
+
+def test_the_memories_by_the_bit_beside_the_macros():
+    """``PieceGates.per_bit`` of a piece priced at the macros equals the same piece priced by
+    the bit (every component and both totals), for a linear piece and the attention path;
+    the block's ``per_bit_totals`` sums them per token; the report's ratio from them."""
+    from matterhorn.block_report import by_bit
+    from synth_scripts.block_gates import (
+        TOTALS,
+        BlockGates,
+        SramCosts,
+        attention_piece,
+        linear_piece,
+    )
+
+    macros = {"read": 11.0, "write": 2.5, "deselected": 7.0, "leakage": 4.0}
+    bit = SramCosts(None, 0.2, 10.0)
+    costs = {"per_hop": 0.5, "wire_per_hop": 0.1, "idle_per_clock": 0.01, "inner_per_hop": 0.3,
+             "inner_wire_per_hop": 0.05}
+
+    def linear(sram):
+        return linear_piece("query", logic=50.0, idle=5.0, gated=40.0, cell_leakage=3.0,
+                            cycles=100, read_bits=30, sram=sram, flits=4, hops=6.0, tiles=2,
+                            unit_costs=costs, cells={}, counters={})
+
+    def attention(sram):
+        energy = {"compute": 20.0, "nonlinear": 9.0, "idle": 4.0, "gated": 25.0,
+                  "leakage": 2.0, "qk_leakage": 1.0, "sm_leakage": 0.5, "pv_leakage": 0.5}
+        return attention_piece(energy, read_bits=40, write_bits=12, sram=sram, flits=8,
+                               hops=5.0, inner_hops=7.0, heads=2, cycles=50, unit_costs=costs,
+                               cells={}, counters={})
+
+    for build, bits in ((linear, (30, 0)), (attention, (40, 12))):
+        at_macros = build(macros)
+        by_bits = build(bit.price([], read_bits=bits[0], write_bits=bits[1]))
+        assert at_macros.memory_leakage == 4.0 and by_bits.memory_leakage == 0.0
+        got = at_macros.per_bit(0.2)
+        assert got.keys() == by_bits.energy_pJ.keys()
+        for k in TOTALS:
+            assert got[k] == pytest.approx(by_bits.energy_pJ[k], rel=1e-12, abs=1e-12), k
+        assert by_bits.per_bit(0.2) == pytest.approx(by_bits.energy_pJ, rel=1e-12)
+    pieces = [linear(macros), attention(macros)]
+    g = BlockGates("mttfs-k1", tokens=4, sentences=1, pieces=pieces, library="x",
+                   liberty="x", clock_ns=10.0, simulator="icarus", sram_bit_pJ=0.2,
+                   divide_by=1.0, sources={}, dims={}, seconds=0.0, sram_macros=True)
+    want = [linear(bit.price([], read_bits=30, write_bits=0)),
+            attention(bit.price([], read_bits=40, write_bits=12))]
+    totals = g.per_bit_totals()
+    for k in TOTALS:
+        assert totals[k] == pytest.approx(sum(p.energy_pJ[k] for p in want) / 4, rel=1e-12)
+    assert BlockGates.load(g.dump()).per_bit_totals() == totals
+    doc = {"gates": {"sram_pJ_per_bit": 0.2}, "designs": [
+        {"design": "dense", "energy_pJ": {"gates_sram_by_bit": {"total": 10.0,
+                                                               "gated_total": 8.0}}},
+        {"design": "mttfs-k1", "energy_pJ": {"gates_sram_by_bit": {"total": 5.0,
+                                                                  "gated_total": 2.0}}}]}
+    assert by_bit(doc) == {"total": 0.5, "gated_total": 0.25, "bit_pJ": 0.2}
+    assert by_bit({"gates": {}, "designs": [{"design": "dense", "energy_pJ": {}}]}) is None
