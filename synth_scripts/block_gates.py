@@ -354,17 +354,24 @@ def tile_accesses(plan: Mapping, windows: int, counters: Mapping[str, int]) -> d
             "init.mem": {"reads": g * windows}}
 
 
-def tile_plan(config, dense: bool) -> dict:
+def tile_plan(config, dense: bool, kept: dict | None = None) -> dict:
     """What a tile's memories' accesses are counted from (:func:`tile_accesses`): its memories'
     ``shapes`` (:func:`memory_shapes` of the elaborated :class:`rtl_gen.dense.DenseTile` or
     :class:`rtl_gen.tile.NeuronTile` of ``config``), its lane ``groups`` and the ``walk``
-    steps of its threshold walk (none for raw sums)."""
+    steps of its threshold walk (none for raw sums). ``kept`` (a caller's cache) keeps each
+    configuration's plan, elaborated once."""
     from rtl_gen.dense import DenseTile
     from rtl_gen.tile import NeuronTile
 
+    key = (dense, repr(config))
+    if kept is not None and key in kept:
+        return kept[key]
     tile = DenseTile(config) if dense else NeuronTile(config)
-    return {"shapes": memory_shapes(tile), "groups": config.groups,
+    plan = {"shapes": memory_shapes(tile), "groups": config.groups,
             "walk": 0 if config.raw_sums else config.T - 1}
+    if kept is not None:
+        kept[key] = plan
+    return plan
 
 
 def attention_accesses(counters: Mapping[str, int], h: int) -> dict:

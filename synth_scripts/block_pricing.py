@@ -342,13 +342,7 @@ def tile_plans(pr: Pricing, tiles, design: str) -> list[dict]:
     if pr.sram_table is None:
         return []
     kept = pr.cache.setdefault("memories", {})
-    plans = []
-    for _, config in tiles:
-        key = (design == "dense", repr(config))
-        if key not in kept:
-            kept[key] = tile_plan(config, design == "dense")
-        plans.append(kept[key])
-    return plans
+    return [tile_plan(config, design == "dense", kept) for _, config in tiles]
 
 
 def assemble_linear(pr: Pricing, name: str, tiles, design: str, priced: list[dict]) -> PieceGates:

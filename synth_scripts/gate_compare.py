@@ -95,10 +95,7 @@ def measure_design(layer, design: str, codes: torch.Tensor, *, lib_path: Path, w
     router_idle = max(tile["cycles"] - move_clocks, 0.0) * router["idle_per_clock_pJ"]
     uses = []
     if sram.table is not None:
-        dense = design == "dense"
-        plan = cache.setdefault("memories", {}).get((dense, repr(cfg)))
-        if plan is None:
-            plan = cache["memories"][dense, repr(cfg)] = tile_plan(cfg, dense)
+        plan = tile_plan(cfg, design == "dense", cache.setdefault("memories", {}))
         counted = {k: sum(c[k] for c in run.counters) for k in run.counters[0]}
         uses.append((plan["shapes"], tile_accesses(plan, n, counted), tile["cycles"] * n))
     mem = {k: v / n for k, v in sram.price(uses, read_bits=run.sram_bits, write_bits=0).items()}
