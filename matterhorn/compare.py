@@ -162,15 +162,13 @@ def model_energy(design: str, counters: dict, weight_bits: int, costs: dict, fli
 
 
 def compare_workload(wl: Workload, lib_path: Path, costs: dict, work: Path, *, sim: str,
-                     clock_ns: float, progress: Callable[[str], None], bar=None) -> dict:
-    """Every design of ``wl`` on one library: gates, model, their errors and ratios.
+                     clock_ns: float, sram: SramCosts, progress: Callable[[str], None],
+                     bar=None) -> dict:
+    """Every design of ``wl`` on one library: gates, model, their errors and ratios; ``sram``
+    how the library's memories are priced (:meth:`SramCosts.of_library`).
 
     ``progress`` gets a line per design; ``bar`` (:class:`toolkit_base.console.Steps`), when
     given, a step per design."""
-    from synth_scripts.gatelevel import liberty
-
-    lib = liberty.prepare(lib_path, work / "lib")
-    sram = SramCosts.of_library(lib, clock_ns)
     e_bit = sram.bit_pJ
     cache: dict = {}
     designs = []
@@ -314,6 +312,7 @@ def _pdk_entry(lib_path, lib, workloads, work, *, T, k, sim, clock_ns, progress,
                        clock_ns=clock_ns, blocks=True)
     bar.advance("unit costs synthesized")
     costs = synth["unit_costs_pJ_native"]
+    sram = SramCosts.of_library(lib, clock_ns)
     entry = {"pdk": lib.name, "liberty": lib_path.name, "sha256": lib.sha256,
              "technology": synth["scaling"]["technology_label"],
              "scaling_divide_by": synth["scaling"]["divide_by"],
@@ -321,14 +320,14 @@ def _pdk_entry(lib_path, lib, workloads, work, *, T, k, sim, clock_ns, progress,
              "unit_cost_source": "synthesized by matterhorn synth on this library "
              "(unit_costs_pJ_native); E_move_event_router for a hop",
              "sram_bit_source": lib.pdk.sram_bit["source"],
-             "sram_source": sram_source(SramCosts.of_library(lib, clock_ns), lib),
+             "sram_source": sram_source(sram, lib),
              "workloads": []}
     for wl in workloads:
         progress(f"[compare] {lib.name}: workload {wl.name}")
         bar.start(f"workload {wl.name}")
         entry["workloads"].append(compare_workload(
             wl, lib_path, costs, work / lib_path.name / wl.name, sim=sim, clock_ns=clock_ns,
-            progress=progress, bar=bar))
+            sram=sram, progress=progress, bar=bar))
     return entry
 
 
