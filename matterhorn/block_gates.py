@@ -35,8 +35,8 @@ from golden_models.block_pieces import (
     of_kind,
 )
 
-__all__ = ["ACTIVITY", "JOBS", "DesignPricing", "activity", "measure_block_gates", "run_task",
-           "validate_attention"]
+__all__ = ["ACTIVITY", "JOBS", "DesignPricing", "activity", "measure_block_gates",
+           "record_fast", "run_task", "validate_attention"]
 
 
 def _tiles(case, piece, tile_neurons: int) -> list:
@@ -87,6 +87,32 @@ def _linear_job(qnn, case, piece, pr, tile_neurons: int):
     return tasks, partial(assemble_linear, pr, piece.name, tiles, design)
 
 
+def record_fast(acfg, path, sequences, dense: bool, heads, *, root, sim: str = "verilator",
+                name: str = "record"):
+    """The attention path's run recorded in the fast harness on the generated Verilog
+    (:func:`regression.block_fast.record_attention`), the columns a gate-level replay of the
+    nodes of ``heads`` needs (``AttentionRecorder.verilog_probes``): ``(recorder, windows)``
+    for :func:`synth_scripts.block_attention.price_attention`'s ``recorder`` (``root``: the
+    folder of the harness's builds, shared by the runs that take the same one, and of its
+    runs, ``root/runs/<name>-...``)."""
+    from regression.block_fast import record_attention
+    from synth_scripts.gatelevel.attention import AttentionRecorder
+
+    rec = AttentionRecorder.of_system(acfg, dense)
+    windows, columns = record_attention(
+        acfg, path, [(s.query, s.keys, s.values, s.valid, s.attn_out_in) for s in sequences],
+        dense=dense, record=rec.verilog_probes(heads), root=root, sim=sim, name=name)
+    rec.take(columns)
+    return rec, windows
+
+
+def _recorder(pr):
+    """The attention path's recorder of a pricing: the fast harness on its replay simulator,
+    its builds kept beside the netlists, its runs named by the pricing's folder
+    (:func:`record_fast`)."""
+    return partial(record_fast, root=pr.netlist_dir / "fast", sim=pr.sim, name=pr.work.name)
+
+
 def _attention_job(qnn, case, piece, pr, tile_neurons: int):
     from regression.block_parts import attention_config
     from synth_scripts.block_attention import price_attention
@@ -97,7 +123,8 @@ def _attention_job(qnn, case, piece, pr, tile_neurons: int):
     streams = (_tiles(case, first, tile_neurons)[0][1],
                [(case.cat(v), case.layers[producers[v].name].out_mask) for v in piece.inputs])
     return [(price_attention, (pr, attention_config(qnn, case.block), case.path,
-                               _attention_sequences(case), case.design.name, streams))], _only
+                               _attention_sequences(case), case.design.name, streams,
+                               _recorder(pr)))], _only
 
 
 def _norm_job(qnn, case, piece, pr, tile_neurons: int):
@@ -202,7 +229,7 @@ def validate_attention(qnn, case, *, lib_path, work, sim: str = "verilator",
 
     pr = Pricing.prepare(lib_path, work, sim=sim, clock_ns=clock_ns, cache=cache)
     return validate(pr, attention_config(qnn, case.block), case.path,
-                    _attention_sequences(case), case.design.name)
+                    _attention_sequences(case), case.design.name, _recorder(pr))
 
 
 def measure_block_gates(qnn, case, *, lib_path, work, sim: str = "verilator",

@@ -64,7 +64,7 @@ from regression.block_parts import (
     tile_slices,
 )
 
-__all__ = ["DEFAULT_ROOT", "FAST_RUNNERS", "RTL_SIMS", "run_block_fast"]
+__all__ = ["DEFAULT_ROOT", "FAST_RUNNERS", "RTL_SIMS", "record_attention", "run_block_fast"]
 
 #: Where the generated Verilog, the builds and the runs go by default (builds cached by content).
 DEFAULT_ROOT = Path("build") / "block"
@@ -171,7 +171,7 @@ class _Runs:
     unit's own load; a unit longer than a run is split, its load repeated in each part."""
 
     def __init__(self, run: PieceRun, sim: str, rtl_dir: Path, manifest: dict, top: str, *,
-                 T: int, root: Path, name: str, names: dict, prefix=()):
+                 T: int, root: Path, name: str, names: dict, prefix=(), record=None):
         entry = manifest["modules"][top]
         self.piece, self.sim, self.top = run, sim, top
         self.rtl_dir, self.manifest = rtl_dir, manifest
@@ -180,6 +180,8 @@ class _Runs:
         self.widths = {c["port"]: int(c["width"]) for c in entry["counters"]}
         self.prefix = list(prefix)
         self.vec, self.checked, self.runs = None, 0, 0
+        #: with ``record``: each run's recorded columns (:func:`_run`)
+        self.record, self.recorded = record, []
 
     def _fresh(self) -> None:
         self.vec = _Vectors(self.ports, self.widths)
@@ -219,33 +221,42 @@ class _Runs:
         if self.vec is None or self.vec.windows == 0:
             return
         report = _run(self.sim, self.rtl_dir, self.manifest, self.top, self.vec, T=self.T,
-                      root=self.root, name=f"{self.name}-{self.piece.piece}-{self.runs}-{self.sim}")
+                      root=self.root, name=f"{self.name}-{self.piece.piece}-{self.runs}-{self.sim}",
+                      record=self.record)
         _account(self.piece, report, self.names, self.checked)
+        if "record" in report:
+            self.recorded.append(report["record"])
         self.runs += 1
         self.vec = None
 
 
 def _run(sim: str, rtl_dir: Path, manifest: dict, top: str, vectors: _Vectors, *, T: int,
-         root: Path, name: str) -> dict:
+         root: Path, name: str, record=None) -> dict:
     """Build (cached) and run the harness around ``top`` on ``vectors``; the bench's report,
-    with ``passed`` and, for a run that did not pass, ``error``."""
+    with ``passed`` and, for a run that did not pass, ``error``; with ``record`` (the
+    signals to record, :func:`regression.fast.fast_verilog`), ``record``: their columns."""
     from regression import sim as sims
-    from regression.fast import build_fast, fast_config
+    from regression.fast import RECORD_FILE, build_fast, fast_config, read_record
     from toolkit_base.files import write_atomic
 
     config = fast_config(vectors.fast(), seed=0, T=T, bench=name)
     config["depths"] = dict(DEPTHS)  # one build for every run of the piece's shape
-    build = build_fast(sim, rtl_dir, manifest, top, config, root, opt=OPT)
+    build = build_fast(sim, rtl_dir, manifest, top, config, root, opt=OPT, record=record)
     run_dir = root / "runs" / name
     run_dir.mkdir(parents=True, exist_ok=True)
     for fname, text in config.pop("run_files").items():
         write_atomic(run_dir / fname, text)
+    if record:
+        (run_dir / RECORD_FILE).unlink(missing_ok=True)
     res = sims.run(build, _BENCH, config, run_dir, seed=0)
     report = dict(res.report)
     report["passed"] = bool(res.passed)
     if not res.passed:
         report["error"] = ("; ".join(report.get("mismatch_examples") or [])
                            or f"the bench failed: {res.tail(5)}")
+    elif record:
+        report["record"] = read_record(run_dir / RECORD_FILE, record)
+        (run_dir / RECORD_FILE).unlink()
     return report
 
 
@@ -398,10 +409,12 @@ def _attention_rtl(cfg, dense: bool, root: Path) -> tuple[Path, dict, str]:
 
 
 def _attention(run: PieceRun, cfg, path, sequences, *, dense: bool, sim: str,
-               root: Path, name: str) -> None:
+               root: Path, name: str, record=None) -> tuple[list, list]:
     """Every sentence through the attention path of configuration ``cfg`` and golden
-    constants ``path`` (:class:`_Runs`): the configuration, then per sentence its start, its
-    key and value writes and its tokens."""
+    constants ``path`` (:class:`_Runs`): the configuration, then per sentence (``sequences``:
+    ``(query, keys, values, valid, attn_out_in)`` codes) its start, its key and value writes
+    and its tokens. Returns the golden references of each sentence's windows
+    (``attention_reference``'s) and, with ``record``, each harness run's recorded columns."""
     from rtl_gen.attn_images import (
         attention_reference,
         config_beats,
@@ -419,14 +432,14 @@ def _attention(run: PieceRun, cfg, path, sequences, *, dense: bool, sim: str,
     sign_mask = (1 << cfg.time_width) - 1
     # counted by port, as the Amaranth run counts the attention path's
     runs = _Runs(run, sim, rtl_dir, manifest, top, T=cfg.T, root=root, name=name, names={},
-                 prefix=_seq([pack(lload, b) for b in config_beats(cfg, path)], 0))
-    writes = {}
-    for s in sequences:
-        q, k, v, valid = s.codes["query"], s.codes["key"], s.codes["value"], s.valid
+                 prefix=_seq([pack(lload, b) for b in config_beats(cfg, path)], 0),
+                 record=record)
+    writes, references = {}, []
+    for q, k, v, valid, want in sequences:
         load = _seq([pack(lload, b) for b in sequence_beats(cfg, valid) + kv_beats(cfg, k, v)],
                     0)
         refs = (dense_reference if dense else attention_reference)(cfg, path, q, k, v, valid)
-        want = s.codes["attn_out_in"]
+        references.append(refs)
         windows = []
         for i, ref in enumerate(refs):
             if dense:
@@ -447,6 +460,42 @@ def _attention(run: PieceRun, cfg, path, sequences, *, dense: bool, sim: str,
     # every window of the sequence: counted once a sequence, as the Amaranth run counts them
     for port, value in writes.items():
         run.counters[port] = value
+    return references, runs.recorded
+
+
+def record_attention(cfg, path, sequences, *, dense: bool, record, root: Path,
+                     sim: str = "verilator", name: str = "record") -> tuple[list, dict]:
+    """The attention path of configuration ``cfg`` and golden constants ``path`` on
+    ``sequences`` (``(query, keys, values, valid, attn_out_in)`` codes) in the fast harness,
+    as :func:`run_block_fast` runs it (every output and counter checked inside the
+    simulation), recording the signals ``record`` (``(column, reference, width)``:
+    :func:`regression.fast.fast_verilog`) at every clock edge: what a gate-level replay of
+    its nodes is driven by, a hundred times faster than the Amaranth simulator records it.
+
+    Returns ``(windows, columns)``: per sentence, per window an
+    :class:`rtl_gen.simulation.attention.AttentionWindow` (its expected ``o`` events and
+    counter ports, which the run checked), and column -> its values, from reset.
+
+    Raises
+    ------
+    AssertionError
+        The run did not match the golden references.
+    ValueError
+        The sentences do not fit one run of the harness (:data:`DEPTHS`).
+    """
+    from rtl_gen.simulation.attention import AttentionWindow
+
+    run = PieceRun("attention")
+    refs, recorded = _attention(run, cfg, path, sequences, dense=dense, sim=sim, root=root,
+                                name=name, record=record)
+    if run.mismatches:
+        raise AssertionError(f"attention: the recorded run mismatches: {run.first_mismatch}")
+    if len(recorded) != 1:
+        raise ValueError(f"the sentences took {len(recorded)} runs of the harness, not one: "
+                         "record fewer at a time")
+    windows = [[AttentionWindow(list(r["out"]), dict(r["counters"]), 0) for r in seq]
+               for seq in refs]
+    return windows, recorded[0]
 
 
 @dataclasses.dataclass
@@ -474,7 +523,9 @@ def _fast_linear(run: PieceRun, f: _Fast, piece) -> None:
 
 
 def _fast_attention(run: PieceRun, f: _Fast, piece) -> None:
-    _attention(run, attention_config(f.qnn, f.case.block), f.case.path, f.case.sequences,
+    sequences = [(s.codes["query"], s.codes["key"], s.codes["value"], s.valid,
+                  s.codes["attn_out_in"]) for s in f.case.sequences]
+    _attention(run, attention_config(f.qnn, f.case.block), f.case.path, sequences,
                dense=f.dense, sim=f.sim, root=f.root, name=f.name)
 
 

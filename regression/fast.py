@@ -36,6 +36,7 @@ __all__ = [
     "fast_verilog",
     "pack_window_out",
     "probability_256",
+    "read_record",
     "seq_word",
     "system_vectors",
     "tile_vectors",
@@ -231,14 +232,54 @@ def system_vectors(cfg: Mapping, manifest: Mapping, corrupt: str | None = None) 
 # -- Verilog and builds --------------------------------------------------------------------------
 
 
+#: The file a recording harness writes in its run's folder (:func:`fast_verilog`'s ``record``).
+RECORD_FILE = "record.hex"
+
+
 def fast_verilog(entry: Mapping, top: str, counter_ports: Sequence[str],
-                 depths: Mapping[str, int]) -> str:
+                 depths: Mapping[str, int],
+                 record: Sequence[tuple[str, str, int]] | None = None) -> str:
     """Verilog of the harness around ``top`` (module ``mttfs_fast_<top minus mttfs_>``) and of
-    its memory module; deterministic, no source paths."""
+    its memory module; deterministic, no source paths.
+
+    ``record``: signals of the design to record, ``(column, reference, width)``, the reference
+    below the design's instance (``head0.qk.i__valid``) or a constant: at every rising clock
+    edge out of reset the harness writes one line of :data:`RECORD_FILE`, the values the
+    flip-flops see at that edge, every column's bits one after the other from the first
+    column's least significant bit (hex; :func:`read_record` reads it)."""
     from amaranth.back import verilog
 
     h = FastHarness(entry, top, counter_ports, depths)
-    return verilog.convert(h, name=_harness_name(top), emit_src=False) + ROM_VERILOG
+    name = _harness_name(top)
+    text = verilog.convert(h, name=name, emit_src=False)
+    if record:
+        refs = ", ".join(ref if "'" in ref else f"dut.{ref}" for _, ref, _ in reversed(record))
+        block = ("  // the recorded signals (regression.fast.read_record)\n"
+                 "  integer record_fd;\n"
+                 f'  initial record_fd = $fopen("{RECORD_FILE}", "w");\n'
+                 f'  always @(posedge clk) if (!rst) $fwrite(record_fd, "%h\\n", {{{refs}}});\n'
+                 "  final $fclose(record_fd);\n")
+        head = text.index(f"module {name}(")
+        end = text.index("\nendmodule\n", head) + 1
+        text = text[:end] + block + text[end:]
+    return text + ROM_VERILOG
+
+
+def read_record(path: Path, record: Sequence[tuple[str, str, int]]) -> dict[str, list[int]]:
+    """The columns a recording harness wrote (:func:`fast_verilog`'s ``record``), clock edge by
+    clock edge: column -> its values."""
+    widths = [int(w) for _, _, w in record]
+    total = sum(widths)
+    columns = [[] for _ in record]
+    with Path(path).open(encoding="ascii") as f:
+        for n, line in enumerate(f):
+            if len(line) != (total + 3) // 4 + 1:
+                raise ValueError(f"{path}: line {n + 1} is not {total} bits of hex")
+            v = int(line, 16)
+            for col, w in zip(columns, widths, strict=True):
+                col.append(v & ((1 << w) - 1))
+                v >>= w
+    return {name: col for (name, _, _), col in zip(record, columns, strict=True)}
 
 
 def _harness_name(top: str) -> str:
@@ -246,13 +287,15 @@ def _harness_name(top: str) -> str:
 
 
 def build_fast(sim_name: str, rtl_dir: Path, manifest: Mapping, top: str, config: Mapping,
-               root: Path | str, waves: bool = False, opt: str = DEFAULT_OPT) -> sim.Build:
+               root: Path | str, waves: bool = False, opt: str = DEFAULT_OPT,
+               record: Sequence[tuple[str, str, int]] | None = None) -> sim.Build:
     """Build the harness around module ``top`` of the generated set ``rtl_dir`` for the run
     ``config`` (:func:`fast_config`; cached): the harness's Verilog under ``root/rtl/fast-<key>``,
     the build under ``root/sim/<sim>/``. The key covers the module's ports, the counter ports,
     the memory depths and the harness's sources, so stimuli of similar size share one build.
     ``opt``: the C++ optimization of a Verilator build (:data:`OPT_LEVELS`; ``-O1`` compiles
-    MiniLM's twelve-head attention path in half the time of ``-O2`` and runs it as fast)."""
+    MiniLM's twelve-head attention path in half the time of ``-O2`` and runs it as fast).
+    ``record``: the signals the harness records (:func:`fast_verilog`; a build of its own)."""
     from regression import fast_rtl, soak_rtl
     from regression.cache import module_entry, params_key, verilator_waivers
     from toolkit_base.files import write_atomic
@@ -262,13 +305,13 @@ def build_fast(sim_name: str, rtl_dir: Path, manifest: Mapping, top: str, config
     counter_ports = list(config["counter_ports"])
     src_digest = hashlib.sha256(Path(fast_rtl.__file__).read_bytes()
                                 + Path(soak_rtl.__file__).read_bytes()).hexdigest()
-    key = params_key({"fast": [top, entry["ports"], counter_ports, depths],
-                      "harness": src_digest})
+    parts = {"fast": [top, entry["ports"], counter_ports, depths], "harness": src_digest}
+    key = params_key({**parts, "record": [list(r) for r in record]} if record else parts)
     name = _harness_name(top)
     src = Path(root) / "rtl" / f"fast-{key}" / f"{name}.v"
     if not src.is_file():
         src.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(src, fast_verilog(entry, top, counter_ports, depths))
+        write_atomic(src, fast_verilog(entry, top, counter_ports, depths, record))
     dut = [rtl_dir / f for f in entry.get("depends", [])] + [rtl_dir / entry["file"]]
     if opt not in OPT_LEVELS:
         raise ValueError(f"opt must be one of {', '.join(OPT_LEVELS)}, not {opt!r}")

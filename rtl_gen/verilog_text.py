@@ -11,7 +11,7 @@ import re
 from amaranth.back import verilog
 from amaranth.lib import wiring
 
-__all__ = ["collapse_zero_init", "start_up_trigger", "to_verilog"]
+__all__ = ["collapse_zero_init", "named_signals", "start_up_trigger", "to_verilog", "verilog_ref"]
 
 
 #: One row of a memory's ``initial`` block as Yosys writes it: ``    mem[12] = 8'h00;``.
@@ -94,3 +94,40 @@ def to_verilog(component: wiring.Component, name: str) -> str:
         verilog.convert(component, name=name, emit_src=False)))
     extra = getattr(component, "extra_verilog", None)
     return text + extra() if extra is not None else text
+
+
+def named_signals(component: wiring.Component, name: str):
+    """``component`` elaborated once, and where each of its signals that has a name in Verilog
+    is in the text :func:`to_verilog` writes of it as module ``name``: ``(fragment, names)``,
+    ``names`` Amaranth's ``SignalDict`` of signal -> its path below module ``name``
+    (the instance names, then its wire: ``("qk", "weights", "$signature__data")``).
+
+    The names are Amaranth's own (``amaranth.back.rtlil.convert_fragment``'s map, the one
+    conversion :func:`to_verilog` makes, and Yosys's ``write_verilog -norename`` keeps them):
+    a simulator of the generated Verilog can read the signals of the fragment's submodules
+    by these paths (:func:`verilog_ref`)."""
+    from amaranth.back import rtlil
+    from amaranth.hdl import Fragment, Value
+
+    # the port directions as amaranth.back.verilog.convert gives them (no public name)
+    from amaranth.hdl._ir import PortDirection
+
+    ports = {"__".join(map(str, path)): (Value.cast(value), PortDirection.Input
+                                         if member.flow == wiring.In else PortDirection.Output)
+             for path, member, value in component.signature.flatten(component)}
+    fragment = Fragment.get(component, None)
+    _, where = rtlil.convert_fragment(fragment, ports, name, emit_src=False)
+    names = type(where)()  # a SignalDict (Amaranth's signals are not hashable)
+    for sig, path in where.items():
+        names[sig] = path[1:]
+    return fragment, names
+
+
+#: A Verilog simple identifier (else it is written escaped, ``\name ``, as Yosys writes it).
+_SIMPLE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+
+
+def verilog_ref(path: tuple[str, ...] | list[str]) -> str:
+    """A hierarchical reference to ``path`` (instance names, then a wire: a path of
+    :func:`named_signals`), each part escaped where Yosys escapes it (``\\$x `` for ``$x``)."""
+    return ".".join(p if _SIMPLE_ID.fullmatch(p) else f"\\{p} " for p in path)

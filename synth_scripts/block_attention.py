@@ -237,10 +237,14 @@ class _PathRun:
         return self.rec.trace.cycles - self.start
 
 
-def _path_run(pr: Pricing, acfg, path, sequences, design: str) -> _PathRun:
+def _path_run(pr: Pricing, acfg, path, sequences, design: str, recorder=None) -> _PathRun:
     from rtl_gen.attn_images import config_beats
 
-    rec, windows = _run_attention(acfg, path, sequences, design == "dense")
+    dense = design == "dense"
+    if recorder is None:
+        rec, windows = _run_attention(acfg, path, sequences, dense)
+    else:
+        rec, windows = recorder(acfg, path, sequences, dense, spread(acfg.heads, pr.replay_heads))
     start = _config_end(rec.trace, len(config_beats(acfg, path)))
     energy, cells, samples = _node_energies(pr, acfg, rec, start, design, windows)
     inner = [f for h in range(acfg.heads) for x in (0, 1) for f in rec.flits(h, f"inject_x{x}")]
@@ -251,16 +255,21 @@ def _path_run(pr: Pricing, acfg, path, sequences, design: str) -> _PathRun:
 
 
 def price_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSequence],
-                    design: str, streams) -> PieceGates:
+                    design: str, streams, recorder=None) -> PieceGates:
     """The attention piece: the path (:class:`rtl_gen.attn_params.AttentionConfig` ``acfg``,
     golden constants ``path``) at RTL on ``sequences`` (recorded, checked), each head's nodes
     in gates, the key, value and row memories' bits, its input flits and the flits between its
     nodes. ``streams`` gives its input flits: ``(tile_config, [(codes, mask), ...])``, the
-    query, key and value codes as the tiles that make them send them (:func:`piece_flits`)."""
+    query, key and value codes as the tiles that make them send them (:func:`piece_flits`).
+
+    ``recorder``: where the run is recorded, ``recorder(acfg, path, sequences, dense, heads)
+    -> (AttentionRecorder, windows)`` recording at least the nodes of ``heads`` (the ones
+    replayed; e.g. the generated Verilog in a compiled simulator); default the Amaranth
+    simulator, every node."""
     from rtl_gen.dense import dense_pack
 
     dense = design == "dense"
-    run = _path_run(pr, acfg, path, sequences, design)
+    run = _path_run(pr, acfg, path, sequences, design, recorder)
     energy, cells, counters, arouter = run.energy, run.cells, run.counters, run.router
     read, write = attention_sram(acfg, counters)
     tcfg, codes = streams
@@ -327,7 +336,7 @@ def _whole_trace(rec, comp, cut: dict[str, int]):
 
 
 def validate_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSequence],
-                       design: str) -> dict:
+                       design: str, recorder=None) -> dict:
     """The attention path priced as :func:`price_attention` prices it (each head's nodes on
     their own netlists, the routers by hop and idle clock) against one replay of the whole
     :class:`rtl_gen.attention.AttentionSystem` netlist (nodes, routers, forks, injectors, the
@@ -343,7 +352,7 @@ def validate_attention(pr: Pricing, acfg, path, sequences: Sequence[AttentionSeq
     from synth_scripts.gatelevel.measure import replay_energy
     from synth_scripts.gatelevel.netlist import map_netlist
 
-    run = _path_run(pr, acfg, path, sequences, design)
+    run = _path_run(pr, acfg, path, sequences, design, recorder)
     energy, arouter, cycles, start = run.energy, run.router, run.cycles, run.start
     hops = run.counters["cnt_hops"]
     idle_routers = max(3 * acfg.heads * cycles - hops, 0)

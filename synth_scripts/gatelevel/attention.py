@@ -7,7 +7,11 @@ the read data of their memories (which a netlist with its memories cut takes as 
 ``writing`` of their run-time weight writers; :meth:`AttentionRecorder.node_trace` is one node's
 trace, :meth:`~AttentionRecorder.window_marks` where each window starts,
 :meth:`~AttentionRecorder.flits` the flits an injector sent (``synth_scripts.block_attention``
-prices them).
+prices them). The same columns can be read from the generated Verilog in a compiled simulator
+instead (the fast harness on Verilator, a hundred times faster than the Amaranth simulator):
+:meth:`AttentionRecorder.of_system` makes a recorder with no run,
+:meth:`~AttentionRecorder.verilog_probes` says where each column is in the Verilog, and
+:meth:`~AttentionRecorder.take` takes the values read there.
 """
 
 from __future__ import annotations
@@ -49,49 +53,122 @@ def _writers(fragment, path: tuple = ()) -> dict[str, object]:
     return out
 
 
-def _node_probes(fragment) -> dict:
-    """Per ``(head, part)`` of an elaborated :class:`AttentionSystem`: the node component, its
-    memories' read data (:func:`_memories`) and its writers' ``writing`` (:func:`_writers`);
-    per ``(head, "inject_x<x>")``: the injector."""
+def _head_nodes(head) -> dict:
+    """Per node of one head's fragment (``head``: an elaborated
+    :class:`rtl_gen.attention.AttentionHead`): per ``part`` (``qk``, ``sm``, ``pv``) the node
+    component, its memories' read data (:func:`_memories`) and its writers' ``writing``
+    (:func:`_writers`); per ``inject_x<x>`` the injector."""
     from rtl_gen.attention import PARTS
 
     nodes = {}
-    for sub, name, _ in fragment.subfragments:
-        if not name.startswith("head"):
-            continue
-        h = int(name[4:])
-        for node, part, _ in sub.subfragments:
-            if part in PARTS:
-                nodes[h, part] = (node.origins[0], _memories(node), _writers(node))
-            elif part.startswith("inject_x"):
-                nodes[h, part] = (node.origins[0], {}, {})
+    for node, part, _ in head.subfragments:
+        if part in PARTS:
+            nodes[part] = (node.origins[0], _memories(node), _writers(node))
+        elif part.startswith("inject_x"):
+            nodes[part] = (node.origins[0], {}, {})
     return nodes
+
+
+def _node_probes(fragment) -> dict:
+    """:func:`_head_nodes` of every head of an elaborated :class:`AttentionSystem`, by
+    ``(head, part)``."""
+    return {(int(name[4:]), part): node for sub, name, _ in fragment.subfragments
+            if name.startswith("head") for part, node in _head_nodes(sub).items()}
+
+
+def _probes(node) -> dict:
+    """The signals recorded of one node (:func:`_head_nodes`), by the name of their column
+    after ``h<h>.<part>.``: its ports, its memories' ``<path>.rdata``, its writers'
+    ``<path>.writing``."""
+    from synth_scripts.gatelevel.trace import port_signals
+
+    comp, mems, writers = node
+    return {**{port: sig for port, (_, sig) in port_signals(comp).items()},
+            **{f"{m}.rdata": sig for m, sig in mems.items()},
+            **{f"{w}.writing": sig for w, sig in writers.items()}}
 
 
 class AttentionRecorder:
     """``runner`` of :func:`rtl_gen.simulation.attention.simulate_attention`: records the system's
     ports and, beside them, every port of each head's nodes and injectors and the read data of their
-    memories (:func:`synth_scripts.gatelevel.record`)."""
+    memories (:func:`synth_scripts.gatelevel.record`). Or the same columns read from the
+    generated Verilog in another simulator (:meth:`of_system`, :meth:`verilog_probes`,
+    :meth:`take`)."""
 
     def __init__(self):
-        self.trace, self.nodes = None, {}
+        self.trace, self.nodes, self.dut = None, {}, None
 
-    def __call__(self, dut, bench) -> None:
+    def _attach(self, dut):
+        """The system ``dut`` elaborated, its nodes found; the elaboration."""
         from rtl_gen.simulation import elaborated
-        from synth_scripts.gatelevel.trace import port_signals, record
 
         top, _ = elaborated(dut)
-        self.dut = dut
-        self.nodes = _node_probes(top)
-        probes = {}
-        for (h, part), (comp, mems, writers) in self.nodes.items():
-            for port, (_, sig) in port_signals(comp).items():
-                probes[f"h{h}.{part}.{port}"] = sig
-            for mpath, sig in mems.items():
-                probes[f"h{h}.{part}.{mpath}.rdata"] = sig
-            for wpath, sig in writers.items():
-                probes[f"h{h}.{part}.{wpath}.writing"] = sig
-        self.trace = record(dut, bench, extra_inputs=probes, top=top)
+        self.dut, self.nodes = dut, _node_probes(top)
+        return top
+
+    def _columns(self) -> dict:
+        """Every column beside the system's ports: ``h<h>.<part>.<name>`` -> its signal."""
+        return {f"h{h}.{part}.{column}": sig for (h, part), node in self.nodes.items()
+                for column, sig in _probes(node).items()}
+
+    def __call__(self, dut, bench) -> None:
+        from synth_scripts.gatelevel.trace import record
+
+        top = self._attach(dut)
+        self.trace = record(dut, bench, extra_inputs=self._columns(), top=top)
+
+    @classmethod
+    def of_system(cls, acfg, dense: bool):
+        """A recorder of the attention path of ``acfg`` (the dense design's or the spiking one's)
+        whose run is recorded elsewhere: its columns are :meth:`verilog_probes`, its trace what
+        :meth:`take` is given."""
+        from rtl_gen.attention import AttentionSystem
+
+        rec = cls()
+        rec._attach(AttentionSystem(acfg, dense=dense))
+        return rec
+
+    def verilog_probes(self, heads=None) -> list[tuple[str, str, int]]:
+        """The columns :meth:`__call__` records, read from the generated Verilog of the path
+        instead (``AttentionSystem(instances=True)``, the fast harness's): per column ``(name,
+        reference, width)``, the reference below the path's instance: a system's port by its
+        name, a node's ``head<h>.<node>.<...>`` by Amaranth's names in one head's module
+        (:func:`rtl_gen.verilog_text.named_signals`), or a constant for a signal no logic
+        drives or reads (Amaranth names no such signal: it holds its init value). ``heads``:
+        the heads whose nodes are recorded (default all); every head's injectors are (their
+        flits are priced)."""
+        from rtl_gen.attention import DENSE_HEAD_MODULE, AttentionHead
+        from rtl_gen.verilog_text import named_signals, verilog_ref
+        from synth_scripts.gatelevel.trace import port_signals
+
+        cfg, dense = self.dut.config, self.dut.head_module == DENSE_HEAD_MODULE
+        out = [(port, port, len(sig)) for port, (_, sig) in port_signals(self.dut).items()]
+        fragment, names = named_signals(AttentionHead(cfg, None, dense=dense),
+                                        self.dut.head_module)
+        nodes = _head_nodes(fragment)
+        chosen = range(cfg.heads) if heads is None else heads
+        for h in range(cfg.heads):
+            for part, node in nodes.items():
+                if h not in chosen and not part.startswith("inject_x"):
+                    continue
+                for column, sig in _probes(node).items():
+                    ref = (f"head{h}.{verilog_ref(names[sig])}" if sig in names
+                           else f"{len(sig)}'d{sig.init}")
+                    out.append((f"h{h}.{part}.{column}", ref, len(sig)))
+        return out
+
+    def take(self, values: dict[str, list[int]]) -> None:
+        """The run recorded elsewhere: ``values`` per column of :meth:`verilog_probes`, clock
+        edge by clock edge, as :meth:`__call__` records them."""
+        from synth_scripts.gatelevel.trace import Trace, port_signals
+
+        ports = {p: {"dir": d, "width": len(sig)}
+                 for p, (d, sig) in port_signals(self.dut).items()}
+        ports.update({c: {"dir": "in", "width": len(sig)} for c, sig in self._columns().items()})
+        missing = [p for p in values if p not in ports]
+        if missing:
+            raise ValueError(f"columns {missing[:3]} are no column of the attention path")
+        self.trace = Trace({p: ports[p] for p in values}, dict(values))
 
     def node_trace(self, h: int, part: str, cut: dict[str, int]):
         """The trace of node ``(h, part)``: its ports, each cut memory port of its netlist
