@@ -14,8 +14,9 @@ With ``--validate``, instead: the validation of the method on the attention path
 the block's pricing does against one replay of its whole netlist on the same run.
 
 With ``--compare PIECE``, instead: the same piece of each design priced in one run the old way
-(every tile, every window, every head replayed, Verilator at ``-O0``: the sample's pricing
-before the sampling options) and the new way (``--gate-tiles``, ``--gate-windows``,
+(every tile, every window, every head replayed, Verilator at ``-O0``, the attention path
+recorded in the Amaranth simulator: the sample's pricing before the sampling options and the
+fast harness's recording) and the new way (``--gate-tiles``, ``--gate-windows``,
 ``--gate-heads`` and ``--opt``, as ``matterhorn block`` takes them), task by task: the seconds
 of each, the replayed cycles per second, and (``--errors DIR``, the output folder of
 ``benchmarks/bench_block_calibration.py``) the held-out errors of the calibrated pricing.
@@ -59,12 +60,19 @@ def table(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def _priced_tasks(qnn, case, piece, pr, tile_neurons: int) -> tuple[list, float]:
+def _priced_tasks(qnn, case, piece, pr, tile_neurons: int,
+                  amaranth: bool = False) -> tuple[list, float]:
     """The piece's pricing tasks run here one after the other: per task its seconds and, for
-    a tile, its replayed clocks a second; the piece assembled (its total seconds)."""
+    a tile, its replayed clocks a second; the piece assembled (its total seconds). With
+    ``amaranth``, the attention path recorded in the Amaranth simulator (the way before the
+    fast harness recorded it: ``price_attention``'s last argument, its recorder, None)."""
     from matterhorn.block_gates import JOBS, run_task
+    from synth_scripts.block_attention import price_attention
 
     tasks, assemble = JOBS[piece.kind](qnn, case, piece, pr, tile_neurons)
+    if amaranth:
+        tasks = [(fn, (*args[:-1], None)) if fn is price_attention else (fn, args)
+                 for fn, args in tasks]
     got, rows = [], []
     for t in tasks:
         result, seconds = run_task(t)
@@ -117,7 +125,7 @@ def compare(args) -> int:
             toggles.VERILATOR_OPT = opt
             pr = Pricing.prepare(lib, out / way / d, sim=args.sim, windows=True,
                                  netlist_dir=out / "netlists", **kw)
-            timed[way] = _priced_tasks(qnn, case, piece, pr, TILE_NEURONS)
+            timed[way] = _priced_tasks(qnn, case, piece, pr, TILE_NEURONS, amaranth=way == "old")
         toggles.VERILATOR_OPT = "-O0"
         (old, t_old), (new, t_new) = timed["old"], timed["new"]
 

@@ -245,40 +245,54 @@ def fast_verilog(entry: Mapping, top: str, counter_ports: Sequence[str],
     ``record``: signals of the design to record, ``(column, reference, width)``, the reference
     below the design's instance (``head0.qk.i__valid``) or a constant: at every rising clock
     edge out of reset the harness writes one line of :data:`RECORD_FILE`, the values the
-    flip-flops see at that edge, every column's bits one after the other from the first
-    column's least significant bit (hex; :func:`read_record` reads it)."""
+    flip-flops see at that edge in hex, each column in whole hex digits, the first column last
+    (:func:`read_record` reads it)."""
     from amaranth.back import verilog
 
     h = FastHarness(entry, top, counter_ports, depths)
     name = _harness_name(top)
     text = verilog.convert(h, name=name, emit_src=False)
     if record:
-        refs = ", ".join(ref if "'" in ref else f"dut.{ref}" for _, ref, _ in reversed(record))
-        block = ("  // the recorded signals (regression.fast.read_record)\n"
-                 "  integer record_fd;\n"
-                 f'  initial record_fd = $fopen("{RECORD_FILE}", "w");\n'
-                 f'  always @(posedge clk) if (!rst) $fwrite(record_fd, "%h\\n", {{{refs}}});\n'
-                 "  final $fclose(record_fd);\n")
+        block = _record_block(record)
         head = text.index(f"module {name}(")
         end = text.index("\nendmodule\n", head) + 1
         text = text[:end] + block + text[end:]
     return text + ROM_VERILOG
 
 
+def _record_block(record: Sequence[tuple[str, str, int]]) -> str:
+    """The statements a recording harness adds to its module (:func:`fast_verilog`)."""
+    refs = ", ".join((f"{-w % 4}'d0, " if w % 4 else "") + (ref if "'" in ref else f"dut.{ref}")
+                     for _, ref, w in reversed(record))
+    return ("  // the recorded signals (regression.fast.read_record)\n"
+            "  integer record_fd;\n"
+            f'  initial record_fd = $fopen("{RECORD_FILE}", "w");\n'
+            "  always @(posedge clk) if (!rst) begin\n"
+            f'    $fwrite(record_fd, "%h\\n", {{{refs}}});\n'
+            # flushed each line: Icarus's Verilog-2005 mode has no final block to close it
+            "    $fflush(record_fd);\n"
+            "  end\n")
+
+
 def read_record(path: Path, record: Sequence[tuple[str, str, int]]) -> dict[str, list[int]]:
     """The columns a recording harness wrote (:func:`fast_verilog`'s ``record``), clock edge by
-    clock edge: column -> its values."""
-    widths = [int(w) for _, _, w in record]
-    total = sum(widths)
+    clock edge: column -> its values. A hex digit a simulator wrote as unknown (``x``, ``z``:
+    a register Icarus has not set yet, which Amaranth's simulator and Verilator hold at zero)
+    is read as zero."""
+    digits = [(int(w) + 3) // 4 for _, _, w in record]
+    spans, end = [], sum(digits)
+    for d in digits:  # the first column is the last digits of a line
+        spans.append((end - d, end))
+        end -= d
     columns = [[] for _ in record]
+    unknown = str.maketrans("xXzZ", "0000")
     with Path(path).open(encoding="ascii") as f:
         for n, line in enumerate(f):
-            if len(line) != (total + 3) // 4 + 1:
-                raise ValueError(f"{path}: line {n + 1} is not {total} bits of hex")
-            v = int(line, 16)
-            for col, w in zip(columns, widths, strict=True):
-                col.append(v & ((1 << w) - 1))
-                v >>= w
+            if len(line) != sum(digits) + 1:
+                raise ValueError(f"{path}: line {n + 1} is not {sum(digits)} hex digits")
+            line = line.translate(unknown)
+            for col, (lo, hi) in zip(columns, spans, strict=True):
+                col.append(int(line[lo:hi], 16))
     return {name: col for (name, _, _), col in zip(record, columns, strict=True)}
 
 
@@ -306,7 +320,8 @@ def build_fast(sim_name: str, rtl_dir: Path, manifest: Mapping, top: str, config
     src_digest = hashlib.sha256(Path(fast_rtl.__file__).read_bytes()
                                 + Path(soak_rtl.__file__).read_bytes()).hexdigest()
     parts = {"fast": [top, entry["ports"], counter_ports, depths], "harness": src_digest}
-    key = params_key({**parts, "record": [list(r) for r in record]} if record else parts)
+    # a recording harness: its statements in the key (the format read_record reads)
+    key = params_key({**parts, "record": _record_block(record)} if record else parts)
     name = _harness_name(top)
     src = Path(root) / "rtl" / f"fast-{key}" / f"{name}.v"
     if not src.is_file():
