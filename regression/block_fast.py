@@ -470,7 +470,8 @@ def record_attention(cfg, path, sequences, *, dense: bool, record, root: Path,
     as :func:`run_block_fast` runs it (every output and counter checked inside the
     simulation), recording the signals ``record`` (``(column, reference, width)``:
     :func:`regression.fast.fast_verilog`) at every clock edge: what a gate-level replay of
-    its nodes is driven by, a hundred times faster than the Amaranth simulator records it.
+    its nodes is driven by (MiniLM's two shortest sentences: 1 s of simulation, where the
+    Amaranth simulator takes about 70 s).
 
     Returns ``(windows, columns)``: per sentence, per window an
     :class:`rtl_gen.simulation.attention.AttentionWindow` (its expected ``o`` events and
