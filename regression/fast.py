@@ -319,9 +319,9 @@ def build_fast(sim_name: str, rtl_dir: Path, manifest: Mapping, top: str, config
     counter_ports = list(config["counter_ports"])
     src_digest = hashlib.sha256(Path(fast_rtl.__file__).read_bytes()
                                 + Path(soak_rtl.__file__).read_bytes()).hexdigest()
-    parts = {"fast": [top, entry["ports"], counter_ports, depths], "harness": src_digest}
+    harness = {"fast": [top, entry["ports"], counter_ports, depths], "harness": src_digest}
     # a recording harness: its statements in the key (the format read_record reads)
-    key = params_key({**parts, "record": _record_block(record)} if record else parts)
+    key = params_key({**harness, "record": _record_block(record)} if record else harness)
     name = _harness_name(top)
     src = Path(root) / "rtl" / f"fast-{key}" / f"{name}.v"
     if not src.is_file():
