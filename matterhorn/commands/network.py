@@ -14,7 +14,7 @@ HELP = ("run real sentences through every encoder block of a model in the genera
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from matterhorn.commands import add_design_arguments
+    from matterhorn.commands import add_design_arguments, add_gate_sampling_arguments
 
     parser.add_argument("--model", default="random", metavar="random|minilm|FOLDER",
                         help="the small random network (2 blocks: hidden 8, 2 heads, FFN 16, 8 "
@@ -53,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(0: every sentence) (default: 2)")
     parser.add_argument("--gate-block", type=int, default=None, metavar="B",
                         help="with --gates: the block whose sample is replayed (default: 0)")
+    add_gate_sampling_arguments(parser)
     parser.add_argument("--validate-block", type=int, default=None, metavar="B",
                         help="with --gates: a held-out block replayed in full on the sample's "
                         "sentences, beside its figures from the fits (default: none)")
@@ -74,8 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _gates(args, blocks: int):
     """The pricing of ``--gates`` and its options, checked (``blocks``: the network's)."""
     from matterhorn import block, network
+    from matterhorn.commands import gate_sampling
     from toolkit_base.checks import check_int
 
+    sampling = gate_sampling(args, args.gates)
     if not args.gates:
         for name in ("liberty", "gate_sentences", "gate_block", "validate_block"):
             value = getattr(args, name)
@@ -96,7 +99,7 @@ def _gates(args, blocks: int):
     if args.validate_block is not None:
         check_int("--validate-block", args.validate_block, 0, top)
     g = block.GatesSetup(Path(check_liberty(lib)), args.sim, Path(args.out) / "gates",
-                         sample=sample)
+                         sample=sample, **sampling)
     return network.NetworkGates(g, gb, args.validate_block)
 
 
