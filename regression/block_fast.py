@@ -15,8 +15,10 @@ linear layers  every tile of the layer (:func:`regression.block_parts.tile_slice
                after the other, each followed by every token of every sentence
 attention      the attention path (the spiking or the dense design's), each sentence's start,
                key and value writes, then its tokens
-norms          the add+LayerNorm unit in the Amaranth simulator (its own stream protocol;
-               a few seconds a sentence), every row of every sentence after one load
+norms          the add+LayerNorm unit (:class:`regression.fast_rtl.PairedNorm`: its two row
+               inputs taken as pairs, a row a window), every row of every sentence after
+               one load; the unit that feeds a network's next block has its output stream
+               recorded and read back
 =============  ===========================================================================
 
 Each piece takes the golden QNN's values at its input (the captured ones), not the piece
@@ -59,7 +61,6 @@ from regression.block_parts import (
     PieceRun,
     attention_config,
     made_by,
-    run_norm,
     tile_config,
     tile_slices,
 )
@@ -378,34 +379,44 @@ def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, d
         runs.flush()
 
 
-def _attention_rtl(cfg, dense: bool, root: Path) -> tuple[Path, dict, str]:
-    """The attention path's Verilog (the dense design's, or the spiking one's) of ``cfg``
-    under ``root/rtl/attention-<digest of the Verilog>``, and a manifest for the harness:
-    ``(folder, manifest, module)``. The Verilog is made every time (a few seconds for
-    MiniLM's twelve heads) and the folder named by its text, so a change of the generator
+def _harness_rtl(comp, top: str, parameters: dict, counters: dict, stem: str, root: Path,
+                 **extra) -> tuple[Path, dict, str]:
+    """The Verilog of component ``comp`` as module ``top`` under
+    ``root/rtl/<stem>-<digest of the Verilog>``, and a manifest for the harness (its ports,
+    streams and ``counters``, name -> width, on ports ``cnt_<name>``; ``extra`` fields of its
+    record): ``(folder, manifest, module)``. The Verilog is made every time (a few seconds
+    for MiniLM's twelve heads) and the folder named by its text, so a change of the generator
     that leaves it alone rebuilds nothing."""
-    from rtl_gen.attention import AttentionSystem, attention_manifest, head_counters
     from rtl_gen.generate import LINT_WAIVERS, port_list, stream_ports
     from rtl_gen.verilog_text import to_verilog
     from toolkit_base.files import write_atomic
 
-    top = "dense_attention" if dense else "mttfs_attention"
-    comp = AttentionSystem(cfg, instances=True, dense=dense)
     text = to_verilog(comp, top)
-    folder = root / "rtl" / f"attention-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    folder = root / "rtl" / f"{stem}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
     path = folder / "manifest.json"
     if path.is_file():
         return folder, json.loads(path.read_text()), top
-    widths = head_counters(cfg, dense=dense)
     entry = {"file": f"{top}.v", "ports": port_list(comp), "streams": stream_ports(comp),
-             "counters": [{"name": n, "port": f"cnt_{n}", "width": w} for n, w in widths.items()],
-             **attention_manifest(comp)}
-    manifest = {"parameters": {**cfg.as_dict(), "dense": dense}, "modules": {top: entry},
+             "counters": [{"name": n, "port": f"cnt_{n}", "width": w}
+                          for n, w in counters.items()],
+             **extra}
+    manifest = {"parameters": parameters, "modules": {top: entry},
                 "lint": {"waivers": list(LINT_WAIVERS)}}
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(folder / entry["file"], text)
     write_atomic(path, json.dumps(manifest, indent=2) + "\n")  # last: the folder is complete
     return folder, manifest, top
+
+
+def _attention_rtl(cfg, dense: bool, root: Path) -> tuple[Path, dict, str]:
+    """The attention path's Verilog (the dense design's, or the spiking one's) of ``cfg``
+    and its manifest (:func:`_harness_rtl`)."""
+    from rtl_gen.attention import AttentionSystem, attention_manifest, head_counters
+
+    comp = AttentionSystem(cfg, instances=True, dense=dense)
+    return _harness_rtl(comp, "dense_attention" if dense else "mttfs_attention",
+                        {**cfg.as_dict(), "dense": dense}, head_counters(cfg, dense=dense),
+                        "attention", root, **attention_manifest(comp))
 
 
 def _attention(run: PieceRun, cfg, path, sequences, *, dense: bool, sim: str,
@@ -463,6 +474,97 @@ def _attention(run: PieceRun, cfg, path, sequences, *, dense: bool, sim: str,
     return references, runs.recorded
 
 
+#: Module name of the add+LayerNorm unit in the harness (:class:`regression.fast_rtl.PairedNorm`).
+NORM_TOP = "mttfs_add_norm_paired"
+
+
+def _norm_fields(cfg) -> tuple:
+    """Where the unit's output ``{r, q}`` lies in a beat: ``(residual bits, code bits, code
+    signed)``; ``q`` follows ``r``, :data:`rtl_gen.layouts.NORM_CODES` codes of ``code bits``
+    each (:func:`rtl_gen.layouts.norm_out_layout`)."""
+    from amaranth.hdl import Shape
+
+    from rtl_gen.layouts import norm_out_layout
+
+    lay = norm_out_layout(cfg)
+    code = Shape.cast(lay["q"].shape.elem_shape)
+    return Shape.cast(lay["r"].shape).width, code.width, code.signed
+
+
+def _made_rows(recorded: list, cfg, rows: int, codes: int) -> list[torch.Tensor]:
+    """What the add+LayerNorm unit sent on ``o``, from the harness's recording of its stream
+    (each run's columns, in order): the codes of each of the ``codes`` positions it walks,
+    then the stream, each ``[rows, hidden]``."""
+    from rtl_gen.layouts import NORM_CODES
+
+    rb, cb, signed = _norm_fields(cfg)
+    beats = []
+    for cols in recorded:
+        beats += [w for v, r, w in zip(cols["valid"], cols["ready"], cols["payload"],
+                                       strict=True) if v and r]
+    n = cfg.hidden
+    if len(beats) != rows * n:
+        raise ValueError(f"add+LayerNorm: {len(beats)} output beats recorded, not {rows} rows "
+                         f"of {n}")
+
+    def value(word: int, lo: int, width: int, sign: bool) -> int:
+        v = (word >> lo) & ((1 << width) - 1)
+        return v - (1 << width) if sign and v >> (width - 1) else v
+
+    stream = [value(w, 0, rb, True) for w in beats]
+    made = [torch.tensor([value(w, rb + p * cb, cb, signed) for w in beats],
+                         dtype=torch.int64).reshape(rows, n)
+            for p in range(min(codes, NORM_CODES))]
+    return [*made, torch.tensor(stream, dtype=torch.int64).reshape(rows, n)]
+
+
+def _norm(run: PieceRun, cfg, add, norm, thetas, r, sums, want_r, want_codes, *, sim: str,
+          root: Path, name: str, made: bool = False) -> list | None:
+    """Every row ``(r, sums)`` (``[S, hidden]`` each) through the add+LayerNorm unit of
+    configuration ``cfg`` (:class:`regression.fast_rtl.PairedNorm`), programmed with the
+    golden residual add ``add``, LayerNorm ``norm`` and walk tables ``thetas`` once a run
+    (:class:`_Runs`), a row a window: its channels' pairs in, its new stream ``want_r`` and
+    the codes it walks ``want_codes`` (one ``[S, hidden]`` per table) out, checked in the
+    simulation. With ``made``, the unit's output stream is recorded and returned as
+    :func:`regression.block_parts.run_norm` returns it (the codes, then the stream): what
+    the unit made, not what was expected of it."""
+    from rtl_gen.add_norm import load_beats
+    from rtl_gen.layouts import norm_load_layout
+    from regression.fast_rtl import PairedNorm
+
+    codes = len(want_codes)
+    comp = PairedNorm(cfg, codes=codes)
+    rtl_dir, manifest, top = _harness_rtl(comp, NORM_TOP, {**cfg.as_dict(), "codes": codes},
+                                          {}, "add_norm", root)
+    streams = manifest["modules"][top]["streams"]
+    pin = _packer(streams["i"]["fields"])
+    pout = _packer(streams["o"]["fields"])
+    rb, cb, _ = _norm_fields(cfg)
+    width = int(streams["o"]["payload_width"])
+    record = ([("valid", "o__valid", 1), ("ready", "o__ready", 1),
+               ("payload", "o__payload", width)] if made else None)
+    load = _seq([_packer(norm_load_layout(cfg))({"target": t, "addr": a, "data": d})
+                 for t, a, d in load_beats(cfg, add, norm, thetas)], 0)
+    runs = _Runs(run, sim, rtl_dir, manifest, top, T=cfg.T, root=root, name=name, names={},
+                 record=record)
+    n = cfg.hidden
+    mask = (1 << cb) - 1
+    windows = []
+    for i in range(r.shape[0]):
+        ri, vi, wi = r[i].tolist(), sums[i].tolist(), want_r[i].tolist()
+        qi = [c[i].tolist() for c in want_codes]
+        out = [pout({"r": wi[j], "q": sum((q[j] & mask) << (p * cb) for p, q in enumerate(qi)),
+                     "last": int(j == n - 1)}) for j in range(n)]
+        windows.append(_Window(_seq([pin({"r": ri[j], "v": vi[j]}) for j in range(n)], 1), out,
+                               {}, n * (1 + len(qi))))
+    runs.unit(load, windows)
+    runs.flush()
+    run.counters.update({"rows": r.shape[0], "channels": r.shape[0] * n})
+    if not made:
+        return None
+    return _made_rows(runs.recorded, cfg, r.shape[0], len(want_codes))
+
+
 def record_attention(cfg, path, sequences, *, dense: bool, record, root: Path,
                      sim: str = "verilator", name: str = "record") -> tuple[list, dict]:
     """The attention path of configuration ``cfg`` and golden constants ``path`` on
@@ -510,6 +612,8 @@ class _Fast:
     sim: str
     root: Path
     name: str
+    #: whether what the block's last piece makes is handed back (a network's next block)
+    hand_on: bool = False
 
     @property
     def dense(self) -> bool:
@@ -530,26 +634,28 @@ def _fast_attention(run: PieceRun, f: _Fast, piece) -> None:
                dense=f.dense, sim=f.sim, root=f.root, name=f.name)
 
 
-def _fast_norm(run: PieceRun, f: _Fast, piece) -> list:
-    """An add+LayerNorm piece in the Amaranth simulator (its own stream protocol), every row
-    of every sentence after one load; returns what it made (the codes it walks, then the
-    stream), every sentence's tokens one after the other."""
+def _fast_norm(run: PieceRun, f: _Fast, piece) -> list | None:
+    """An add+LayerNorm piece (:func:`_norm`), every row of every sentence after one load;
+    for the piece that feeds the next block, when the run hands it on (``f.hand_on``),
+    returns what it made (the codes it walks, then the stream), every sentence's tokens one
+    after the other."""
     from regression.units import minilm_config
 
     add, norm, thetas = f.case.units[piece.name]
     # the codes it walks: none after the last block
     want = ([f.case.cat(c, next_block=piece.next_block) for c in piece.outputs[:-1]]
             if thetas else [])
-    r, codes = run_norm(run, minilm_config(f.qnn), add, norm, thetas,
-                        *(f.case.cat(v) for v in piece.inputs), f.case.cat(piece.outputs[-1]),
-                        want)
-    return [*codes, r]
+    return _norm(run, minilm_config(f.qnn), add, norm, thetas,
+                 *(f.case.cat(v) for v in piece.inputs), f.case.cat(piece.outputs[-1]), want,
+                 sim=f.sim, root=f.root, name=f.name,
+                 made=bool(piece.next_block and f.hand_on))
 
 
 #: The fast runner of each kind of piece: ``(run, fast, piece)``, the piece's every input
 #: the captured one; returns what the piece made (by output, every sentence's tokens one
-#: after the other) when the run hands it back to Python (the add+LayerNorm units), else
-#: None (the tiles and the attention path are checked inside the simulation).
+#: after the other) when the run hands it back to Python (the add+LayerNorm unit that feeds
+#: the next block, recorded from the harness), else None (every piece is checked inside the
+#: simulation).
 FAST_RUNNERS = {LINEAR: _fast_linear, ATTENTION: _fast_attention, ADD_NORM: _fast_norm}
 
 
@@ -572,7 +678,8 @@ def run_block_fast(qnn, case, *, tile_neurons: int = TILE_NEURONS, sim: str = "v
         raise ValueError(f"sim must be icarus or verilator, not {sim!r}")
     check_handlers(FAST_RUNNERS, "regression.block_fast.FAST_RUNNERS", PIECES)
     sims.ensure_simulator(sim)
-    fast = _Fast(qnn, case, tile_neurons, sim, Path(root).resolve(), name)
+    fast = _Fast(qnn, case, tile_neurons, sim, Path(root).resolve(), name,
+                 hand_on=outputs is not None)
     runs = {p.name: PieceRun(p.name) for p in PIECES}
     for piece in PIECES:
         t0 = time.perf_counter()

@@ -87,6 +87,8 @@ def _planted(case, name: str, tensors: bool = False):
     ("query", False, "query"),            # a projection's output codes
     ("attn_sum", True, "attn_out"),       # a raw sum
     ("attn_out_in", False, "attention"),  # the attention path's output
+    ("r1", True, "norm_attn"),            # an add+LayerNorm unit's new stream
+    ("ffn_expand_in", False, "norm_attn"),  # the codes it walks
 ])
 def test_a_golden_value_planted_wrong_is_caught_in_its_piece(model, captured, name, tensors,
                                                               piece):
