@@ -314,9 +314,10 @@ def price(qnn, case, run, gates: NetworkGates, *, placement, tile_neurons: int,
     ``run``, :class:`regression.network.NetworkRun`) priced in our gates.
 
     Block ``gates.block``'s sample sentences (the shortest ``gates.gates.sample``; all with 0)
-    are replayed window by window (of each linear piece and the attention path the tiles,
-    heads and windows ``gates.gates`` samples; all of them by default) (:func:`matterhorn.block_gates.measure_block_gates`); every
-    block's windows over every sentence are priced by those windows' fits to their counters
+    are replayed window by window (:func:`matterhorn.block_gates.measure_block_gates`; of
+    each linear piece and the attention path the tiles, heads and windows ``gates.gates``
+    samples, all of them by default); every block's windows over every sentence are priced
+    by those windows' fits to their counters
     (:func:`synth_scripts.block_calibration.calibrate` on the block's own
     :func:`~matterhorn.block_gates.activity`, its movement at the block placement's hops for
     its own flits). With ``gates.validate``, that block is replayed in full on the sample's

@@ -15,7 +15,7 @@ linear layers  every tile of the layer (:func:`regression.block_parts.tile_slice
                after the other, each followed by every token of every sentence
 attention      the attention path (the spiking or the dense design's), each sentence's start,
                key and value writes, then its tokens
-norms          the add+LayerNorm unit (:class:`regression.fast_rtl.PairedNorm`: its two row
+norms          the add+LayerNorm unit (:class:`regression.fast_adapters.PairedNorm`: its two row
                inputs taken as pairs, a row a window), every row of every sentence after
                one load; the unit that feeds a network's next block has its output stream
                recorded and read back
@@ -474,7 +474,8 @@ def _attention(run: PieceRun, cfg, path, sequences, *, dense: bool, sim: str,
     return references, runs.recorded
 
 
-#: Module name of the add+LayerNorm unit in the harness (:class:`regression.fast_rtl.PairedNorm`).
+#: Module name of the add+LayerNorm unit in the harness
+#: (:class:`regression.fast_adapters.PairedNorm`).
 NORM_TOP = "mttfs_add_norm_paired"
 
 
@@ -521,16 +522,16 @@ def _made_rows(recorded: list, cfg, rows: int, codes: int) -> list[torch.Tensor]
 def _norm(run: PieceRun, cfg, add, norm, thetas, r, sums, want_r, want_codes, *, sim: str,
           root: Path, name: str, made: bool = False) -> list | None:
     """Every row ``(r, sums)`` (``[S, hidden]`` each) through the add+LayerNorm unit of
-    configuration ``cfg`` (:class:`regression.fast_rtl.PairedNorm`), programmed with the
+    configuration ``cfg`` (:class:`regression.fast_adapters.PairedNorm`), programmed with the
     golden residual add ``add``, LayerNorm ``norm`` and walk tables ``thetas`` once a run
     (:class:`_Runs`), a row a window: its channels' pairs in, its new stream ``want_r`` and
     the codes it walks ``want_codes`` (one ``[S, hidden]`` per table) out, checked in the
     simulation. With ``made``, the unit's output stream is recorded and returned as
     :func:`regression.block_parts.run_norm` returns it (the codes, then the stream): what
     the unit made, not what was expected of it."""
+    from regression.fast_adapters import PairedNorm
     from rtl_gen.add_norm import load_beats
     from rtl_gen.layouts import norm_load_layout
-    from regression.fast_rtl import PairedNorm
 
     codes = len(want_codes)
     comp = PairedNorm(cfg, codes=codes)
