@@ -92,6 +92,16 @@ class GatesSetup:
         calibrated)."""
         return bool(self.tiles or self.heads or self.windows)
 
+    def sampling_said(self) -> str:
+        """What of the sample sentences a sampled pricing replays, in words (`` (2 tiles of
+        each linear piece, ...; the others priced by their fits)``); empty when it replays
+        all of them."""
+        said = [f"{n} {what}" for n, what in (
+            (self.tiles, "tiles of each linear piece"), (self.heads, "heads of the attention path"),
+            (self.windows, "windows of each replayed tile and rows of each add+LayerNorm unit"))
+            if n]
+        return f" ({', '.join(said)}; the others priced by their fits)" if said else ""
+
     def identity(self) -> dict:
         """What the gates' figures depend on: the liberty's bytes, the simulator, the clock,
         the sample (not the folders)."""

@@ -664,6 +664,7 @@ def _gates_document(priced: dict, gates: NetworkGates) -> dict | None:
     if not priced:
         return None
     g0 = next(iter(priced.values()))["sample"]
+    g = gates.gates
     return {
         "library": g0.library, "liberty": g0.liberty, "clock_ns": g0.clock_ns,
         "simulator": g0.simulator, "sram_pJ_per_bit": g0.sram_bit_pJ,
@@ -675,8 +676,11 @@ def _gates_document(priced: dict, gates: NetworkGates) -> dict | None:
                            "component leakage (synth_scripts.block_gates)"},
         "method": {"sample_block": gates.block, "validate_block": gates.validate,
                    "sample_sentences": g0.sentences, "sample_tokens": g0.tokens,
+                   # 0: every one (GatesSetup)
+                   "sample_tiles": g.tiles, "sample_heads": g.heads, "sample_windows": g.windows,
                    "how": f"block {gates.block}'s sample sentences replayed at gate level window "
-                          "by window; every window of every block over every sentence priced "
+                          f"by window{g.sampling_said()}; every window of every block over every "
+                          "sentence priced "
                           "by the sample's per-unit fits to its counters (the golden QNN's, "
                           "equal to the RTL's); SRAM bits, flits and hops counted per block "
                           "(synth_scripts.block_calibration)"},
