@@ -96,10 +96,11 @@ class GatesSetup:
         """What of the sample sentences a sampled pricing replays, in words (`` (2 tiles of
         each linear piece, ...; the others priced by their fits)``); empty when it replays
         all of them."""
-        said = [f"{n} {what}" for n, what in (
-            (self.tiles, "tiles of each linear piece"), (self.heads, "heads of the attention path"),
-            (self.windows, "windows of each replayed tile and rows of each add+LayerNorm unit"))
-            if n]
+        said = [f"{n} {what if n > 1 else one}" for n, what, one in (
+            (self.tiles, "tiles of each linear piece", "tile of each linear piece"),
+            (self.heads, "heads of the attention path", "head of the attention path"),
+            (self.windows, "windows of each replayed tile and rows of each add+LayerNorm unit",
+             "window of each replayed tile and row of each add+LayerNorm unit")) if n]
         return f" ({', '.join(said)}; the others priced by their fits)" if said else ""
 
     def identity(self) -> dict:
