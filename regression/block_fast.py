@@ -255,7 +255,9 @@ def _run(sim: str, rtl_dir: Path, manifest: dict, top: str, vectors: _Vectors, *
     if not res.passed:
         report["error"] = ("; ".join(report.get("mismatch_examples") or [])
                            or f"the bench failed: {res.tail(5)}")
-    elif record:
+    if record and (run_dir / RECORD_FILE).is_file():
+        # what the design did, whether or not it matched the expectation (a mismatching
+        # unit's output is still what the next block is fed)
         report["record"] = read_record(run_dir / RECORD_FILE, record)
         (run_dir / RECORD_FILE).unlink()
     return report
@@ -480,16 +482,17 @@ NORM_TOP = "mttfs_add_norm_paired"
 
 
 def _norm_fields(cfg) -> tuple:
-    """Where the unit's output ``{r, q}`` lies in a beat: ``(residual bits, code bits, code
-    signed)``; ``q`` follows ``r``, :data:`rtl_gen.layouts.NORM_CODES` codes of ``code bits``
-    each (:func:`rtl_gen.layouts.norm_out_layout`)."""
+    """Where the unit's output ``{r, q}`` lies in a beat (:func:`rtl_gen.layouts.norm_out_layout`,
+    read per beat faster than :func:`rtl_gen.layouts.unpack` would): ``(residual bits, offset
+    of the codes, code bits, code signed)``, :data:`rtl_gen.layouts.NORM_CODES` codes from
+    that offset on."""
     from amaranth.hdl import Shape
 
     from rtl_gen.layouts import norm_out_layout
 
     lay = norm_out_layout(cfg)
     code = Shape.cast(lay["q"].shape.elem_shape)
-    return Shape.cast(lay["r"].shape).width, code.width, code.signed
+    return Shape.cast(lay["r"].shape).width, lay["q"].offset, code.width, code.signed
 
 
 def _made_rows(recorded: list, cfg, rows: int, codes: int) -> list[torch.Tensor]:
@@ -498,7 +501,7 @@ def _made_rows(recorded: list, cfg, rows: int, codes: int) -> list[torch.Tensor]
     then the stream, each ``[rows, hidden]``."""
     from rtl_gen.layouts import NORM_CODES
 
-    rb, cb, signed = _norm_fields(cfg)
+    rb, qo, cb, signed = _norm_fields(cfg)
     beats = []
     for cols in recorded:
         beats += [w for v, r, w in zip(cols["valid"], cols["ready"], cols["payload"],
@@ -513,7 +516,7 @@ def _made_rows(recorded: list, cfg, rows: int, codes: int) -> list[torch.Tensor]
         return v - (1 << width) if sign and v >> (width - 1) else v
 
     stream = [value(w, 0, rb, True) for w in beats]
-    made = [torch.tensor([value(w, rb + p * cb, cb, signed) for w in beats],
+    made = [torch.tensor([value(w, qo + p * cb, cb, signed) for w in beats],
                          dtype=torch.int64).reshape(rows, n)
             for p in range(min(codes, NORM_CODES))]
     return [*made, torch.tensor(stream, dtype=torch.int64).reshape(rows, n)]
@@ -540,7 +543,7 @@ def _norm(run: PieceRun, cfg, add, norm, thetas, r, sums, want_r, want_codes, *,
     streams = manifest["modules"][top]["streams"]
     pin = _packer(streams["i"]["fields"])
     pout = _packer(streams["o"]["fields"])
-    rb, cb, _ = _norm_fields(cfg)
+    _, _, cb, _ = _norm_fields(cfg)
     width = int(streams["o"]["payload_width"])
     record = ([("valid", "o__valid", 1), ("ready", "o__ready", 1),
                ("payload", "o__payload", width)] if made else None)

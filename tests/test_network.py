@@ -62,11 +62,13 @@ def test_a_small_network_runs_bit_exact_on_both_simulators(small, design, sim):
     assert NetworkRun.load(json.loads(json.dumps(run.dump()))).dump() == run.dump()
 
 
-def test_the_next_block_takes_the_hardwares_output(tiny):
+@pytest.mark.parametrize("sim", ["amaranth", "verilator"])
+def test_the_next_block_takes_the_hardwares_output(tiny, sim):
     """Block 1's stream input planted wrong in what the QNN gives it: the hardware's output of
     block 0 differs from it in that one value (``handoff``), and block 1, fed with the
     hardware's output, still matches the QNN everywhere (fed the planted value, its first
-    add+LayerNorm would not)."""
+    add+LayerNorm would not). In the fast harness what block 0's last unit made is read back
+    from a recording of its output stream."""
     qnn, tok = tiny
     case = network_case(qnn, tok, ["Two words."], "mttfs-k1")
     b1 = case.blocks[1]
@@ -76,7 +78,7 @@ def test_the_next_block_takes_the_hardwares_output(tiny):
     s0 = dataclasses.replace(s0, tensors={**s0.tensors, "r_in": r_in})
     planted = dataclasses.replace(case, blocks=(case.blocks[0],
                                                 dataclasses.replace(b1, sequences=(s0,))))
-    run = run_network(qnn, planted, sim="amaranth")
+    run = run_network(qnn, planted, sim=sim, root=ROOT)
     assert run.handoff == [0, 1]
     assert [b.mismatches for b in run.blocks] == [0, 0]
     assert run.equal == [True]
@@ -224,3 +226,23 @@ def test_the_random_network_priced_in_gates_with_a_held_out_block(tmp_path):
         v = d["validation"]
         assert v["held_out_block"] == 1 and v["fitted_from"] == 0
         assert abs(v["totals"]["total"]["error"]) < 0.10, (d["design"], v["totals"]["total"])
+
+
+def test_what_is_handed_on_is_what_the_unit_made(tiny):
+    """Block 0's expected output stream planted wrong: the fast harness counts the mismatch in
+    block 0, and what it hands on is what block 0's last unit made (read back from its
+    recorded output), not the planted expectation: block 1 is fed the right value and
+    matches everywhere."""
+    qnn, tok = tiny
+    case = network_case(qnn, tok, ["Two words."], "mttfs-k1")
+    b0 = case.blocks[0]
+    s0 = b0.sequences[0]
+    r_out = s0.tensors["r_out"].clone()
+    r_out[1, 2] += 5
+    s0 = dataclasses.replace(s0, tensors={**s0.tensors, "r_out": r_out})
+    planted = dataclasses.replace(case, blocks=(dataclasses.replace(b0, sequences=(s0,)),
+                                                case.blocks[1]))
+    run = run_network(qnn, planted, sim="verilator", root=ROOT)
+    assert run.blocks[0].mismatches >= 1
+    assert run.handoff == [0, 0]
+    assert run.blocks[1].mismatches == 0
