@@ -207,7 +207,7 @@ def test_the_random_network_priced_in_gates_with_a_held_out_block(tmp_path):
     (one tile of each linear piece, one head, two windows), block 1 held out and replayed in
     full: every design priced in every block by component, the sampling said in
     ``gates.method``, and block 1's fitted figures within 10 % of its replay (measured: -0.2 %
-    dense, -2.6 % k = 1; about 6 minutes on two idle cores, most of it mapping netlists)."""
+    dense, -2.6 % k = 1; 14 minutes on two idle cores, most of it mapping netlists)."""
     from matterhorn.cli import main
 
     out = tmp_path / "n"
