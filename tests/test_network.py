@@ -62,6 +62,19 @@ def test_a_small_network_runs_bit_exact_on_both_simulators(small, design, sim):
     assert NetworkRun.load(json.loads(json.dumps(run.dump()))).dump() == run.dump()
 
 
+def _planted(case, block: int, name: str):
+    """The network case with one value of block ``block``'s first sentence's tensor ``name``
+    (what the QNN gives or expects there) moved by 5."""
+    b = case.blocks[block]
+    s0 = b.sequences[0]
+    bad = s0.tensors[name].clone()
+    bad[1, 2] += 5
+    s0 = dataclasses.replace(s0, tensors={**s0.tensors, name: bad})
+    blocks = list(case.blocks)
+    blocks[block] = dataclasses.replace(b, sequences=(s0, *b.sequences[1:]))
+    return dataclasses.replace(case, blocks=tuple(blocks))
+
+
 @pytest.mark.parametrize("sim", ["amaranth", "verilator"])
 def test_the_next_block_takes_the_hardwares_output(tiny, sim):
     """Block 1's stream input planted wrong in what the QNN gives it: the hardware's output of
@@ -70,14 +83,7 @@ def test_the_next_block_takes_the_hardwares_output(tiny, sim):
     add+LayerNorm would not). In the fast harness what block 0's last unit made is read back
     from a recording of its output stream."""
     qnn, tok = tiny
-    case = network_case(qnn, tok, ["Two words."], "mttfs-k1")
-    b1 = case.blocks[1]
-    s0 = b1.sequences[0]
-    r_in = s0.tensors["r_in"].clone()
-    r_in[1, 2] += 5
-    s0 = dataclasses.replace(s0, tensors={**s0.tensors, "r_in": r_in})
-    planted = dataclasses.replace(case, blocks=(case.blocks[0],
-                                                dataclasses.replace(b1, sequences=(s0,))))
+    planted = _planted(network_case(qnn, tok, ["Two words."], "mttfs-k1"), 1, "r_in")
     run = run_network(qnn, planted, sim=sim, root=ROOT)
     assert run.handoff == [0, 1]
     assert [b.mismatches for b in run.blocks] == [0, 0]
@@ -234,14 +240,7 @@ def test_what_is_handed_on_is_what_the_unit_made(tiny):
     recorded output), not the planted expectation: block 1 is fed the right value and
     matches everywhere."""
     qnn, tok = tiny
-    case = network_case(qnn, tok, ["Two words."], "mttfs-k1")
-    b0 = case.blocks[0]
-    s0 = b0.sequences[0]
-    r_out = s0.tensors["r_out"].clone()
-    r_out[1, 2] += 5
-    s0 = dataclasses.replace(s0, tensors={**s0.tensors, "r_out": r_out})
-    planted = dataclasses.replace(case, blocks=(dataclasses.replace(b0, sequences=(s0,)),
-                                                case.blocks[1]))
+    planted = _planted(network_case(qnn, tok, ["Two words."], "mttfs-k1"), 0, "r_out")
     run = run_network(qnn, planted, sim="verilator", root=ROOT)
     assert run.blocks[0].mismatches >= 1
     assert run.handoff == [0, 0]
