@@ -68,38 +68,44 @@ def piece_only(args) -> int:
     cache: dict = {}
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
-    def priced(case, work, windows):
+    def priced(case, work, sampled):
+        # the held-out sentence is replayed in full, window by window too: its windows'
+        # figures are kept in its dump beside the sample's, to study the fits on them
         pr = Pricing.prepare(default_liberty(), work, sim=args.sim, cache=cache,
-                             netlist_dir=netlists, windows=windows,
-                             replay_tiles=args.gate_tiles if windows else 0,
-                             replay_heads=args.gate_heads if windows else 0,
-                             replay_windows=args.gate_windows if windows else 0)
+                             netlist_dir=netlists, windows=True,
+                             replay_tiles=args.gate_tiles if sampled else 0,
+                             replay_heads=args.gate_heads if sampled else 0,
+                             replay_windows=args.gate_windows if sampled else 0)
         tasks, assemble = JOBS[piece.kind](st.qnn, case, piece, pr, tn)
         return assemble([run_task(t)[0] for t in tasks]), pr
+
+    def kept(dump: Path, case, work, sampled):
+        """The piece priced on ``case``, or read from ``dump`` where an earlier run left it."""
+        from synth_scripts.block_gates import PieceGates
+
+        if dump.exists():
+            got = PieceGates(**json.loads(dump.read_text()))
+            return got, Pricing.prepare(default_liberty(), work, sim=args.sim, cache=cache,
+                                        netlist_dir=netlists), None
+        t0 = time.perf_counter()
+        got, pr = priced(case, work, sampled)
+        dump.write_text(json.dumps(dataclasses.asdict(got)) + "\n")
+        return got, pr, time.perf_counter() - t0
 
     for d in designs:
         case = block_case(st.qnn, st.tokenizer, st.sentences, d)
         sample = dataclasses.replace(case, sequences=tuple(case.sequences[i] for i in sample_ix))
         held = dataclasses.replace(case, sequences=(case.sequences[args.held_out],))
-        t0 = time.perf_counter()
-        got, pr = priced(sample, args.out / d, True)
-        t_sample = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        dump = args.out / f"{d}-{piece.name}-held-out.dump.json"
-        if dump.exists():
-            from synth_scripts.block_gates import PieceGates
-
-            full = PieceGates(**json.loads(dump.read_text()))
-            t_full = None
-        else:
-            full, _ = priced(held, args.out / f"{d}-held-out", False)
-            t_full = time.perf_counter() - t0
-            dump.write_text(json.dumps(dataclasses.asdict(full)) + "\n")
+        got, pr, t_sample = kept(args.out / f"{d}-{piece.name}-sample.dump.json", sample,
+                                 args.out / d, True)
+        full, _, t_full = kept(args.out / f"{d}-{piece.name}-held-out.dump.json", held,
+                               args.out / f"{d}-held-out", False)
         act = activity(st.qnn, held, tile_neurons=tn)[piece.name]
         cal, fits = CALIBRATORS[piece.kind](piece, got, act, float(full.hops),
                                             pr.sram, st.qnn.cfg.num_attention_heads, d)
         print(f"\n## {d}, {piece.name}: sample {sample_ix} ({sample.tokens} tokens, "
-              f"{t_sample:.0f} s), held-out sentence {args.held_out} ({held.tokens} tokens, "
+              + ("priced earlier" if t_sample is None else f"{t_sample:.0f} s")
+              + f"), held-out sentence {args.held_out} ({held.tokens} tokens, "
               + ("replayed earlier" if t_full is None else f"replayed in {t_full:.0f} s")
               + ")\n")
         print("| pJ per token | " + " | ".join(TOTALS) + " |")
@@ -119,7 +125,7 @@ def piece_only(args) -> int:
         (args.out / f"{d}-{piece.name}.json").write_text(json.dumps(
             {"calibrated": cal.energy_pJ, "replayed": full.energy_pJ, "parts": {
                 "calibrated": cal.parts, "replayed": full.parts}, "fits": fits,
-             "tokens": held.tokens, "seconds": {"sample": round(t_sample, 1),
+             "tokens": held.tokens, "seconds": {"sample": t_sample and round(t_sample, 1),
                                                  "held_out": t_full}}, indent=1) + "\n")
     return 0
 
