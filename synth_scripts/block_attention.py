@@ -73,10 +73,12 @@ def _node_netlist(pr: Pricing, acfg, part: str, dense: bool):
     """Node ``part`` mapped alone, its memories cut; kept in ``pr.cache`` by its Verilog."""
     from amaranth.back import verilog
 
-    from synth_scripts.gatelevel.netlist import map_netlist
+    from synth_scripts.gatelevel.netlist import kept_verilog, map_netlist
 
     top = f"attn_{part}"
-    text = verilog.convert(_node_component(acfg, part, dense), name=top, emit_src=False)
+    text = kept_verilog(pr.netlist_dir, (top, f"dense={dense}", repr(acfg)),
+                        lambda: verilog.convert(_node_component(acfg, part, dense), name=top,
+                                                emit_src=False))
     key = (top, hashlib.sha256(text.encode()).hexdigest()[:16])
     nets = pr.cache.setdefault("nodes", {})
     if key not in nets:

@@ -138,11 +138,13 @@ def measure(run: UnitRun, config, lib_path, work, *, sim: str = "verilator",
 
     from rtl_gen.registry import block
     from rtl_gen.sram import MACRO_NAME
+    from synth_scripts.gatelevel.netlist import kept_verilog
 
     work = Path(work)
     b = block(run.unit)
-    comp = b.build(replace(config, sram_macro=True))
-    text = verilog.convert(comp, name=b.module, emit_src=False)
+    macro = replace(config, sram_macro=True)
+    text = kept_verilog(netlist_dir, (b.module, repr(macro)),
+                        lambda: verilog.convert(b.build(macro), name=b.module, emit_src=False))
     key = (b.module, hashlib.sha256(text.encode()).hexdigest()[:16])
     netlists = {} if netlists is None else netlists
     if key not in netlists:

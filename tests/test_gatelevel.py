@@ -487,3 +487,32 @@ def test_segments_split_the_counted_cycles(counter, sim):
             gl.replay(net, trace, wd / "seg_bad", sim=sim, start=10, marks=bad)
     with pytest.raises(ValueError, match="not cut into segments"):
         gl.replay(net, trace, wd / "seg_none", sim=sim).segment(0)
+
+
+def test_a_components_verilog_is_converted_once_and_kept(tmp_path):
+    """``kept_verilog``: the first call converts and keeps the text; a later call (another
+    task, another run) reads it back without converting; a component of another configuration
+    converts on its own; without a folder every call converts."""
+    from synth_scripts.gatelevel.netlist import kept_verilog
+
+    calls = []
+
+    def convert(top):
+        def run():
+            calls.append(top)
+            return verilog.convert(Counter(), name=top, emit_src=False)
+        return run
+
+    first = kept_verilog(tmp_path, ("ctr", "Counter()"), convert("ctr"))
+    assert first == verilog.convert(Counter(), name="ctr", emit_src=False)
+
+    def refuse():
+        raise AssertionError("converted again")
+
+    assert kept_verilog(tmp_path, ("ctr", "Counter()"), refuse) == first
+    other = kept_verilog(tmp_path, ("ctr", "Counter(wider)"), convert("ctr2"))
+    assert calls == ["ctr", "ctr2"] and "module ctr2" in other
+    assert len(list((tmp_path / "verilog").glob("ctr_*.v"))) == 2
+    kept_verilog(None, ("ctr", "Counter()"), convert("none"))
+    kept_verilog(None, ("ctr", "Counter()"), convert("none"))
+    assert calls == ["ctr", "ctr2", "none", "none"]

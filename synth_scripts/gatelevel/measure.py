@@ -119,16 +119,18 @@ def router_energy(flits: list[tuple[int, int]], payload_width: int, addr_width: 
 
     from rtl_gen.router import Router
     from synth_scripts.gatelevel import energy as gate_energy
-    from synth_scripts.gatelevel.netlist import map_netlist
+    from synth_scripts.gatelevel.netlist import kept_verilog, map_netlist
     from synth_scripts.gatelevel.toggles import replay
     from synth_scripts.gatelevel.trace import record
 
     rows, cols = mesh
     key = (payload_width, addr_width, rows, cols)
     if key not in cache:
-        text = verilog.convert(Router(rows, cols, addr_width=addr_width,
-                                      time_width=payload_width),
-                               name="mttfs_router", emit_src=False)
+        text = kept_verilog(
+            netlist_dir, ("mttfs_router", repr((rows, cols, addr_width, payload_width))),
+            lambda: verilog.convert(Router(rows, cols, addr_width=addr_width,
+                                           time_width=payload_width),
+                                    name="mttfs_router", emit_src=False))
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         cache[key] = map_netlist(
             text, "mttfs_router", lib_path,

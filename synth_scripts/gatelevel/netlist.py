@@ -17,15 +17,16 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from synth_scripts import flow
 from synth_scripts.gatelevel import liberty
 from toolkit_base import toolchain
 
-__all__ = ["Cell", "Netlist", "map_netlist", "parse_netlist", "save"]
+__all__ = ["Cell", "Netlist", "kept_verilog", "map_netlist", "parse_netlist", "save"]
 
 
 
@@ -196,6 +197,39 @@ def _cell_models(lib: liberty.Liberty, workdir: Path) -> Path:
         workdir, workdir / "cells.log", "yosys read_liberty (cell models)",
     )
     return out
+
+
+@cache
+def _generator() -> str:
+    """What a component's Verilog is made by: the generator's sources and Amaranth's version."""
+    import amaranth
+
+    import rtl_gen
+    from toolkit_base.files import folder_digest
+
+    return json.dumps([folder_digest(Path(rtl_gen.__file__).parent, (".py", ".rdl")),
+                       amaranth.__version__])
+
+
+def kept_verilog(folder: Path | None, what: tuple[str, ...], convert: Callable[[], str]) -> str:
+    """The Verilog ``convert()`` writes of the component ``what`` names (its module, its class,
+    the ``repr`` of its configuration: everything it is made of), kept in ``folder/verilog``
+    under the digest of ``what``, the generator's sources and Amaranth's version, so a later
+    task or run reads it instead of converting again (a tile or attention node takes 2 to 4 s
+    to convert; every pricing task converts its netlists' components to find them by their
+    text's digest). Without a ``folder``, converted."""
+    if folder is None:
+        return convert()
+    from toolkit_base.files import write_atomic
+
+    key = hashlib.sha256(json.dumps([list(what), _generator()]).encode()).hexdigest()[:16]
+    path = Path(folder) / "verilog" / f"{what[0]}_{key}.v"
+    if path.is_file():
+        return path.read_text(encoding="utf-8")
+    text = convert()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text)
+    return text
 
 
 def map_netlist(verilog_text: str, top: str, liberty_path, workdir,

@@ -227,13 +227,16 @@ def tile_energy(layer, design: str, run: TileRun, lib_path: Path, work: Path, si
 
     from rtl_gen.sram import MACRO_NAME
     from synth_scripts.gatelevel.measure import replay_energy
-    from synth_scripts.gatelevel.netlist import map_netlist
+    from synth_scripts.gatelevel.netlist import kept_verilog, map_netlist
 
     kind = "dense" if design == "dense" else "mttfs"
     key, text = kind, None
     if config is not None:
-        comp = tile_block(design).build(replace(config, sram_macro=True))
-        text = verilog.convert(comp, name=f"{kind}_tile", emit_src=False)
+        macro = replace(config, sram_macro=True)
+        b = tile_block(design)
+        text = kept_verilog(netlist_dir, (f"{kind}_tile", b.module, repr(macro)),
+                            lambda: verilog.convert(b.build(macro), name=f"{kind}_tile",
+                                                    emit_src=False))
         key = (kind, hashlib.sha256(text.encode()).hexdigest()[:16])
     if key not in netlists:
         if text is None:
