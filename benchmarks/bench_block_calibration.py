@@ -51,7 +51,7 @@ def piece_only(args) -> int:
 
     from golden_models.block_pieces import PIECES
     from matterhorn.block import setup
-    from matterhorn.block_gates import JOBS, activity, run_task
+    from matterhorn.block_gates import JOBS, activity, measure_path, run_task
     from networks.block import block_case
     from synth_scripts.block_calibration import CALIBRATORS
     from synth_scripts.block_pricing import Pricing
@@ -100,8 +100,10 @@ def piece_only(args) -> int:
                                  args.out / d, True)
         full, _, t_full = kept(args.out / f"{d}-{piece.name}-held-out.dump.json", held,
                                args.out / f"{d}-held-out", False)
-        act = activity(st.qnn, held, tile_neurons=tn)[piece.name]
-        cal, fits = CALIBRATORS[piece.kind](piece, got, act, float(full.hops),
+        path = measure_path(st.qnn, held, root=netlists / "fast", sim=args.sim)
+        act = activity(st.qnn, held, tile_neurons=tn, path=path)[piece.name]
+        # the input flits' hops (a piece's hops hold the attention path's inner ones too)
+        cal, fits = CALIBRATORS[piece.kind](piece, got, act, float(full.hops) - act.inner_hops,
                                             pr.sram, st.qnn.cfg.num_attention_heads, d)
         print(f"\n## {d}, {piece.name}: sample {sample_ix} ({sample.tokens} tokens, "
               + ("priced earlier" if t_sample is None else f"{t_sample:.0f} s")
@@ -161,7 +163,7 @@ def main(argv=None) -> int:
     import torch
 
     from matterhorn.block import setup
-    from matterhorn.block_gates import activity, measure_block_gates
+    from matterhorn.block_gates import activity, measure_block_gates, measure_path
     from networks.block import block_case
     from synth_scripts.block_calibration import calibrate, compare
     from synth_scripts.block_gates import BlockGates
@@ -202,7 +204,8 @@ def main(argv=None) -> int:
                                        cache=cache, netlist_dir=netlists, tile_neurons=tn)
         t_full = time.perf_counter() - t0
         t0 = time.perf_counter()
-        act = activity(st.qnn, held, tile_neurons=tn)
+        path = measure_path(st.qnn, held, root=netlists / "fast", sim=args.sim)
+        act = activity(st.qnn, held, tile_neurons=tn, path=path)
         cal = calibrate(priced, act, tokens=full.tokens, sentences=1)
         if d not in measured_files:
             (args.out / f"{d}-held-out.dump.json").write_text(json.dumps(full.dump()) + "\n")

@@ -346,6 +346,7 @@ def _measure(st, d, block, tile_neurons, placement, gates, rtl, *, cache, steps)
         results += got
         if steps is not None:
             steps.say(f"{d}: {name} priced in {sum(s for _, s in got):.0f} s")
+    results += [run_task(t) for t in dp.measure]  # the attention path over the whole run
     priced = _priced(st, case, run, dp, results, calibrated, placement, tile_neurons)
     if steps is not None:
         steps.advance(f"{d}: {priced.totals()['total']:.0f} pJ per token in gates")
@@ -371,7 +372,7 @@ def _pricing(st, case, run, placement, gates, tile_neurons, *, cache=None, steps
         netlist_dir=Path(gates.work) / "netlists",
         hops_per_flit=hops_per_flit(placement, run.flits), tile_neurons=tile_neurons,
         windows=calibrated, replay_tiles=gates.tiles, replay_heads=gates.heads,
-        replay_windows=gates.windows)
+        replay_windows=gates.windows, whole=case if calibrated else None)
     return dp, calibrated
 
 
@@ -384,7 +385,7 @@ def _priced(st, case, run, dp, results, calibrated, placement, tile_neurons):
         from matterhorn.block_gates import activity
         from synth_scripts.block_calibration import calibrate
 
-        act = activity(st.qnn, case, tile_neurons=tile_neurons)
+        act = activity(st.qnn, case, tile_neurons=tile_neurons, path=dp.path)
         priced = calibrate(priced, act, tokens=run.tokens, sentences=len(case.sequences),
                            hops_per_flit=hops_per_flit(placement, run.flits))
     return priced

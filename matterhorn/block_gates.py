@@ -36,7 +36,7 @@ from golden_models.block_pieces import (
 )
 
 __all__ = ["ACTIVITY", "JOBS", "DesignPricing", "activity", "measure_block_gates",
-           "record_fast", "run_task", "validate_attention"]
+           "measure_path", "path_activity", "record_fast", "run_task", "validate_attention"]
 
 
 def _tiles(case, piece, tile_neurons: int) -> list:
@@ -106,6 +106,45 @@ def record_fast(acfg, path, sequences, dense: bool, heads, *, root, sim: str = "
     return rec, windows
 
 
+def path_activity(acfg, path, sequences, dense: bool, *, root, sim: str = "verilator") -> dict:
+    """What the attention path does in each window of ``sequences`` (every sentence of a run,
+    :func:`_attention_sequences`), measured at RTL in the fast harness
+    (:func:`regression.block_fast.attention_windows`, recording every head's nodes' clock
+    enables, :meth:`synth_scripts.gatelevel.attention.AttentionRecorder.enable_probes`;
+    ``root``: the folder of its builds and runs): ``clocks``, the path's clocks a window, and
+    ``busy``, each node's busy clocks a window, in the order of the calibration's windows
+    (head by head, node by node: :func:`activity`). What the calibration prices the nodes'
+    idle clock, leakage and deselected memories over, and fits their logic to beside their
+    counters (:mod:`synth_scripts.block_calibration`): the gate-level replay takes minutes a
+    sentence, this seconds for the run."""
+    from regression.block_fast import attention_windows
+    from synth_scripts.block_gates import NODE_COMPONENT
+    from synth_scripts.gatelevel.attention import ENABLE_HOLD, AttentionRecorder
+    from synth_scripts.gatelevel.measure import held_on
+
+    rec = AttentionRecorder.of_system(acfg, dense)
+    runs = attention_windows(
+        acfg, path, [(s.query, s.keys, s.values, s.valid, s.attn_out_in) for s in sequences],
+        dense=dense, record=rec.enable_probes(), root=root, sim=sim, name="activity")
+    clocks = [b - a for marks, _ in runs for a, b in zip(marks, marks[1:], strict=False)]
+    busy = []
+    for h in range(acfg.heads):
+        for part in NODE_COMPONENT:
+            for marks, columns in runs:
+                on = held_on([columns[c] for c in rec.enable_columns(h, part)], ENABLE_HOLD)
+                busy += [sum(on[a:b]) for a, b in zip(marks, marks[1:], strict=False)]
+    return {"clocks": clocks, "busy": busy}
+
+
+def measure_path(qnn, case, *, root, sim: str = "verilator") -> dict:
+    """:func:`path_activity` of the attention path of ``case`` (its block's, its design's)
+    over every sentence of it."""
+    from regression.block_parts import attention_config
+
+    return path_activity(attention_config(qnn, case.block), case.path,
+                         _attention_sequences(case), case.design.dense, root=root, sim=sim)
+
+
 def _recorder(pr):
     """The attention path's recorder of a pricing: the fast harness on its replay simulator,
     its builds kept beside the netlists, its runs named by the pricing's folder
@@ -165,7 +204,7 @@ class DesignPricing:
                  clock_ns: float = 10.0, hops_per_flit: Mapping[str, float] | None = None,
                  cache: dict | None = None, tile_neurons: int = TILE_NEURONS,
                  netlist_dir=None, windows: bool = False, replay_tiles: int = 0,
-                 replay_heads: int = 0, replay_windows: int = 0):
+                 replay_heads: int = 0, replay_windows: int = 0, whole=None):
         from synth_scripts.block_pricing import Pricing
 
         check_handlers(JOBS, "matterhorn.block_gates.JOBS", PIECES)
@@ -183,16 +222,28 @@ class DesignPricing:
                      "heads": cfg.num_attention_heads, "weight_bits": layer.query.weight_bits}
         self.jobs = [(p.name, *JOBS[p.kind](qnn, case, p, self.pr, tile_neurons))
                      for p in PIECES]
+        #: With ``whole`` (the run's case, ``case`` its sample): the attention path's activity
+        #: over the whole run (:func:`path_activity`), a task of its own, for the calibration;
+        #: :meth:`finish` keeps it in :attr:`path`.
+        self.measure, self.path = [], None
+        if whole is not None:
+            from regression.block_parts import attention_config
+
+            self.measure = [(partial(path_activity, root=self.pr.netlist_dir / "fast",
+                                     sim=sim),
+                             (attention_config(qnn, whole.block), whole.path,
+                              _attention_sequences(whole), whole.design.dense))]
 
     @property
     def tasks(self) -> list[tuple]:
-        """Every task of the design, piece after piece: ``(fn, args)`` for :func:`run_task`."""
-        return [t for _, tasks, _ in self.jobs for t in tasks]
+        """Every task of the design, piece after piece, then the path's activity over the run
+        (with ``whole``): ``(fn, args)`` for :func:`run_task`."""
+        return [t for _, tasks, _ in self.jobs for t in tasks] + self.measure
 
     def names(self) -> list[str]:
-        """A name per task of :attr:`tasks` (``<design>-<piece>-<i>``)."""
+        """A name per task of :attr:`tasks` (``<design>-<piece>-<i>``, ``<design>-path``)."""
         return [f"{self.design}-{name}-{i}" for name, tasks, _ in self.jobs
-                for i in range(len(tasks))]
+                for i in range(len(tasks))] + [f"{self.design}-path"] * len(self.measure)
 
     def finish(self, results: list, told=None):
         """The design's :class:`synth_scripts.block_gates.BlockGates` from :func:`run_task`'s
@@ -200,6 +251,10 @@ class DesignPricing:
         from synth_scripts.block_gates import BlockGates
 
         results = iter(results)
+        if self.measure:
+            results = list(results)
+            self.path = results.pop()[0]
+            results = iter(results)
         pieces = []
         for name, tasks, assemble in self.jobs:
             got = [next(results) for _ in tasks]
@@ -311,7 +366,7 @@ def measure_block_gates(qnn, case, *, lib_path, work, sim: str = "verilator",
 # -- every sentence from a sample ------------------------------------------------------------------
 
 
-def _linear_activity(qnn, case, piece, tile_neurons: int):
+def _linear_activity(qnn, case, piece, tile_neurons: int, path):
     from synth_scripts.block_calibration import PieceActivity
     from synth_scripts.block_pricing import piece_flits
     from synth_scripts.gatelevel.tile import golden_counters, tile_sram_bits
@@ -332,7 +387,7 @@ def _linear_activity(qnn, case, piece, tile_neurons: int):
     return PieceActivity(piece.name, windows, flits, {"read": bits, "write": 0}, dict(total))
 
 
-def _attention_activity(qnn, case, piece, tile_neurons: int):
+def _attention_activity(qnn, case, piece, tile_neurons: int, path):
     from regression.block_parts import attention_config
     from rtl_gen.attn_images import attention_reference, dense_reference
     from synth_scripts.block_attention import attention_counters, attention_sram, window_features
@@ -355,26 +410,34 @@ def _attention_activity(qnn, case, piece, tile_neurons: int):
     flits = sum(len(f) for n in piece.inputs
                 for f in piece_flits(first, case.design.dense, case.cat(n),
                                      case.layers[producers[n].name].out_mask))
+    n = sum(len(c) for c in counters)
+    if path is None or len(path["clocks"]) != n or len(path["busy"]) != len(windows):
+        raise ValueError(f"the attention path's clocks and busy clocks are needed for each of "
+                         f"its {n} windows (path_activity)")
     return PieceActivity(piece.name, windows, flits, {"read": read, "write": write},
-                         dict(total), inner_hops=int(total["cnt_hops"]))
+                         dict(total), inner_hops=int(total["cnt_hops"]),
+                         clocks=list(path["clocks"]), busy=list(path["busy"]))
 
 
-def _norm_activity(qnn, case, piece, tile_neurons: int):
+def _norm_activity(qnn, case, piece, tile_neurons: int, path):
     from synth_scripts.block_calibration import PieceActivity
 
     return PieceActivity(piece.name, [], 0, {}, {}, rows=case.tokens)
 
 
 #: What each kind of piece does over a run, from the golden QNN: ``(qnn, case, piece,
-#: tile_neurons)`` -> its :class:`synth_scripts.block_calibration.PieceActivity`.
+#: tile_neurons, path)`` -> its :class:`synth_scripts.block_calibration.PieceActivity`
+#: (``path``: the attention path's measured clocks and busy clocks, :func:`path_activity`).
 ACTIVITY = {LINEAR: _linear_activity, ATTENTION: _attention_activity, ADD_NORM: _norm_activity}
 
 
-def activity(qnn, case, *, tile_neurons: int = TILE_NEURONS) -> dict:
+def activity(qnn, case, *, tile_neurons: int = TILE_NEURONS, path=None) -> dict:
     """Piece -> :class:`synth_scripts.block_calibration.PieceActivity` of the design of
     ``case`` over its sentences: every window of every tile and attention node with its
     counters from the golden QNN (:func:`synth_scripts.gatelevel.tile.golden_counters`, the
     attention path's references), in the order the pricing's samples keep; the input flits;
-    the SRAM bits; the rows of the add+LayerNorm units."""
+    the SRAM bits; the rows of the add+LayerNorm units; the attention path's clocks and its
+    nodes' busy clocks in each window, measured (``path``: :func:`path_activity`'s;
+    required)."""
     check_handlers(ACTIVITY, "matterhorn.block_gates.ACTIVITY", PIECES)
-    return {p.name: ACTIVITY[p.kind](qnn, case, p, tile_neurons) for p in PIECES}
+    return {p.name: ACTIVITY[p.kind](qnn, case, p, tile_neurons, path) for p in PIECES}

@@ -326,10 +326,11 @@ def price(qnn, case, run, gates: NetworkGates, *, placement, tile_neurons: int,
     network, ``source``, sentences, pricing and pricing sources).
     Returns ``{"blocks": [BlockGates], "sample": BlockGates, "validation": dict or None}``."""
     from matterhorn.block import hops_per_flit
-    from matterhorn.block_gates import activity, measure_block_gates
+    from matterhorn.block_gates import activity, measure_block_gates, measure_path
     from synth_scripts.block_calibration import calibrate, compare
 
     g = gates.gates
+    fast = Path(g.work) / "netlists" / "fast"  # the harness of the attention path's activity
     total = case.sentences
     n = g.sample if 0 < g.sample < total else total
     hops = [hops_per_flit(placement, b.flits) for b in run.blocks]
@@ -347,7 +348,8 @@ def price(qnn, case, run, gates: NetworkGates, *, placement, tile_neurons: int,
                                     replay_windows=g.windows, **kw))
     blocks = []
     for b, bcase in enumerate(case.blocks):
-        act = activity(qnn, bcase, tile_neurons=tile_neurons)
+        act = activity(qnn, bcase, tile_neurons=tile_neurons,
+                       path=measure_path(qnn, bcase, root=fast, sim=g.sim))
         blocks.append(calibrate(sample, act, tokens=bcase.tokens, sentences=total,
                                 hops_per_flit=hops[b]))
         if told is not None:
@@ -362,7 +364,8 @@ def price(qnn, case, run, gates: NetworkGates, *, placement, tile_neurons: int,
             _replay_key(case, gates, vb, n, tile_neurons, source, False),
             lambda: measure_block_gates(qnn, held, work=Path(g.work) / design / f"block{vb}",
                                         hops_per_flit=hops[vb], **kw))
-        fitted = calibrate(sample, activity(qnn, held, tile_neurons=tile_neurons),
+        path = measure_path(qnn, held, root=fast, sim=g.sim)
+        fitted = calibrate(sample, activity(qnn, held, tile_neurons=tile_neurons, path=path),
                            tokens=held.tokens, sentences=n, hops_per_flit=hops[vb])
         cmp = compare(fitted, measured)
         validation = {"held_out_block": vb, "fitted_from": gates.block, "sentences": n,

@@ -44,6 +44,7 @@ import dataclasses
 import hashlib
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
@@ -65,7 +66,8 @@ from regression.block_parts import (
     tile_slices,
 )
 
-__all__ = ["DEFAULT_ROOT", "FAST_RUNNERS", "RTL_SIMS", "record_attention", "run_block_fast"]
+__all__ = ["DEFAULT_ROOT", "FAST_RUNNERS", "RTL_SIMS", "WINDOW_COLUMNS", "attention_windows",
+           "record_attention", "run_block_fast", "window_marks"]
 
 #: Where the generated Verilog, the builds and the runs go by default (builds cached by content).
 DEFAULT_ROOT = Path("build") / "block"
@@ -474,6 +476,68 @@ def _attention(run: PieceRun, cfg, path, sequences, *, dense: bool, sim: str,
     for port, value in writes.items():
         run.counters[port] = value
     return references, runs.recorded
+
+
+#: The attention path's system signals :func:`window_marks` reads of a recording: its load
+#: handshakes (its configuration's end) and its output stream (each window's marker).
+WINDOW_COLUMNS = ("load__valid", "load__ready", "o__valid", "o__ready", "o__payload")
+
+
+def window_marks(columns: Mapping[str, list[int]], config_beats: int, last: int) -> list[int]:
+    """Where each window begins in one recorded run of the attention path in the fast harness
+    (its :data:`WINDOW_COLUMNS`), and the run's end: the clock after its configuration (the
+    ``config_beats``-th ``load`` handshake), then the clock after each output marker (a
+    handshake on ``o`` whose payload's bit ``last`` is set) but the last, then the run's
+    length. A sentence's first window holds its start and its key and value writes, a run's
+    last window the clocks to its end: the windows the gate-level pricing cuts its recording
+    into (:meth:`synth_scripts.gatelevel.attention.AttentionRecorder.window_marks`)."""
+    n = len(columns["o__valid"])
+    loads = [c for c in range(n) if columns["load__valid"][c] and columns["load__ready"][c]]
+    if len(loads) < config_beats:
+        raise ValueError(f"the run took {len(loads)} load beats, fewer than its configuration's "
+                         f"{config_beats}")
+    start = loads[config_beats - 1] + 1
+    ends = [c for c in range(start, n) if columns["o__valid"][c] and columns["o__ready"][c]
+            and (columns["o__payload"][c] >> last) & 1]
+    return [start, *(c + 1 for c in ends[:-1]), n]
+
+
+def attention_windows(cfg, path, sequences, *, dense: bool, record, root: Path,
+                      sim: str = "verilator", name: str = "path") -> list[tuple[list, dict]]:
+    """The attention path of configuration ``cfg`` and golden constants ``path`` on
+    ``sequences`` (as :func:`record_attention` takes them) in the fast harness, as
+    :func:`run_block_fast` runs it (every output and counter checked), however many runs of
+    the harness they take, recording ``record`` (:data:`WINDOW_COLUMNS` added): per run, its
+    windows' :func:`window_marks` and its recorded columns.
+
+    Raises
+    ------
+    AssertionError
+        The run did not match the golden references.
+    RuntimeError
+        The runs' output markers are not one a window.
+    """
+    from rtl_gen.attn_images import config_beats
+
+    rtl_dir, manifest, top = _attention_rtl(cfg, dense, root)
+    stream = manifest["modules"][top]["streams"]["o"]
+    wide = {"o__payload": int(stream["payload_width"])}
+    record = list(record)
+    record += [(c, c, wide.get(c, 1)) for c in WINDOW_COLUMNS
+               if c not in {column for column, _, _ in record}]
+    run = PieceRun("attention")
+    refs, recorded = _attention(run, cfg, path, sequences, dense=dense, sim=sim, root=root,
+                                name=name, record=record)
+    if run.mismatches:
+        raise AssertionError(f"attention: the run mismatches: {run.first_mismatch}")
+    last = next(int(f["offset"]) for f in stream["fields"] if f["name"] == "last")
+    beats = len(config_beats(cfg, path))
+    out = [(window_marks(columns, beats, last), columns) for columns in recorded]
+    windows = sum(len(m) - 1 for m, _ in out)
+    if windows != sum(len(r) for r in refs):
+        raise RuntimeError(f"attention: {windows} output markers in the harness's runs, not "
+                           f"one a window ({sum(len(r) for r in refs)})")
+    return out
 
 
 #: Module name of the add+LayerNorm unit in the harness

@@ -186,6 +186,7 @@ def _node_energies(pr: Pricing, acfg, rec, start: int, design: str,
     cells, and with ``pr.windows`` each window of each node priced on its own (``windows``:
     the run's, per sequence; ``PieceGates.samples``). With ``pr.replay_heads``, only that
     many heads, spread over the path (:func:`synth_scripts.block_pricing.spread`)."""
+    from synth_scripts.gatelevel.attention import ENABLE_HOLD, NODE_ENABLE
     from synth_scripts.gatelevel.measure import replay_energy
 
     energy = Counter()
@@ -198,12 +199,10 @@ def _node_energies(pr: Pricing, acfg, rec, start: int, design: str,
         for part, component in NODE_COMPONENT.items():
             net = _node_netlist(pr, acfg, part, design == "dense")
             writing = tuple(f"{w}.writing" for w in rec.nodes[h, part][2])
-            # a node's registers settle on the edge after its last busy clock: hold 1
             e = replay_energy(net, rec.node_trace(h, part, net.cut), start, 1,
                               pr.work / "attention" / design / f"h{h}_{part}", pr.sim,
-                              pr.clock_ns,
-                              enable_ports=("busy", "i__valid", "load__valid", *writing),
-                              hold=1, one_replay=True, marks=marks)
+                              pr.clock_ns, enable_ports=(*NODE_ENABLE, *writing),
+                              hold=ENABLE_HOLD, one_replay=True, marks=marks)
             if marks is not None:
                 samples += [window_sample(part, h, x, w) for x, w in
                             zip(window_features(counted, h), e["windows"], strict=True)]

@@ -16,10 +16,18 @@ does instead, for one design:
    fitted as a non-negative linear function of the window's counters (an intercept and every
    counter the unit keeps, each scaled to its largest value; ``scipy.optimize.nnls``):
    :func:`fit`. An attention node's idle clock is not taken from its own fit: it is the path's
-   clocks of the window (the longest any node's fit gives) less the node's fitted busy clocks,
-   at the node's clock energy a clock (``Fit.idle_per_clock``, exact: a netlist's clock costs
-   the same every clock). Its direct fit would need a negative coefficient for whatever keeps
-   the node busy, which a non-negative fit cannot give.
+   clocks of the window less the node's busy clocks, at the node's clock energy a
+   clock (``Fit.idle_per_clock``, exact: a netlist's clock costs the same every clock). Its
+   direct fit would need a negative coefficient for whatever keeps the node busy, which a
+   non-negative fit cannot give. The path's clocks in every window of the run, and each
+   node's busy clocks in it, are not fitted but measured: the path run at RTL in the fast
+   harness on every sentence, its nodes' clock enables recorded (``PieceActivity.clocks``,
+   ``.busy``, :func:`matterhorn.block_gates.path_activity`; seconds, where the gate-level
+   replay takes minutes). They depend on every head's events in and out and on each node's
+   stalls, which no node's counters tell: fitted, a longer sentence than the sample's ran
+   64 % over (MiniLM, k = 1), and the idle clock and leakage with them. A node's logic is
+   fitted to its counters and its busy clocks (the clock of each is in it), its cells'
+   leakage left out (:func:`_without_leakage`) and charged over the measured clocks.
 3. **Every window of the run priced by its counters.** The counters of every window of every
    tile and node over all the sentences are the golden QNN's (the run checked the RTL's are
    equal: :class:`PieceActivity`, :func:`matterhorn.block_gates.activity`); each window is
@@ -28,14 +36,15 @@ does instead, for one design:
    :func:`~synth_scripts.block_gates.attention_piece`): only the windows' figures differ,
    fitted instead of replayed. Each kind of piece has its calibrator (:data:`CALIBRATORS`).
 
-What is counted, not fitted: the SRAM accesses (from the same counters, by the same formulas
-as the pricing: :func:`synth_scripts.block_gates.tile_accesses`,
+What is counted or measured, not fitted: the attention path's clocks (above); the SRAM
+accesses (from the same counters, by the same formulas as the pricing:
+:func:`synth_scripts.block_gates.tile_accesses`,
 :func:`~synth_scripts.block_gates.attention_accesses`; with the macros, their deselected
-cycles and leakage over the fitted clocks), the cells' leakage (the sample's leakage a clock of
-each tile and node, exact, times the fitted clocks), the movement (the run's flits x their
-hops x the sample's per-hop energy of the router and of the link wire, the same product as
-the pricing's), the routers' idle clock (their idle clocks x the sample's per-clock energy),
-and the add+LayerNorm units (every row
+cycles and leakage over the tiles' fitted clocks and the path's measured ones); the cells'
+leakage (the sample's leakage a clock of each tile and node, exact, times those clocks); the
+movement (the run's flits x their hops x the sample's per-hop energy of the router and of the
+link wire, the same product as the pricing's); the routers' idle clock (their idle clocks x
+the sample's per-clock energy); and the add+LayerNorm units (every row
 is the hidden width, so a row costs what the sample's rows cost on average: its figures x
 the run's rows over the sample's).
 
@@ -158,6 +167,11 @@ class PieceActivity:
     counters: dict[str, int]
     inner_hops: int = 0
     rows: int = 0
+    #: The attention path, measured at RTL in the fast harness
+    #: (:func:`matterhorn.block_gates.path_activity`): its clocks in each window, in the order
+    #: of a node's windows, and each window's busy clocks, in the order of ``windows``.
+    clocks: list[int] = field(default_factory=list)
+    busy: list[int] = field(default_factory=list)
 
 
 def _scaled(p: PieceGates, by: float) -> PieceGates:
@@ -206,26 +220,32 @@ def _linear(p: PieceGates, act: PieceActivity, fits, hops: float, sram: SramCost
 
 def _attention(p: PieceGates, act: PieceActivity, fits, hops: float, sram: SramCosts,
                heads: int) -> PieceGates:
-    pred = _predicted(fits, act.windows)
-    # the nodes' windows are the path's: a window lasts as long as its slowest node's
-    n = len(pred) // (heads * len(NODE_COMPONENT))
-    longest = [0.0] * n
-    for i, w in enumerate(pred):
-        longest[i % n] = max(longest[i % n], w["cycles"])  # each node's windows in order
+    # the nodes' windows are the path's, measured: the clocks of the whole path in each window
+    # are set by every head's events in and out and the path's own schedule, and a node's busy
+    # clocks by its stalls as much as by its work, which no node's counters tell (fitted, the
+    # largest node's clocks taken, a longer sentence than the sample's ran 64 % over)
+    n = len(act.windows) // (heads * len(NODE_COMPONENT))
+    if len(act.clocks) != n or len(act.busy) != len(act.windows):
+        raise ValueError(f"the attention path's clocks were measured on {len(act.clocks)} "
+                         f"windows and its nodes' busy clocks on {len(act.busy)}; the run has "
+                         f"{n} windows, {len(act.windows)} of its nodes")
+    longest = [float(c) for c in act.clocks]
+    pred = _predicted(fits, _with_busy(act.windows, act.busy))
     energy = Counter()
     for i, w in enumerate(pred):
         # a node's idle clock: the path's clocks of the window less the node's busy ones, at
         # its clock energy a clock (a fit of the idle clock itself would need a negative
         # coefficient for every counter that keeps the node busy)
-        idle = fits[w["unit"]].idle_per_clock * max(longest[i % n] - w["busy"], 0.0)
+        idle = fits[w["unit"]].idle_per_clock * max(longest[i % n] - act.busy[i], 0.0)
         # its cells' leakage over the path's clocks of the window, inside its logic and gated
+        # (fitted without it: _without_leakage)
         leak = p.unit_costs.get(f"{w['unit']}_leak_per_clock", 0.0) * longest[i % n]
         comp = NODE_COMPONENT[w["unit"]]
-        energy[comp] += w["logic"]
+        energy[comp] += w["logic"] + leak
         energy["idle"] += idle
-        energy["gated"] += w["gated"]
+        energy["gated"] += w["gated"] + leak
         energy["leakage"] += leak
-        energy[f"{w['unit']}_logic"] += w["logic"]
+        energy[f"{w['unit']}_logic"] += w["logic"] + leak
         energy[f"{w['unit']}_idle_clock"] += idle
         energy[f"{w['unit']}_leakage"] += leak
     inner = act.inner_hops
@@ -242,13 +262,42 @@ def _attention(p: PieceGates, act: PieceActivity, fits, hops: float, sram: SramC
         memories=dict(plan))
 
 
+def _without_leakage(samples: Sequence[dict], unit_costs: Mapping[str, float]) -> list[dict]:
+    """The attention nodes' windows with their cells' leakage (``<unit>_leak_per_clock`` over
+    the window's clocks: a netlist leaks the same every clock) taken out of their logic and
+    gated energy: what is fitted to the counters is what the node does; :func:`_attention`
+    charges the leakage back over the path's measured clocks. Left in, the fit spreads the
+    leakage of the sample's windows over the counters, and a sentence whose windows are
+    shorter or longer for the same counters is priced wrong (MiniLM k = 1: compute +35 %)."""
+    out = []
+    for s in samples:
+        leak = unit_costs.get(f"{s['unit']}_leak_per_clock", 0.0) * s["cycles"]
+        out.append({**s, "logic": s["logic"] - leak, "gated": s["gated"] - leak})
+    return out
+
+
+#: The counter a calibrated attention node's window gets beside its own: its busy clocks
+#: (measured, :attr:`PieceActivity.busy`): the clock of each of them is in its logic.
+BUSY = "busy_clocks"
+
+
+def _with_busy(windows: Sequence[dict], busy: Sequence[float]) -> list[dict]:
+    """``windows`` (``{"unit", "instance", "x"}``) with each one's busy clocks among its
+    counters (:data:`BUSY`)."""
+    return [{**w, "x": {**w["x"], BUSY: b}} for w, b in zip(windows, busy, strict=True)]
+
+
 def _fitted(piece, p: PieceGates, act: PieceActivity, hops: float, sram: SramCosts,
             heads: int, design: str) -> tuple[PieceGates, dict]:
     """A piece whose windows are priced by their units' fits: the piece, its fits' record."""
     if not p.samples:
         raise ValueError(f"{design}: piece {piece.name} was priced without its windows "
                          "(Pricing(windows=True))")
-    fits = fit(p.samples)
+    samples = p.samples
+    if piece.kind == ATTENTION:  # what a node does, beside the clocks it works
+        samples = _without_leakage(_with_busy(samples, [s["busy"] for s in samples]),
+                                   p.unit_costs)
+    fits = fit(samples)
     replayed: dict[str, set] = defaultdict(set)
     for s in p.samples:
         replayed[s["unit"]].add(s["instance"])
@@ -303,8 +352,10 @@ def calibrate(sample: BlockGates, activity: Mapping[str, PieceActivity], *, toke
               "how": "each window of each tile and attention node of the sample priced at "
                      "gate level; per piece and unit kind its logic, idle clock, gated energy, "
                      "clocks and busy clocks fitted as a non-negative linear function of its "
-                     "counters (an attention node's idle clock: the path's window clocks less "
-                     "its busy ones, at its clock energy a clock); "
+                     "counters (an attention node's: to its counters and busy clocks; its "
+                     "idle clock: the path's window clocks less its busy ones, at its clock "
+                     "energy a clock, both measured at RTL in the fast harness on every "
+                     "sentence); "
                      "every window of the run priced by its counters (the golden QNN's, equal "
                      "to the RTL's); SRAM accesses, flits and hops counted; the cells' and "
                      "macros' leakage over the fitted clocks; the add+LayerNorm "

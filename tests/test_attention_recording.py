@@ -118,6 +118,30 @@ def test_the_pricing_from_the_fast_harness(case, recorded, nangate_lib, tmp_path
         priced("wrong", cache)
 
 
+def test_the_path_measured_over_a_run_is_what_its_replays_count(case, nangate_lib, tmp_path):
+    """What the calibration prices every sentence's attention path over
+    (matterhorn.block_gates.measure_path: the path in the fast harness, its nodes' clock
+    enables recorded) is, window by window and node by node, what the gate-level replays of
+    the same sentences count: the path's clocks and each node's busy clocks, exactly."""
+    from matterhorn.block_gates import JOBS, activity, measure_path
+    from synth_scripts.block_pricing import Pricing
+
+    qnn, c = case
+    piece = next(p for p in PIECES if p.name == "attention")
+    pr = Pricing.prepare(nangate_lib, tmp_path / "priced", sim="icarus", windows=True,
+                         netlist_dir=tmp_path / "netlists")
+    [(fn, args)], assemble = JOBS[piece.kind](qnn, c, piece, pr, 8)
+    priced = assemble([fn(*args)])
+    path = measure_path(qnn, c, root=tmp_path / "netlists" / "fast", sim="icarus")
+    act = activity(qnn, c, tile_neurons=8, path=path)["attention"]
+    assert [(s["unit"], s["instance"], s["x"]) for s in priced.samples] == [
+        (w["unit"], w["instance"], w["x"]) for w in act.windows]
+    assert [s["busy"] for s in priced.samples] == act.busy
+    n = len(act.clocks)
+    assert [s["cycles"] for s in priced.samples] == act.clocks * (len(act.windows) // n)
+    assert sum(act.clocks) == priced.cycles
+
+
 def test_a_record_read_column_by_column(tmp_path):
     """Each column in whole hex digits, the first last; an unknown digit reads as zero; a line
     cut short is refused."""

@@ -99,8 +99,10 @@ def test_an_idle_clock_is_the_clocks_less_the_busy_ones():
 
 
 def test_the_attention_path_calibrated_with_its_nodes_idle_clocks():
-    """The calibrated attention path: each window lasts as long as its slowest node's fitted
-    clocks, and each node idles the rest of it at its clock energy a clock."""
+    """The calibrated attention path: each window lasts the path's measured clocks, each node
+    idles the rest of it after its measured busy clocks, at its clock energy a clock (neither
+    a fit: the path's clocks follow every head's traffic, a node's busy clocks its stalls);
+    without both for every window it is refused."""
     from golden_models.block_pieces import ATTENTION, PIECES
     from synth_scripts.block_calibration import CALIBRATORS, PieceActivity
     from synth_scripts.block_gates import PieceGates, SramCosts
@@ -121,16 +123,23 @@ def test_the_attention_path_calibrated_with_its_nodes_idle_clocks():
     costs = {"per_hop": 1.0, "wire_per_hop": 0.0, "inner_per_hop": 1.0,
              "inner_wire_per_hop": 0.0, "idle_per_clock": 0.0}
     sampled = PieceGates("attention", {}, 0, 0.0, 0.0, {}, samples=samples, unit_costs=costs)
-    act = PieceActivity("attention", windows, 0, {"read": 0, "write": 0}, {})
+    n = 12
+    clocks = [rng.randrange(500, 900) for _ in range(n)]  # the path's, measured
+    busy = [rng.randrange(1, 90) for _ in windows]  # each node's, measured
+    act = PieceActivity("attention", windows, 0, {"read": 0, "write": 0}, {}, clocks=clocks,
+                        busy=busy)
     got, fits = CALIBRATORS[ATTENTION](piece, sampled, act, 0.0, SramCosts(None, 0.0, 10.0),
                                        heads, "mttfs-k1")
-    n = 12
-    longest = [max(8.0 * w["x"]["keys"] for w in windows[j::n]) for j in range(n)]
-    want = sum(per_clock[w["unit"]] * (longest[i % n] - w["x"]["work"])
-               for i, w in enumerate(windows))
+    want = sum(per_clock[w["unit"]] * (clocks[i % n] - busy[i]) for i, w in enumerate(windows))
     assert got.energy_pJ["idle"] == pytest.approx(want, rel=1e-6)
-    assert got.cycles == pytest.approx(sum(longest), rel=1e-6)
+    assert got.cycles == sum(clocks)
     assert fits["sm"]["replayed"] == [0, 1]
+    for wrong in ({"clocks": [], "busy": busy}, {"clocks": clocks[:-1], "busy": busy},
+                  {"clocks": clocks, "busy": busy[:-1]}):
+        act = PieceActivity("attention", windows, 0, {"read": 0, "write": 0}, {}, **wrong)
+        with pytest.raises(ValueError, match="clocks were measured on"):
+            CALIBRATORS[ATTENTION](piece, sampled, act, 0.0, SramCosts(None, 0.0, 10.0), heads,
+                                   "mttfs-k1")
 
 
 # -- the tiny block, a sentence outside the sample ----------------------------------------------
@@ -149,7 +158,7 @@ def test_a_held_out_sentence_calibrated_against_its_replay(design, nangate_lib, 
     2 % (exactly on the sample), the block's total within 10 %; on the sample itself the fit
     reproduces the block within 3 %."""
     from golden_models.block_pieces import count_deliveries
-    from matterhorn.block_gates import activity, measure_block_gates
+    from matterhorn.block_gates import activity, measure_block_gates, measure_path
     from networks.block import block_case, random_block_model
     from synth_scripts.block_calibration import calibrate, compare
 
@@ -168,7 +177,8 @@ def test_a_held_out_sentence_calibrated_against_its_replay(design, nangate_lib, 
     assert all(p.samples for p in priced.pieces if p.piece not in ("norm_attn", "norm_ffn"))
     full = measure_block_gates(qnn, held, work=tmp_path / "h", **kw)
     for case, measured in ((sample, priced), (held, full)):
-        cal = calibrate(priced, activity(qnn, case, tile_neurons=8),
+        path = measure_path(qnn, case, root=tmp_path / "fast", sim="icarus")
+        cal = calibrate(priced, activity(qnn, case, tile_neurons=8, path=path),
                         tokens=measured.tokens, sentences=len(case.sequences))
         assert cal.method["calibrated"] and cal.method["sample_tokens"] == priced.tokens
         c = compare(cal, measured)

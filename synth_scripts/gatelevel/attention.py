@@ -17,7 +17,13 @@ with no run,
 
 from __future__ import annotations
 
-__all__ = ["AttentionRecorder"]
+__all__ = ["ENABLE_HOLD", "NODE_ENABLE", "AttentionRecorder"]
+
+#: A node's clock runs (when gated) on a clock where one of these ports is high, or its
+#: writers' ``writing`` (:meth:`AttentionRecorder.enable_columns`), and on the
+#: :data:`ENABLE_HOLD` clocks after: its registers settle on the edge after its last busy clock.
+NODE_ENABLE = ("busy", "i__valid", "load__valid")
+ENABLE_HOLD = 1
 
 
 def _memories(fragment, path: tuple = ()) -> dict[str, object]:
@@ -170,6 +176,20 @@ class AttentionRecorder:
         if missing:
             raise ValueError(f"columns {missing[:3]} are no column of the attention path")
         self.trace = Trace({p: ports[p] for p in values}, dict(values))
+
+    def enable_columns(self, h: int, part: str) -> list[str]:
+        """The columns node ``(h, part)``'s clock enable is made of (:data:`NODE_ENABLE`)."""
+        writers = self.nodes[h, part][2]
+        return [f"h{h}.{part}.{p}" for p in (*NODE_ENABLE, *(f"{w}.writing" for w in writers))]
+
+    def enable_probes(self) -> list[tuple[str, str, int]]:
+        """The columns of :meth:`verilog_probes` that every head's nodes' clock enables are
+        made of (:meth:`enable_columns`): what tells each node's busy clocks in a run."""
+        from rtl_gen.attention import PARTS
+
+        wanted = {c for h in range(self.dut.config.heads) for part in PARTS
+                  for c in self.enable_columns(h, part)}
+        return [probe for probe in self.verilog_probes() if probe[0] in wanted]
 
     def node_trace(self, h: int, part: str, cut: dict[str, int]):
         """The trace of node ``(h, part)``: its ports, each cut memory port of its netlist

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["MESH", "replay_energy", "router_energy"]
+__all__ = ["MESH", "held_on", "replay_energy", "router_energy"]
 
 #: Mesh (rows, columns) the compared tiles and the router are generated for; the movement
 #: figure's mean hop count is :func:`rtl_gen.router.mean_hops` of it.
@@ -18,6 +18,13 @@ def _slice(trace, start: int, stop: int):
     from synth_scripts.gatelevel.trace import Trace
 
     return Trace(trace.ports, {k: v[start:stop] for k, v in trace.values.items()})
+
+
+def held_on(columns, hold: int) -> list[bool]:
+    """Per clock: whether any of ``columns`` (their values clock by clock) is high on it or on
+    one of the ``hold`` clocks before: a block's clock enable (:func:`replay_energy`'s)."""
+    on = [any(bits) for bits in zip(*columns, strict=True)]
+    return [any(on[max(c - hold, 0):c + 1]) for c in range(len(on))]
 
 
 def replay_energy(net, trace, load_cycles: int, windows: int, work: Path, sim: str,
@@ -48,8 +55,7 @@ def replay_energy(net, trace, load_cycles: int, windows: int, work: Path, sim: s
     from synth_scripts.gatelevel.toggles import replay
 
     def enable(t):
-        on = [any(bits) for bits in zip(*(t.values[p] for p in enable_ports), strict=True)]
-        return [any(on[max(c - hold, 0):c + 1]) for c in range(len(on))]
+        return held_on([t.values[p] for p in enable_ports], hold)
 
     def measure(t, name):
         tog = replay(net, t, work / name, sim=sim)
