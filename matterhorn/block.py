@@ -421,7 +421,7 @@ def _gates_on_cluster(ex, st, todo, steps) -> list[tuple]:
         names += dp.names()
     if steps is not None:
         steps.start(f"{len(tasks)} pricing tasks (tiles, attention paths, add+LayerNorm "
-                    "units) on the workers")
+                    "units, the attention paths' activity over the run) on the workers")
     results = iter(ex.map(run_task, tasks, names=names, told=said))
     out = []
     for job, (r, _), p in zip(todo, runs, pricing, strict=True):
