@@ -383,32 +383,49 @@ def _linear(run: PieceRun, layer, inputs: torch.Tensor, want: torch.Tensor, *, d
         runs.flush()
 
 
-def _harness_rtl(comp, top: str, parameters: dict, counters: dict, stem: str, root: Path,
-                 **extra) -> tuple[Path, dict, str]:
-    """The Verilog of component ``comp`` as module ``top`` under
-    ``root/rtl/<stem>-<digest of the Verilog>``, and a manifest for the harness (its ports,
-    streams and ``counters``, name -> width, on ports ``cnt_<name>``; ``extra`` fields of its
-    record): ``(folder, manifest, module)``. The Verilog is made every time (a few seconds
-    for MiniLM's twelve heads) and the folder named by its text, so a change of the generator
-    that leaves it alone rebuilds nothing."""
+def _harness_rtl(make, top: str, parameters: dict, counters: dict, stem: str, root: Path,
+                 extra=None) -> tuple[Path, dict, str]:
+    """The Verilog of the component ``make()`` makes (``parameters`` say all it is made of)
+    as module ``top`` under ``root/rtl/<stem>-<digest of the Verilog>``, and a manifest for
+    the harness (its ports, streams and ``counters``, name -> width, on ports
+    ``cnt_<name>``; ``extra(component)``: more fields of its record):
+    ``(folder, manifest, module)``. The folder is named by the Verilog's text, so a
+    change of the generator that leaves it alone rebuilds nothing; the text is made once for
+    the same ``top``, ``parameters``, ``counters``, generator and harness adapters
+    (``root/rtl/<stem>-<their digest>.json`` names its folder): MiniLM's twelve heads take
+    about 10 s to convert, and every run of the path (the block's run, the pricing's recording,
+    the path's activity) looked for it."""
+    from regression import fast_adapters
+    from regression.cache import params_key
     from rtl_gen.generate import LINT_WAIVERS, port_list, stream_ports
     from rtl_gen.verilog_text import to_verilog
     from toolkit_base.files import write_atomic
 
+    made = params_key({"harness": stem, "top": top, "parameters": parameters,
+                       "counters": counters, "adapters": hashlib.sha256(
+                           Path(fast_adapters.__file__).read_bytes()).hexdigest()})
+    index = root / "rtl" / f"{stem}-{made}.json"
+    if index.is_file():
+        folder = root / "rtl" / json.loads(index.read_text())["folder"]
+        if (folder / "manifest.json").is_file():
+            return folder, json.loads((folder / "manifest.json").read_text()), top
+    comp = make()
     text = to_verilog(comp, top)
     folder = root / "rtl" / f"{stem}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
     path = folder / "manifest.json"
     if path.is_file():
+        write_atomic(index, json.dumps({"folder": folder.name}) + "\n")
         return folder, json.loads(path.read_text()), top
     entry = {"file": f"{top}.v", "ports": port_list(comp), "streams": stream_ports(comp),
              "counters": [{"name": n, "port": f"cnt_{n}", "width": w}
                           for n, w in counters.items()],
-             **extra}
+             **(extra(comp) if extra is not None else {})}
     manifest = {"parameters": parameters, "modules": {top: entry},
                 "lint": {"waivers": list(LINT_WAIVERS)}}
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(folder / entry["file"], text)
     write_atomic(path, json.dumps(manifest, indent=2) + "\n")  # last: the folder is complete
+    write_atomic(index, json.dumps({"folder": folder.name}) + "\n")
     return folder, manifest, top
 
 
@@ -417,10 +434,10 @@ def _attention_rtl(cfg, dense: bool, root: Path) -> tuple[Path, dict, str]:
     and its manifest (:func:`_harness_rtl`)."""
     from rtl_gen.attention import AttentionSystem, attention_manifest, head_counters
 
-    comp = AttentionSystem(cfg, instances=True, dense=dense)
-    return _harness_rtl(comp, "dense_attention" if dense else "mttfs_attention",
+    return _harness_rtl(lambda: AttentionSystem(cfg, instances=True, dense=dense),
+                        "dense_attention" if dense else "mttfs_attention",
                         {**cfg.as_dict(), "dense": dense}, head_counters(cfg, dense=dense),
-                        "attention", root, **attention_manifest(comp))
+                        "attention", root, attention_manifest)
 
 
 def _attention(run: PieceRun, cfg, path, sequences, *, dense: bool, sim: str,
@@ -601,9 +618,9 @@ def _norm(run: PieceRun, cfg, add, norm, thetas, r, sums, want_r, want_codes, *,
     from rtl_gen.layouts import norm_load_layout
 
     codes = len(want_codes)
-    comp = PairedNorm(cfg, codes=codes)
-    rtl_dir, manifest, top = _harness_rtl(comp, NORM_TOP, {**cfg.as_dict(), "codes": codes},
-                                          {}, "add_norm", root)
+    rtl_dir, manifest, top = _harness_rtl(lambda: PairedNorm(cfg, codes=codes), NORM_TOP,
+                                          {**cfg.as_dict(), "codes": codes}, {}, "add_norm",
+                                          root)
     streams = manifest["modules"][top]["streams"]
     pin = _packer(streams["i"]["fields"])
     pout = _packer(streams["o"]["fields"])
