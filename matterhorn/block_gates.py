@@ -250,11 +250,10 @@ class DesignPricing:
         results of :attr:`tasks`, in order; ``told`` is called with a line per piece."""
         from synth_scripts.block_gates import BlockGates
 
-        results = iter(results)
+        results = list(results)
         if self.measure:
-            results = list(results)
             self.path = results.pop()[0]
-            results = iter(results)
+        results = iter(results)
         pieces = []
         for name, tasks, assemble in self.jobs:
             got = [next(results) for _ in tasks]

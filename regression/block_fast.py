@@ -44,7 +44,6 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Mapping
 from pathlib import Path
 
 import torch
@@ -67,7 +66,7 @@ from regression.block_parts import (
 )
 
 __all__ = ["DEFAULT_ROOT", "FAST_RUNNERS", "RTL_SIMS", "WINDOW_COLUMNS", "attention_windows",
-           "record_attention", "run_block_fast", "window_marks"]
+           "record_attention", "run_block_fast"]
 
 #: Where the generated Verilog, the builds and the runs go by default (builds cached by content).
 DEFAULT_ROOT = Path("build") / "block"
@@ -495,28 +494,9 @@ def _attention(run: PieceRun, cfg, path, sequences, *, dense: bool, sim: str,
     return references, runs.recorded
 
 
-#: The attention path's system signals :func:`window_marks` reads of a recording: its load
-#: handshakes (its configuration's end) and its output stream (each window's marker).
+#: The attention path's system signals a recording of it is cut into windows by
+#: (:func:`rtl_gen.simulation.attention.window_marks`).
 WINDOW_COLUMNS = ("load__valid", "load__ready", "o__valid", "o__ready", "o__payload")
-
-
-def window_marks(columns: Mapping[str, list[int]], config_beats: int, last: int) -> list[int]:
-    """Where each window begins in one recorded run of the attention path in the fast harness
-    (its :data:`WINDOW_COLUMNS`), and the run's end: the clock after its configuration (the
-    ``config_beats``-th ``load`` handshake), then the clock after each output marker (a
-    handshake on ``o`` whose payload's bit ``last`` is set) but the last, then the run's
-    length. A sentence's first window holds its start and its key and value writes, a run's
-    last window the clocks to its end: the windows the gate-level pricing cuts its recording
-    into (:meth:`synth_scripts.gatelevel.attention.AttentionRecorder.window_marks`)."""
-    n = len(columns["o__valid"])
-    loads = [c for c in range(n) if columns["load__valid"][c] and columns["load__ready"][c]]
-    if len(loads) < config_beats:
-        raise ValueError(f"the run took {len(loads)} load beats, fewer than its configuration's "
-                         f"{config_beats}")
-    start = loads[config_beats - 1] + 1
-    ends = [c for c in range(start, n) if columns["o__valid"][c] and columns["o__ready"][c]
-            and (columns["o__payload"][c] >> last) & 1]
-    return [start, *(c + 1 for c in ends[:-1]), n]
 
 
 def attention_windows(cfg, path, sequences, *, dense: bool, record, root: Path,
@@ -524,8 +504,9 @@ def attention_windows(cfg, path, sequences, *, dense: bool, record, root: Path,
     """The attention path of configuration ``cfg`` and golden constants ``path`` on
     ``sequences`` (as :func:`record_attention` takes them) in the fast harness, as
     :func:`run_block_fast` runs it (every output and counter checked), however many runs of
-    the harness they take, recording ``record`` (:data:`WINDOW_COLUMNS` added): per run, its
-    windows' :func:`window_marks` and its recorded columns.
+    the harness they take, recording ``record`` (:data:`WINDOW_COLUMNS` added): per run, where
+    its windows begin and its end (:func:`rtl_gen.simulation.attention.window_marks`) and its
+    recorded columns.
 
     Raises
     ------
@@ -535,6 +516,7 @@ def attention_windows(cfg, path, sequences, *, dense: bool, record, root: Path,
         The runs' output markers are not one a window.
     """
     from rtl_gen.attn_images import config_beats
+    from rtl_gen.simulation.attention import window_marks
 
     rtl_dir, manifest, top = _attention_rtl(cfg, dense, root)
     stream = manifest["modules"][top]["streams"]["o"]
@@ -549,7 +531,8 @@ def attention_windows(cfg, path, sequences, *, dense: bool, record, root: Path,
         raise AssertionError(f"attention: the run mismatches: {run.first_mismatch}")
     last = next(int(f["offset"]) for f in stream["fields"] if f["name"] == "last")
     beats = len(config_beats(cfg, path))
-    out = [(window_marks(columns, beats, last), columns) for columns in recorded]
+    out = [(window_marks(columns, config_beats=beats, last=last), columns)
+           for columns in recorded]
     windows = sum(len(m) - 1 for m, _ in out)
     if windows != sum(len(r) for r in refs):
         raise RuntimeError(f"attention: {windows} output markers in the harness's runs, not "

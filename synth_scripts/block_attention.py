@@ -87,18 +87,6 @@ def _node_netlist(pr: Pricing, acfg, part: str, dense: bool):
     return nets[key]
 
 
-def _config_end(trace, beats: int) -> int:
-    """The clock after the ``beats``-th ``load`` handshake of the system's trace."""
-    seen = 0
-    for c, (valid, ready) in enumerate(zip(trace.values["load__valid"],
-                                           trace.values["load__ready"], strict=True)):
-        seen += bool(valid and ready)
-        if seen == beats:
-            return c + 1
-    raise RuntimeError(f"the attention path took {seen} load beats, not its {beats} "
-                       "configuration beats")
-
-
 def _run_attention(acfg, path, sequences: Sequence[AttentionSequence], dense: bool):
     """The sequences through the attention path at RTL, recorded, and checked against their
     ``attn_out_in`` codes (through the path's mask for the spiking design); returns the
@@ -178,9 +166,10 @@ def window_features(counters, h: int) -> list[dict[str, int]]:
     return out
 
 
-def _node_energies(pr: Pricing, acfg, rec, start: int, design: str,
+def _node_energies(pr: Pricing, acfg, rec, marks: list[int], design: str,
                    windows=None) -> tuple[dict, dict, list]:
-    """Each head's nodes replayed from clock ``start`` (after the configuration): their
+    """Each head's nodes replayed from the first of the windows' ``marks`` (the clock after
+    the configuration; each window's first clock, :meth:`AttentionRecorder.window_marks`): their
     energies summed per component (``compute``, ``nonlinear``, ``idle``, ``gated``; the cells'
     ``leakage``, inside the others, and per node kind ``<part>_leakage``), their
     cells, and with ``pr.windows`` each window of each node priced on its own (``windows``:
@@ -191,10 +180,8 @@ def _node_energies(pr: Pricing, acfg, rec, start: int, design: str,
 
     energy = Counter()
     cells, samples = {}, []
-    marks = counted = None
-    if pr.windows:
-        marks = rec.window_marks(start, sum(len(w) for w in windows))
-        counted = [[w.counters for w in wins] for wins in windows]
+    start, cut = marks[0], marks if pr.windows else None
+    counted = [[w.counters for w in wins] for wins in windows]
     for h in spread(acfg.heads, pr.replay_heads):
         for part, component in NODE_COMPONENT.items():
             net = _node_netlist(pr, acfg, part, design == "dense")
@@ -202,8 +189,8 @@ def _node_energies(pr: Pricing, acfg, rec, start: int, design: str,
             e = replay_energy(net, rec.node_trace(h, part, net.cut), start, 1,
                               pr.work / "attention" / design / f"h{h}_{part}", pr.sim,
                               pr.clock_ns, enable_ports=(*NODE_ENABLE, *writing),
-                              hold=ENABLE_HOLD, one_replay=True, marks=marks)
-            if marks is not None:
+                              hold=ENABLE_HOLD, one_replay=True, marks=cut)
+            if cut is not None:
                 samples += [window_sample(part, h, x, w) for x, w in
                             zip(window_features(counted, h), e["windows"], strict=True)]
             energy[component] += e["free_pJ"] - e["idle_clock_pJ"]
@@ -246,8 +233,9 @@ def _path_run(pr: Pricing, acfg, path, sequences, design: str, recorder=None) ->
         rec, windows = _run_attention(acfg, path, sequences, dense)
     else:
         rec, windows = recorder(acfg, path, sequences, dense, spread(acfg.heads, pr.replay_heads))
-    start = _config_end(rec.trace, len(config_beats(acfg, path)))
-    energy, cells, samples = _node_energies(pr, acfg, rec, start, design, windows)
+    marks = rec.window_marks(len(config_beats(acfg, path)), sum(len(w) for w in windows))
+    start = marks[0]
+    energy, cells, samples = _node_energies(pr, acfg, rec, marks, design, windows)
     inner = [f for h in range(acfg.heads) for x in (0, 1) for f in rec.flits(h, f"inject_x{x}")]
     router = pr.router(inner, acfg.flit_value_width, acfg.flit_addr_width,
                        mesh=(acfg.heads, 3), kind="attention_routers")

@@ -14,7 +14,28 @@ from rtl_gen.params import port_values
 __all__ = [
     "AttentionWindow",
     "simulate_attention",
+    "window_marks",
 ]
+
+
+def window_marks(columns, *, config_beats: int, last: int) -> list[int]:
+    """Where each window begins in a recorded run of the attention path, from its system
+    ports' values clock by clock (``columns``: ``load__valid``, ``load__ready``, ``o__valid``,
+    ``o__ready``, ``o__payload``), and the run's end: the clock after its configuration (the
+    ``config_beats``-th ``load`` handshake), then the clock after each output marker (a
+    handshake on ``o`` whose payload's bit ``last`` is set) but the last, then the run's
+    length. A sentence's first window holds its start and its key and value writes, the last
+    window the clocks to the run's end: the windows a gate-level replay of the path is cut
+    into, whoever recorded it (the Amaranth simulator or the fast harness)."""
+    n = len(columns["o__valid"])
+    loads = [c for c in range(n) if columns["load__valid"][c] and columns["load__ready"][c]]
+    if len(loads) < config_beats:
+        raise RuntimeError(f"the attention path took {len(loads)} load beats, not its "
+                           f"{config_beats} configuration beats")
+    start = loads[config_beats - 1] + 1
+    ends = [c for c in range(start, n) if columns["o__valid"][c] and columns["o__ready"][c]
+            and (columns["o__payload"][c] >> last) & 1]
+    return [start, *(c + 1 for c in ends[:-1]), n]
 
 
 @dataclass(frozen=True)

@@ -215,19 +215,19 @@ class AttentionRecorder:
             values[f"{wpath}.writing"] = self.trace.values[f"{prefix}{wpath}.writing"]
         return Trace(ports, values)
 
-    def window_marks(self, start: int, windows: int) -> list[int]:
-        """The trace's cycle where each of the ``windows`` windows after clock ``start`` begins:
-        ``start``, then the clock after each output marker taken on the system's ``o`` (a
-        sentence's start and its key and value writes fall in its first window)."""
-        v = self.trace.values
+    def window_marks(self, config_beats: int, windows: int) -> list[int]:
+        """The trace's cycle where each of its ``windows`` windows begins: the clock after its
+        ``config_beats`` configuration beats, then the clock after each output marker taken on
+        the system's ``o`` (a sentence's start and its key and value writes fall in its first
+        window; :func:`rtl_gen.simulation.attention.window_marks`)."""
+        from rtl_gen.simulation.attention import window_marks
+
         last = self.dut.o.payload.shape()["last"].offset
-        ends = [c for c, (valid, ready, word) in enumerate(zip(
-            v["o__valid"], v["o__ready"], v["o__payload"], strict=True))
-            if c >= start and valid and ready and (word >> last) & 1]
-        if len(ends) != windows:
-            raise RuntimeError(f"the attention path took {len(ends)} output markers after its "
+        marks = window_marks(self.trace.values, config_beats=config_beats, last=last)[:-1]
+        if len(marks) != windows:
+            raise RuntimeError(f"the attention path took {len(marks)} output markers after its "
                                f"configuration, not one per window ({windows})")
-        return [start, *(c + 1 for c in ends[:-1])]
+        return marks
 
     def flits(self, h: int, part: str) -> list[tuple[int, int]]:
         """The flits an injector sent: ``(addr, t)`` of each handshake on its ``o``."""
