@@ -106,7 +106,8 @@ def record_fast(acfg, path, sequences, dense: bool, heads, *, root, sim: str = "
     return rec, windows
 
 
-def path_activity(acfg, path, sequences, dense: bool, *, root, sim: str = "verilator") -> dict:
+def path_activity(acfg, path, sequences, dense: bool, *, root, sim: str = "verilator",
+                  name: str = "activity") -> dict:
     """What the attention path does in each window of ``sequences`` (every sentence of a run,
     :func:`_attention_sequences`), measured at RTL in the fast harness
     (:func:`regression.block_fast.attention_windows`, recording every head's nodes' clock
@@ -116,7 +117,8 @@ def path_activity(acfg, path, sequences, dense: bool, *, root, sim: str = "veril
     (head by head, node by node: :func:`activity`). What the calibration prices the nodes'
     idle clock, leakage and deselected memories over, and fits their logic to beside their
     counters (:mod:`synth_scripts.block_calibration`): the gate-level replay takes minutes a
-    sentence, this seconds for the run."""
+    sentence, this seconds for the run. ``name`` names its runs in ``root`` (a design's own:
+    runs of one name take turns)."""
     from regression.block_fast import attention_windows
     from synth_scripts.block_gates import NODE_COMPONENT
     from synth_scripts.gatelevel.attention import ENABLE_HOLD, AttentionRecorder
@@ -125,7 +127,7 @@ def path_activity(acfg, path, sequences, dense: bool, *, root, sim: str = "veril
     rec = AttentionRecorder.of_system(acfg, dense)
     runs = attention_windows(
         acfg, path, [(s.query, s.keys, s.values, s.valid, s.attn_out_in) for s in sequences],
-        dense=dense, record=rec.enable_probes(), root=root, sim=sim, name="activity")
+        dense=dense, record=rec.enable_probes(), root=root, sim=sim, name=name)
     clocks = [b - a for marks, _ in runs for a, b in zip(marks, marks[1:], strict=False)]
     busy = []
     for h in range(acfg.heads):
@@ -142,7 +144,8 @@ def measure_path(qnn, case, *, root, sim: str = "verilator") -> dict:
     from regression.block_parts import attention_config
 
     return path_activity(attention_config(qnn, case.block), case.path,
-                         _attention_sequences(case), case.design.dense, root=root, sim=sim)
+                         _attention_sequences(case), case.design.dense, root=root, sim=sim,
+                         name=f"{case.design.name}-activity")
 
 
 def _recorder(pr):
@@ -230,7 +233,7 @@ class DesignPricing:
             from regression.block_parts import attention_config
 
             self.measure = [(partial(path_activity, root=self.pr.netlist_dir / "fast",
-                                     sim=sim),
+                                     sim=sim, name=f"{self.design}-activity"),
                              (attention_config(qnn, whole.block), whole.path,
                               _attention_sequences(whole), whole.design.dense))]
 

@@ -239,28 +239,31 @@ def _run(sim: str, rtl_dir: Path, manifest: dict, top: str, vectors: _Vectors, *
     signals to record, :func:`regression.fast.fast_verilog`), ``record``: their columns."""
     from regression import sim as sims
     from regression.fast import RECORD_FILE, build_fast, fast_config, read_record
-    from toolkit_base.files import write_atomic
+    from toolkit_base.files import locked, write_atomic
 
     config = fast_config(vectors.fast(), seed=0, T=T, bench=name)
     config["depths"] = dict(DEPTHS)  # one build for every run of the piece's shape
     build = build_fast(sim, rtl_dir, manifest, top, config, root, opt=OPT, record=record)
     run_dir = root / "runs" / name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    for fname, text in config.pop("run_files").items():
-        write_atomic(run_dir / fname, text)
-    if record:
-        (run_dir / RECORD_FILE).unlink(missing_ok=True)
-    res = sims.run(build, _BENCH, config, run_dir, seed=0)
-    report = dict(res.report)
-    report["passed"] = bool(res.passed)
-    if not res.passed:
-        report["error"] = ("; ".join(report.get("mismatch_examples") or [])
-                           or f"the bench failed: {res.tail(5)}")
-    if record and (run_dir / RECORD_FILE).is_file():
-        # what the design did, whether or not it matched the expectation (a mismatching
-        # unit's output is still what the next block is fed)
-        report["record"] = read_record(run_dir / RECORD_FILE, record)
-        (run_dir / RECORD_FILE).unlink()
+    # two runs of one name in one folder (two designs' runs of the same name on two workers,
+    # two runs sharing DIR) take turns: each writes its stimulus and reads its results there
+    with locked(root / "runs" / f"{name}.lock"):
+        run_dir.mkdir(parents=True, exist_ok=True)
+        for fname, text in config.pop("run_files").items():
+            write_atomic(run_dir / fname, text)
+        if record:
+            (run_dir / RECORD_FILE).unlink(missing_ok=True)
+        res = sims.run(build, _BENCH, config, run_dir, seed=0)
+        report = dict(res.report)
+        report["passed"] = bool(res.passed)
+        if not res.passed:
+            report["error"] = ("; ".join(report.get("mismatch_examples") or [])
+                               or f"the bench failed: {res.tail(5)}")
+        if record and (run_dir / RECORD_FILE).is_file():
+            # what the design did, whether or not it matched the expectation (a mismatching
+            # unit's output is still what the next block is fed)
+            report["record"] = read_record(run_dir / RECORD_FILE, record)
+            (run_dir / RECORD_FILE).unlink()
     return report
 
 

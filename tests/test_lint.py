@@ -82,9 +82,6 @@ LONG_FUNCTIONS = {
     "rtl_gen.axi_sim.simulate_axi_system": "one bench: load, then windows",
     "rtl_gen.encoder.Encoder.elaborate": "one FSM, its states read top to bottom",
     "rtl_gen.tile.NeuronTile.elaborate": "one FSM, its states read top to bottom",
-    "synth_scripts.gatelevel.energy.energy":
-        "one pass over the nets; split, its partial sums would add up in another order, and "
-        "every energy figure must stay bit-exact",
     "synth_scripts.gatelevel.netlist._map_locked":
         "the Yosys mapping steps in order, under the netlist folder's one lock",
     "synth_scripts.gatelevel.toggles._testbench": "one generated Verilog testbench, as text",
