@@ -16,7 +16,9 @@ path, and windows (rows) of each tile (add+LayerNorm unit) in the sample (``matt
 options of the same names); ``--tile-neurons N`` cuts the layers into tiles of N neurons (more
 tiles a layer on the small block). ``--piece P`` prices only that piece (e.g. ``attention`` on
 MiniLM, where the whole block would take an hour),
-sample and held-out sentence alike, and prints its components.
+sample and held-out sentence alike (both window by window, kept as
+``DIR/<design>-<piece>-sample.dump.json`` and ``-held-out.dump.json`` and read back by a later
+run, so the fits can be studied again in seconds), and prints its components.
 
     python benchmarks/bench_block_calibration.py [--model random|minilm] [--sentences 8]
         [--sample 0 ...] [--held-out 1] [--design dense --design mttfs-k1 ...]
