@@ -407,7 +407,7 @@ def _gates_on_cluster(ex, st, todo, steps) -> list[tuple]:
                   names=[job[1] for job in todo],
                   progress=lambda r: said(f"{r[0].design}: {r[0].mismatches} mismatches"),
                   told=said)
-    pricing, tasks, names = [], [], []
+    pricing, tasks, names, ranks = [], [], [], []
     for job, (r, _) in zip(todo, runs, strict=True):
         _, d, block, tile_neurons, placement, gates, keep, key, _ = job
         if r.mismatches:
@@ -419,10 +419,16 @@ def _gates_on_cluster(ex, st, todo, steps) -> list[tuple]:
         pricing.append((case, dp, calibrated))
         tasks += dp.tasks
         names += dp.names()
+        ranks += dp.ranks()
     if steps is not None:
         steps.start(f"{len(tasks)} pricing tasks (tiles, attention paths, add+LayerNorm "
                     "units, the attention paths' activity over the run) on the workers")
-    results = iter(ex.map(run_task, tasks, names=names, told=said))
+    # handed out longest first (the attention paths), each result put back in its place
+    order = sorted(range(len(tasks)), key=lambda i: (ranks[i], i))
+    got = ex.map(run_task, [tasks[i] for i in order], names=[names[i] for i in order],
+                 told=said)
+    placed = dict(zip(order, got, strict=True))
+    results = iter(placed[i] for i in range(len(tasks)))
     out = []
     for job, (r, _), p in zip(todo, runs, pricing, strict=True):
         priced = None

@@ -35,7 +35,7 @@ from golden_models.block_pieces import (
     of_kind,
 )
 
-__all__ = ["ACTIVITY", "JOBS", "DesignPricing", "activity", "measure_block_gates",
+__all__ = ["ACTIVITY", "JOBS", "RANK", "DesignPricing", "activity", "measure_block_gates",
            "measure_path", "path_activity", "record_fast", "run_task", "validate_attention"]
 
 
@@ -124,16 +124,16 @@ def path_activity(acfg, path, sequences, dense: bool, *, root, sim: str = "veril
     from synth_scripts.gatelevel.attention import ENABLE_HOLD, AttentionRecorder
     from synth_scripts.gatelevel.measure import held_on
 
-    rec = AttentionRecorder.of_system(acfg, dense)
+    probes, enables = AttentionRecorder.enable_plan(acfg, dense, root)
     runs = attention_windows(
         acfg, path, [(s.query, s.keys, s.values, s.valid, s.attn_out_in) for s in sequences],
-        dense=dense, record=rec.enable_probes(), root=root, sim=sim, name=name)
+        dense=dense, record=probes, root=root, sim=sim, name=name)
     clocks = [b - a for marks, _ in runs for a, b in zip(marks, marks[1:], strict=False)]
     busy = []
     for h in range(acfg.heads):
         for part in NODE_COMPONENT:
             for marks, columns in runs:
-                on = held_on([columns[c] for c in rec.enable_columns(h, part)], ENABLE_HOLD)
+                on = held_on([columns[c] for c in enables[h, part]], ENABLE_HOLD)
                 busy += [sum(on[a:b]) for a, b in zip(marks, marks[1:], strict=False)]
     return {"clocks": clocks, "busy": busy}
 
@@ -187,6 +187,13 @@ def _only(results: list):
 JOBS = {LINEAR: _linear_job, ATTENTION: _attention_job, ADD_NORM: _norm_job}
 
 
+#: Which of a pricing's tasks a run hands out first (:meth:`DesignPricing.ranks`): the longest
+#: (on MiniLM, 2 cores: an attention path's 100 to 250 s, the path's activity over the run
+#: 40 s, an add+LayerNorm unit's 20 s, a tile's 5 to 15 s), so that no long one is left to a
+#: worker at the end while the others wait.
+RANK = {ATTENTION: 0, "path": 1, ADD_NORM: 2, LINEAR: 3}
+
+
 def run_task(task):
     """One task of a pricing (:attr:`DesignPricing.tasks`: ``(fn, args)``), where it runs (this
     process or a worker): ``(fn(*args), seconds)``."""
@@ -225,6 +232,7 @@ class DesignPricing:
                      "heads": cfg.num_attention_heads, "weight_bits": layer.query.weight_bits}
         self.jobs = [(p.name, *JOBS[p.kind](qnn, case, p, self.pr, tile_neurons))
                      for p in PIECES]
+        self.kinds = [p.kind for p in PIECES]
         #: With ``whole`` (the run's case, ``case`` its sample): the attention path's activity
         #: over the whole run (:func:`path_activity`), a task of its own, for the calibration;
         #: :meth:`finish` keeps it in :attr:`path`.
@@ -242,6 +250,11 @@ class DesignPricing:
         """Every task of the design, piece after piece, then the path's activity over the run
         (with ``whole``): ``(fn, args)`` for :func:`run_task`."""
         return [t for _, tasks, _ in self.jobs for t in tasks] + self.measure
+
+    def ranks(self) -> list[int]:
+        """Per task of :attr:`tasks` its rank in the order a run hands them out (:data:`RANK`)."""
+        return [RANK[kind] for kind, (_, tasks, _) in zip(self.kinds, self.jobs, strict=True)
+                for _ in tasks] + [RANK["path"]] * len(self.measure)
 
     def names(self) -> list[str]:
         """A name per task of :attr:`tasks` (``<design>-<piece>-<i>``, ``<design>-path``)."""

@@ -118,13 +118,17 @@ def test_the_pricing_from_the_fast_harness(case, recorded, nangate_lib, tmp_path
         priced("wrong", cache)
 
 
-def test_the_path_measured_over_a_run_is_what_its_replays_count(case, nangate_lib, tmp_path):
+def test_the_path_measured_over_a_run_is_what_its_replays_count(case, nangate_lib, tmp_path,
+                                                                monkeypatch):
     """What the calibration prices every sentence's attention path over
     (matterhorn.block_gates.measure_path: the path in the fast harness, its nodes' clock
     enables recorded) is, window by window and node by node, what the gate-level replays of
-    the same sentences count: the path's clocks and each node's busy clocks, exactly."""
+    the same sentences count: the path's clocks and each node's busy clocks, exactly. A
+    second measurement reads what it records of the path from the first's folder
+    (``AttentionRecorder.enable_plan``), without elaborating the path, and is the same."""
     from matterhorn.block_gates import JOBS, activity, measure_path
     from synth_scripts.block_pricing import Pricing
+    from synth_scripts.gatelevel.attention import AttentionRecorder
 
     qnn, c = case
     piece = next(p for p in PIECES if p.name == "attention")
@@ -140,6 +144,12 @@ def test_the_path_measured_over_a_run_is_what_its_replays_count(case, nangate_li
     n = len(act.clocks)
     assert [s["cycles"] for s in priced.samples] == act.clocks * (len(act.windows) // n)
     assert sum(act.clocks) == priced.cycles
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the path was elaborated again")
+
+    monkeypatch.setattr(AttentionRecorder, "of_system", refuse)
+    assert measure_path(qnn, c, root=tmp_path / "netlists" / "fast", sim="icarus") == path
 
 
 def test_a_record_read_column_by_column(tmp_path):

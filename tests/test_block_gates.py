@@ -284,13 +284,34 @@ def test_a_pricing_goes_to_a_worker_without_its_netlists(nangate_lib, tmp_path):
         Pricing.prepare(nangate_lib, tmp_path, windows=True, replay_heads=-1)
 
 
+def test_a_pricing_hands_out_its_longest_tasks_first(model, nangate_lib, tmp_path):
+    """A design's pricing tasks ranked as a run hands them out (``DesignPricing.ranks``): the
+    attention path first, then the path's activity over the run, the add+LayerNorm units, the
+    tiles last; a rank per task, names and tasks in step."""
+    from golden_models.block_pieces import ADD_NORM, ATTENTION, LINEAR
+    from matterhorn.block_gates import RANK, DesignPricing
+
+    qnn, tok = model
+    case = block_case(qnn, tok, [SENTENCE, "Three words here."], "mttfs-k1")
+    dp = DesignPricing(qnn, case, lib_path=nangate_lib, work=tmp_path, sim="icarus",
+                       tile_neurons=8, windows=True, whole=case)
+    ranks, names = dp.ranks(), dp.names()
+    assert len(ranks) == len(names) == len(dp.tasks)
+    order = [names[i] for i in sorted(range(len(ranks)), key=lambda i: (ranks[i], i))]
+    assert order[:2] == ["mttfs-k1-attention-0", "mttfs-k1-path"]
+    assert {n.rsplit("-", 1)[0] for n in order[2:4]} == {"mttfs-k1-norm_attn", "mttfs-k1-norm_ffn"}
+    assert all(RANK[LINEAR] == ranks[names.index(n)] for n in order[4:])
+    assert RANK[ATTENTION] < RANK["path"] < RANK[ADD_NORM] < RANK[LINEAR]
+
+
 @pytest.mark.slow
 def test_the_pricing_on_a_cluster_equals_the_local_run(model, nangate_lib, tmp_path):
     """``matterhorn block --gates -j 2``: each design's run a task, then its pricing's tasks
     (each replayed tile, the attention path, each add+LayerNorm unit) spread over two worker
-    processes, sharing the netlists and builds of one folder: the document is the one a run
-    in this process writes, figure for figure (the wall-clock seconds aside). Two sentences,
-    the shorter replayed, one tile of the two-tile FFN-expand layer: calibrated."""
+    processes, the longest handed out first, sharing the netlists and builds of one folder:
+    the document is the one a run in this process writes, figure for figure (the wall-clock
+    seconds aside). Two sentences, the shorter replayed, one tile of the two-tile FFN-expand
+    layer: calibrated."""
     from matterhorn.block import BlockSetup, GatesSetup, run
     from regression.block_parts import seq_max_of
 

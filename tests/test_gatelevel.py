@@ -516,3 +516,76 @@ def test_a_components_verilog_is_converted_once_and_kept(tmp_path):
     kept_verilog(None, ("ctr", "Counter()"), convert("none"))
     kept_verilog(None, ("ctr", "Counter()"), convert("none"))
     assert calls == ["ctr", "ctr2", "none", "none"]
+
+
+def test_a_netlist_is_parsed_once_and_kept(tmp_path, monkeypatch):
+    """A mapped netlist is parsed once and kept beside it (``parsed.pickle``): a later read
+    (another task, another run) takes it without parsing and gives the same netlist; a
+    ``netlist.v`` that changed under it (another mapping wrote it) is parsed again, not read
+    from the stale file."""
+    from synth_scripts.gatelevel import netlist as gn
+
+    parses = []
+    real = gn.parse_netlist
+
+    def counted(text):
+        parses.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(gn, "parse_netlist", counted)
+    first = mapped(Counter, "ctr", nangate(), tmp_path)
+    assert len(parses) == 1 and (tmp_path / "parsed.pickle").is_file()
+    again = mapped(Counter, "ctr", nangate(), tmp_path)
+    assert len(parses) == 1
+    assert again.to_json() == first.to_json() and again.cells == first.cells
+    assert again.nets == first.nets and again.digest == first.digest
+    # the netlist rewritten under the same stamp: its text differs, so it is parsed again
+    path = tmp_path / "netlist.v"
+    path.write_text(path.read_text() + "\n// rewritten\n")
+    third = mapped(Counter, "ctr", nangate(), tmp_path)
+    assert len(parses) == 2 and third.digest != first.digest
+    assert third.to_json() == first.to_json()
+
+
+def test_a_netlists_pin_energies_are_kept_and_price_the_same(tmp_path):
+    """The liberty's tables read for a netlist (``_PinEnergies``) are kept beside it and read
+    back by another reader of the netlist (a fresh ``Netlist`` of the same folder, as another
+    task has): the same energy to the digit, free-running and gated; another wire-load
+    setting is kept apart."""
+    trace, _ = counter_trace()
+    net = mapped(Counter, "ctr", nangate(), tmp_path / "net")
+    tg = gl.replay(net, trace, tmp_path / "replay", sim="icarus")
+    fresh = ge.energy(net, tg, enable=[True] * tg.cycles)
+    kept = sorted(net.path.parent.glob("pins-*.pickle"))
+    assert len(kept) == 1
+    other = mapped(Counter, "ctr", nangate(), tmp_path / "net")  # a new reader: none priced
+    assert other is not net and not other.priced
+    again = ge.energy(other, tg, enable=[True] * tg.cycles)
+    assert again.to_json() == fresh.to_json()
+    ge.energy(other, tg, wire_load=False)
+    assert len(list(net.path.parent.glob("pins-*.pickle"))) == 2
+    # what was kept is what the tables give: a netlist without a digest is priced afresh
+    bare = gl.Netlist(**{**other.__dict__, "digest": "", "priced": {}})
+    assert ge.energy(bare, tg, enable=[True] * tg.cycles).to_json() == fresh.to_json()
+
+
+def test_a_kept_value_is_made_once_per_key(tmp_path):
+    """``kept_value``: made and written the first time, read back for the same key, made
+    again (and replaced) for another key or an unreadable file."""
+    from toolkit_base.files import kept_value
+
+    made = []
+
+    def make(v):
+        def run():
+            made.append(v)
+            return {"v": v}
+        return run
+
+    path = tmp_path / "x.pickle"
+    assert kept_value(path, "a", make(1)) == {"v": 1}
+    assert kept_value(path, "a", make(2)) == {"v": 1}
+    assert kept_value(path, "b", make(3)) == {"v": 3}
+    path.write_bytes(b"not a pickle")
+    assert kept_value(path, "b", make(4)) == {"v": 4}
+    assert made == [1, 3, 4]

@@ -20,6 +20,7 @@ __all__ = [
     "OWNER_FILE",
     "copy_atomic",
     "folder_digest",
+    "kept_value",
     "locked",
     "owned_files",
     "public",
@@ -214,3 +215,24 @@ def folder_digest(folder: str | os.PathLike, suffixes=None) -> str:
         h.update(path.relative_to(root).as_posix().encode())
         h.update(path.read_bytes())
     return h.hexdigest()
+
+
+def kept_value(path: str | os.PathLike, key: str, make):
+    """``make()``, kept in file ``path`` under ``key`` (a string naming everything the value
+    is made of): read back when ``path`` holds a value of the same key, else made and written
+    there atomically (the folder must exist). A cache of a slow, pure computation beside what
+    it was computed from (a parsed netlist, its pins' energies); a file of another key, or one
+    that cannot be read, is made again and replaced. The file is Python's pickle, read only
+    from a folder this toolkit wrote."""
+    import pickle
+
+    path = Path(path)
+    try:
+        kept_key, value = pickle.loads(path.read_bytes())
+        if kept_key == key:
+            return value
+    except (OSError, EOFError, ValueError, TypeError, pickle.UnpicklingError, AttributeError):
+        pass
+    value = make()
+    write_atomic(path, pickle.dumps((key, value), protocol=pickle.HIGHEST_PROTOCOL))
+    return value

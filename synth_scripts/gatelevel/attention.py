@@ -182,6 +182,23 @@ class AttentionRecorder:
         writers = self.nodes[h, part][2]
         return [f"h{h}.{part}.{p}" for p in (*NODE_ENABLE, *(f"{w}.writing" for w in writers))]
 
+    @classmethod
+    def enable_plan(cls, acfg, dense: bool, folder=None) -> tuple[list, dict]:
+        """What a run that measures the nodes' busy clocks records of the attention path of
+        ``acfg`` (the dense design's or the spiking one's) and what it reads of it:
+        ``(probes, columns)``, :meth:`enable_probes` and :meth:`enable_columns` by ``(head,
+        part)``; kept in ``folder`` (:func:`synth_scripts.gatelevel.netlist.kept_elaborated`),
+        so a later run does not elaborate the path again."""
+        from rtl_gen.attention import PARTS
+        from synth_scripts.gatelevel.netlist import kept_elaborated
+
+        def make():
+            rec = cls.of_system(acfg, dense)
+            return rec.enable_probes(), {(h, part): rec.enable_columns(h, part)
+                                         for h in range(acfg.heads) for part in PARTS}
+
+        return kept_elaborated(folder, ("enable_probes", f"dense={dense}", repr(acfg)), make)
+
     def enable_probes(self) -> list[tuple[str, str, int]]:
         """The columns of :meth:`verilog_probes` that every head's nodes' clock enables are
         made of (:meth:`enable_columns`): what tells each node's busy clocks in a run."""

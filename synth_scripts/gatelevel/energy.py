@@ -30,10 +30,13 @@ enabled, or the gated block would compute something else: that is an error.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from functools import cache, partial
 from pathlib import Path
 
 from synth_scripts.gatelevel import liberty as liberty_mod
+from toolkit_base.files import kept_value
 
 __all__ = ["COMPONENTS", "NOMINAL_SLEW_NS", "Energy", "energy", "isolated_cells",
            "opensta_per_net", "opensta_reference", "sta_groups"]
@@ -134,63 +137,68 @@ def _icg(prepared: liberty_mod.Liberty) -> str:
 
 
 class _PinEnergies:
-    """What :func:`energy` reads of the liberty for one netlist at one slew: per net (read the
-    first time it toggles) its load, its driver's (kind, mean of the rise and fall internal
-    energy at that load) and its sink pins' (kind, mean internal energy); the clock pins' rise
-    + fall; the leakage sums. Read once per netlist and kept on it: the tables' interpolation
-    was most of a replay's pricing."""
+    """What :func:`energy` reads of the liberty for one netlist at one slew: per net its load,
+    its driver's (kind, mean of the rise and fall internal energy at that load) and its sink
+    pins' (kind, mean internal energy); the clock pins' rise + fall; the leakage sums. Read
+    once per netlist, slew and wire load and kept on it and beside it (:func:`_pin_energies`):
+    the tables' interpolation was most of a replay's pricing."""
 
     def __init__(self, net, slew: float, wire_load: bool):
-        lib = self.lib = net.lib.library
-        self.slew, self.wire_load = slew, wire_load
-        self.seq_types = {t for t in {c.type for c in net.cells} if lib.cells[t].sequential}
-        self.drivers, self.sinks = {}, {}
+        lib = net.lib.library
+        seq_types = {t for t in {c.type for c in net.cells} if lib.cells[t].sequential}
+        drivers, sinks = {}, {}
         for c in net.cells:
             info = lib.cells[c.type]
             for pin, ref in c.pins.items():
                 if ref is None or pin not in info.pins:
                     continue
                 if info.pins[pin].direction == "output":
-                    self.drivers[ref] = (c, pin)
+                    drivers[ref] = (c, pin)
                 else:
-                    self.sinks.setdefault(ref, []).append((c, pin))
-        self.nets: dict = {}
-        self.matrices: dict = {}
+                    sinks.setdefault(ref, []).append((c, pin))
+
+        def kind(cell) -> str:
+            return "sequential" if cell.type in seq_types else "combinational"
+
+        def priced(ref) -> tuple:
+            s = sinks.get(ref, [])
+            c_net = (sum(lib.cells[c.type].pins[p].cap for c, p in s)
+                     + (lib.wire_cap(len(s)) if wire_load else 0.0))
+            driver = None
+            if ref in drivers:
+                cell, pin = drivers[ref]
+                r, f = lib.cells[cell.type].pins[pin].energy(slew, c_net)
+                driver = (kind(cell), (r + f) / 2)
+            sink_pins = []
+            for cell, pin in s:
+                p = lib.cells[cell.type].pins[pin]
+                if p.rise or p.fall:
+                    r, f = p.energy(slew, 0.0)
+                    sink_pins.append((kind(cell), (r + f) / 2))
+            return c_net, driver, tuple(sink_pins)
+
+        #: net -> (load, driver or None, sink pins), every net of the netlist
+        self.nets = {ref: priced(ref) for ref in net.nets}
         self.clock_pins = []
         if net.clock_net is not None:
-            for cell, pin in self.sinks.get(net.clock_net, []):
+            for cell, pin in sinks.get(net.clock_net, []):
                 r, f = lib.cells[cell.type].pins[pin].energy(slew, 0.0)
                 self.clock_pins.append(r + f)
         self.leakage = sum(lib.cells[c.type].leakage for c in net.cells)
         self.leakage_sequential = sum(lib.cells[c.type].leakage for c in net.cells
-                                      if c.type in self.seq_types)
+                                      if c.type in seq_types)
+        self.matrices: dict = {}
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "matrices": {}}  # kept without the replays' matrices
 
     def load(self, ref) -> float:
-        lib, s = self.lib, self.sinks.get(ref, [])
-        cap = sum(lib.cells[c.type].pins[p].cap for c, p in s)
-        return cap + (lib.wire_cap(len(s)) if self.wire_load else 0.0)
-
-    def _kind(self, cell) -> str:
-        return "sequential" if cell.type in self.seq_types else "combinational"
+        """Net ``ref``'s load (its sink pins' capacitance and the wire load's)."""
+        return self.nets[ref][0]
 
     def of(self, ref) -> tuple:
         """``(load, driver or None, sink pins)`` of net ``ref``."""
-        got = self.nets.get(ref)
-        if got is None:
-            lib, c_net = self.lib, self.load(ref)
-            driver = None
-            if ref in self.drivers:
-                cell, pin = self.drivers[ref]
-                r, f = lib.cells[cell.type].pins[pin].energy(self.slew, c_net)
-                driver = (self._kind(cell), (r + f) / 2)
-            sink_pins = []
-            for cell, pin in self.sinks.get(ref, []):
-                p = lib.cells[cell.type].pins[pin]
-                if p.rise or p.fall:
-                    r, f = p.energy(self.slew, 0.0)
-                    sink_pins.append((self._kind(cell), (r + f) / 2))
-            got = self.nets[ref] = (c_net, driver, tuple(sink_pins))
-        return got
+        return self.nets[ref]
 
     def per_toggle(self, refs: tuple, clock, sw: float, ej: float):
         """Per net of ``refs`` (a replay's nets, in its order) what one transition of it adds
@@ -233,10 +241,27 @@ _PER_TOGGLE = ("combinational", "sequential", "switching", "internal", "inputs_s
 
 
 def _pin_energies(net, slew: float, wire_load: bool) -> _PinEnergies:
+    """:class:`_PinEnergies` of ``net`` at ``slew`` and ``wire_load``, kept on it and, for a
+    netlist read by :func:`synth_scripts.gatelevel.netlist.map_netlist`, beside its
+    ``netlist.v`` (``pins-<key>.pickle``) under the netlist's, the liberty's and this module's
+    digests, so another task or run reads them instead of the liberty's tables again."""
     key = (slew, wire_load)
     if key not in net.priced:
-        net.priced[key] = _PinEnergies(net, slew, wire_load)
+        make = partial(_PinEnergies, net, slew, wire_load)
+        if net.digest:
+            what = f"{net.digest} {net.lib.sha256} {slew!r} {wire_load} {_pricer()}"
+            name = hashlib.sha256(what.encode()).hexdigest()[:16]
+            net.priced[key] = kept_value(Path(net.path).parent / f"pins-{name}.pickle", what,
+                                         make)
+        else:
+            net.priced[key] = make()
     return net.priced[key]
+
+
+@cache
+def _pricer() -> str:
+    """What prices a netlist's pins (this module's source): part of the key they are kept under."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 def energy(net, toggles, *, clock_ns: float = 10.0, enable=None,

@@ -25,8 +25,10 @@ from pathlib import Path
 from synth_scripts import flow
 from synth_scripts.gatelevel import liberty
 from toolkit_base import toolchain
+from toolkit_base.files import kept_value
 
-__all__ = ["Cell", "Netlist", "kept_verilog", "map_netlist", "parse_netlist", "save"]
+__all__ = ["Cell", "Netlist", "kept_elaborated", "kept_verilog", "map_netlist", "parse_netlist",
+           "save"]
 
 
 
@@ -105,6 +107,7 @@ class Netlist:
     reset: str | None = "rst"
     clock_net: str | None = "clk"  # the net (alias representative) of the clock port
     cut: dict[str, int] = field(default_factory=dict)  # exposed read-data ports -> width
+    digest: str = ""  # SHA-256 of netlist.v, what is kept of it is kept under
     # what synth_scripts.gatelevel.energy read of the liberty for it, per slew and wire load
     priced: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -200,6 +203,12 @@ def _cell_models(lib: liberty.Liberty, workdir: Path) -> Path:
 
 
 @cache
+def _reader() -> str:
+    """What reads a netlist (this module's source): part of the key of what is kept of one."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
+@cache
 def _generator() -> str:
     """What a component's Verilog is made by: the generator's sources and Amaranth's version."""
     import amaranth
@@ -230,6 +239,21 @@ def kept_verilog(folder: Path | None, what: tuple[str, ...], convert: Callable[[
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, text)
     return text
+
+
+def kept_elaborated(folder: Path | None, what: tuple[str, ...], make: Callable[[], object]):
+    """What ``make()`` reads of the elaborated component ``what`` names (as for
+    :func:`kept_verilog`: e.g. the probes a recording of it takes), kept in
+    ``folder/elaborated`` under the digest of ``what``, the generator's sources and Amaranth's
+    version, as :func:`kept_verilog` keeps its Verilog: MiniLM's attention path takes 17 s to
+    elaborate and name its signals. Without a ``folder``, made."""
+    if folder is None:
+        return make()
+    key = json.dumps([list(what), _generator()])
+    name = hashlib.sha256(key.encode()).hexdigest()[:16]
+    path = Path(folder) / "elaborated" / f"{what[0]}_{name}.pickle"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return kept_value(path, key, make)
 
 
 def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
@@ -342,7 +366,11 @@ def _map_locked(verilog_text: str, top: str, liberty_path, workdir: Path, *, cut
         _cell_models(lib, workdir)
         stamp.write_text(digest, encoding="utf-8")
     text = (workdir / "netlist.v").read_text(encoding="utf-8")
-    inputs, outputs, cells, alias = parse_netlist(text)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    # parsed once, kept beside it (a tile's netlist takes 3 s to parse, every task read it)
+    inputs, outputs, cells, alias = kept_value(workdir / "parsed.pickle",
+                                               f"{digest} {_reader()}",
+                                               lambda: parse_netlist(text))
     known = set(lib.outputs)
     unknown = sorted({t for t, _, _ in cells} - known)
     if unknown:
@@ -367,6 +395,7 @@ def _map_locked(verilog_text: str, top: str, liberty_path, workdir: Path, *, cut
         reset="rst" if "rst" in inputs else None,
         clock_net=alias.get("clk"),
         cut=cut,
+        digest=digest,
     )
 
 
