@@ -101,7 +101,7 @@ def record_fast(acfg, path, sequences, dense: bool, heads, *, root, sim: str = "
     rec = AttentionRecorder.of_system(acfg, dense)
     windows, columns = record_attention(
         acfg, path, [(s.query, s.keys, s.values, s.valid, s.attn_out_in) for s in sequences],
-        dense=dense, record=rec.verilog_probes(heads), root=root, sim=sim, name=name)
+        dense=dense, record=rec.kept_probes(root, heads), root=root, sim=sim, name=name)
     rec.take(columns)
     return rec, windows
 

@@ -109,11 +109,11 @@ def test_the_pricing_from_the_fast_harness(case, recorded, nangate_lib, tmp_path
 
     probes = AttentionRecorder.verilog_probes
 
-    def wrong(self, heads=None):
+    def wrong(self, folder, heads=None):  # what a recording takes, not what was kept
         return [(col, f"{w}'d0" if col == "h0.qk.weights.rdata" else ref, w)
                 for col, ref, w in probes(self, heads)]
 
-    monkeypatch.setattr(AttentionRecorder, "verilog_probes", wrong)
+    monkeypatch.setattr(AttentionRecorder, "kept_probes", wrong)
     with pytest.raises(ReplayMismatch):
         priced("wrong", cache)
 
@@ -161,3 +161,27 @@ def test_a_record_read_column_by_column(tmp_path):
     (tmp_path / "r.hex").write_text("3f7\n3f\n")
     with pytest.raises(ValueError, match="line 2 is not 3 hex digits"):
         read_record(tmp_path / "r.hex", record)
+
+
+def test_the_probes_of_a_recording_are_kept(case, tmp_path, monkeypatch):
+    """``AttentionRecorder.kept_probes``: the columns a recording of the path takes, named once
+    and kept in the folder: read back without naming the head's signals again, the same; another
+    choice of heads, or the dense path, named on its own."""
+    from synth_scripts.gatelevel.attention import AttentionRecorder
+
+    acfg = _config(case)
+    rec = AttentionRecorder.of_system(acfg, False)
+    first = rec.kept_probes(tmp_path, [1])
+    assert first == rec.verilog_probes([1])
+    named = AttentionRecorder.verilog_probes
+    calls = []
+
+    def counted(self, heads=None):
+        calls.append(heads)
+        return named(self, heads)
+
+    monkeypatch.setattr(AttentionRecorder, "verilog_probes", counted)
+    assert rec.kept_probes(tmp_path, [1]) == first and calls == []
+    assert rec.kept_probes(tmp_path, None) != first and calls == [None]
+    dense = AttentionRecorder.of_system(acfg, True).kept_probes(tmp_path, [1])
+    assert dense != first and len(calls) == 2

@@ -164,6 +164,19 @@ class AttentionRecorder:
                     out.append((f"h{h}.{part}.{column}", ref, len(sig)))
         return out
 
+    def kept_probes(self, folder, heads=None) -> list[tuple[str, str, int]]:
+        """:meth:`verilog_probes`, kept in ``folder``
+        (:func:`synth_scripts.gatelevel.netlist.kept_elaborated`): naming one head's signals
+        takes 7 s on MiniLM, every recording of the path did it."""
+        from rtl_gen.attention import DENSE_HEAD_MODULE
+        from synth_scripts.gatelevel.netlist import kept_elaborated
+
+        dense = self.dut.head_module == DENSE_HEAD_MODULE
+        chosen = None if heads is None else list(heads)
+        return kept_elaborated(folder, ("verilog_probes", f"dense={dense}",
+                                        repr(self.dut.config), repr(chosen)),
+                               lambda: self.verilog_probes(heads))
+
     def take(self, values: dict[str, list[int]]) -> None:
         """The run recorded elsewhere: ``values`` per column of :meth:`verilog_probes`, clock
         edge by clock edge, as :meth:`__call__` records them."""
