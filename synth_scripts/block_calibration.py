@@ -26,8 +26,9 @@ does instead, for one design:
    replay takes minutes). They depend on every head's events in and out and on each node's
    stalls, which no node's counters tell: fitted, a longer sentence than the sample's ran
    64 % over (MiniLM, k = 1), and the idle clock and leakage with them. A node's logic is
-   fitted to its counters and its busy clocks (the clock of each is in it), its cells'
-   leakage left out (:func:`_without_leakage`) and charged over the measured clocks.
+   fitted to its own counters and its busy clocks (the clock of each is in it; the other
+   nodes' counters of its head, which its window holds too, left out: :func:`_own`), its
+   cells' leakage left out (:func:`_without_leakage`) and charged over the measured clocks.
 3. **Every window of the run priced by its counters.** The counters of every window of every
    tile and node over all the sentences are the golden QNN's (the run checked the RTL's are
    equal: :class:`PieceActivity`, :func:`matterhorn.block_gates.activity`); each window is
@@ -287,6 +288,15 @@ def _with_busy(windows: Sequence[dict], busy: Sequence[float]) -> list[dict]:
     return [{**w, "x": {**w["x"], BUSY: b}} for w, b in zip(windows, busy, strict=True)]
 
 
+def _own(samples: Sequence[dict]) -> list[dict]:
+    """The attention nodes' windows with their own counters only (``<unit>_<name>``, and
+    :data:`BUSY`): a window holds every node of its head's counters, and a fit free to take
+    another node's (the softmax node's logic to the probability x value node's reads, say)
+    follows what they happen to share in the sample, not what the node does."""
+    return [{**s, "x": {k: v for k, v in s["x"].items()
+                        if k == BUSY or k.startswith(f"{s['unit']}_")}} for s in samples]
+
+
 def _fitted(piece, p: PieceGates, act: PieceActivity, hops: float, sram: SramCosts,
             heads: int, design: str) -> tuple[PieceGates, dict]:
     """A piece whose windows are priced by their units' fits: the piece, its fits' record."""
@@ -295,7 +305,7 @@ def _fitted(piece, p: PieceGates, act: PieceActivity, hops: float, sram: SramCos
                          "(Pricing(windows=True))")
     samples = p.samples
     if piece.kind == ATTENTION:  # what a node does, beside the clocks it works
-        samples = _without_leakage(_with_busy(samples, [s["busy"] for s in samples]),
+        samples = _without_leakage(_own(_with_busy(samples, [s["busy"] for s in samples])),
                                    p.unit_costs)
     fits = fit(samples)
     replayed: dict[str, set] = defaultdict(set)

@@ -142,6 +142,41 @@ def test_the_attention_path_calibrated_with_its_nodes_idle_clocks():
                                    "mttfs-k1")
 
 
+def test_an_attention_node_is_fitted_to_its_own_counters():
+    """A node's logic is fitted to its own counters and its busy clocks, not to another node's
+    counters of the same head that its window holds too: here another node's counter tells the
+    sample's logic better than the node's own (a correlation of the sample), and is zero in the
+    run; fitted to it, the run's logic would be nil."""
+    from golden_models.block_pieces import ATTENTION, PIECES
+    from synth_scripts.block_calibration import CALIBRATORS, PieceActivity
+    from synth_scripts.block_gates import PieceGates, SramCosts
+
+    piece = next(p for p in PIECES if p.kind == ATTENTION)
+    rng = random.Random(3)
+    other = {"qk": "pv", "sm": "qk", "pv": "sm"}
+    samples, windows, want = [], [], 0.0
+    for unit in ("qk", "sm", "pv"):
+        for _ in range(16):
+            work, wobble = rng.randrange(10, 90), rng.uniform(-3, 3)
+            x = {f"{unit}_work": work, f"{other[unit]}_echo": work + wobble}
+            samples.append({"unit": unit, "instance": 0, "x": x, "logic": 2.0 * (work + wobble),
+                            "idle": 0.0, "gated": 0.0, "cycles": 100.0, "busy": 0.0})
+            run_work = rng.randrange(10, 90)
+            windows.append({"unit": unit, "instance": 0,
+                            "x": {f"{unit}_work": run_work, f"{other[unit]}_echo": 0}})
+            want += 2.0 * run_work
+    costs = {"per_hop": 0.0, "wire_per_hop": 0.0, "inner_per_hop": 0.0,
+             "inner_wire_per_hop": 0.0, "idle_per_clock": 0.0}
+    sampled = PieceGates("attention", {}, 0, 0.0, 0.0, {}, samples=samples, unit_costs=costs)
+    act = PieceActivity("attention", windows, 0, {"read": 0, "write": 0}, {},
+                        clocks=[100] * 16, busy=[0] * len(windows))
+    got, fits = CALIBRATORS[ATTENTION](piece, sampled, act, 0.0, SramCosts(None, 0.0, 10.0), 1,
+                                       "mttfs-k1")
+    logic = got.energy_pJ["compute"] + got.energy_pJ["nonlinear"]
+    assert logic == pytest.approx(want, rel=0.05)
+    assert all(fits[u]["counters"] == ["busy_clocks", f"{u}_work"] for u in other)
+
+
 # -- the tiny block, a sentence outside the sample ----------------------------------------------
 
 DIMS = {"hidden": 8, "heads": 2, "ffn": 16, "seq": 8}
