@@ -589,3 +589,18 @@ def test_a_kept_value_is_made_once_per_key(tmp_path):
     path.write_bytes(b"not a pickle")
     assert kept_value(path, "b", make(4)) == {"v": 4}
     assert made == [1, 3, 4]
+
+
+def test_two_replays_into_one_folder_take_turns(counter, tmp_path):
+    """Two replays into one folder at once (two tasks of a design pricing its router on two
+    workers) each count their own trace: the same toggles as alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    net, _, _, _ = counter
+    traces = [counter_trace(cycles=400, seed=s)[0] for s in (11, 12, 13, 14)]
+    alone = [gl.replay(net, t, tmp_path / f"alone{i}", sim="icarus").nets
+             for i, t in enumerate(traces)]
+    with ThreadPoolExecutor(4) as pool:
+        shared = list(pool.map(lambda t: gl.replay(net, t, tmp_path / "shared",
+                                                    sim="icarus").nets, traces))
+    assert shared == alone

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from synth_scripts import flow
 from toolkit_base import toolchain
+from toolkit_base.files import locked
 
 __all__ = ["RESET_CYCLES", "SIMULATORS", "ReplayMismatch", "Toggles", "net_activity", "replay"]
 
@@ -377,44 +378,47 @@ def replay(net, trace, workdir, *, sim: str = "verilator", start: int = 0,
     counted = [r for r in net.nets if r != net.clock_net]
     flops = _flop_outputs(net)
     run_cmd = _build(net, _testbench(net, ins, outs, counted, flops), sim)
-    _hexfile(workdir / "stim.hex", ins, trace, sum(w for _, w in ins))
-    _hexfile(workdir / "expect.hex", outs, trace, sum(w for _, w in outs))
-    run_cmd = [*run_cmd, f"+cycles={trace.cycles}"]
-    t0 = time.perf_counter()
-    proc = subprocess.run(run_cmd, cwd=workdir, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, check=False)
-    seconds = time.perf_counter() - t0
-    log = proc.stdout + proc.stderr
-    (workdir / "run.log").write_text(log, encoding="utf-8")
-    widths = dict(outs)
-    for line in log.splitlines():
-        if line.startswith("@@MISMATCH"):
-            _, c, port, got, want = line.split()
-            digits = (widths[port] + 3) // 4
+    # two replays into one folder (two tasks of a design pricing the same router on two
+    # workers) take turns: each writes its stimulus and reads its counts alone
+    with locked(workdir.parent / f".{workdir.name}.lock"):
+        _hexfile(workdir / "stim.hex", ins, trace, sum(w for _, w in ins))
+        _hexfile(workdir / "expect.hex", outs, trace, sum(w for _, w in outs))
+        run_cmd = [*run_cmd, f"+cycles={trace.cycles}"]
+        t0 = time.perf_counter()
+        proc = subprocess.run(run_cmd, cwd=workdir, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, check=False)
+        seconds = time.perf_counter() - t0
+        log = proc.stdout + proc.stderr
+        (workdir / "run.log").write_text(log, encoding="utf-8")
+        widths = dict(outs)
+        for line in log.splitlines():
+            if line.startswith("@@MISMATCH"):
+                _, c, port, got, want = line.split()
+                digits = (widths[port] + 3) // 4
 
-            def hexa(v: str, digits: int = digits) -> str:
-                # an unknown (x/z) value is shown as the simulator wrote it
-                try:
-                    return f"0x{int(v, 16):0{digits}x}"
-                except ValueError:
-                    return f"0x{v}"
+                def hexa(v: str, digits: int = digits) -> str:
+                    # an unknown (x/z) value is shown as the simulator wrote it
+                    try:
+                        return f"0x{int(v, 16):0{digits}x}"
+                    except ValueError:
+                        return f"0x{v}"
 
-            raise ReplayMismatch(
-                f"cycle {c}: output {port} is {hexa(got)} in the gate netlist, "
-                f"{hexa(want)} in the RTL trace"
-            )
-    if "@@DONE" not in log or "@@SHORT" in log:
-        tail = "\n".join(log.strip().splitlines()[-10:])
-        last = tail.splitlines()[-1] if tail else "no output"
-        raise flow.ToolError(f"{sim} replay of {net.top} did not finish: {last}", tail)
-    rel = None if marks is None else [m - start for m in marks]
-    counts, changes, segments = _count(workdir / "diffs.txt", counted, flops, trace.cycles,
-                                       start, rel)
-    if counts is None:
-        raise flow.ToolError(f"{sim} replay of {net.top} wrote truncated counts")
-    # counted: the changed-bit words go (a bit per net and cycle: MiniLM's block wrote 2.9 GB
-    # of them per design, one sentence)
-    (workdir / "diffs.txt").unlink()
+                raise ReplayMismatch(
+                    f"cycle {c}: output {port} is {hexa(got)} in the gate netlist, "
+                    f"{hexa(want)} in the RTL trace"
+                )
+        if "@@DONE" not in log or "@@SHORT" in log:
+            tail = "\n".join(log.strip().splitlines()[-10:])
+            last = tail.splitlines()[-1] if tail else "no output"
+            raise flow.ToolError(f"{sim} replay of {net.top} did not finish: {last}", tail)
+        rel = None if marks is None else [m - start for m in marks]
+        counts, changes, segments = _count(workdir / "diffs.txt", counted, flops, trace.cycles,
+                                           start, rel)
+        if counts is None:
+            raise flow.ToolError(f"{sim} replay of {net.top} wrote truncated counts")
+        # counted: the changed-bit words go (a bit per net and cycle: MiniLM's block wrote 2.9 GB
+        # of them per design, one sentence)
+        (workdir / "diffs.txt").unlink()
     return Toggles(
         cycles=trace.cycles - start,
         nets=dict(zip(counted, counts, strict=True)),
