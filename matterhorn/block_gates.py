@@ -188,8 +188,8 @@ JOBS = {LINEAR: _linear_job, ATTENTION: _attention_job, ADD_NORM: _norm_job}
 
 
 #: Which of a pricing's tasks a run hands out first (:meth:`DesignPricing.ranks`): the longest
-#: (on MiniLM, 2 cores: an attention path's 100 to 250 s, the path's activity over the run
-#: 40 s, an add+LayerNorm unit's 20 s, a tile's 5 to 15 s), so that no long one is left to a
+#: (one MiniLM design, everything kept: the attention path 67 s, its activity over the run
+#: 24 s, an add+LayerNorm unit 6 to 9 s, a tile 1 to 12 s), so that no long one is left to a
 #: worker at the end while the others wait.
 RANK = {ATTENTION: 0, "path": 1, ADD_NORM: 2, LINEAR: 3}
 

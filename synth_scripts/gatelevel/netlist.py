@@ -231,8 +231,7 @@ def kept_verilog(folder: Path | None, what: tuple[str, ...], convert: Callable[[
         return convert()
     from toolkit_base.files import write_atomic
 
-    key = hashlib.sha256(json.dumps([list(what), _generator()]).encode()).hexdigest()[:16]
-    path = Path(folder) / "verilog" / f"{what[0]}_{key}.v"
+    _, path = _made_by(folder, "verilog", what, ".v")
     if path.is_file():
         return path.read_text(encoding="utf-8")
     text = convert()
@@ -249,11 +248,19 @@ def kept_elaborated(folder: Path | None, what: tuple[str, ...], make: Callable[[
     elaborate and name its signals. Without a ``folder``, made."""
     if folder is None:
         return make()
-    key = json.dumps([list(what), _generator()])
-    name = hashlib.sha256(key.encode()).hexdigest()[:16]
-    path = Path(folder) / "elaborated" / f"{what[0]}_{name}.pickle"
+    key, path = _made_by(folder, "elaborated", what, ".pickle")
     path.parent.mkdir(parents=True, exist_ok=True)
     return kept_value(path, key, make)
+
+
+def _made_by(folder: Path, kind: str, what: tuple[str, ...], suffix: str) -> tuple[str, Path]:
+    """What a component ``what`` names is made by (``what``, the generator's sources and
+    Amaranth's version: a key) and where what is kept of it is kept under that key's digest
+    (``folder/<kind>/<what[0]>_<digest><suffix>``): :func:`kept_verilog`,
+    :func:`kept_elaborated`."""
+    key = json.dumps([list(what), _generator()])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return key, Path(folder) / kind / f"{what[0]}_{digest}{suffix}"
 
 
 def map_netlist(verilog_text: str, top: str, liberty_path, workdir,
