@@ -8,6 +8,7 @@ is removed and the destination is left as it was.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -21,6 +22,7 @@ __all__ = [
     "copy_atomic",
     "folder_digest",
     "kept_value",
+    "source_digest",
     "locked",
     "owned_files",
     "public",
@@ -236,3 +238,11 @@ def kept_value(path: str | os.PathLike, key: str, make):
     value = make()
     write_atomic(path, pickle.dumps((key, value), protocol=pickle.HIGHEST_PROTOCOL))
     return value
+
+
+@functools.cache
+def source_digest(path: str | os.PathLike) -> str:
+    """The first 16 hex digits of the SHA-256 of file ``path`` (a module's source, read once a
+    process): part of the key a module keeps what it computed under (:func:`kept_value`), so
+    that a change of the code makes it again."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]

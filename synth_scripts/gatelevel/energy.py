@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from functools import cache, partial
+from functools import partial
 from pathlib import Path
 
 from synth_scripts.gatelevel import liberty as liberty_mod
-from toolkit_base.files import kept_value
+from toolkit_base.files import kept_value, source_digest
 
 __all__ = ["COMPONENTS", "NOMINAL_SLEW_NS", "Energy", "energy", "isolated_cells",
            "opensta_per_net", "opensta_reference", "sta_groups"]
@@ -249,7 +249,7 @@ def _pin_energies(net, slew: float, wire_load: bool) -> _PinEnergies:
     if key not in net.priced:
         make = partial(_PinEnergies, net, slew, wire_load)
         if net.digest:
-            what = f"{net.digest} {net.lib.sha256} {slew!r} {wire_load} {_pricer()}"
+            what = f"{net.digest} {net.lib.sha256} {slew!r} {wire_load} {source_digest(__file__)}"
             name = hashlib.sha256(what.encode()).hexdigest()[:16]
             net.priced[key] = kept_value(Path(net.path).parent / f"pins-{name}.pickle", what,
                                          make)
@@ -257,11 +257,6 @@ def _pin_energies(net, slew: float, wire_load: bool) -> _PinEnergies:
             net.priced[key] = make()
     return net.priced[key]
 
-
-@cache
-def _pricer() -> str:
-    """What prices a netlist's pins (this module's source): part of the key they are kept under."""
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 def energy(net, toggles, *, clock_ns: float = 10.0, enable=None,

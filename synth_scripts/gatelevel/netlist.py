@@ -25,7 +25,7 @@ from pathlib import Path
 from synth_scripts import flow
 from synth_scripts.gatelevel import liberty
 from toolkit_base import toolchain
-from toolkit_base.files import kept_value
+from toolkit_base.files import kept_value, source_digest
 
 __all__ = ["Cell", "Netlist", "kept_elaborated", "kept_verilog", "map_netlist", "parse_netlist",
            "save"]
@@ -203,12 +203,6 @@ def _cell_models(lib: liberty.Liberty, workdir: Path) -> Path:
 
 
 @cache
-def _reader() -> str:
-    """What reads a netlist (this module's source): part of the key of what is kept of one."""
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
-
-
-@cache
 def _generator() -> str:
     """What a component's Verilog is made by: the generator's sources and Amaranth's version."""
     import amaranth
@@ -376,7 +370,7 @@ def _map_locked(verilog_text: str, top: str, liberty_path, workdir: Path, *, cut
     digest = hashlib.sha256(text.encode()).hexdigest()
     # parsed once, kept beside it (a tile's netlist takes 3 s to parse, every task read it)
     inputs, outputs, cells, alias = kept_value(workdir / "parsed.pickle",
-                                               f"{digest} {_reader()}",
+                                               f"{digest} {source_digest(__file__)}",
                                                lambda: parse_netlist(text))
     known = set(lib.outputs)
     unknown = sorted({t for t, _, _ in cells} - known)
