@@ -188,18 +188,24 @@ class IntSoftmax:
             valid = torch.ones_like(a, dtype=torch.bool)
         elif not isinstance(valid, torch.Tensor) or valid.dtype != torch.bool:
             raise TypeError("valid must be a bool tensor")
-        valid = valid.expand_as(a)
-        top = torch.where(valid, a, lo).amax(-1, keepdim=True)
-        z = torch.where(valid, top - a, 0)
-        t = rshift_round(z * self.mult, self.shift)
-        whole = (t >> self.frac_bits).clamp(max=EXP_BITS + 1)
-        frac = t & (2**self.frac_bits - 1)
-        e = torch.bitwise_right_shift(self.table[frac], whole)  # EXP2 >> (E + 1) is 0
-        e = torch.where(valid, e, 0)
+        e = self.exponentials(a, valid.expand_as(a))
         total = e.sum(-1, keepdim=True)
         pd = self.recip_bits
         rcp = torch.div(2**pd, total.clamp(min=1), rounding_mode="floor")
         return rshift_round(e * rcp, pd - PROB_BITS)
+
+    def exponentials(self, scores: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """The row's exponentials ``e = EXP2[f] >> i`` (int64, ``2**E`` is one; zero for an
+        invalid key) of score rows ``[..., L]`` checked by :meth:`__call__`, ``valid`` bool of
+        the same shape: what the unit sums and scales by the reciprocal."""
+        lo, _ = signed_limits(self.score_bits)
+        top = torch.where(valid, scores, lo).amax(-1, keepdim=True)
+        z = torch.where(valid, top - scores, 0)
+        t = rshift_round(z * self.mult, self.shift)
+        whole = (t >> self.frac_bits).clamp(max=EXP_BITS + 1)
+        frac = t & (2**self.frac_bits - 1)
+        e = torch.bitwise_right_shift(self.table[frac], whole)  # EXP2 >> (E + 1) is 0
+        return torch.where(valid, e, 0)
 
     def error_bound(self, length: int, p: torch.Tensor | float = 1.0) -> torch.Tensor | float:
         """Largest ``|u / 2**Pu - softmax|`` at a probability ``p`` in a row of ``length``.

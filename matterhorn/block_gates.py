@@ -405,7 +405,12 @@ def _linear_activity(qnn, case, piece, tile_neurons: int, path):
 def _attention_activity(qnn, case, piece, tile_neurons: int, path):
     from regression.block_parts import attention_config
     from rtl_gen.attn_images import attention_reference, dense_reference
-    from synth_scripts.block_attention import attention_counters, attention_sram, window_features
+    from synth_scripts.block_attention import (
+        attention_counters,
+        attention_sram,
+        softmax_features,
+        window_features,
+    )
     from synth_scripts.block_calibration import PieceActivity
     from synth_scripts.block_gates import NODE_COMPONENT
     from synth_scripts.block_pricing import piece_flits
@@ -416,8 +421,10 @@ def _attention_activity(qnn, case, piece, tile_neurons: int, path):
                                                       s.codes["key"], s.codes["value"],
                                                       s.valid)]
                 for s in case.sequences]
+    data = [softmax_features(case.path, s.codes["query"], s.codes["key"], s.codes["value"],
+                             s.valid, case.design.dense) for s in case.sequences]
     windows = [{"unit": part, "instance": h, "x": x} for h in range(acfg.heads)
-               for part in NODE_COMPONENT for x in window_features(counters, h)]
+               for part in NODE_COMPONENT for x in window_features(counters, h, data)]
     total = attention_counters(counters)
     read, write = attention_sram(acfg, total)
     producers = {out: p for p in of_kind(LINEAR) for out in p.outputs}

@@ -42,7 +42,7 @@ from synth_scripts.block_gates import (
 from synth_scripts.block_pricing import Pricing, piece_flits, spread, unit_costs
 
 __all__ = ["AttentionSequence", "attention_counters", "attention_shapes", "attention_sram",
-           "price_attention", "validate_attention", "window_features"]
+           "price_attention", "softmax_features", "validate_attention", "window_features"]
 
 
 @dataclass(frozen=True)
@@ -146,17 +146,18 @@ def attention_sram(acfg, counters: Counter) -> tuple[int, int]:
     return read, write
 
 
-def window_features(counters, h: int) -> list[dict[str, int]]:
+def window_features(counters, h: int, data) -> list[dict[str, int]]:
     """Per window of ``counters`` (per sequence, per window the attention path's counter ports
     and their values) the counters of head ``h``'s three nodes, named without the head
     (``cnt_qk_<name>_h<h>`` -> ``qk_<name>``; a node's window lasts as long as its head's
     slowest node works), a write counter (which holds its sequence's writes in each of its
-    windows) in the sequence's first window only, and ``sequence_start`` (1 in that window:
-    the sequence's start and its key and value writes fall in it)."""
+    windows) in the sequence's first window only, ``sequence_start`` (1 in that window:
+    the sequence's start and its key and value writes fall in it) and the softmax node's data
+    features (``data``: per sequence :func:`softmax_features`)."""
     head, out = f"_h{h}", []
-    for wins in counters:
-        for i, w in enumerate(wins):
-            x = {"sequence_start": int(i == 0)}
+    for wins, feats in zip(counters, data, strict=True):
+        for i, (w, f) in enumerate(zip(wins, feats, strict=True)):
+            x = {"sequence_start": int(i == 0), **f[h]}
             for port, value in w.items():
                 name = port.removeprefix("cnt_")
                 if name.endswith(head) and name.split("_", 1)[0] in NODE_COMPONENT:
@@ -166,14 +167,55 @@ def window_features(counters, h: int) -> list[dict[str, int]]:
     return out
 
 
-def _node_energies(pr: Pricing, acfg, rec, marks: list[int], design: str,
+#: The softmax node's data features (:func:`softmax_features`): beside its counters, what its
+#: logic's toggling follows that no counter tells.
+SOFTMAX_FEATURES = ("sm_exp_toggles", "sm_code_toggles", "sm_max_updates")
+
+
+def _toggles(values: list[int]) -> int:
+    """The bits a bus carrying ``values`` in turn flips, from zero."""
+    return sum((a ^ b).bit_count() for a, b in zip(values, [0, *values[:-1]], strict=True))
+
+
+def softmax_features(path, query, keys, values, valid, dense: bool) -> list[list[dict]]:
+    """Per token, per head, the softmax node's data features of one sequence (the golden
+    path's scores and probability codes, :class:`golden_models.attention.AttentionPath`):
+    the bits its exponential bus flips over the row in slot order (summed in the sum pass and
+    read again in the out pass, ``sm_exp_toggles``), those its probability code output flips
+    (``sm_code_toggles``), and how often the row's running maximum rose as the scores came in
+    (``sm_max_updates``). A row's exponentials decay away from its maximum: a longer row adds
+    keys whose exponentials are small or zero and flip few bits, so the node's logic grows less
+    than linearly in its keys, which its counters (linear in them) do not tell; fitted on a
+    sample of short sentences and run on long ones, the dense softmax node's logic came out
+    4 to 5 % over without them (docs/block_gates.md)."""
+    rows = (path.run_dense(query, keys, values, valid) if dense
+            else path.run(query, keys, values, valid).windows)
+    ok = valid.tolist()
+    out = []
+    for row in rows:
+        feats = []
+        for w in row:
+            exps = path.softmax.exponentials(w.scores.to(torch.int64), valid).tolist()
+            top, rises = None, 0
+            for a, v in zip(w.scores.tolist(), ok, strict=True):
+                if v and (top is None or a > top):
+                    top, rises = a, rises + 1
+            feats.append(dict(zip(SOFTMAX_FEATURES, (_toggles(exps),
+                                                     _toggles(w.prob_codes.tolist()), rises),
+                                  strict=True)))
+        out.append(feats)
+    return out
+
+
+def _node_energies(pr: Pricing, acfg, path, sequences, rec, marks: list[int], design: str,
                    windows=None) -> tuple[dict, dict, list]:
     """Each head's nodes replayed from the first of the windows' ``marks`` (the clock after
     the configuration; each window's first clock, :meth:`AttentionRecorder.window_marks`): their
     energies summed per component (``compute``, ``nonlinear``, ``idle``, ``gated``; the cells'
     ``leakage``, inside the others, and per node kind ``<part>_leakage``), their
     cells, and with ``pr.windows`` each window of each node priced on its own (``windows``:
-    the run's, per sequence; ``PieceGates.samples``). With ``pr.replay_heads``, only that
+    the run's, per sequence, of ``sequences`` through the golden ``path``;
+    ``PieceGates.samples``). With ``pr.replay_heads``, only that
     many heads, spread over the path (:func:`synth_scripts.block_pricing.spread`)."""
     from synth_scripts.gatelevel.attention import ENABLE_HOLD, NODE_ENABLE
     from synth_scripts.gatelevel.measure import replay_energy
@@ -182,6 +224,8 @@ def _node_energies(pr: Pricing, acfg, rec, marks: list[int], design: str,
     cells, samples = {}, []
     start, cut = marks[0], marks if pr.windows else None
     counted = [[w.counters for w in wins] for wins in windows]
+    data = None if cut is None else [softmax_features(path, s.query, s.keys, s.values, s.valid,
+                                                      design == "dense") for s in sequences]
     for h in spread(acfg.heads, pr.replay_heads):
         for part, component in NODE_COMPONENT.items():
             net = _node_netlist(pr, acfg, part, design == "dense")
@@ -192,7 +236,7 @@ def _node_energies(pr: Pricing, acfg, rec, marks: list[int], design: str,
                               hold=ENABLE_HOLD, one_replay=True, marks=cut)
             if cut is not None:
                 samples += [window_sample(part, h, x, w) for x, w in
-                            zip(window_features(counted, h), e["windows"], strict=True)]
+                            zip(window_features(counted, h, data), e["windows"], strict=True)]
             energy[component] += e["free_pJ"] - e["idle_clock_pJ"]
             energy["idle"] += e["idle_clock_pJ"]
             energy["gated"] += e["gated_pJ"]
@@ -235,7 +279,8 @@ def _path_run(pr: Pricing, acfg, path, sequences, design: str, recorder=None) ->
         rec, windows = recorder(acfg, path, sequences, dense, spread(acfg.heads, pr.replay_heads))
     marks = rec.window_marks(len(config_beats(acfg, path)), sum(len(w) for w in windows))
     start = marks[0]
-    energy, cells, samples = _node_energies(pr, acfg, rec, marks, design, windows)
+    energy, cells, samples = _node_energies(pr, acfg, path, sequences, rec, marks, design,
+                                           windows)
     inner = [f for h in range(acfg.heads) for x in (0, 1) for f in rec.flits(h, f"inject_x{x}")]
     router = pr.router(inner, acfg.flit_value_width, acfg.flit_addr_width,
                        mesh=(acfg.heads, 3), kind="attention_routers")

@@ -29,6 +29,10 @@ does instead, for one design:
    fitted to its own counters and its busy clocks (the clock of each is in it; the other
    nodes' counters of its head, which its window holds too, left out: :func:`_own`), its
    cells' leakage left out (:func:`_without_leakage`) and charged over the measured clocks.
+   The softmax node's counters grow linearly in the row's keys where its logic does not (a
+   longer row adds keys of small exponentials, which flip few bits): its windows carry the
+   golden row's data features too, the bits its exponential and code buses flip and the rises
+   of its running maximum (:func:`synth_scripts.block_attention.softmax_features`).
 3. **Every window of the run priced by its counters.** The counters of every window of every
    tile and node over all the sentences are the golden QNN's (the run checked the RTL's are
    equal: :class:`PieceActivity`, :func:`matterhorn.block_gates.activity`); each window is

@@ -177,6 +177,44 @@ def test_an_attention_node_is_fitted_to_its_own_counters():
     assert all(fits[u]["counters"] == ["busy_clocks", f"{u}_work"] for u in other)
 
 
+@pytest.mark.parametrize("dense", [False, True])
+def test_the_softmax_nodes_data_features(dense):
+    """Each head's windows get the bits its softmax node's exponential and code buses flip in
+    slot order and the rises of its running maximum (recounted here from the golden path's
+    rows, bit by bit), head by head."""
+    import torch
+
+    from golden_models.attention import AttentionPath
+    from synth_scripts.block_attention import SOFTMAX_FEATURES, softmax_features, window_features
+
+    path = AttentionPath.random(4, T=16, k=1, seq_len=7, seed=5)
+    g = torch.Generator().manual_seed(5)
+    sp, kv = path.query_mask.space, path.kv_space
+    q, k, v = (torch.randint(s.q_min, s.q_max + 1, (7, 8), generator=g) for s in (sp, kv, kv))
+    k[1] = k[0]  # two keys alike: every row's scores tie there, and a tie is no rise
+    valid = torch.tensor([True, True, True, False, True, True, True])
+    got = softmax_features(path, q, k, v, valid, dense)
+    rows = path.run_dense(q, k, v, valid) if dense else path.run(q, k, v, valid).windows
+
+    def flips(values):
+        return sum(bin(a ^ b).count("1") for a, b in zip(values, [0, *values[:-1]], strict=True))
+
+    rises_seen = set()
+    for row, feats in zip(rows, got, strict=True):
+        for w, f in zip(row, feats, strict=True):
+            e = path.softmax.exponentials(w.scores, valid).tolist()
+            ok = [a for a, keep in zip(w.scores.tolist(), valid.tolist(), strict=True) if keep]
+            rises = sum(a > max(ok[:i], default=a - 1) for i, a in enumerate(ok))
+            assert f == {"sm_exp_toggles": flips(e),
+                         "sm_code_toggles": flips(w.prob_codes.tolist()),
+                         "sm_max_updates": rises}
+            rises_seen.add(rises)
+    assert len(rises_seen) > 1  # the rows differ in what they count
+    counters = [[{"cnt_sm_scores_in_h1": 7, "cnt_qk_scores_out_h1": 7} for _ in got]]
+    x = window_features(counters, 1, [got])
+    assert [{n: w[n] for n in SOFTMAX_FEATURES} for w in x] == [f[1] for f in got]
+
+
 # -- the tiny block, a sentence outside the sample ----------------------------------------------
 
 DIMS = {"hidden": 8, "heads": 2, "ffn": 16, "seq": 8}

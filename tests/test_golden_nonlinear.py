@@ -320,6 +320,23 @@ def test_softmax_within_bound_of_float(case):
     assert [_softmax_spec(r, v, unit) for r, v in rows] == u.tolist()
 
 
+@settings(max_examples=60, deadline=None)
+@given(softmax_cases())
+def test_softmax_exponentials_decay_from_the_rows_maximum(case):
+    # e = 2**E at a row's largest valid score, never more, non-increasing as a score falls
+    # below it, zero for an invalid key: what the unit sums, and what its probabilities scale
+    scores, valid, scale, score_bits, frac_bits = case
+    unit = IntSoftmax.from_scale(scale, 512, score_bits, frac_bits)
+    e = unit.exponentials(scores, valid)
+    assert (e[~valid] == 0).all()
+    for row, ok, ex in zip(scores.tolist(), valid.tolist(), e.tolist(), strict=True):
+        kept = sorted((a, x) for a, v, x in zip(row, ok, ex, strict=True) if v)
+        if kept:
+            assert kept[-1][1] == 2**EXP_BITS
+            pairs = zip(kept, kept[1:], strict=False)
+            assert all(x0 <= x1 <= 2**EXP_BITS for (_, x0), (_, x1) in pairs)
+
+
 def test_softmax_is_a_function_of_the_row():
     # no online maximum: the order of the keys and a common offset change nothing
     gen = torch.Generator().manual_seed(3)
