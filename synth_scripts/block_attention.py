@@ -172,11 +172,6 @@ def window_features(counters, h: int, data) -> list[dict[str, int]]:
 SOFTMAX_FEATURES = ("sm_exp_toggles", "sm_code_toggles", "sm_max_updates")
 
 
-def _toggles(values: list[int]) -> int:
-    """The bits a bus carrying ``values`` in turn flips, from zero."""
-    return sum((a ^ b).bit_count() for a, b in zip(values, [0, *values[:-1]], strict=True))
-
-
 def softmax_features(path, query, keys, values, valid, dense: bool) -> list[list[dict]]:
     """Per token, per head, the softmax node's data features of one sequence (the golden
     path's scores and probability codes, :class:`golden_models.attention.AttentionPath`):
@@ -188,6 +183,8 @@ def softmax_features(path, query, keys, values, valid, dense: bool) -> list[list
     than linearly in its keys, which its counters (linear in them) do not tell; fitted on a
     sample of short sentences and run on long ones, the dense softmax node's logic came out
     4 to 5 % over without them (docs/block_gates.md)."""
+    from synth_scripts.gatelevel.measure import bus_flips
+
     rows = (path.run_dense(query, keys, values, valid) if dense
             else path.run(query, keys, values, valid).windows)
     ok = valid.tolist()
@@ -200,9 +197,8 @@ def softmax_features(path, query, keys, values, valid, dense: bool) -> list[list
             for a, v in zip(w.scores.tolist(), ok, strict=True):
                 if v and (top is None or a > top):
                     top, rises = a, rises + 1
-            feats.append(dict(zip(SOFTMAX_FEATURES, (_toggles(exps),
-                                                     _toggles(w.prob_codes.tolist()), rises),
-                                  strict=True)))
+            flips = (bus_flips([0, *exps]), bus_flips([0, *w.prob_codes.tolist()]), rises)
+            feats.append(dict(zip(SOFTMAX_FEATURES, flips, strict=True)))
         out.append(feats)
     return out
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["MESH", "held_on", "replay_energy", "router_energy"]
+__all__ = ["MESH", "bus_flips", "held_on", "replay_energy", "router_energy"]
 
 #: Mesh (rows, columns) the compared tiles and the router are generated for; the movement
 #: figure's mean hop count is :func:`rtl_gen.router.mean_hops` of it.
@@ -18,6 +18,11 @@ def _slice(trace, start: int, stop: int):
     from synth_scripts.gatelevel.trace import Trace
 
     return Trace(trace.ports, {k: v[start:stop] for k, v in trace.values.items()})
+
+
+def bus_flips(words) -> int:
+    """The bits a bus flips carrying ``words`` (ints) one after another."""
+    return sum((a ^ b).bit_count() for a, b in zip(words, words[1:], strict=False))
 
 
 def held_on(columns, hold: int) -> list[bool]:
@@ -176,7 +181,7 @@ def router_energy(flits: list[tuple[int, int]], payload_width: int, addr_width: 
     # the link the flits leave on: its wires' transitions, clock to clock, as the RTL drove them
     words = [p << 1 | v for p, v in zip(loaded.values["o_east__payload"],
                                         loaded.values["o_east__valid"], strict=True)]
-    link = sum((a ^ b).bit_count() for a, b in zip(words, words[1:], strict=False))
+    link = bus_flips(words)
     return {"per_hop_pJ": per_hop, "idle_per_clock_pJ": idle_per_clock,
             "cells": len(net.cells), "area_um2": net.area(),
             "link_toggles_per_flit": link / max(len(flits), 1)}
