@@ -426,7 +426,7 @@ def _gates_on_cluster(ex, st, todo, steps) -> list[tuple]:
     # handed out longest first (the attention paths), each result put back in its place
     order = sorted(range(len(tasks)), key=lambda i: (ranks[i], i))
     got = ex.map(run_task, [tasks[i] for i in order], names=[names[i] for i in order],
-                 told=said)
+                 what="pricing", told=said)
     placed = dict(zip(order, got, strict=True))
     results = iter(placed[i] for i in range(len(tasks)))
     out = []
