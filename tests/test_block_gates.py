@@ -305,13 +305,13 @@ def test_a_pricing_hands_out_its_longest_tasks_first(model, nangate_lib, tmp_pat
 
 
 @pytest.mark.slow
-def test_the_pricing_on_a_cluster_equals_the_local_run(model, nangate_lib, tmp_path):
+def test_the_pricing_on_a_cluster_equals_the_local_run(model, nangate_lib, tmp_path, capfd):
     """``matterhorn block --gates -j 2``: each design's run a task, then its pricing's tasks
     (each replayed tile, the attention path, each add+LayerNorm unit) spread over two worker
     processes, the longest handed out first, sharing the netlists and builds of one folder:
     the document is the one a run in this process writes, figure for figure (the wall-clock
-    seconds aside). Two sentences, the shorter replayed, one tile of the two-tile FFN-expand
-    layer: calibrated."""
+    seconds aside), and each task is shown as it ends. Two sentences, the shorter replayed,
+    one tile of the two-tile FFN-expand layer: calibrated."""
     from matterhorn.block import BlockSetup, GatesSetup, run
     from regression.block_parts import seq_max_of
 
@@ -336,6 +336,7 @@ def test_the_pricing_on_a_cluster_equals_the_local_run(model, nangate_lib, tmp_p
     fits = cluster["gates"]["method"]["mttfs-k1"]["fits"]["ffn_expand"]["tile"]
     assert fits["replayed"] == [0]
     assert figures(cluster) == figures(local)
+    assert "[pricing 20/20, " in capfd.readouterr().err
 
 
 def _setup(model):
