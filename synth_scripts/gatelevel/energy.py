@@ -258,7 +258,6 @@ def _pin_energies(net, slew: float, wire_load: bool) -> _PinEnergies:
     return net.priced[key]
 
 
-
 def energy(net, toggles, *, clock_ns: float = 10.0, enable=None,
            slew_ns: float = NOMINAL_SLEW_NS, wire_load: bool = True) -> Energy:
     """Energy of ``net`` (a :class:`gatelevel.Netlist`) over the replay ``toggles``.
